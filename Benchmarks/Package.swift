@@ -1,0 +1,26 @@
+// swift-tools-version: 6.1
+// Benchmarks, kept apart from the product so that `swift test` never builds them.
+// Run: swift package --package-path Benchmarks benchmark   (see README "Performance")
+import PackageDescription
+
+let package = Package(
+    name: "clicker-benchmarks",
+    platforms: [.macOS(.v14)],
+    dependencies: [
+        .package(path: ".."),
+        .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
+    ],
+    targets: [
+        // Decode, verify and tally, in reports per second (ordo-one benchmark).
+        .executableTarget(
+            name: "CoreIngest",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "ClickerWire", package: "clicker"),
+                .product(name: "ClickerTally", package: "clicker"),
+            ],
+            path: "Benchmarks/CoreIngest",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+    ]
+)

@@ -1,0 +1,1 @@
+print("clicker-tally: not wired yet")

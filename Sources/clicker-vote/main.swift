@@ -1,0 +1,1 @@
+print("clicker-vote: not wired yet")

@@ -1,0 +1,1 @@
+// Placeholder: delete when the first real test lands.
