@@ -88,13 +88,15 @@ public enum Answer: Sendable, Hashable, Comparable, CustomStringConvertible, Los
         }
     }
 
-    /// Letters: `B`, `true`, `A+C`, `B>A>C`.
+    /// Letters: `B`, `true`, `A+C` (one option alone: `D+`), `B>A>C`.
     public var description: String {
         switch self {
         case .choice(let i): return Self.letterText(i)
         case .trueFalse(let b): return b ? "true" : "false"
         case .multiSelect(let m):
-            return (0..<8).filter { m & (1 << $0) != 0 }.map { Self.letterText(UInt8($0)) }.joined(separator: "+")
+            let letters = (0..<8).filter { m & (1 << $0) != 0 }.map { Self.letterText(UInt8($0)) }
+            // A one-option selection prints `D+`, so that it does not read as the single choice `D`.
+            return letters.count == 1 ? letters[0] + "+" : letters.joined(separator: "+")
         case .ranking(let r): return r.description
         }
     }
@@ -103,7 +105,7 @@ public enum Answer: Sendable, Hashable, Comparable, CustomStringConvertible, Los
         i < 26 ? String(UnicodeScalar(65 + i)) : "?\(i)"
     }
 
-    /// Parses `B`, `true`/`false` (also `yes`/`no`), `A+C` (multi-select) or `B>A>C` (ranking).
+    /// Parses `B`, `true`/`false` (also `yes`/`no`), `A+C` or `D+` (multi-select) or `B>A>C` (ranking).
     public init(parsing text: some StringProtocol) throws(AnswerParseError) {
         let t = text.trimmingWhitespace()
         guard !t.isEmpty else { throw .empty }
@@ -127,7 +129,8 @@ public enum Answer: Sendable, Hashable, Comparable, CustomStringConvertible, Los
             self = .ranking(r)
         } else if t.contains("+") {
             var mask: UInt8 = 0
-            for part in t.split(separator: "+", omittingEmptySubsequences: false) {
+            let body = t.count == 2 && t.hasSuffix("+") ? Substring(t.dropLast()) : Substring(t)
+            for part in body.split(separator: "+", omittingEmptySubsequences: false) {
                 let i = try letterIndex(part)
                 guard mask & (1 << i) == 0 else { throw .repeatedLetter(String(part)) }
                 mask |= 1 << i
@@ -223,11 +226,12 @@ public struct Ranking: Sendable, Hashable, CustomStringConvertible {
         return Array(full.prefix(count))
     }
 
-    /// The shortest order that identifies this ranking (trailing options in natural order dropped).
+    /// The shortest order that identifies this ranking (trailing options in natural order dropped),
+    /// at least two options long so that it never reads as a single choice.
     public var shortOrder: [UInt8] {
         let full = fullOrder
         var n = 8
-        while n > 1 && full[n - 1] == UInt8(n - 1) { n -= 1 }
+        while n > 2 && full[n - 1] == UInt8(n - 1) { n -= 1 }
         return Array(full.prefix(n))
     }
 
