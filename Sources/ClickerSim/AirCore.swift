@@ -470,6 +470,7 @@ final class AirCore {
             guard let r = requests[id], r.state == .queued else { continue }
             r.state = .initiating
             slotsInUse += 1
+            stats.peakConnections = Swift.max(stats.peakConnections, slotsInUse)
         }
         updateScanning()
     }

@@ -57,6 +57,11 @@ public struct ConnectionConfiguration: Sendable, Hashable {
 }
 
 /// When a peripheral's first advertising event comes after it starts advertising.
+///
+/// The default, `.randomWithinInterval`, models a room where people press their buttons at unrelated
+/// moments. `.immediate` with many devices started at the same instant models a synchronized start
+/// (every board triggered by one broadcast): their events then stay bunched for many intervals,
+/// because only the 0–10 ms advDelay spreads them, and far fewer get through.
 public enum FirstEventPhase: Sendable, Hashable {
     /// Right away, plus the usual 0–10 ms advDelay (what a controller does).
     case immediate
@@ -96,7 +101,7 @@ public struct AirConfiguration: Sendable, Hashable {
                 captureThreshold: Double? = nil, lossProbability: Double = 0,
                 sensitivity: Double = -95, defaultRSSIRange: ClosedRange<Double> = -85 ... -45,
                 rssiNoise: Double = 2, connections: ConnectionConfiguration = ConnectionConfiguration(),
-                firstEventPhase: FirstEventPhase = .immediate) {
+                firstEventPhase: FirstEventPhase = .randomWithinInterval) {
         self.seed = seed
         self.clock = clock
         self.scanners = scanners
@@ -135,6 +140,8 @@ public struct AirStatistics: Sendable, Hashable {
     public var connectionsEstablished = 0
     public var readsSucceeded = 0
     public var readsFailed = 0
+    /// Most connections (being set up or open) at any one time.
+    public var peakConnections = 0
 
     public init() {}
 }
