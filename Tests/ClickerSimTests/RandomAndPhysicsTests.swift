@@ -1,0 +1,54 @@
+import ClickerSim
+import ClickerTransport
+import XCTest
+
+final class RandomAndPhysicsTests: XCTestCase {
+    func testSplitMix64MatchesReferenceOutputs() {
+        var g = SplitMix64(seed: 0)
+        XCTAssertEqual(g.next(), 0xE220_A839_7B1D_CDAF)
+        XCTAssertEqual(g.next(), 0x6E78_9E6A_A1B9_65F4)
+        XCTAssertEqual(g.next(), 0x06C4_5D18_8009_454F)
+    }
+
+    func testXoshiroIsReproducibleAndSeedDependent() {
+        var a = Xoshiro256StarStar(seed: 42), b = Xoshiro256StarStar(seed: 42), c = Xoshiro256StarStar(seed: 43)
+        let sa = (0..<100).map { _ in a.next() }, sb = (0..<100).map { _ in b.next() }, sc = (0..<100).map { _ in c.next() }
+        XCTAssertEqual(sa, sb)
+        XCTAssertNotEqual(sa, sc)
+        // Roughly uniform: mean of the top bit over many draws near 1/2.
+        var g = Xoshiro256StarStar(seed: 7)
+        let ones = (0..<100_000).reduce(0) { acc, _ in acc + Int(g.next() >> 63) }
+        XCTAssertEqual(Double(ones) / 100_000, 0.5, accuracy: 0.01)
+    }
+
+    func testAirTimeFollowsPDULength() {
+        XCTAssertEqual(LegacyAdvertising.airTime(advertisingDataLength: 31), .microseconds(376))
+        XCTAssertEqual(LegacyAdvertising.airTime(advertisingDataLength: 0), .microseconds(128))
+        // 24 bytes of data + company ID + MSD header + flags = 31 bytes of AD.
+        XCTAssertEqual(LegacyAdvertising.airTime(of: payload(0)), .microseconds(376))
+        // Non-connectable advertising carries no flags: 3 bytes (24 µs) shorter.
+        XCTAssertEqual(LegacyAdvertising.airTime(of: payload(0, connectable: false)), .microseconds(352))
+    }
+
+    func testOversizedPayloadIsRefused() async throws {
+        let air = SimulatedAir()
+        let p = air.addPeripheral()
+        do {
+            try await p.advertise(payload(0, bytes: 25))
+            XCTFail("25 bytes of connectable manufacturer data cannot fit 31 bytes of AD")
+        } catch let e as TransportError {
+            guard case .unsupported = e else { return XCTFail("unexpected \(e)") }
+        }
+        try await p.advertise(payload(0, connectable: false, bytes: 27))  // fits without flags
+    }
+
+    func testAnalyticHelpers() {
+        let a = Duration.microseconds(376), i = Duration.milliseconds(105)
+        let p = AnalyticModel.cleanProbabilityExponential(advertisers: 300, airTime: a, meanEventInterval: i)
+        XCTAssertEqual(p, 0.117, accuracy: 0.002)
+        XCTAssertEqual(AnalyticModel.cleanProbability(advertisers: 300, airTime: a, meanEventInterval: i), p, accuracy: 0.003)
+        let t50 = AnalyticModel.timeToHear(fraction: 0.5, cleanProbability: p, meanEventInterval: i)
+        XCTAssertEqual(t50?.components.seconds ?? 9, 0)  // about 0.58 s
+        XCTAssertEqual(AnalyticModel.fractionHeard(after: t50 ?? .zero, cleanProbability: p, meanEventInterval: i), 0.5, accuracy: 1e-6)
+    }
+}
