@@ -41,8 +41,8 @@ let package = Package(
         .target(name: "HCI", dependencies: ["CBluetooth", "ClickerTransport", .product(name: "Logging", package: "swift-log")]),
 
         // Application layers
-        .target(name: "ClickerStore", dependencies: ["ClickerWire", "ClickerTally", .product(name: "GRDB", package: "GRDB.swift")]),
-        .target(name: "TerminalView", dependencies: ["ClickerTally"]),
+        .target(name: "ClickerStore", dependencies: [.product(name: "GRDB", package: "GRDB.swift")]),
+        .target(name: "TerminalView"),
         .target(name: "TallyDaemon", dependencies: [
             "ClickerWire", "ClickerTally", "ClickerTransport", "ClickerStore", "TerminalView", "DBus",
             .product(name: "Logging", package: "swift-log"),
