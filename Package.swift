@@ -41,8 +41,8 @@ let package = Package(
         .target(name: "HCI", dependencies: ["CBluetooth", "ClickerTransport", .product(name: "Logging", package: "swift-log")]),
 
         // Application layers
-        .target(name: "ClickerStore", dependencies: ["ClickerWire", "ClickerTally", .product(name: "GRDB", package: "GRDB.swift")]),
-        .target(name: "TerminalView", dependencies: ["ClickerTally"]),
+        .target(name: "ClickerStore", dependencies: [.product(name: "GRDB", package: "GRDB.swift")]),
+        .target(name: "TerminalView"),
         .target(name: "TallyDaemon", dependencies: [
             "ClickerWire", "ClickerTally", "ClickerTransport", "ClickerStore", "TerminalView", "DBus",
             .product(name: "Logging", package: "swift-log"),
@@ -68,7 +68,7 @@ let package = Package(
         .testTarget(name: "ClickerSimTests", dependencies: ["ClickerSim", "ClickerTransport", "ClickerWire", "ClickerTally"]),
         .testTarget(name: "HCITests", dependencies: ["HCI"]),
         .testTarget(name: "ClickerStoreTests", dependencies: ["ClickerStore"]),
-        .testTarget(name: "TerminalViewTests", dependencies: ["TerminalView"]),
+        .testTarget(name: "TerminalViewTests", dependencies: ["TerminalView"], exclude: ["Snapshots"]),
         // Tier 2: real dbus-daemon + python-dbusmock standing in for bluetoothd
         .testTarget(name: "DBusTests", dependencies: ["DBus"]),
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "ClickerWire", "ClickerTally"]),
