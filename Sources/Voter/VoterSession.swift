@@ -14,16 +14,18 @@ public actor VoterSession {
     public let mode: BallotMode
     private let key: BallotKey
     private let transport: any PeripheralTransport
-    private let sequences: SequenceStore
+    private let sequences: SequenceStore?
     private let interval: Duration
     private let logger: Logger
     private(set) public var current: Ballot?
 
     /// - Parameters:
+    ///   - state: where the last sequence number is kept across runs; nil keeps it in memory only
+    ///     (simulated students).
     ///   - identity: the device's key; it fixes the voter ID (per poll in anonymous mode).
     ///   - roster: sign and encrypt with the device's own key (roster mode) instead of the poll key.
     public init(joinCode: JoinCode, question: UInt8, identity: DeviceKey, roster: Bool = false,
-                transport: any PeripheralTransport, state: StateDirectory,
+                transport: any PeripheralTransport, state: StateDirectory?,
                 interval: Duration = .milliseconds(100), logger: Logger = Logger(label: "clicker.voter")) {
         self.joinCode = joinCode
         self.question = question
@@ -31,7 +33,7 @@ public actor VoterSession {
         self.voterID = roster ? identity.rosterVoterID(for: joinCode) : identity.anonymousVoterID(for: joinCode)
         self.key = roster ? BallotKey.roster(deviceKey: identity, joinCode: joinCode) : BallotKey.anonymous(joinCode)
         self.transport = transport
-        self.sequences = SequenceStore(state: state)
+        self.sequences = state.map(SequenceStore.init(state:))
         self.interval = interval
         self.logger = logger
     }
@@ -39,12 +41,12 @@ public actor VoterSession {
     /// Casts (or changes) the vote. Returns the ballot now on the air.
     @discardableResult
     public func cast(_ answer: Answer) async throws -> Ballot {
-        let last = current?.sequence ?? sequences.last(voteID: joinCode.voteID, question: question, voterID: voterID)
+        let last = current?.sequence ?? sequences?.last(voteID: joinCode.voteID, question: question, voterID: voterID) ?? 0
         guard last < UInt16.max else { throw VoterError.sequenceExhausted }
         let ballot = Ballot(mode: mode, voteID: joinCode.voteID, question: question, voterID: voterID,
                             sequence: last + 1, answer: answer)
         // Persist first: if we crash after advertising, the next run must still go higher.
-        try sequences.record(voteID: joinCode.voteID, question: question, voterID: voterID, sequence: ballot.sequence)
+        try sequences?.record(voteID: joinCode.voteID, question: question, voterID: voterID, sequence: ballot.sequence)
         let advert = BallotCodec.sealAdvertisement(ballot, key: key)
         let full = BallotCodec.sealGATT(ballot, key: key)
         try await transport.publish(service: BallotFormat.serviceUUID,
