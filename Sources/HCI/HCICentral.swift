@@ -31,10 +31,14 @@ public final class HCICentral: CentralTransport {
         public var commandTimeout: Duration
         /// Executable name used in the `setcap` advice of permission errors.
         public var programName: String
+        /// Clock that timestamps reports (and status changes); `HCIClock.now` by default.
+        public var clock: @Sendable () -> RadioInstant
 
         public init(scanInterval: Duration = .milliseconds(100), scanWindow: Duration? = nil,
                     activeScanning: Bool = false, filterDuplicates: Bool = false, resetController: Bool = true,
-                    commandTimeout: Duration = .seconds(2), programName: String = "clicker-tally") {
+                    commandTimeout: Duration = .seconds(2), programName: String = "clicker-tally",
+                    clock: @escaping @Sendable () -> RadioInstant = HCIClock.now) {
+            self.clock = clock
             self.scanInterval = scanInterval
             self.scanWindow = scanWindow ?? scanInterval
             self.activeScanning = activeScanning
@@ -76,7 +80,7 @@ public final class HCICentral: CentralTransport {
         self.logger = logger
         let broadcaster = StatusBroadcaster(RadioStatus(adapter: adapter, state: .starting))
         self.broadcaster = broadcaster
-        controller = HCIController(channel: channel, adapter: adapter) { error in
+        controller = HCIController(channel: channel, adapter: adapter, clock: options.clock) { error in
             logger.error("HCI controller failed: \(error)")
             broadcaster.update { $0.state = .stopped; $0.lastError = error.description }
         }
@@ -122,7 +126,7 @@ public final class HCICentral: CentralTransport {
         _ = try? await opLock.run { [self] in
             guard let id = terminated.state.withLock({ $0.id }) else { return }
             let remaining = controller.removeSubscriber(id)
-            guard remaining == 0, state.withLock({ $0.scanning }) else { return }
+            guard remaining == 0, state.withLock({ $0.scanning }), !controller.hasFailed else { return }
             do {
                 try await stopScanning()
             } catch {
@@ -154,7 +158,7 @@ public final class HCICentral: CentralTransport {
                                                 timeout: options.commandTimeout)
         }
         state.withLock { $0.scanning = true }
-        broadcaster.update { $0.state = .scanning; $0.lastDiscoveryRestart = .now(); $0.lastError = nil }
+        broadcaster.update { $0.state = .scanning; $0.lastDiscoveryRestart = options.clock(); $0.lastError = nil }
     }
 
     private func stopScanning() async throws {

@@ -77,10 +77,14 @@ final class HCIController: Sendable {
     private let commandLock = AsyncLock()
     /// Called on the reader thread when the controller fails for good.
     private let onFailure: @Sendable (HCIError) -> Void
+    /// Timestamps reports as they are read.
+    private let clock: @Sendable () -> RadioInstant
 
-    init(channel: any HCIChannel, adapter: String, onFailure: @escaping @Sendable (HCIError) -> Void) {
+    init(channel: any HCIChannel, adapter: String, clock: @escaping @Sendable () -> RadioInstant = HCIClock.now,
+         onFailure: @escaping @Sendable (HCIError) -> Void) {
         self.channel = channel
         self.adapter = adapter
+        self.clock = clock
         self.onFailure = onFailure
         let thread = Thread { [self] in readLoop() }
         thread.name = "hci-reader-\(adapter)"
@@ -88,6 +92,9 @@ final class HCIController: Sendable {
     }
 
     var statistics: HCIStatistics { state.withLock { $0.statistics } }
+
+    /// Whether the controller failed for good or was stopped.
+    var hasFailed: Bool { state.withLock { $0.failure != nil } }
 
     /// Sends `command` and returns the return parameters after the status octet.
     /// Throws `HCIError.commandFailed` for a non-zero status, `.commandTimeout` after `timeout`.
@@ -216,7 +223,7 @@ final class HCIController: Sendable {
 
     private func deliverReports(_ packet: [UInt8], batch: inout [AdvertisementReport]) {
         let subscribers = state.withLock { $0.subscribers }
-        let timestamp = RadioInstant.now()
+        let timestamp = clock()
         var companies: [UInt16] = []
         for s in subscribers.values where !companies.contains(s.companyID) { companies.append(s.companyID) }
         var total = ExtractionCounts()

@@ -64,3 +64,20 @@ func initializeController(_ controller: HCIController, reset: Bool, timeout: Dur
     guard bdaddr.count >= 6 else { throw HCIError.malformedReply(.readBDAddr) }
     return DeviceAddress(bdaddr[5], bdaddr[4], bdaddr[3], bdaddr[2], bdaddr[1], bdaddr[0])
 }
+
+/// The default clock of HCI report timestamps: monotonic (`ContinuousClock`), nanoseconds since
+/// its first use.
+///
+/// `RadioInstant.now()` would be the natural choice, but in the current ClickerTransport it
+/// reads the clock *before* its lazily initialised origin, so its first call computes a negative
+/// duration and traps. Until that is fixed, this clock is used; pass `clock: RadioInstant.now`
+/// in the options to share the transport-wide clock.
+public enum HCIClock {
+    private static let origin = ContinuousClock.now
+
+    public static func now() -> RadioInstant {
+        let start = origin   // initialise the origin before reading the clock
+        let (s, atto) = (ContinuousClock.now - start).components
+        return RadioInstant(nanoseconds: UInt64(max(0, s)) * 1_000_000_000 + UInt64(max(0, atto) / 1_000_000_000))
+    }
+}
