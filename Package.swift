@@ -66,7 +66,7 @@ let package = Package(
         .testTarget(name: "ClickerWireTests", dependencies: ["ClickerWire", "ClickerTransport"]),
         .testTarget(name: "ClickerTallyTests", dependencies: ["ClickerTally", "ClickerWire", "ClickerTransport"]),
         .testTarget(name: "ClickerSimTests", dependencies: ["ClickerSim", "ClickerTransport", "ClickerWire", "ClickerTally"]),
-        .testTarget(name: "HCITests", dependencies: ["HCI"]),
+        .testTarget(name: "HCITests", dependencies: ["HCI", "CBluetooth", "ClickerTransport"]),
         .testTarget(name: "ClickerStoreTests", dependencies: ["ClickerStore"]),
         .testTarget(name: "TerminalViewTests", dependencies: ["TerminalView"], exclude: ["Snapshots"]),
         // Tier 2: real dbus-daemon + python-dbusmock standing in for bluetoothd
