@@ -52,14 +52,16 @@ let package = Package(
 
         // Executables only wire things together
         .executableTarget(name: "clicker-tally", dependencies: [
-            "TallyDaemon", "ClickerSim", "BlueZ", "HCI",
+            "TallyDaemon", "ClickerSim", "BlueZ", "HCI", "Voter",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         .executableTarget(name: "clicker-vote", dependencies: [
             "Voter", "ClickerSim", "BlueZ", "HCI",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
 
         // Tier 1: pure core and simulated radio
