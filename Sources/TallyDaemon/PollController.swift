@@ -77,6 +77,9 @@ public actor PollController {
     private var closedAt: Date?
     /// Ballots read back over GATT and verified: voter → highest confirmed sequence, per question.
     private var confirmed: [UInt8: [VoterKey: UInt16]] = [:]
+    /// Highest sequence committed per voter, per question: a re-sent ballot with a higher sequence
+    /// and the same answer changes no count but must still be stored.
+    private var committed: [UInt8: [VoterKey: UInt16]] = [:]
     /// Ballots tallied but not yet committed (only after a storage error).
     private var unsaved: [BallotRecord] = []
     private var pendingRejections: [Rejection: Int] = [:]
@@ -88,6 +91,8 @@ public actor PollController {
     public private(set) var gattReads = (ok: 0, failed: 0)
     /// Increments on every change a view could show.
     public private(set) var version = 0
+    /// The radio clock's latest reading (from reports), used to time GATT results on the same clock.
+    private var radioNow = RadioInstant.zero
 
     struct GATTRequest: Sendable {
         var address: DeviceAddress
@@ -129,7 +134,7 @@ public actor PollController {
             openedAt = current?.openedAt ?? now
             closedAt = current?.closedAt
             for q in s.questions { tally.open(.choice(UInt8(clamping: q.number), options: options.options)) }
-            Self.replay(s.ballots, into: &tally, confirmed: &confirmed)
+            Self.replay(s.ballots, into: &tally, confirmed: &confirmed, committed: &committed)
             for q in s.questions where q.state == .closed { tally.close(question: UInt8(clamping: q.number)) }
             if s.questions.isEmpty { tally.open(.choice(question, options: options.options)) }
             logger.info("resumed poll \(s.poll.id) (vote \(options.joinCode.voteID)) with \(s.ballots.count) stored ballots")
@@ -153,7 +158,8 @@ public actor PollController {
     }
 
     /// Rebuilds the tally from stored ballots (any order gives the same tally).
-    static func replay(_ ballots: [BallotRecord], into tally: inout Tally, confirmed: inout [UInt8: [VoterKey: UInt16]]) {
+    static func replay(_ ballots: [BallotRecord], into tally: inout Tally, confirmed: inout [UInt8: [VoterKey: UInt16]],
+                       committed: inout [UInt8: [VoterKey: UInt16]]) {
         for b in ballots {
             guard let key = VoterKey(storeBytes: b.voter), let answer = Answer(storeValue: b.answer),
                   let seq = UInt16(exactly: b.sequence), let q = UInt8(exactly: b.question) else { continue }
@@ -161,6 +167,7 @@ public actor PollController {
                                 sequence: seq, answer: answer)
             _ = tally.record(ballot, from: DeviceAddress(b.address) ?? DeviceAddress(rawValue: 0), at: .zero)
             if b.gattVerified { confirmed[q, default: [:]][key] = max(confirmed[q]?[key] ?? 0, seq) }
+            committed[q, default: [:]][key] = max(committed[q]?[key] ?? 0, seq)
         }
     }
 
@@ -205,6 +212,7 @@ public actor PollController {
 
     /// Tallies one report and commits what it changed.
     public func ingest(_ report: AdvertisementReport) {
+        if report.timestamp > radioNow { radioNow = report.timestamp }
         let r = pipeline.ingest(report)
         accept(r, address: report.address)
     }
@@ -227,7 +235,11 @@ public actor PollController {
         case .unregistered:
             version &+= 1
         case .repeated:
-            if gattVerified, let b = r.ballot { commit([record(b, address: address, gattVerified: true)]) }
+            guard let b = r.ballot else { return }
+            let key = VoterKey(mode: b.mode, voterID: b.voterID)
+            if gattVerified || b.sequence > committed[b.question]?[key] ?? 0 {
+                commit([record(b, address: address, gattVerified: gattVerified)])
+            }
         }
     }
 
@@ -249,6 +261,11 @@ public actor PollController {
         }
         do {
             try store.record(all, rejections: rejections)
+            for b in all {
+                guard let key = VoterKey(storeBytes: b.voter), let q = UInt8(exactly: b.question),
+                      let seq = UInt16(exactly: b.sequence) else { continue }
+                if seq > committed[q]?[key] ?? 0 { committed[q, default: [:]][key] = seq }
+            }
             unsaved.removeAll()
             pendingRejections.removeAll()
             if storageError != nil { storageError = nil; version &+= 1 }
@@ -270,7 +287,7 @@ public actor PollController {
             let value = try await central.readCharacteristic(
                 device: r.address, service: BallotFormat.serviceUUID,
                 characteristic: BallotFormat.ballotCharacteristicUUID, timeout: options.gattTimeout)
-            let result = pipeline.ingestGATT(value, from: r.address, at: RadioInstant.now())
+            let result = pipeline.ingestGATT(value, from: r.address, at: radioNow)
             if let b = result.ballot, b.voterID == r.voter.voterID, b.mode == r.voter.mode, b.question == r.question {
                 gattReads.ok += 1
                 confirmed[b.question, default: [:]][r.voter] = max(confirmed[b.question]?[r.voter] ?? 0, b.sequence)

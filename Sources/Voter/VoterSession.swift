@@ -54,7 +54,7 @@ public actor VoterSession {
         try await transport.advertise(AdvertisingPayload(companyID: BallotFormat.companyID, data: advert,
                                                          interval: interval, connectable: true))
         current = ballot
-        logger.info("advertising \(answer) (sequence \(ballot.sequence)) for vote \(joinCode.voteID), question \(question)")
+        logger.debug("advertising \(answer) (sequence \(ballot.sequence)) for vote \(joinCode.voteID), question \(question)")
         return ballot
     }
 
