@@ -265,7 +265,7 @@ final class AirCore {
                 t = end + gap
             }
         }
-        schedule(.advertisingEvent(device: d, generation: g), at: now + pdu.interval + rng.upTo(maxDelay))
+        schedule(.advertisingEvent(device: d, generation: g), at: now.adding(pdu.interval).adding(rng.upTo(maxDelay)))
     }
 
     private func startPDU(device dev: Device, channel: UInt8, pdu: PDUSnapshot) {
@@ -318,7 +318,7 @@ final class AirCore {
     private func deliverReport(_ tx: Transmission, address: DeviceAddress) {
         guard !reportSubscribers.isEmpty else { return }
         let noise = config.rssiNoise > 0 ? (rng.unitInterval() * 2 - 1) * config.rssiNoise : 0
-        let rssi = Int8(Swift.max(-127, Swift.min(20, (tx.rssi + noise).rounded())))
+        let rssi = Int8(sanitizedRSSI((tx.rssi + noise).rounded()))
         let report = AdvertisementReport(address: address, rssi: rssi, companyID: tx.pdu.companyID,
                                          data: tx.pdu.data, timestamp: RadioInstant(nanoseconds: tx.end))
         for key in reportSubscribers.keys.sorted() {
@@ -335,16 +335,16 @@ final class AirCore {
             let dev = devices[i]
             if !dev.present {
                 dev.present = true
-                if let rssi { dev.rssi = rssi }
+                if let rssi { dev.rssi = sanitizedRSSI(rssi) }
             }
             return dev
         }
         let index = devices.count
         let addr = address ?? DeviceAddress(rawValue: 0xC0_00_00_00_00_00 | UInt64(index + 1))
-        let r = rssi ?? {
+        let r = sanitizedRSSI(rssi ?? {
             let range = config.defaultRSSIRange
             return range.lowerBound + rng.unitInterval() * (range.upperBound - range.lowerBound)
-        }()
+        }())
         let dev = Device(index: index, address: addr, rssi: r)
         devices.append(dev)
         byAddress[addr] = index
@@ -374,8 +374,8 @@ final class AirCore {
             dev.generation += 1
             let start: UInt64
             switch config.firstEventPhase {
-            case .immediate: start = now + rng.upTo(maxDelay)
-            case .randomWithinInterval: start = now + rng.upTo(clamped.clampedNanoseconds + maxDelay)
+            case .immediate: start = now.adding(rng.upTo(maxDelay))
+            case .randomWithinInterval: start = now.adding(rng.upTo(clamped.clampedNanoseconds.adding(maxDelay)))
             }
             schedule(.advertisingEvent(device: dev.index, generation: dev.generation), at: start)
         }
@@ -452,7 +452,7 @@ final class AirCore {
         let r = ReadRequest(id: id, device: dev.index, key: key, continuation: continuation)
         requests[id] = r
         queued.append(id)
-        schedule(.readTimeout(request: id), at: now + timeout)
+        schedule(.readTimeout(request: id), at: now.adding(timeout))
         promote()
     }
 
@@ -482,7 +482,7 @@ final class AirCore {
         r.state = .connected
         dev.connections += 1
         stats.connectionsEstablished += 1
-        schedule(.connectionComplete(request: r.id), at: now + config.connections.exchangeDuration.clampedNanoseconds)
+        schedule(.connectionComplete(request: r.id), at: now.adding(config.connections.exchangeDuration.clampedNanoseconds))
         updateScanning()
     }
 
@@ -542,7 +542,7 @@ public struct SimulationContext {
 
     /// Moves the device (changes its received signal strength, dBm).
     public func setRSSI(_ address: DeviceAddress, _ dBm: Double) {
-        core.device(address)?.rssi = dBm
+        core.device(address)?.rssi = sanitizedRSSI(dBm)
     }
 
     public func publish(_ address: DeviceAddress, service: UUID128, characteristic: UUID128, value: [UInt8]) {
@@ -551,6 +551,6 @@ public struct SimulationContext {
 
     /// Schedules another action `delay` after now.
     public func schedule(after delay: Duration, _ action: @escaping ScriptAction) {
-        core.schedule(.script(action), at: core.now + delay.clampedNanoseconds)
+        core.schedule(.script(action), at: core.now.adding(delay.clampedNanoseconds))
     }
 }

@@ -34,7 +34,7 @@ public struct ScannerConfiguration: Sendable, Hashable {
 public struct ConnectionConfiguration: Sendable, Hashable {
     /// Most connections (being set up or open) at once; further reads queue. Controllers allow few.
     public var maxConcurrent: Int
-    /// Connection interval once connected.
+    /// Connection interval once connected (BLE allows 7.5 ms...4 s; clamped to that).
     public var connectionInterval: Duration
     /// Connection events needed for the read (MTU exchange, discovery by UUID, read, disconnect).
     public var exchangeEvents: Int
@@ -52,7 +52,8 @@ public struct ConnectionConfiguration: Sendable, Hashable {
     /// Time from CONNECT_IND to the value being back at the host: transmit window offset (1.25 ms)
     /// plus `exchangeEvents` connection intervals.
     public var exchangeDuration: Duration {
-        .microseconds(1250) + connectionInterval * exchangeEvents
+        let interval = Swift.min(Swift.max(connectionInterval, .microseconds(7500)), .seconds(4))
+        return .microseconds(1250) + interval * Swift.min(Swift.max(exchangeEvents, 0), 10_000)
     }
 }
 

@@ -64,12 +64,13 @@ public enum AnalyticModel {
         1 - (1 - p).power(t.seconds / i.seconds)
     }
 
-    /// Time until a fraction `f` of the advertisers has been heard (nil when `p` is 0 or `f` ≥ 1).
+    /// Time until a fraction `f` of the advertisers has been heard (nil when `p` is 0, `f` ≥ 1, or it is astronomically long).
     public static func timeToHear(fraction f: Double, cleanProbability p: Double, meanEventInterval i: Duration) -> Duration? {
         guard p > 0, f < 1, f >= 0 else { return nil }
         if p >= 1 { return .zero }
-        let events = log(1 - f) / log(1 - p)
-        return .nanoseconds(Int64(events * Double(i.nanoseconds)))
+        let ns = log(1 - f) / log(1 - p) * Double(i.nanoseconds)
+        guard ns.isFinite, ns < 9.0e18 else { return nil }  // beyond ~285 years: never, for our purposes
+        return .nanoseconds(Int64(ns))
     }
 }
 
@@ -84,12 +85,27 @@ extension Duration {
         return Double(s) + Double(atto) * 1e-18
     }
 
-    /// This duration in whole nanoseconds (negative durations give negative values).
+    /// This duration in whole nanoseconds (negative durations give negative values), saturating.
     var nanoseconds: Int64 {
         let (s, atto) = components
-        return s * 1_000_000_000 + atto / 1_000_000_000
+        let (m, o1) = s.multipliedReportingOverflow(by: 1_000_000_000)
+        let (r, o2) = m.addingReportingOverflow(atto / 1_000_000_000)
+        return o1 || o2 ? (s < 0 ? .min : .max) : r
     }
 
     /// Non-negative nanoseconds, clamping negative durations to zero.
     var clampedNanoseconds: UInt64 { UInt64(Swift.max(0, nanoseconds)) }
+}
+
+extension UInt64 {
+    /// Saturating addition, for instants computed from caller-supplied durations.
+    func adding(_ d: UInt64) -> UInt64 {
+        let (r, o) = addingReportingOverflow(d)
+        return o ? .max : r
+    }
+}
+
+/// A usable RSSI: finite and within what a report can carry.
+func sanitizedRSSI(_ x: Double) -> Double {
+    x.isFinite ? Swift.min(20, Swift.max(-127, x)) : -127
 }

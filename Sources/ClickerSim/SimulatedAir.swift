@@ -98,7 +98,7 @@ public final class SimulatedAir: Sendable {
 
     /// Schedules `action` `delay` after the simulator's current instant.
     public func schedule(after delay: Duration, _ action: @escaping ScriptAction) {
-        withCore { $0.schedule(.script(action), at: $0.now + delay.clampedNanoseconds) }
+        withCore { $0.schedule(.script(action), at: $0.now.adding(delay.clampedNanoseconds)) }
     }
 
     /// Runs `action` inside the simulator right now and returns its result.
@@ -121,7 +121,7 @@ public final class SimulatedAir: Sendable {
 
     /// Virtual clock: runs for `duration` from now.
     public func run(for duration: Duration) {
-        run(until: now + duration)
+        run(until: RadioInstant(nanoseconds: now.nanoseconds.adding(duration.clampedNanoseconds)))
     }
 
     /// Virtual clock: runs up to `time` in steps of `quantum`, yielding to other tasks between
@@ -130,7 +130,7 @@ public final class SimulatedAir: Sendable {
         guard isVirtual else { return }
         let q = Swift.max(1, quantum.clampedNanoseconds)
         while now < time {
-            run(until: RadioInstant(nanoseconds: Swift.min(time.nanoseconds, now.nanoseconds + q)))
+            run(until: RadioInstant(nanoseconds: Swift.min(time.nanoseconds, now.nanoseconds.adding(q))))
             await Task.yield()
         }
     }
@@ -148,7 +148,7 @@ public final class SimulatedAir: Sendable {
 
     func wallNow() -> UInt64 {
         let elapsed = Double(RadioInstant.now().nanoseconds &- wallStart)
-        return wallStart + UInt64(elapsed * speed)
+        return wallStart.adding(UInt64(Swift.min(9.0e18, elapsed * speed)))
     }
 
     private func startDriver() {

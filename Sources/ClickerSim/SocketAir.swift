@@ -296,7 +296,7 @@ public final class RemotePeripheral: PeripheralTransport {
         var w = ByteWriter()
         w.u16(AirFrame.version)
         w.u64(address?.rawValue ?? 0)
-        w.u16(rssi.map { UInt16(bitPattern: Int16(Swift.max(-127, Swift.min(20, $0.rounded())))) } ?? 0x7FFF)
+        w.u16(rssi.map { UInt16(bitPattern: Int16(sanitizedRSSI($0.rounded()))) } ?? 0x7FFF)
         do {
             let body = try await link.request(.hello, w.bytes)
             var r = ByteReader(body[...])

@@ -51,4 +51,21 @@ final class RandomAndPhysicsTests: XCTestCase {
         XCTAssertEqual(t50?.components.seconds ?? 9, 0)  // about 0.58 s
         XCTAssertEqual(AnalyticModel.fractionHeard(after: t50 ?? .zero, cleanProbability: p, meanEventInterval: i), 0.5, accuracy: 1e-6)
     }
+
+    func testExtremeInputsDoNotTrap() async throws {
+        XCTAssertNil(AnalyticModel.timeToHear(fraction: 0.5, cleanProbability: 1e-300, meanEventInterval: .milliseconds(25)))
+        let air = SimulatedAir(AirConfiguration(seed: 1, connections: ConnectionConfiguration(connectionInterval: .seconds(Int64.max), exchangeEvents: Int.max)))
+        let central = air.central()
+        let p = air.addPeripheral(rssi: .nan)
+        try await p.advertise(AdvertisingPayload(companyID: 1, data: [], interval: .seconds(Int64.max)))
+        try await p.publish(service: service, characteristic: ballot, value: [1])
+        air.schedule(after: .seconds(Int64.max)) { _ in }
+        let read = Task { try await central.readCharacteristic(device: p.address, service: service, characteristic: ballot, timeout: .seconds(Int64.max)) }
+        await waitForPendingReads(air, 1)
+        air.run(for: .seconds(30))
+        read.cancel()
+        do { _ = try await read.value } catch { XCTAssertTrue(error is CancellationError) }
+        XCTAssertEqual(air.pendingReads, 0)
+        air.perform { ctx in ctx.setRSSI(p.address, -.infinity) }
+    }
 }
