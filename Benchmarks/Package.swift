@@ -22,5 +22,16 @@ let package = Package(
             path: "Benchmarks/CoreIngest",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        // Raw HCI advertising-report parsing, in reports per second (ordo-one benchmark).
+        .executableTarget(
+            name: "HCIParse",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "HCI", package: "clicker"),
+                .product(name: "ClickerTransport", package: "clicker"),
+            ],
+            path: "Benchmarks/HCIParse",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
     ]
 )

@@ -259,23 +259,72 @@ public enum AdvertisementExtractor {
     /// Report event `packet` that carries Manufacturer Specific Data for `companyID`.
     /// A structurally malformed event throws and appends nothing; a report whose AD
     /// structures are malformed is counted and skipped.
+    ///
+    /// Same decoding as `HCIEvent.parse` + `AdvertisingData.manufacturerData`, without building
+    /// the intermediate values: after `validateAdvertisingReports` has checked every length,
+    /// the walk reads the packet through an unsafe buffer, all of whose indices are proven in bounds.
     public static func extract(packet: [UInt8], companyID: UInt16, timestamp: RadioInstant,
                                into out: inout [AdvertisementReport]) throws(HCIParseError) -> ExtractionCounts {
-        var counts = ExtractionCounts()
-        try HCIEvent.forEachAdvertisingReport(packet) { report in
-            guard report.dataStatus == .complete else { counts.fragments += 1; return }
-            do {
-                guard let payload = try AdvertisingData.manufacturerData(report.data, companyID: companyID) else {
-                    counts.ignored += 1
-                    return
+        try HCIEvent.validateAdvertisingReports(packet)
+        return packet.withUnsafeBufferPointer { p in
+            var counts = ExtractionCounts()
+            let extended = p[3] == HCIEvent.subeventExtendedAdvertisingReport
+            let count = Int(p[4])
+            var i = 5
+            for _ in 0..<count {
+                let addressAt: Int, dataAt: Int, length: Int, rssi: Int8, next: Int
+                if extended {
+                    length = Int(p[i + 23])
+                    addressAt = i + 3
+                    dataAt = i + 24
+                    rssi = Int8(bitPattern: p[i + 13])
+                    next = dataAt + length
+                    if p[i] & 0x60 != 0 {   // data status (bits 5–6) not "complete"
+                        counts.fragments += 1
+                        i = next
+                        continue
+                    }
+                } else {
+                    length = Int(p[i + 8])
+                    addressAt = i + 2
+                    dataAt = i + 9
+                    rssi = Int8(bitPattern: p[dataAt + length])
+                    next = dataAt + length + 1
                 }
-                out.append(AdvertisementReport(address: report.address, rssi: report.rssi, companyID: companyID,
-                                               data: Array(payload), timestamp: timestamp))
-                counts.matched += 1
-            } catch {
-                counts.malformed += 1
+                switch findManufacturerData(p, from: dataAt, to: dataAt + length, companyID: companyID) {
+                case .found(let start, let end):
+                    let a = addressAt
+                    out.append(AdvertisementReport(
+                        address: DeviceAddress(p[a + 5], p[a + 4], p[a + 3], p[a + 2], p[a + 1], p[a]),
+                        rssi: rssi == 127 ? nil : rssi, companyID: companyID,
+                        data: Array(UnsafeBufferPointer(rebasing: p[start..<end])), timestamp: timestamp))
+                    counts.matched += 1
+                case .absent: counts.ignored += 1
+                case .malformed: counts.malformed += 1
+                }
+                i = next
             }
+            return counts
         }
-        return counts
+    }
+
+    enum Search { case found(Int, Int), absent, malformed }
+
+    /// `AdvertisingData.manufacturerData` over `p[from..<to]` (which the caller has bounds-checked).
+    @inline(__always)
+    static func findManufacturerData(_ p: UnsafeBufferPointer<UInt8>, from: Int, to end: Int, companyID: UInt16) -> Search {
+        var i = from
+        while i < end {
+            let length = Int(p[i])
+            if length == 0 { return .absent }
+            let next = i + 1 + length
+            guard next <= end else { return .malformed }
+            if length >= 3 && p[i + 1] == AdvertisingData.typeManufacturerSpecific
+                && UInt16(p[i + 2]) | UInt16(p[i + 3]) << 8 == companyID {
+                return .found(i + 4, next)
+            }
+            i = next
+        }
+        return .absent
     }
 }
