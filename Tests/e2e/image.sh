@@ -3,8 +3,8 @@
 # The guest is Debian bookworm: Debian's own kernel (linux-image-amd64; bluetooth,
 # hci_vhci and 9p are modules) plus a `debootstrap --variant=minbase` root with
 # dbus, bluez (bluetoothd, bluetoothctl, btmon, btmgmt), bluez-test-tools (btvirt),
-# python3-dbus and the two libraries our static binaries link against
-# (libdbus-1-3, libbluetooth3). Root and modules are packed as one uncompressed
+# python3-dbus and the system libraries our binaries (static Swift stdlib) link against:
+# libdbus-1-3, libbluetooth3, libsqlite3-0 (GRDB), libstdc++6 (swift-crypto). Root and modules are packed as one uncompressed
 # initramfs, so there is no disk image and no guest initrd tooling.
 #
 # The cache directory is keyed by a hash of this file: change the recipe or the
@@ -13,7 +13,7 @@
 # Needs: root, a Debian 12 host with apt sources, debootstrap, cpio, dpkg, apt.
 
 E2E_SUITE=bookworm
-E2E_PKGS=dbus,bluez,bluez-test-tools,python3-dbus,python3-gi,libdbus-1-3,libbluetooth3,kmod,procps
+E2E_PKGS=dbus,bluez,bluez-test-tools,python3-dbus,python3-gi,libdbus-1-3,libbluetooth3,libsqlite3-0,libstdc++6,kmod,procps
 E2E_MODDIRS="crypto arch/x86/crypto lib net/bluetooth drivers/bluetooth net/rfkill net/9p fs/9p fs/netfs fs/fscache drivers/virtio drivers/char/hw_random"
 
 # The Debian mirror: the first "URIs:" (deb822) or "deb" line of the host's apt sources.

@@ -152,17 +152,22 @@ revote() {  # NAME ANSWER
   echo "$2" >&"$fd"
 }
 pid_of() { eval "echo \$PID_$1"; }
-alive() { kill -0 "$(pid_of "$1")" 2>/dev/null; }
+alive() { local p; p=$(pid_of "$1"); kill -0 "$p" 2>/dev/null && echo "pid $p running"; }
 
-# stop NAME SIGNAL TIMEOUT_S: signals the process and waits for it; prints its exit status
-# ("timeout" when it did not exit, then it is killed).
+# stop NAME SIGNAL TIMEOUT_S: signals the process and waits for it; sets RC to its exit
+# status ("timeout" when it did not exit; it is then killed). Not in $(...): only this
+# shell can wait for its children.
 stop() {
   local pid; pid=$(pid_of "$1")
   kill -"$2" "$pid" 2>/dev/null
-  local n=$(( $3 * 5 )) i=0
-  while [ $i -lt $n ]; do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; i=$((i+1)); done
-  if kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid"; wait "$pid" 2>/dev/null; echo timeout; return 1; fi
-  wait "$pid"; echo $?
+  local end=$(( SECONDS + $3 ))
+  while kill -0 "$pid" 2>/dev/null && [ $SECONDS -lt $end ]; do sleep 0.2; done
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -KILL "$pid"; wait "$pid" 2>/dev/null; RC=timeout
+  else
+    wait "$pid"; RC=$?
+  fi
+  log "$1 ended after SIG$2: exit status $RC"
 }
 
 # mfr ADAPTER ADDRESS: the latest manufacturer data (hex) under 0xffff that bluetoothd on
@@ -181,8 +186,8 @@ json() { py json "$D/$1.out" "$2"; }
 
 # finish_tally NAME: SIGINT, wait, check exit 0 and a JSON last line.
 finish_tally() {
-  local rc; rc=$(stop "$1" INT 60)
-  check "$1 exits 0 after SIGINT" test "$rc" = 0 || log "$1 exit status: $rc"
+  stop "$1" INT 60
+  check "$1 exits 0 after SIGINT" is 0 echo "$RC"
   check "$1 prints a JSON object as its last stdout line" json "$1" 'isinstance(j, dict)'
   log "$1 result: $(tail -n1 "$D/$1.out" | cut -c1-1500)"
 }

@@ -40,6 +40,7 @@ for s in $SCENARIOS; do
     cat "$D/reset.log"; echo "FAIL: could not reset the bluetooth stack before the scenario" >> "$D/checks"; rc=1
   fi
   [ "$rc" = 124 ] || [ "$rc" = 137 ] && echo "FAIL: scenario timed out after ${STIMEOUT}s" >> "$D/checks"
+  for p in $(cat "$D/pids" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done   # left behind by a timeout
   ok=$(grep -c '^ok:' "$D/checks"); bad=$(grep -c '^FAIL:' "$D/checks")
   if [ "$rc" = 0 ] && [ "$ok" -gt 0 ] && [ "$bad" = 0 ]; then verdict=PASS; else verdict=FAIL; fi
   why="$ok checks ok, $bad failed, exit $rc"
