@@ -81,10 +81,8 @@ public final class PrivateBus: @unchecked Sendable {
         defer { lock.unlock() }
         guard !stopped else { return }
         stopped = true
-        if process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
-        }
+        if process.isRunning { process.terminate() }
+        waitForTermination(process)
         try? FileManager.default.removeItem(at: directory)
     }
 
@@ -179,7 +177,7 @@ public final class HelperProcess: @unchecked Sendable {
     /// Sends SIGKILL (a peer vanishing without goodbye).
     public func kill() {
         if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
+        waitForTermination(process)
     }
 
     /// Terminates the helper and waits for it. Idempotent.
@@ -190,12 +188,12 @@ public final class HelperProcess: @unchecked Sendable {
         lock.unlock()
         guard !already else { return }
         if process.isRunning { process.terminate() }
-        process.waitUntilExit()
+        waitForTermination(process, timeout: 0.2)
     }
 
     /// Waits for the process to exit and returns its status.
     public func waitForExit() -> Int32 {
-        process.waitUntilExit()
+        waitForTermination(process, timeout: 3600)
         return process.terminationStatus
     }
 
@@ -217,7 +215,7 @@ public enum SystemPython {
         p.standardOutput = FileHandle.nullDevice
         p.standardError = FileHandle.nullDevice
         try p.run()
-        p.waitUntilExit()
+        waitForTermination(p)
         guard p.terminationStatus == 0 else {
             throw TestEnvironmentError("\(path) cannot import dbus / gi: install the Debian packages 'python3-dbus' and 'python3-gi'")
         }
@@ -266,11 +264,9 @@ public func runProcess(_ executable: String, _ arguments: [String], environment:
     p.standardError = errH
     try p.run()
     let deadline = Date().addingTimeInterval(timeout)
-    while p.isRunning {
-        if Date() > deadline { p.terminate() }
-        usleep(2_000)
-    }
-    p.waitUntilExit()
+    while p.isRunning && Date() < deadline { usleep(2_000) }
+    if p.isRunning { p.terminate() }
+    waitForTermination(p, timeout: 1)
     try? outH.close()
     try? errH.close()
     let out = (try? String(contentsOf: outFile, encoding: .utf8)) ?? ""
@@ -288,5 +284,20 @@ public enum DBusSend {
             throw TestEnvironmentError("\(path) not found: install the Debian package 'dbus-bin'")
         }
         return try runProcess(path, ["--bus=\(bus.address)", "--print-reply"] + arguments)
+    }
+}
+
+/// Waits for `p` to end by polling `isRunning` (Foundation's `waitUntilExit` can hang when several
+/// children exit concurrently); escalates to SIGKILL after `timeout` seconds.
+func waitForTermination(_ p: Process, timeout: TimeInterval = 10) {
+    let deadline = Date().addingTimeInterval(timeout)
+    while p.isRunning {
+        if Date() > deadline {
+            kill(p.processIdentifier, SIGKILL)
+            let hard = Date().addingTimeInterval(5)
+            while p.isRunning && Date() < hard { usleep(2_000) }
+            return
+        }
+        usleep(1_000)
     }
 }
