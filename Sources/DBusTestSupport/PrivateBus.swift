@@ -81,7 +81,9 @@ public final class PrivateBus: @unchecked Sendable {
         defer { lock.unlock() }
         guard !stopped else { return }
         stopped = true
-        if process.isRunning { process.terminate() }
+        // SIGKILL: children spawned from a dispatch worker thread inherit its blocked-signal mask, so
+        // SIGTERM may never arrive.
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         waitForTermination(process)
         try? FileManager.default.removeItem(at: directory)
     }
@@ -187,8 +189,8 @@ public final class HelperProcess: @unchecked Sendable {
         stopped = true
         lock.unlock()
         guard !already else { return }
-        if process.isRunning { process.terminate() }
-        waitForTermination(process, timeout: 0.2)
+        if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
+        waitForTermination(process)
     }
 
     /// Waits for the process to exit and returns its status.
@@ -265,7 +267,7 @@ public func runProcess(_ executable: String, _ arguments: [String], environment:
     try p.run()
     let deadline = Date().addingTimeInterval(timeout)
     while p.isRunning && Date() < deadline { usleep(2_000) }
-    if p.isRunning { p.terminate() }
+    if p.isRunning { kill(p.processIdentifier, SIGKILL) }
     waitForTermination(p, timeout: 1)
     try? outH.close()
     try? errH.close()
