@@ -54,7 +54,7 @@ let package = Package(
 
         // Executables only wire things together
         .executableTarget(name: "clicker-tally", dependencies: [
-            "TallyDaemon", "ClickerSim", "BlueZ", "HCI", "Voter",
+            "TallyDaemon", "ClickerSim", "BlueZ", "HCI", "Voter", "DBus", "ClickerStore", "TerminalView",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -50,21 +50,22 @@ extension PollController {
 /// at most ten a second, writing only the changed cells.
 public enum LiveView {
     /// Runs until the operator quits (returns) or the task is cancelled.
-    public static func run(_ controller: PollController, terminal: TerminalSession, exportDirectory: String,
+    public static func run(_ poll: any PollControl, terminal: TerminalSession, exportDirectory: String,
                            environment: [String: String]) async {
         var screen = LiveScreen(encoder: ANSIEncoder(color: ANSIEncoder.colorAllowed(environment: environment)))
         var state = ViewState()
         var decoder = KeyDecoder()
         var status: String?
+        var model: TallyViewModel?
         let start = ContinuousClock.now
         while !Task.isCancelled {
             for event in terminal.readEvents(timeout: .zero, decoder: &decoder) {
                 switch event {
                 case .key(let key):
-                    let open = await controller.isOpen
+                    let open = model?.question?.isOpen ?? false
                     if let action = state.handle(key, questionOpen: open) {
                         if action == .quit { return }
-                        status = await controller.perform(action, exportDirectory: exportDirectory)
+                        status = await poll.perform(action, exportDirectory: exportDirectory)
                     }
                 case .resize:
                     screen.invalidate()
@@ -72,9 +73,18 @@ public enum LiveView {
                     break
                 }
             }
-            let model = await controller.viewModel(status: status)
+            do {
+                model = try await poll.viewModel(status: status)
+            } catch {
+                // The daemon went away (watch): keep the last picture and say so.
+                model?.alert = "lost the daemon: \(error)"
+            }
+            guard let shown = model else {
+                try? await Task.sleep(for: .milliseconds(200))
+                continue
+            }
             let size = terminal.size() ?? TerminalSize(width: 80, height: 24)
-            switch screen.tick(model: model, state: state, width: size.width, height: size.height,
+            switch screen.tick(model: shown, state: state, width: size.width, height: size.height,
                                now: ContinuousClock.now - start) {
             case .draw(let bytes): if !bytes.isEmpty { terminal.write(bytes) }
             case .throttled, .unchanged: break

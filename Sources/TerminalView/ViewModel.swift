@@ -1,7 +1,7 @@
 /// Everything the live view shows, filled in by the daemon from the tally state. Pure data.
-public struct TallyViewModel: Sendable, Equatable {
+public struct TallyViewModel: Sendable, Equatable, Codable {
     /// State of the current question.
-    public struct Question: Sendable, Equatable {
+    public struct Question: Sendable, Equatable, Codable {
         public var number: Int
         public var isOpen: Bool
         /// Time since the question was opened (frozen at close if the caller wishes).
@@ -15,7 +15,7 @@ public struct TallyViewModel: Sendable, Equatable {
     }
 
     /// One answer's current count.
-    public struct Answer: Sendable, Equatable {
+    public struct Answer: Sendable, Equatable, Codable {
         /// Short label, e.g. "A".
         public var label: String
         public var count: Int
@@ -27,7 +27,7 @@ public struct TallyViewModel: Sendable, Equatable {
     }
 
     /// Rejected reports for one reason.
-    public struct Rejection: Sendable, Equatable {
+    public struct Rejection: Sendable, Equatable, Codable {
         public var reason: String
         public var count: Int
 
@@ -38,7 +38,7 @@ public struct TallyViewModel: Sendable, Equatable {
     }
 
     /// State of the radio backend.
-    public struct Radio: Sendable, Equatable {
+    public struct Radio: Sendable, Equatable, Codable {
         /// Adapter name (e.g. "hci0"), nil if none found.
         public var adapter: String?
         public var scanning: Bool

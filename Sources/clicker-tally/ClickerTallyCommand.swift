@@ -19,7 +19,8 @@ struct ClickerTallyCommand: AsyncParsableCommand {
             With no subcommand it runs a poll in this terminal: it picks a join code, shows it large, \
             and counts the votes that arrive. `--simulate 300` fills the room with simulated students.
             """,
-        subcommands: [Run.self],
+        subcommands: [Run.self, Daemon.self, Watch.self, Status.self, Open.self, Close.self, Next.self, Results.self,
+                      Export.self],
         defaultSubcommand: Run.self
     )
 }
