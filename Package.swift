@@ -76,7 +76,7 @@ let package = Package(
         // Tier 2: real dbus-daemon + python-dbusmock standing in for bluetoothd
         .testTarget(name: "DBusTests", dependencies: ["DBus", "DBusTestSupport"]),
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "ClickerWire", "ClickerTally"]),
-        .testTarget(name: "TallyDaemonTests", dependencies: ["TallyDaemon", "ClickerSim", "ClickerWire"]),
+        .testTarget(name: "TallyDaemonTests", dependencies: ["TallyDaemon", "ClickerSim", "ClickerWire", "DBus", "DBusTestSupport"]),
         .testTarget(name: "VoterTests", dependencies: ["Voter", "ClickerSim", "ClickerWire"]),
     ]
 )
