@@ -22,5 +22,25 @@ let package = Package(
             path: "Benchmarks/CoreIngest",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        // Ballots committed per second, one per transaction and batched (ordo-one benchmark).
+        .executableTarget(
+            name: "StoreCommit",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "ClickerStore", package: "clicker"),
+            ],
+            path: "Benchmarks/StoreCommit",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        // CPU per live-view frame (render + diff) at 300 voters.
+        .executableTarget(
+            name: "ViewRender",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "TerminalView", package: "clicker"),
+            ],
+            path: "Benchmarks/ViewRender",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
     ]
 )
