@@ -15,6 +15,8 @@ let package = Package(
         .library(name: "DBus", targets: ["DBus"]),
         .library(name: "BlueZ", targets: ["BlueZ"]),
         .library(name: "HCI", targets: ["HCI"]),
+        .library(name: "ClickerStore", targets: ["ClickerStore"]),
+        .library(name: "TerminalView", targets: ["TerminalView"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),

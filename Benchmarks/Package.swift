@@ -7,7 +7,7 @@ let package = Package(
     name: "clicker-benchmarks",
     platforms: [.macOS(.v14)],
     dependencies: [
-        .package(path: ".."),
+        .package(name: "clicker", path: ".."),
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
     ],
     targets: [
@@ -31,6 +31,26 @@ let package = Package(
                 .product(name: "ClickerTransport", package: "clicker"),
             ],
             path: "Benchmarks/HCIParse",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        // Ballots committed per second, one per transaction and batched (ordo-one benchmark).
+        .executableTarget(
+            name: "StoreCommit",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "ClickerStore", package: "clicker"),
+            ],
+            path: "Benchmarks/StoreCommit",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        // CPU per live-view frame (render + diff) at 300 voters.
+        .executableTarget(
+            name: "ViewRender",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "TerminalView", package: "clicker"),
+            ],
+            path: "Benchmarks/ViewRender",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
     ]
