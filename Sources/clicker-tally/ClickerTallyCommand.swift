@@ -73,11 +73,7 @@ struct Run: AsyncParsableCommand {
     @OptionGroup var poll: PollArguments
     @OptionGroup var radio: CentralRadioArguments
 
-    @Option(help: "Simulate a room of N students on the simulated air (implies --radio sim).")
-    var simulate: Int?
-
-    @Option(help: "Seed of the simulated room and air.")
-    var seed: UInt64 = 1
+    @OptionGroup var room: SimulationArguments
 
     @Option(help: "Stop after this many seconds and print the results.")
     var duration: Double?
@@ -89,7 +85,6 @@ struct Run: AsyncParsableCommand {
     var exportDirectory: String = FileManager.default.currentDirectoryPath
 
     func validate() throws {
-        if let n = simulate, !(0...5000).contains(n) { throw ValidationError("--simulate takes 0 to 5000 students") }
         if let d = duration, !(d > 0) { throw ValidationError("--duration must be positive") }
     }
 
@@ -97,28 +92,22 @@ struct Run: AsyncParsableCommand {
         LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
         var logger = Logger(label: "clicker.tally")
         logger.logLevel = .info
-        let kind: RadioKind = simulate != nil ? .sim : radio.radio
+        let kind: RadioKind = room.simulate != nil ? .sim : radio.radio
         let options = try poll.pollOptions()
         let store: ClickerStore?
         do { store = try poll.openStore() } catch { throw Failure("cannot open the database: \(error)") }
         let controller: PollController
         do {
-            controller = try PollController(options: options, store: store, resume: poll.joinCode == nil && kind != .sim,
+            controller = try PollController(options: options, store: store, resume: poll.joinCode == nil && room.simulate == nil,
                                             logger: logger)
         } catch { throw Failure("\(error)") }
 
         let opened: OpenedCentral
-        do { opened = try await radio.open(kind, seed: seed, logger: logger) } catch {
+        do { opened = try await radio.open(kind, seed: room.seed, logger: logger) } catch {
             throw Failure("\(error)")
         }
-        var companions: [@Sendable () async -> Void] = []
-        if let n = simulate, let air = opened.air {
-            var rng = SplitMix64(seed: seed)
-            let room = Classroom(count: n, options: poll.options, using: &rng)
-            let code = controller.joinCode, q = poll.question
-            companions.append { await room.run(joinCode: code, question: q) { _ in air.addPeripheral() } }
-            logger.info("simulating \(room.students.count) students voting on the simulated air")
-        }
+        let companions = room.companions(air: opened.air, controller: controller, options: poll.options,
+                                         question: poll.question, logger: logger)
 
         let view: ViewMode
         if !json, TerminalSession.isTerminal(STDOUT_FILENO), TerminalSession.isTerminal(STDIN_FILENO),
@@ -170,4 +159,32 @@ enum PollSummary {
 struct Failure: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
+}
+
+/// A simulated room of students (demos, tests, the crash check).
+struct SimulationArguments: ParsableArguments {
+    @Option(help: "Simulate a room of N students on the simulated air (implies --radio sim).")
+    var simulate: Int?
+
+    @Option(help: "Seed of the simulated room and air.")
+    var seed: UInt64 = 1
+
+    @Option(help: "Speed of the simulated students: 10 makes them answer ten times sooner.")
+    var simulateSpeed: Double = 1
+
+    func validate() throws {
+        if let n = simulate, !(0...5000).contains(n) { throw ValidationError("--simulate takes 0 to 5000 students") }
+        guard simulateSpeed > 0, simulateSpeed <= 1000 else { throw ValidationError("--simulate-speed is above 0, up to 1000") }
+    }
+
+    /// The students' task, when a room is simulated on `air`.
+    func companions(air: SimulatedAir?, controller: PollController, options: Int, question: UInt8,
+                    logger: Logger) -> [@Sendable () async -> Void] {
+        guard let n = simulate, let air else { return [] }
+        var rng = SplitMix64(seed: seed)
+        let room = Classroom(count: n, options: options, using: &rng)
+        let code = controller.joinCode, scale = 1 / simulateSpeed
+        logger.info("simulating \(room.students.count) students voting on the simulated air")
+        return [{ await room.run(joinCode: code, question: question, timeScale: scale) { _ in air.addPeripheral() } }]
+    }
 }

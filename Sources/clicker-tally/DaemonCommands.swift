@@ -33,6 +33,7 @@ struct Daemon: AsyncParsableCommand {
     @OptionGroup var poll: PollArguments
     @OptionGroup var radio: CentralRadioArguments
     @OptionGroup var busArguments: BusArguments
+    @OptionGroup var room: SimulationArguments
 
     func run() async throws {
         LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
@@ -55,10 +56,14 @@ struct Daemon: AsyncParsableCommand {
         } catch { throw Failure("D-Bus: \(error)") }
         logger.info("serving \(TallyBus.name); poll \(controller.joinCode.voteID) open, database \(store.path)")
         let opened: OpenedCentral
-        do { opened = try await radio.open(radio.radio, seed: 1, logger: logger) } catch { throw Failure("\(error)") }
+        do { opened = try await radio.open(room.simulate != nil ? .sim : radio.radio, seed: room.seed, logger: logger) } catch {
+            throw Failure("\(error)")
+        }
+        let students = room.companions(air: opened.air, controller: controller, options: poll.options,
+                                       question: poll.question, logger: logger)
         let service = TallyRunService(
             controller: controller, central: opened.central,
-            view: .plain { logger.info("\($0)") }, companions: [{ await api.emitChanges() }], logger: logger)
+            view: .plain { logger.info("\($0)") }, companions: [{ await api.emitChanges() }] + students, logger: logger)
         let group = ServiceGroup(configuration: ServiceGroupConfiguration(
             services: [.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup)],
             gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
