@@ -7,7 +7,7 @@ let package = Package(
     name: "clicker-benchmarks",
     platforms: [.macOS(.v14)],
     dependencies: [
-        .package(path: ".."),
+        .package(name: "clicker", path: ".."),
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
     ],
     targets: [
@@ -21,6 +21,16 @@ let package = Package(
             ],
             path: "Benchmarks/CoreIngest",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        // Virtual seconds until N simulated voters are heard, against the analytic model (prints a table;
+        // measures simulated air time, not CPU). Run: swift run -c release --package-path Benchmarks TimeToCollect
+        .executableTarget(
+            name: "TimeToCollect",
+            dependencies: [
+                .product(name: "ClickerSim", package: "clicker"),
+                .product(name: "ClickerTransport", package: "clicker"),
+            ],
+            path: "Benchmarks/TimeToCollect"
         ),
     ]
 )
