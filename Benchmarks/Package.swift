@@ -53,5 +53,15 @@ let package = Package(
             path: "Benchmarks/ViewRender",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        // Virtual seconds until N simulated voters are heard, against the analytic model (prints a table;
+        // measures simulated air time, not CPU). Run: swift run -c release --package-path Benchmarks TimeToCollect
+        .executableTarget(
+            name: "TimeToCollect",
+            dependencies: [
+                .product(name: "ClickerSim", package: "clicker"),
+                .product(name: "ClickerTransport", package: "clicker"),
+            ],
+            path: "Benchmarks/TimeToCollect"
+        ),
     ]
 )

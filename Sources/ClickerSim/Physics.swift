@@ -64,6 +64,38 @@ public enum AnalyticModel {
         1 - (1 - p).power(t.seconds / i.seconds)
     }
 
+    /// Fraction heard by `t` when each advertiser's first event comes at a uniformly random phase
+    /// within its first interval (as `FirstEventPhase.randomWithinInterval`): with `x = t/I`,
+    /// `K` events have happened where `K = ⌊x⌋ + 1` with probability `x − ⌊x⌋`, else `⌊x⌋`, and
+    /// the fraction heard is `1 − E[(1−p)^K]`.
+    public static func fractionHeardRandomPhase(after t: Duration, cleanProbability p: Double,
+                                                meanEventInterval i: Duration) -> Double {
+        let x = t.seconds / i.seconds
+        guard x > 0, x.isFinite else { return x.isFinite ? 0 : 1 }
+        let n = x.rounded(.down), frac = x - n, q = 1 - p
+        return 1 - (frac * q.power(n + 1) + (1 - frac) * q.power(n))
+    }
+
+    /// Time until a fraction `f` of the advertisers has been heard, first events at random phases
+    /// (nil when never or astronomically long). For the median time until all `N` are heard, ask
+    /// for `f = 0.5^(1/N)`: all are heard by `t` with probability `fractionHeard(t)^N`.
+    public static func timeToHearRandomPhase(fraction f: Double, cleanProbability p: Double,
+                                             meanEventInterval i: Duration) -> Duration? {
+        guard p > 0, f < 1, f >= 0, let simple = timeToHear(fraction: f, cleanProbability: p, meanEventInterval: i)
+        else { return nil }
+        var lo = 0.0, hi = simple.seconds + 2 * i.seconds
+        guard hi < 9.0e9 else { return nil }
+        for _ in 0..<100 {
+            let mid = (lo + hi) / 2
+            if fractionHeardRandomPhase(after: .nanoseconds(Int64(mid * 1e9)), cleanProbability: p, meanEventInterval: i) < f {
+                lo = mid
+            } else {
+                hi = mid
+            }
+        }
+        return .nanoseconds(Int64(hi * 1e9))
+    }
+
     /// Time until a fraction `f` of the advertisers has been heard (nil when `p` is 0, `f` ≥ 1, or it is astronomically long).
     public static func timeToHear(fraction f: Double, cleanProbability p: Double, meanEventInterval i: Duration) -> Duration? {
         guard p > 0, f < 1, f >= 0 else { return nil }

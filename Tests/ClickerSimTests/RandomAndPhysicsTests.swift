@@ -52,6 +52,19 @@ final class RandomAndPhysicsTests: XCTestCase {
         XCTAssertEqual(AnalyticModel.fractionHeard(after: t50 ?? .zero, cleanProbability: p, meanEventInterval: i), 0.5, accuracy: 1e-6)
     }
 
+    func testRandomPhaseModel() {
+        let i = Duration.milliseconds(100)
+        // Before one interval has passed, only those whose first event came have had one chance.
+        XCTAssertEqual(AnalyticModel.fractionHeardRandomPhase(after: .milliseconds(50), cleanProbability: 0.4, meanEventInterval: i), 0.5 * 0.4, accuracy: 1e-9)
+        XCTAssertEqual(AnalyticModel.fractionHeardRandomPhase(after: .milliseconds(200), cleanProbability: 0.4, meanEventInterval: i), 1 - 0.36, accuracy: 1e-9)
+        let t = AnalyticModel.timeToHearRandomPhase(fraction: 0.9, cleanProbability: 0.4, meanEventInterval: i)
+        XCTAssertEqual(AnalyticModel.fractionHeardRandomPhase(after: t ?? .zero, cleanProbability: 0.4, meanEventInterval: i), 0.9, accuracy: 1e-6)
+        // Later than the model without phases, by up to one interval.
+        let simple = AnalyticModel.timeToHear(fraction: 0.9, cleanProbability: 0.4, meanEventInterval: i)
+        XCTAssertGreaterThan(t ?? .zero, simple ?? .seconds(9))
+        XCTAssertLessThan(t ?? .seconds(9), (simple ?? .zero) + i)
+    }
+
     func testExtremeInputsDoNotTrap() async throws {
         XCTAssertNil(AnalyticModel.timeToHear(fraction: 0.5, cleanProbability: 1e-300, meanEventInterval: .milliseconds(25)))
         let air = SimulatedAir(AirConfiguration(seed: 1, connections: ConnectionConfiguration(connectionInterval: .seconds(Int64.max), exchangeEvents: Int.max)))
