@@ -33,12 +33,18 @@ public final class HCICentral: CentralTransport {
         public var programName: String
         /// Clock that timestamps reports (and status changes); `HCIClock.now` by default.
         public var clock: @Sendable () -> RadioInstant
+        /// When set, scanning is disabled and re-enabled this often. Real controllers report every
+        /// advertisement without it; emulated ones (BlueZ's btvirt) report an advertiser only when
+        /// scanning or advertising is (re)enabled, so the tally needs this to see changed votes there.
+        public var scanRestartInterval: Duration?
 
         public init(scanInterval: Duration = .milliseconds(100), scanWindow: Duration? = nil,
                     activeScanning: Bool = false, filterDuplicates: Bool = false, resetController: Bool = true,
                     commandTimeout: Duration = .seconds(2), programName: String = "clicker-tally",
-                    clock: @escaping @Sendable () -> RadioInstant = HCIClock.now) {
+                    clock: @escaping @Sendable () -> RadioInstant = HCIClock.now,
+                    scanRestartInterval: Duration? = nil) {
             self.clock = clock
+            self.scanRestartInterval = scanRestartInterval
             self.scanInterval = scanInterval
             self.scanWindow = scanWindow ?? scanInterval
             self.activeScanning = activeScanning
@@ -54,6 +60,7 @@ public final class HCICentral: CentralTransport {
         var scanning = false
         var shutDown = false
         var controllerAddress: DeviceAddress?
+        var restartTask: Task<Void, Never>?
     }
 
     public let adapter: String
@@ -159,10 +166,43 @@ public final class HCICentral: CentralTransport {
         }
         state.withLock { $0.scanning = true }
         broadcaster.update { $0.state = .scanning; $0.lastDiscoveryRestart = options.clock(); $0.lastError = nil }
+        if let every = options.scanRestartInterval {
+            let task = Task { [weak self] in
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: every)
+                    guard !Task.isCancelled, let self else { return }
+                    await self.restartScanning()
+                }
+            }
+            state.withLock { $0.restartTask = task }
+        }
+    }
+
+    /// Scan Enable off and on again, so that emulated controllers report every advertiser anew.
+    private func restartScanning() async {
+        _ = try? await opLock.run { [self] in
+            guard state.withLock({ $0.scanning && !$0.shutDown }), !controller.hasFailed else { return }
+            do {
+                try await controller.exclusively { [controller, options] in
+                    _ = try await controller.executeNow(.leSetScanEnable(false, filterDuplicates: false),
+                                                        timeout: options.commandTimeout)
+                    _ = try await controller.executeNow(.leSetScanEnable(true, filterDuplicates: options.filterDuplicates),
+                                                        timeout: options.commandTimeout)
+                }
+                broadcaster.update { $0.lastDiscoveryRestart = options.clock() }
+            } catch {
+                logger.warning("could not restart scanning on \(adapter): \(error)")
+                broadcaster.update { $0.state = .recovering; $0.lastError = "\(error)" }
+            }
+        }
     }
 
     private func stopScanning() async throws {
-        state.withLock { $0.scanning = false }
+        let task = state.withLock { s in
+            defer { s.scanning = false; s.restartTask = nil }
+            return s.restartTask
+        }
+        task?.cancel()
         _ = try await controller.execute(.leSetScanEnable(false, filterDuplicates: false), timeout: options.commandTimeout)
         broadcaster.update { $0.state = .stopped }
     }
@@ -181,10 +221,11 @@ public final class HCICentral: CentralTransport {
     /// powers it down and gives it back). Idempotent.
     public func shutdown() async {
         await opLock.lock()
-        let (wasScanning, already) = state.withLock { s in
-            defer { s.shutDown = true; s.scanning = false }
-            return (s.scanning, s.shutDown)
+        let (wasScanning, already, restart) = state.withLock { s in
+            defer { s.shutDown = true; s.scanning = false; s.restartTask = nil }
+            return (s.scanning, s.shutDown, s.restartTask)
         }
+        restart?.cancel()
         if wasScanning && !already {
             _ = try? await controller.execute(.leSetScanEnable(false, filterDuplicates: false), timeout: options.commandTimeout)
         }

@@ -35,11 +35,16 @@ public final class HCIPeripheral: PeripheralTransport {
         public var commandTimeout: Duration
         /// Executable name used in the `setcap` advice of permission errors.
         public var programName: String
+        /// Disable and re-enable advertising around a data change instead of updating in place.
+        /// Real controllers send new data from the next event on; emulated ones (BlueZ's btvirt)
+        /// tell scanners only when advertising is (re)enabled.
+        public var reenableOnUpdate: Bool
 
         public init(advertisingType: LegacyAdvertisingType = .nonConnectableUndirected, channelMap: UInt8 = 0x07,
                     flags: UInt8 = AdvertisingData.flagsGeneralDiscoverableLEOnly, randomAddress: DeviceAddress? = nil,
                     resetController: Bool = true, commandTimeout: Duration = .seconds(2),
-                    programName: String = "clicker-vote") {
+                    programName: String = "clicker-vote", reenableOnUpdate: Bool = false) {
+            self.reenableOnUpdate = reenableOnUpdate
             self.advertisingType = advertisingType == .connectableUndirected ? .nonConnectableUndirected : advertisingType
             self.channelMap = channelMap
             self.flags = flags
@@ -129,7 +134,15 @@ public final class HCIPeripheral: PeripheralTransport {
         let (current, currentData, advertising) = state.withLock { ($0.requested, $0.data, $0.advertising) }
         if advertising && current == requested {
             if currentData != data {
-                _ = try await run(.leSetAdvertisingData(data))   // in place, advertising continues
+                if options.reenableOnUpdate {
+                    _ = try await run(.leSetAdvertisingEnable(false))
+                    state.withLock { $0.advertising = false }
+                    _ = try await run(.leSetAdvertisingData(data))
+                    _ = try await run(.leSetAdvertisingEnable(true))
+                    state.withLock { $0.advertising = true }
+                } else {
+                    _ = try await run(.leSetAdvertisingData(data))   // in place, advertising continues
+                }
                 state.withLock { $0.data = data }
             }
         } else {

@@ -66,6 +66,24 @@ final class HCIBackendTests: XCTestCase {
         await central.shutdown()
     }
 
+    func testCentralPeriodicScanRestart() async throws {
+        let fake = FakeController()
+        let central = HCICentral(channel: fake, adapter: "hci0", options: .init(scanRestartInterval: .milliseconds(20)))
+        let consumer = Task { for try await _ in central.advertisements(companyID: 0xFFFF) {} }
+        let off: [UInt8] = [0x01, 0x0C, 0x20, 0x02, 0x00, 0x00]
+        let on: [UInt8] = [0x01, 0x0C, 0x20, 0x02, 0x01, 0x00]
+        await fake.wait("two restarts") { f in f.written.filter { $0 == off }.count >= 2 }
+        // Every restart is off then on: the writes after the initial enable alternate.
+        let scans = fake.written.filter { $0 == off || $0 == on }
+        for (i, w) in scans.enumerated() { XCTAssertEqual(w, i % 2 == 0 ? on : off, "write \(i)") }
+        consumer.cancel()
+        await fake.wait("scan disabled") { f in f.written.last == off }
+        let settled = fake.written.count
+        try await Task.sleep(for: .milliseconds(100))
+        XCTAssertEqual(fake.written.count, settled, "no restarts after the last stream ended")
+        await central.shutdown()
+    }
+
     func testCentralTwoStreamsShareOneScan() async throws {
         let fake = FakeController()
         let central = HCICentral(channel: fake, adapter: "hci0")
@@ -195,6 +213,21 @@ final class HCIBackendTests: XCTestCase {
         XCTAssertEqual(fake.written.count, count, "nothing to disable at shutdown")
         await fake.wait("channel closed") { $0.isClosed }
         await peripheral.shutdown()
+    }
+
+    func testPeripheralReenableOnUpdate() async throws {
+        let fake = FakeController()
+        let peripheral = HCIPeripheral(channel: fake, adapter: "hci1", options: .init(reenableOnUpdate: true))
+        try await peripheral.advertise(AdvertisingPayload(companyID: 0xFFFF, data: [1], connectable: false))
+        let before = fake.written.count
+        try await peripheral.advertise(AdvertisingPayload(companyID: 0xFFFF, data: [2], connectable: false))
+        XCTAssertEqual(Array(fake.written[before...]), [
+            [0x01, 0x0A, 0x20, 0x01, 0x00],
+            try HCICommand.leSetAdvertisingData(msd(company: 0xFFFF, [2])).packet,
+            [0x01, 0x0A, 0x20, 0x01, 0x01],
+        ])
+        await peripheral.shutdown()
+        XCTAssertEqual(fake.written.last, [0x01, 0x0A, 0x20, 0x01, 0x00])
     }
 
     func testPeripheralShutdownDisablesAdvertising() async throws {
