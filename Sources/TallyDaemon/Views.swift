@@ -22,7 +22,7 @@ extension PollController {
         if floodAlert { alert = "flood of forged votes: rejected, honest votes still counted" }
         if let e = storageError { alert = "STORAGE ERROR, votes kept in memory: \(e)" }
         return TallyViewModel(
-            title: options.title ?? "Clicker", joinCode: joinCode.description, anonymous: options.roster.isEmpty,
+            title: options.title ?? "Clicker", joinCode: joinCode.description, anonymous: options.roster == nil,
             question: .init(number: Int(question), isOpen: isOpen, elapsed: elapsed(now: now)),
             answers: answers, voters: r.voters, votesPerSecond: votesPerSecond(now: now), changes: r.changes,
             rejections: rejections, radio: radioModel, alert: alert, status: status)

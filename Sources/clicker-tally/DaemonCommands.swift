@@ -44,7 +44,7 @@ struct Daemon: AsyncParsableCommand {
         }
         let controller: PollController
         do {
-            controller = try PollController(options: try poll.pollOptions(), store: store, resume: poll.joinCode == nil,
+            controller = try PollController(options: try poll.pollOptions(store: store), store: store, resume: poll.joinCode == nil,
                                             logger: logger)
         } catch { throw Failure("\(error)") }
         let exports = (store.path as NSString).deletingLastPathComponent + "/exports"
