@@ -37,6 +37,8 @@ let package = Package(
         // Radios: backends adapt the outside world to ClickerTransport
         .target(name: "ClickerSim", dependencies: ["ClickerTransport"]),
         .target(name: "DBus", dependencies: ["CDBus"]),
+        // Private dbus-daemon + helper processes for tests (used only by test targets).
+        .target(name: "DBusTestSupport", dependencies: ["DBus"]),
         .target(name: "BlueZ", dependencies: ["DBus", "ClickerTransport", .product(name: "Logging", package: "swift-log")]),
         .target(name: "HCI", dependencies: ["CBluetooth", "ClickerTransport", .product(name: "Logging", package: "swift-log")]),
 
@@ -70,7 +72,7 @@ let package = Package(
         .testTarget(name: "ClickerStoreTests", dependencies: ["ClickerStore"]),
         .testTarget(name: "TerminalViewTests", dependencies: ["TerminalView"]),
         // Tier 2: real dbus-daemon + python-dbusmock standing in for bluetoothd
-        .testTarget(name: "DBusTests", dependencies: ["DBus"]),
+        .testTarget(name: "DBusTests", dependencies: ["DBus", "DBusTestSupport"]),
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "ClickerWire", "ClickerTally"]),
         .testTarget(name: "TallyDaemonTests", dependencies: ["TallyDaemon", "ClickerSim", "ClickerWire"]),
         .testTarget(name: "VoterTests", dependencies: ["Voter", "ClickerSim", "ClickerWire"]),
