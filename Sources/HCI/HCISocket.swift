@@ -100,7 +100,7 @@ public final class HCISocket: HCIChannel {
         let n = buffer.withUnsafeMutableBytes { Glibc.read(readFD, $0.baseAddress, $0.count) }
         if n < 0 {
             if errno == EINTR || errno == EAGAIN { return nil }
-            if errno == ENODEV || errno == ENETDOWN || errno == EBADFD { throw .closed("the adapter went away") }
+            if errno == ENODEV || errno == ENETDOWN || errno == EBADFD || errno == EPIPE { throw .closed("the adapter went away") }
             throw .systemCall(call: "read(HCI)", errno: errno)
         }
         if n == 0 { throw .closed("end of stream") }
