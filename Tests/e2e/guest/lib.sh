@@ -75,7 +75,7 @@ adapters_ready() {  # all NCTRL adapters known to bluetoothd and powered
 start_bluetoothd() {
   /usr/libexec/bluetooth/bluetoothd -n -d >> /tmp/e2e/bluetoothd.log 2>&1 &
   echo $! > /run/bluetoothd.pid
-  wait_until 30 "bluetoothd with $NCTRL powered adapters" adapters_ready
+  wait_until 120 "bluetoothd with $NCTRL powered adapters" adapters_ready
 }
 stop_bluetoothd() {  # SIG (default TERM)
   local pid; pid=$(cat /run/bluetoothd.pid 2>/dev/null) || return 0
@@ -91,7 +91,7 @@ stack_setup() {
   dbus-daemon --system --fork || { log "dbus-daemon failed"; return 1; }
   if [ "${E2E_BTMON:-0}" = 1 ]; then btmon -w /tmp/e2e/hci.btsnoop > /dev/null 2>&1 & fi
   btvirt -L -l$NCTRL > /tmp/e2e/btvirt.log 2>&1 &
-  wait_until 20 "$NCTRL controllers" test -e /sys/class/bluetooth/hci$((NCTRL - 1)) || return 1
+  wait_until 60 "$NCTRL controllers" test -e /sys/class/bluetooth/hci$((NCTRL - 1)) || return 1
   start_bluetoothd || { tail -30 /tmp/e2e/bluetoothd.log; return 1; }
   local i; for i in $(seq 0 $((NCTRL - 1))); do log "hci$i = $(adapter_addr hci$i)"; done
 }
@@ -120,7 +120,7 @@ start_observers() {
   done
   dbus-monitor --system "${rules[@]}" > "$D/dbus-calls" 2>&1 &
   echo $! >> "$D/pids"
-  wait_until 10 "observer" grep -q 'observer up' "$D/events"
+  wait_until 60 "observer" grep -q 'observer up' "$D/events"
 }
 
 # start_tally NAME ARGS...: clicker-tally in the background; stdout NAME.out, stderr NAME.err.
@@ -177,9 +177,14 @@ mfr() {
 }
 seen() { [ -n "$(mfr "$1" "$2")" ]; }
 # wait_seen ADAPTER ADDRESS [TIMEOUT]: waits for it (the tally's discovery is what makes it appear).
+# Gives up early when the scenario's tally has exited (nothing would make it appear).
 wait_seen() {
-  wait_until "${3:-60}" "$1 to hold an advertisement from $2" seen "$1" "$2" && log "$1 sees $2: $(mfr "$1" "$2")"
+  wait_until "${3:-120}" "$1 to hold an advertisement from $2" seen_or_no_tally "$1" "$2"
+  if seen "$1" "$2"; then log "$1 sees $2: $(mfr "$1" "$2")"; return 0; fi
+  [ -n "${PID_tally:-}" ] && ! kill -0 "$PID_tally" 2>/dev/null && log "the tally has exited: $(tail -n3 "$D/tally.err" "$D/tally.out" 2>/dev/null | tr '\n' ' ')"
+  return 1
 }
+seen_or_no_tally() { seen "$1" "$2" || { [ -n "${PID_tally:-}" ] && ! kill -0 "$PID_tally" 2>/dev/null; }; }
 
 # json NAME EXPR: EXPR (python) over the JSON object on NAME.out's last line; true when truthy.
 json() { py json "$D/$1.out" "$2"; }
