@@ -1,0 +1,223 @@
+import CDBus
+import Synchronization
+
+/// A received signal with its arguments decoded.
+public struct DBusSignal: Sendable {
+    /// The underlying message (for header fields or re-reading with a ``DBusMessageReader``).
+    public let message: DBusMessage
+    /// The body arguments.
+    public let arguments: [DBusValue]
+
+    public var path: DBusObjectPath { message.path ?? .root }
+    public var interface: String { message.interface ?? "" }
+    public var name: String { message.member ?? "" }
+    /// The unique name of the sender.
+    public var sender: String? { message.sender }
+}
+
+/// A decoded `org.freedesktop.DBus.Properties.PropertiesChanged` signal.
+public struct DBusPropertiesChanged: Sendable {
+    public let path: DBusObjectPath
+    public let sender: String?
+    public let interface: String
+    public let changed: [String: DBusValue]
+    public let invalidated: [String]
+}
+
+/// A decoded `NameOwnerChanged` signal. Empty strings mean "no owner".
+public struct DBusNameOwnerChange: Sendable, Hashable {
+    public let name: String
+    public let oldOwner: String
+    public let newOwner: String
+    public init(name: String, oldOwner: String, newOwner: String) {
+        self.name = name
+        self.oldOwner = oldOwner
+        self.newOwner = newOwner
+    }
+}
+
+/// Base class of everything that receives signals on the dispatch thread.
+class SignalSubscriber: @unchecked Sendable {
+    // @unchecked Sendable: `rule` and `match` are immutable; `ownerTracker` is assigned once, before the
+    // subscriber is published to the dispatch thread (publication goes through a Mutex).
+    let rule: DBusMatchRule
+    let match: CompiledMatch
+    var ownerTracker: OwnerTracker?
+
+    init(rule: DBusMatchRule) {
+        self.rule = rule
+        self.match = CompiledMatch(rule)
+    }
+
+    /// Handles one matching signal; returns true if the subscriber now has buffered items to flush.
+    func deliver(_ message: DBusMessage) -> Bool { false }
+    /// Delivers buffered items (dispatch thread).
+    func flush() {}
+    /// Ends delivery (connection closed).
+    func finish() {}
+}
+
+/// Keeps `target.owner` equal to the current owner of a well-known name.
+final class OwnerTracker: SignalSubscriber, @unchecked Sendable {
+    // @unchecked Sendable: only immutable state beyond the base class.
+    let target: CompiledMatch
+
+    init(name: String, target: CompiledMatch) {
+        self.target = target
+        super.init(rule: .nameOwnerChanged(name))
+    }
+
+    override func deliver(_ message: DBusMessage) -> Bool {
+        var r = message.reader()
+        guard (try? r.skip()) != nil, (try? r.skip()) != nil, let new = try? r.readString() else { return false }
+        target.owner.withLock { $0 = new.isEmpty ? nil : Array(new.utf8CString) }
+        return false
+    }
+}
+
+final class StreamSubscriber: SignalSubscriber, @unchecked Sendable {
+    // @unchecked Sendable: the continuation is thread-safe; everything else is immutable.
+    let continuation: AsyncStream<DBusSignal>.Continuation
+
+    init(rule: DBusMatchRule, continuation: AsyncStream<DBusSignal>.Continuation) {
+        self.continuation = continuation
+        super.init(rule: rule)
+    }
+
+    override func deliver(_ message: DBusMessage) -> Bool {
+        if let args = try? message.arguments() {
+            continuation.yield(DBusSignal(message: message, arguments: args))
+        }
+        return false
+    }
+
+    override func finish() { continuation.finish() }
+}
+
+/// Decodes on the dispatch thread and delivers arrays of results.
+final class BatchSubscriber<Element: Sendable>: SignalSubscriber, @unchecked Sendable {
+    // @unchecked Sendable: `buffer` is touched only on the dispatch thread (deliver/flush/finish all run
+    // there); the continuation and the counters are thread-safe; the rest is immutable.
+    let decode: @Sendable (DBusMessage, inout DBusMessageReader) throws -> Element?
+    let continuation: AsyncStream<[Element]>.Continuation
+    let maxBatch: Int
+    var buffer: [Element] = []
+    let stats: DBusSubscriptionStats
+
+    init(rule: DBusMatchRule, maxBatch: Int, stats: DBusSubscriptionStats,
+         continuation: AsyncStream<[Element]>.Continuation,
+         decode: @escaping @Sendable (DBusMessage, inout DBusMessageReader) throws -> Element?) {
+        self.decode = decode
+        self.continuation = continuation
+        self.maxBatch = max(1, maxBatch)
+        self.stats = stats
+        super.init(rule: rule)
+        buffer.reserveCapacity(self.maxBatch)
+    }
+
+    override func deliver(_ message: DBusMessage) -> Bool {
+        var r = message.reader()
+        let item: Element?
+        do {
+            item = try decode(message, &r)
+        } catch {
+            stats.rejected.add(1, ordering: .relaxed)
+            return false
+        }
+        guard let item else {
+            stats.skipped.add(1, ordering: .relaxed)
+            return false
+        }
+        buffer.append(item)
+        if buffer.count >= maxBatch {
+            flush()
+            return false
+        }
+        return buffer.count == 1
+    }
+
+    override func flush() {
+        guard !buffer.isEmpty else { return }
+        let batch = buffer
+        buffer.removeAll(keepingCapacity: true)
+        stats.delivered.add(batch.count, ordering: .relaxed)
+        stats.batches.add(1, ordering: .relaxed)
+        continuation.yield(batch)
+    }
+
+    override func finish() {
+        flush()
+        continuation.finish()
+    }
+}
+
+/// Counters of a batched subscription.
+public final class DBusSubscriptionStats: Sendable {
+    /// Items delivered to the stream.
+    public let delivered = Atomic<Int>(0)
+    /// Batches yielded.
+    public let batches = Atomic<Int>(0)
+    /// Signals whose decoder threw (malformed or unexpected types).
+    public let rejected = Atomic<Int>(0)
+    /// Signals whose decoder returned nil (not of interest).
+    public let skipped = Atomic<Int>(0)
+    public init() {}
+}
+
+extension DBusConnection {
+    /// Subscribes to signals matching `rule` (the rule is added on the bus before this returns, so no
+    /// later signal is missed). Ending the iteration, cancelling its task or dropping the stream removes
+    /// the subscription and its match rule. Signals are yielded from the dispatch thread, no task per
+    /// signal. Slow consumers buffer up to `bufferLimit` signals, after which the oldest are dropped.
+    public func signals(matching rule: DBusMatchRule, bufferLimit: Int = 65536) async throws -> AsyncStream<DBusSignal> {
+        let (stream, cont) = AsyncStream<DBusSignal>.makeStream(bufferingPolicy: .bufferingNewest(bufferLimit))
+        let sub = StreamSubscriber(rule: rule, continuation: cont)
+        try await core.addSubscriber(sub, connection: self)
+        let core = self.core
+        cont.onTermination = { _ in core.removeSubscriber(sub) }
+        return stream
+    }
+
+    /// The low-level fast path. `decode` runs on the dispatch thread for every matching signal with a
+    /// reader positioned at the first argument; it must be quick and must not block. Non-nil results are
+    /// collected and yielded as arrays: one array per burst of signals read from the socket (at most
+    /// `maxBatch` items each), so the consumer pays one wake-up per batch instead of per signal.
+    /// A throwing decoder counts the signal as rejected in `stats` and drops it.
+    public func signalBatches<Element: Sendable>(
+        matching rule: DBusMatchRule, maxBatch: Int = 1024, bufferLimit: Int = 4096,
+        stats: DBusSubscriptionStats = DBusSubscriptionStats(),
+        decode: @escaping @Sendable (DBusMessage, inout DBusMessageReader) throws -> Element?
+    ) async throws -> AsyncStream<[Element]> {
+        let (stream, cont) = AsyncStream<[Element]>.makeStream(bufferingPolicy: .bufferingNewest(bufferLimit))
+        let sub = BatchSubscriber(rule: rule, maxBatch: maxBatch, stats: stats, continuation: cont, decode: decode)
+        try await core.addSubscriber(sub, connection: self)
+        let core = self.core
+        cont.onTermination = { _ in core.removeSubscriber(sub) }
+        return stream
+    }
+
+    /// `PropertiesChanged` signals, decoded.
+    public func propertiesChanged(_ rule: DBusMatchRule = .propertiesChanged()) async throws -> AsyncStream<[DBusPropertiesChanged]> {
+        try await signalBatches(matching: rule) { msg, r in
+            let iface = try r.readString()
+            let changed = try [String: DBusValue](from: &r)
+            let invalidated = try [String](from: &r)
+            return DBusPropertiesChanged(path: msg.path ?? .root, sender: msg.sender, interface: iface,
+                                         changed: changed, invalidated: invalidated)
+        }
+    }
+
+    /// `NameOwnerChanged` signals from the bus, optionally for one name.
+    public func nameOwnerChanges(for name: String? = nil) async throws -> AsyncStream<DBusNameOwnerChange> {
+        let batches = try await signalBatches(matching: .nameOwnerChanged(name), maxBatch: 1) { _, r in
+            DBusNameOwnerChange(name: try r.readString(), oldOwner: try r.readString(), newOwner: try r.readString())
+        }
+        let (stream, cont) = AsyncStream<DBusNameOwnerChange>.makeStream()
+        let pump = Task {
+            for await batch in batches { for c in batch { cont.yield(c) } }
+            cont.finish()
+        }
+        cont.onTermination = { _ in pump.cancel() }
+        return stream
+    }
+}
