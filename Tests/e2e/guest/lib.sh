@@ -7,7 +7,7 @@
 
 E2E_BIN=${E2E_BIN:-/mnt/host/bin}
 E2E_PY=/e2e/e2e.py   # executable, usable from sh -c too
-JOIN=${E2E_JOIN:-4821-7319}
+JOIN=${E2E_JOIN:-4821-K7QXM-3PF9A}   # VOTEID-SECRET, the secret in Crockford base32
 # How often the tally restarts discovery: btvirt reports an advertisement only when
 # scanning or advertising is switched on, so this is what makes repeated reports arrive.
 RESTART=${E2E_DISCOVERY_RESTART:-2}
@@ -127,19 +127,21 @@ start_observers() {
 start_tally() {
   local name=$1; shift
   log "start $name: clicker-tally $*"
-  "$E2E_BIN/clicker-tally" "$@" > "$D/$name.out" 2> "$D/$name.err" < /dev/null &
+  mkdir -p "$D/$name.state"
+  XDG_STATE_HOME="$D/$name.state" "$E2E_BIN/clicker-tally" "$@" > "$D/$name.out" 2> "$D/$name.err" < /dev/null &
   eval "PID_$name=$!"
   echo $! >> "$D/pids"
 }
 
-# start_voter NAME ADAPTER JOIN ANSWER [ARGS...]: clicker-vote with its own XDG_STATE_HOME,
-# stdin from the FIFO $D/NAME.in (held open on fd VFD_NAME; `revote NAME X` writes to it).
+# start_voter NAME ADAPTER JOIN ANSWER [ARGS...]: clicker-vote (on --radio $VOTER_RADIO, default
+# bluez) with its own XDG_STATE_HOME, stdin from the FIFO $D/NAME.in (held open on fd VFD_NAME;
+# `revote NAME X` writes to it).
 start_voter() {
-  local name=$1 adapter=$2 join=$3 answer=$4; shift 4
+  local name=$1 adapter=$2 join=$3 answer=$4 radio=${VOTER_RADIO:-bluez}; shift 4
   mkdir -p "$D/$name.state"
   rm -f "$D/$name.in"; mkfifo "$D/$name.in"
-  log "start $name: clicker-vote --radio bluez --adapter $adapter $* $join $answer"
-  XDG_STATE_HOME="$D/$name.state" "$E2E_BIN/clicker-vote" --radio bluez --adapter "$adapter" "$@" \
+  log "start $name: clicker-vote --radio $radio --adapter $adapter $* $join $answer"
+  XDG_STATE_HOME="$D/$name.state" "$E2E_BIN/clicker-vote" --radio "$radio" --adapter "$adapter" "$@" \
     "$join" "$answer" < "$D/$name.in" > "$D/$name.out" 2> "$D/$name.err" &
   eval "PID_$name=$!"
   echo $! >> "$D/pids"
@@ -184,6 +186,12 @@ wait_seen() {
   [ -n "${PID_tally:-}" ] && ! kill -0 "$PID_tally" 2>/dev/null && log "the tally has exited: $(tail -n3 "$D/tally.err" "$D/tally.out" 2>/dev/null | tr '\n' ' ')"
   return 1
 }
+# voter_id NAME: the voter ID the voter printed ("voting B as voter 1a2b3c4d (sequence 1)").
+voter_id() { sed -n 's/.* as voter \([0-9a-fr]*\).*/\1/p' "$D/$1.out" | head -n1; }
+# release ADAPTER: power it off through bluetoothd, so a raw-HCI process may take it (user channel).
+release() { btmgmt --index "${1#hci}" power off; }
+gone_from_bluez() { ! dbus-send --system --print-reply --dest=org.bluez "/org/bluez/$1" \
+  org.freedesktop.DBus.Properties.Get string:org.bluez.Adapter1 string:Address >/dev/null 2>&1; }
 seen_or_no_tally() { seen "$1" "$2" || { [ -n "${PID_tally:-}" ] && ! kill -0 "$PID_tally" 2>/dev/null; }; }
 
 # json NAME EXPR: EXPR (python) over the JSON object on NAME.out's last line; true when truthy.

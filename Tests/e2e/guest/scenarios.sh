@@ -77,7 +77,7 @@ single_vote() {
   check "voteID 4821, question 1" json tally 'j["voteID"] == 4821 and j["question"] == 1'
   check "one ballot, answer B, from hci1's address" \
     json tally "len(j['ballots']) == 1 and j['ballots'][0]['answer'] == 'B' and j['ballots'][0]['address'].upper() == '$A1'"
-  check "ballot names a voter ID" json tally 'len(j["ballots"][0]["voter"]) >= 8'
+  check "the ballot's voter ID is the one the voter printed" json tally "j['ballots'][0]['voter'] == '$(voter_id v1)' != ''"
   check "nothing rejected" json tally 'sum(j.get("rejected", {}).values()) == 0'
   check "with --no-gatt-confirm the ballot is not marked gattVerified" json tally 'j["ballots"][0]["gattVerified"] == False'
   check "voter still running" alive v1
@@ -152,12 +152,13 @@ many_voters() {
 
 # ---------------------------------------------------------------------------------
 reject_forged() {
-  local vid=${JOIN%%-*} secret=${JOIN#*-}
-  local wrong_secret=$(( (10#$secret + 1111) % 10000 )) other_vid=$(( (10#$vid + 1) % 10000 ))
+  # same vote ID with another secret (last base32 character changed), and the next vote ID
+  local vid=${JOIN%%-*} secret=${JOIN#*-} last=${JOIN: -1}
+  local forged_code=${JOIN%?}$([ "$last" = A ] && echo B || echo A) other_code=$(( vid + 1 ))-$secret
   start_observers
   start_tally tally $(tally_args) --no-gatt-confirm
-  start_voter forged hci1 "$vid-$(printf %04d $wrong_secret)" A --question 1
-  start_voter otherpoll hci2 "$(printf %04d $other_vid)-$secret" B --question 1
+  start_voter forged hci1 "$forged_code" A --question 1
+  start_voter otherpoll hci2 "$other_code" B --question 1
   start_voter honest hci3 "$JOIN" C --question 1
   local a
   for a in "$A1" "$A2" "$A3"; do wait_seen hci0 "$a" 180 || fail "hci0 never received $a's advertisement"; done
@@ -221,29 +222,54 @@ voter_sigterm() {
 }
 
 # ---------------------------------------------------------------------------------
-# Raw-HCI backend (not in the default set until that backend exists).
+# Raw-HCI backend: the process takes the adapter's HCI user channel, which the kernel grants
+# only while the adapter is down, so the harness first powers it off through bluetoothd.
 hci_voter() {
   start_observers
   start_tally tally $(tally_args) --no-gatt-confirm
-  log "start v1: clicker-vote --radio hci --adapter hci1"
-  mkdir -p v1.state
-  XDG_STATE_HOME=$D/v1.state "$E2E_BIN/clicker-vote" --radio hci --adapter hci1 --question 1 "$JOIN" B \
-    < /dev/null > v1.out 2> v1.err & PID_v1=$!; echo $! >> pids
+  release hci1
+  VOTER_RADIO=hci start_voter v1 hci1 "$JOIN" B --question 1
   wait_seen hci0 "$A1" 180 || fail "hci0 never received the raw-HCI voter's advertisement"
   sleep "$SETTLE"
   finish_tally tally
   check "the raw-HCI voter's B is counted" json tally 'j["counts"] == {"A":0,"B":1,"C":0,"D":0} and j["voters"] == 1'
-  stop v1 TERM 30; note "voter exit status after SIGTERM: $RC"
+  check "the ballot comes from hci1" json tally "[b['address'].upper() for b in j['ballots']] == ['$A1']"
+  stop v1 TERM 30
+  check "the raw-HCI voter exits 0 on SIGTERM" is 0 echo "$RC"
+}
+
+# start_hci_tally: a raw-HCI tally on hci0, up once bluetoothd has lost hci0 to it.
+start_hci_tally() {
+  release hci0
+  start_tally tally --radio hci --adapter hci0 --join-code "$JOIN" --question 1 --json --no-gatt-confirm --duration 3600
+  wait_until 60 "hci0 to leave bluetoothd (user channel taken)" gone_from_bluez hci0 || fail "the raw-HCI tally never took hci0"
+  sleep 3   # the tally resets the controller and enables scanning before the voter starts
 }
 
 hci_tally() {
   start_observers
+  start_hci_tally
   start_voter v1 hci1 "$JOIN" C --question 1
-  start_tally tally --radio hci --adapter hci0 --join-code "$JOIN" --question 1 --json --no-gatt-confirm --duration 3600
-  sleep $(( SETTLE * 3 ))
+  wait_until 120 "hci1 to advertise" is 1 active_instances hci1 || fail "the BlueZ voter never advertised"
+  sleep $(( SETTLE * 2 ))
   finish_tally tally
   check "the raw-HCI tally counts the BlueZ voter's C" json tally 'j["counts"] == {"A":0,"B":0,"C":1,"D":0} and j["voters"] == 1'
+  check "the ballot comes from hci1" json tally "[b['address'].upper() for b in j['ballots']] == ['$A1']"
   stop v1 TERM 30; note "voter exit status after SIGTERM: $RC"
+}
+
+hci_only() {
+  start_observers
+  start_hci_tally
+  release hci1
+  VOTER_RADIO=hci start_voter v1 hci1 "$JOIN" D --question 1
+  sleep $(( SETTLE * 2 ))
+  finish_tally tally
+  check "the raw-HCI tally counts the raw-HCI voter's D" json tally 'j["counts"] == {"A":0,"B":0,"C":0,"D":1} and j["voters"] == 1'
+  check "the ballot comes from hci1 with the voter's printed ID" \
+    json tally "[(b['address'].upper(), b['voter']) for b in j['ballots']] == [('$A1', '$(voter_id v1)')]"
+  stop v1 TERM 30
+  check "the raw-HCI voter exits 0 on SIGTERM" is 0 echo "$RC"
 }
 
 fn=$(echo "$SCN" | tr '-' '_')
