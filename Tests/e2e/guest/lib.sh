@@ -72,10 +72,24 @@ adapters_ready() {  # all NCTRL adapters known to bluetoothd and powered
     [ "$(bprop /org/bluez/hci$i org.bluez.Adapter1 Powered)" = true ] || return 1
   done
 }
+# start_bluetoothd: starts it and waits until it has all NCTRL adapters powered. On a loaded
+# host btvirt may answer an HCI command after the kernel's 2 s timeout and an adapter stays
+# down; adapters still down are powered on again every 15 s.
 start_bluetoothd() {
   /usr/libexec/bluetooth/bluetoothd -n -d >> /tmp/e2e/bluetoothd.log 2>&1 &
   echo $! > /run/bluetoothd.pid
-  wait_until 120 "bluetoothd with $NCTRL powered adapters" adapters_ready
+  local end=$(( SECONDS + 120 )) next=$(( SECONDS + 15 )) i
+  until adapters_ready; do
+    if [ $SECONDS -ge $end ]; then log "TIMEOUT after 120s waiting for bluetoothd with $NCTRL powered adapters"; return 1; fi
+    if [ $SECONDS -ge $next ]; then
+      for i in $(seq 0 $((NCTRL - 1))); do
+        [ "$(bprop /org/bluez/hci$i org.bluez.Adapter1 Powered)" = true ] && continue
+        log "hci$i still down: power on"; btmgmt --index $i power on > /dev/null 2>&1
+      done
+      next=$(( SECONDS + 15 ))
+    fi
+    sleep 0.5
+  done
 }
 stop_bluetoothd() {  # SIG (default TERM)
   local pid; pid=$(cat /run/bluetoothd.pid 2>/dev/null) || return 0
@@ -84,26 +98,47 @@ stop_bluetoothd() {  # SIG (default TERM)
   kill -0 "$pid" 2>/dev/null && { kill -KILL "$pid"; sleep 0.5; }
   rm -f /run/bluetoothd.pid
 }
+start_controllers() {
+  btvirt -L -l$NCTRL >> /tmp/e2e/btvirt.log 2>&1 &
+  echo $! > /run/btvirt.pid
+  wait_until 60 "$NCTRL controllers" test -e /sys/class/bluetooth/hci$((NCTRL - 1))
+}
+stop_controllers() {
+  local pid; pid=$(cat /run/btvirt.pid 2>/dev/null) || return 0
+  kill -KILL "$pid" 2>/dev/null; rm -f /run/btvirt.pid
+  wait_until 30 "controllers gone" sh -c '[ -z "$(ls /sys/class/bluetooth)" ]'
+}
+# controllers + bluetoothd, up to three attempts (the kernel log says why an attempt failed)
+bring_up() {
+  local try
+  for try in 1 2 3; do
+    start_controllers && start_bluetoothd && return 0
+    log "attempt $try failed; kernel says: $(dmesg | grep -i bluetooth | tail -n3 | tr '\n' ' ')"
+    stop_bluetoothd KILL; stop_controllers
+  done
+  return 1
+}
 stack_setup() {
   mkdir -p /tmp/e2e /var/lib/bluetooth /etc/bluetooth
   modprobe hci_vhci || { log "modprobe hci_vhci failed"; return 1; }
   dbus-uuidgen --ensure; mkdir -p /run/dbus
   dbus-daemon --system --fork || { log "dbus-daemon failed"; return 1; }
   if [ "${E2E_BTMON:-0}" = 1 ]; then btmon -w /tmp/e2e/hci.btsnoop > /dev/null 2>&1 & fi
-  btvirt -L -l$NCTRL > /tmp/e2e/btvirt.log 2>&1 &
-  wait_until 60 "$NCTRL controllers" test -e /sys/class/bluetooth/hci$((NCTRL - 1)) || return 1
-  start_bluetoothd || { tail -30 /tmp/e2e/bluetoothd.log; return 1; }
+  bring_up || { tail -30 /tmp/e2e/bluetoothd.log; return 1; }
   local i; for i in $(seq 0 $((NCTRL - 1))); do log "hci$i = $(adapter_addr hci$i)"; done
 }
 # Between scenarios: no leftover clients, a fresh bluetoothd (no cached devices or
-# registrations from the previous scenario).
+# registrations from the previous scenario); fresh controllers too if that is not enough.
 stack_reset() {
   local p
   for p in $(pgrep -f "$E2E_BIN/" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
   pkill -KILL -x bluetoothctl 2>/dev/null
   stop_bluetoothd TERM
   rm -rf /var/lib/bluetooth/*
-  start_bluetoothd
+  start_bluetoothd && return 0
+  log "bluetoothd did not get its adapters back: fresh controllers"
+  stop_bluetoothd KILL; stop_controllers
+  bring_up
 }
 
 # ---- per-scenario processes -----------------------------------------------------
