@@ -13,8 +13,8 @@
 #                 keyed by a hash of image.sh; built from scratch when absent
 #   E2E_OUT       logs and the 9p share (default <repo>/.build/e2e)
 #   E2E_BIN_DIR   use clicker-tally/clicker-vote from this directory instead of building
-#   E2E_SCENARIO_TIMEOUT  seconds per scenario inside the guest (default 240)
-#   E2E_TIMEOUT   seconds for the whole QEMU run (default 240 + 1.5 x scenarios x per-scenario)
+#   E2E_SCENARIO_TIMEOUT  seconds per scenario inside the guest (default 420)
+#   E2E_TIMEOUT   seconds for the whole QEMU run (default 240 + scenarios x per-scenario)
 #   E2E_SETTLE, E2E_DISCOVERY_RESTART  guest timing knobs (defaults 8 s, 2 s)
 #   E2E_BTMON=1   capture HCI traffic to $E2E_OUT/share/logs/hci.btsnoop
 #   ACCEL=auto|kvm|tcg, MEM (MiB, default 1024), MIRROR (Debian mirror), E2E_QUIET=1 (no live console)
@@ -29,7 +29,7 @@ ROOT=$(cd "$HERE/../.." && pwd)
 
 CACHE=${E2E_CACHE:-${XDG_CACHE_HOME:-/var/cache}/clicker-e2e}
 OUT=${E2E_OUT:-$ROOT/.build/e2e}
-STO=${E2E_SCENARIO_TIMEOUT:-240}
+STO=${E2E_SCENARIO_TIMEOUT:-420}
 ACCEL=${ACCEL:-auto}
 MEM=${MEM:-1024}
 BUILD=1
@@ -152,7 +152,7 @@ case $ACCEL in
   tcg) ACCEL_ARGS=(-accel tcg) ;;
   *) die "ACCEL must be auto, kvm or tcg" ;;
 esac
-QT=${E2E_TIMEOUT:-$(( 240 + N_SELECTED * STO * 3 / 2 ))}
+QT=${E2E_TIMEOUT:-$(( 240 + N_SELECTED * STO ))}
 NONCE=$(date +%s)-$$-$RANDOM
 SCN_ARG=$(IFS=,; echo "${SELECT[*]}")
 CMDLINE="console=ttyS0 panic=-1 quiet no_timer_check e2e.run=$NONCE e2e.scenarios=$SCN_ARG e2e.timeout=$STO"

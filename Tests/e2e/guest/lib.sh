@@ -7,7 +7,7 @@
 
 E2E_BIN=${E2E_BIN:-/mnt/host/bin}
 E2E_PY=/e2e/e2e.py   # executable, usable from sh -c too
-JOIN=${E2E_JOIN:-4821-7319}
+JOIN=${E2E_JOIN:-4821-K7QXM-3PF9A}   # VOTEID-SECRET, the secret in Crockford base32
 # How often the tally restarts discovery: btvirt reports an advertisement only when
 # scanning or advertising is switched on, so this is what makes repeated reports arrive.
 RESTART=${E2E_DISCOVERY_RESTART:-2}
@@ -72,10 +72,24 @@ adapters_ready() {  # all NCTRL adapters known to bluetoothd and powered
     [ "$(bprop /org/bluez/hci$i org.bluez.Adapter1 Powered)" = true ] || return 1
   done
 }
+# start_bluetoothd: starts it and waits until it has all NCTRL adapters powered. On a loaded
+# host btvirt may answer an HCI command after the kernel's 2 s timeout and an adapter stays
+# down; adapters still down are powered on again every 15 s.
 start_bluetoothd() {
   /usr/libexec/bluetooth/bluetoothd -n -d >> /tmp/e2e/bluetoothd.log 2>&1 &
   echo $! > /run/bluetoothd.pid
-  wait_until 30 "bluetoothd with $NCTRL powered adapters" adapters_ready
+  local end=$(( SECONDS + 120 )) next=$(( SECONDS + 15 )) i
+  until adapters_ready; do
+    if [ $SECONDS -ge $end ]; then log "TIMEOUT after 120s waiting for bluetoothd with $NCTRL powered adapters"; return 1; fi
+    if [ $SECONDS -ge $next ]; then
+      for i in $(seq 0 $((NCTRL - 1))); do
+        [ "$(bprop /org/bluez/hci$i org.bluez.Adapter1 Powered)" = true ] && continue
+        log "hci$i still down: power on"; btmgmt --index $i power on > /dev/null 2>&1
+      done
+      next=$(( SECONDS + 15 ))
+    fi
+    sleep 0.5
+  done
 }
 stop_bluetoothd() {  # SIG (default TERM)
   local pid; pid=$(cat /run/bluetoothd.pid 2>/dev/null) || return 0
@@ -84,26 +98,47 @@ stop_bluetoothd() {  # SIG (default TERM)
   kill -0 "$pid" 2>/dev/null && { kill -KILL "$pid"; sleep 0.5; }
   rm -f /run/bluetoothd.pid
 }
+start_controllers() {
+  btvirt -L -l$NCTRL >> /tmp/e2e/btvirt.log 2>&1 &
+  echo $! > /run/btvirt.pid
+  wait_until 60 "$NCTRL controllers" test -e /sys/class/bluetooth/hci$((NCTRL - 1))
+}
+stop_controllers() {
+  local pid; pid=$(cat /run/btvirt.pid 2>/dev/null) || return 0
+  kill -KILL "$pid" 2>/dev/null; rm -f /run/btvirt.pid
+  wait_until 30 "controllers gone" sh -c '[ -z "$(ls /sys/class/bluetooth)" ]'
+}
+# controllers + bluetoothd, up to three attempts (the kernel log says why an attempt failed)
+bring_up() {
+  local try
+  for try in 1 2 3; do
+    start_controllers && start_bluetoothd && return 0
+    log "attempt $try failed; kernel says: $(dmesg | grep -i bluetooth | tail -n3 | tr '\n' ' ')"
+    stop_bluetoothd KILL; stop_controllers
+  done
+  return 1
+}
 stack_setup() {
   mkdir -p /tmp/e2e /var/lib/bluetooth /etc/bluetooth
   modprobe hci_vhci || { log "modprobe hci_vhci failed"; return 1; }
   dbus-uuidgen --ensure; mkdir -p /run/dbus
   dbus-daemon --system --fork || { log "dbus-daemon failed"; return 1; }
   if [ "${E2E_BTMON:-0}" = 1 ]; then btmon -w /tmp/e2e/hci.btsnoop > /dev/null 2>&1 & fi
-  btvirt -L -l$NCTRL > /tmp/e2e/btvirt.log 2>&1 &
-  wait_until 20 "$NCTRL controllers" test -e /sys/class/bluetooth/hci$((NCTRL - 1)) || return 1
-  start_bluetoothd || { tail -30 /tmp/e2e/bluetoothd.log; return 1; }
+  bring_up || { tail -30 /tmp/e2e/bluetoothd.log; return 1; }
   local i; for i in $(seq 0 $((NCTRL - 1))); do log "hci$i = $(adapter_addr hci$i)"; done
 }
 # Between scenarios: no leftover clients, a fresh bluetoothd (no cached devices or
-# registrations from the previous scenario).
+# registrations from the previous scenario); fresh controllers too if that is not enough.
 stack_reset() {
   local p
   for p in $(pgrep -f "$E2E_BIN/" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
   pkill -KILL -x bluetoothctl 2>/dev/null
   stop_bluetoothd TERM
   rm -rf /var/lib/bluetooth/*
-  start_bluetoothd
+  start_bluetoothd && return 0
+  log "bluetoothd did not get its adapters back: fresh controllers"
+  stop_bluetoothd KILL; stop_controllers
+  bring_up
 }
 
 # ---- per-scenario processes -----------------------------------------------------
@@ -120,26 +155,28 @@ start_observers() {
   done
   dbus-monitor --system "${rules[@]}" > "$D/dbus-calls" 2>&1 &
   echo $! >> "$D/pids"
-  wait_until 10 "observer" grep -q 'observer up' "$D/events"
+  wait_until 60 "observer" grep -q 'observer up' "$D/events"
 }
 
 # start_tally NAME ARGS...: clicker-tally in the background; stdout NAME.out, stderr NAME.err.
 start_tally() {
   local name=$1; shift
   log "start $name: clicker-tally $*"
-  "$E2E_BIN/clicker-tally" "$@" > "$D/$name.out" 2> "$D/$name.err" < /dev/null &
+  mkdir -p "$D/$name.state"
+  XDG_STATE_HOME="$D/$name.state" "$E2E_BIN/clicker-tally" "$@" > "$D/$name.out" 2> "$D/$name.err" < /dev/null &
   eval "PID_$name=$!"
   echo $! >> "$D/pids"
 }
 
-# start_voter NAME ADAPTER JOIN ANSWER [ARGS...]: clicker-vote with its own XDG_STATE_HOME,
-# stdin from the FIFO $D/NAME.in (held open on fd VFD_NAME; `revote NAME X` writes to it).
+# start_voter NAME ADAPTER JOIN ANSWER [ARGS...]: clicker-vote (on --radio $VOTER_RADIO, default
+# bluez) with its own XDG_STATE_HOME, stdin from the FIFO $D/NAME.in (held open on fd VFD_NAME;
+# `revote NAME X` writes to it).
 start_voter() {
-  local name=$1 adapter=$2 join=$3 answer=$4; shift 4
+  local name=$1 adapter=$2 join=$3 answer=$4 radio=${VOTER_RADIO:-bluez}; shift 4
   mkdir -p "$D/$name.state"
   rm -f "$D/$name.in"; mkfifo "$D/$name.in"
-  log "start $name: clicker-vote --radio bluez --adapter $adapter $* $join $answer"
-  XDG_STATE_HOME="$D/$name.state" "$E2E_BIN/clicker-vote" --radio bluez --adapter "$adapter" "$@" \
+  log "start $name: clicker-vote --radio $radio --adapter $adapter $* $join $answer"
+  XDG_STATE_HOME="$D/$name.state" "$E2E_BIN/clicker-vote" --radio "$radio" --adapter "$adapter" "$@" \
     "$join" "$answer" < "$D/$name.in" > "$D/$name.out" 2> "$D/$name.err" &
   eval "PID_$name=$!"
   echo $! >> "$D/pids"
@@ -177,9 +214,20 @@ mfr() {
 }
 seen() { [ -n "$(mfr "$1" "$2")" ]; }
 # wait_seen ADAPTER ADDRESS [TIMEOUT]: waits for it (the tally's discovery is what makes it appear).
+# Gives up early when the scenario's tally has exited (nothing would make it appear).
 wait_seen() {
-  wait_until "${3:-60}" "$1 to hold an advertisement from $2" seen "$1" "$2" && log "$1 sees $2: $(mfr "$1" "$2")"
+  wait_until "${3:-120}" "$1 to hold an advertisement from $2" seen_or_no_tally "$1" "$2"
+  if seen "$1" "$2"; then log "$1 sees $2: $(mfr "$1" "$2")"; return 0; fi
+  [ -n "${PID_tally:-}" ] && ! kill -0 "$PID_tally" 2>/dev/null && log "the tally has exited: $(tail -n3 "$D/tally.err" "$D/tally.out" 2>/dev/null | tr '\n' ' ')"
+  return 1
 }
+# voter_id NAME: the voter ID the voter printed ("voting B as voter 1a2b3c4d (sequence 1)").
+voter_id() { sed -n 's/.* as voter \([0-9a-fr]*\).*/\1/p' "$D/$1.out" | head -n1; }
+# release ADAPTER: power it off through bluetoothd, so a raw-HCI process may take it (user channel).
+release() { btmgmt --index "${1#hci}" power off; }
+gone_from_bluez() { ! dbus-send --system --print-reply --dest=org.bluez "/org/bluez/$1" \
+  org.freedesktop.DBus.Properties.Get string:org.bluez.Adapter1 string:Address >/dev/null 2>&1; }
+seen_or_no_tally() { seen "$1" "$2" || { [ -n "${PID_tally:-}" ] && ! kill -0 "$PID_tally" 2>/dev/null; }; }
 
 # json NAME EXPR: EXPR (python) over the JSON object on NAME.out's last line; true when truthy.
 json() { py json "$D/$1.out" "$2"; }

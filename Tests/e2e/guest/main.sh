@@ -6,7 +6,7 @@ set -u
 . /e2e/lib.sh
 arg() { tr ' ' '\n' < /proc/cmdline | sed -n "s/^$1=//p" | head -n1; }
 NONCE=$(arg e2e.run); SCENARIOS=$(arg e2e.scenarios | tr ',' ' ')
-STIMEOUT=$(arg e2e.timeout); STIMEOUT=${STIMEOUT:-240}
+STIMEOUT=$(arg e2e.timeout); STIMEOUT=${STIMEOUT:-420}
 E2E_BTMON=$(arg e2e.btmon); E2E_SETTLE=$(arg e2e.settle); E2E_DISCOVERY_RESTART=$(arg e2e.restart)
 export E2E_BTMON E2E_SETTLE=${E2E_SETTLE:-8} E2E_DISCOVERY_RESTART=${E2E_DISCOVERY_RESTART:-2}
 RES=/mnt/host/results.txt

@@ -46,9 +46,9 @@ radio_smoke() {
   bluetoothctl < c.in >> c.out 2>&1 & echo $! >> pids; exec 4> c.in
   echo "select $A1" >&3; echo "menu advertise" >&3; echo "manufacturer 0xffff 0x01 0x02 0x03" >&3; echo back >&3
   echo "select $A0" >&4; echo "scan le" >&4
-  wait_until 20 "hci0 discovering" sh -c "sed 's/\x1b\[[0-9;]*[A-Za-z]//g' c.out | grep -aq 'Discovering: yes'"
+  wait_until 60 "hci0 discovering" sh -c "sed 's/\x1b\[[0-9;]*[A-Za-z]//g' c.out | grep -aq 'Discovering: yes'"
   echo "advertise on" >&3
-  wait_until 20 "advertisement registered" sh -c "sed 's/\x1b\[[0-9;]*[A-Za-z]//g' p.out | grep -aqE 'Advertising object registered|Failed'"
+  wait_until 60 "advertisement registered" sh -c "sed 's/\x1b\[[0-9;]*[A-Za-z]//g' p.out | grep -aqE 'Advertising object registered|Failed'"
   check "hci1 has one active advertising instance" is 1 active_instances hci1
   local try
   for try in 1 2 3 4 5; do
@@ -57,7 +57,7 @@ radio_smoke() {
   done
   check "hci0 received hci1's manufacturer data 0xffff 01 02 03" is 010203 mfr hci0 "$A1"
   echo "scan off" >&4; echo "advertise off" >&3
-  wait_until 10 "ActiveInstances 0" is 0 active_instances hci1
+  wait_until 30 "ActiveInstances 0" is 0 active_instances hci1
   check "hci1 has no active advertising instance after 'advertise off'" \
     is 0 active_instances hci1
   echo quit >&3; echo quit >&4; exec 3>&- 4>&-
@@ -77,7 +77,7 @@ single_vote() {
   check "voteID 4821, question 1" json tally 'j["voteID"] == 4821 and j["question"] == 1'
   check "one ballot, answer B, from hci1's address" \
     json tally "len(j['ballots']) == 1 and j['ballots'][0]['answer'] == 'B' and j['ballots'][0]['address'].upper() == '$A1'"
-  check "ballot names a voter ID" json tally 'len(j["ballots"][0]["voter"]) >= 8'
+  check "the ballot's voter ID is the one the voter printed" json tally "j['ballots'][0]['voter'] == '$(voter_id v1)' != ''"
   check "nothing rejected" json tally 'sum(j.get("rejected", {}).values()) == 0'
   check "with --no-gatt-confirm the ballot is not marked gattVerified" json tally 'j["ballots"][0]["gattVerified"] == False'
   check "voter still running" alive v1
@@ -93,7 +93,7 @@ change_vote() {
   local first; first=$(mfr hci0 "$A1")
   sleep "$SETTLE"
   revote v1 C
-  wait_until 60 "hci0 to receive the changed advertisement" isnt "$first" mfr hci0 "$A1" \
+  wait_until 120 "hci0 to receive the changed advertisement" isnt "$first" mfr hci0 "$A1" \
     || fail "hci0 never received a changed advertisement after the switch to C"
   log "hci0 now holds: $(mfr hci0 "$A1")"
   sleep "$SETTLE"
@@ -114,10 +114,10 @@ gatt_verify() {
   start_tally tally $(tally_args)
   start_voter v1 hci1 "$JOIN" A --question 1
   wait_seen hci0 "$A1" || fail "hci0 never received the voter's advertisement"
-  wait_until 90 "bluetoothd to read the voter's characteristic (ReadValue to the voter)" \
+  wait_until 150 "bluetoothd to read the voter's characteristic (ReadValue to the voter)" \
     voter_reads \
     || fail "no ReadValue reached the voter's GATT application"
-  wait_until 30 "the LE link to end" link_ended
+  wait_until 60 "the LE link to end" link_ended
   sleep "$SETTLE"
   finish_tally tally
   check "the voter's adapter (hci1) accepted an LE connection from hci0" grep -m1 -E "hci1 $A0 +Connected=true" events
@@ -140,7 +140,7 @@ many_voters() {
   start_voter v3 hci3 "$JOIN" B --question 1
   start_voter v4 hci4 "$JOIN" D --question 1
   local a
-  for a in "$A1" "$A2" "$A3" "$A4"; do wait_seen hci0 "$a" 90 || fail "hci0 never received $a's advertisement"; done
+  for a in "$A1" "$A2" "$A3" "$A4"; do wait_seen hci0 "$a" 180 || fail "hci0 never received $a's advertisement"; done
   sleep "$SETTLE"
   finish_tally tally
   check "counts are exactly A1 B2 C0 D1" json tally 'j["counts"] == {"A":1,"B":2,"C":0,"D":1}'
@@ -152,15 +152,16 @@ many_voters() {
 
 # ---------------------------------------------------------------------------------
 reject_forged() {
-  local vid=${JOIN%%-*} secret=${JOIN#*-}
-  local wrong_secret=$(( (10#$secret + 1111) % 10000 )) other_vid=$(( (10#$vid + 1) % 10000 ))
+  # same vote ID with another secret (last base32 character changed), and the next vote ID
+  local vid=${JOIN%%-*} secret=${JOIN#*-} last=${JOIN: -1}
+  local forged_code=${JOIN%?}$([ "$last" = A ] && echo B || echo A) other_code=$(( vid + 1 ))-$secret
   start_observers
   start_tally tally $(tally_args) --no-gatt-confirm
-  start_voter forged hci1 "$vid-$(printf %04d $wrong_secret)" A --question 1
-  start_voter otherpoll hci2 "$(printf %04d $other_vid)-$secret" B --question 1
+  start_voter forged hci1 "$forged_code" A --question 1
+  start_voter otherpoll hci2 "$other_code" B --question 1
   start_voter honest hci3 "$JOIN" C --question 1
   local a
-  for a in "$A1" "$A2" "$A3"; do wait_seen hci0 "$a" 90 || fail "hci0 never received $a's advertisement"; done
+  for a in "$A1" "$A2" "$A3"; do wait_seen hci0 "$a" 180 || fail "hci0 never received $a's advertisement"; done
   sleep "$SETTLE"
   finish_tally tally
   check "only the honest vote is tallied" json tally 'j["counts"] == {"A":0,"B":0,"C":1,"D":0} and j["voters"] == 1'
@@ -183,7 +184,7 @@ bluetoothd_restart() {
   log "restarting bluetoothd"
   start_bluetoothd || fail "bluetoothd did not come back"
   start_voter after hci2 "$JOIN" D --question 1
-  wait_seen hci0 "$A2" 90 || fail "after the restart hci0 never received the second voter's advertisement (tally did not resume discovery?)"
+  wait_seen hci0 "$A2" 180 || fail "after the restart hci0 never received the second voter's advertisement (tally did not resume discovery?)"
   sleep "$SETTLE"
   check "tally still running after the restart" alive tally
   finish_tally tally
@@ -197,7 +198,7 @@ bluetoothd_restart() {
 voter_sigterm() {
   start_observers
   start_voter v1 hci1 "$JOIN" B --question 1
-  wait_until 60 "hci1 to have an active advertisement" \
+  wait_until 120 "hci1 to have an active advertisement" \
     is 1 active_instances hci1
   check "while voting, hci1 has one active advertising instance" \
     is 1 active_instances hci1
@@ -221,29 +222,54 @@ voter_sigterm() {
 }
 
 # ---------------------------------------------------------------------------------
-# Raw-HCI backend (not in the default set until that backend exists).
+# Raw-HCI backend: the process takes the adapter's HCI user channel, which the kernel grants
+# only while the adapter is down, so the harness first powers it off through bluetoothd.
 hci_voter() {
   start_observers
   start_tally tally $(tally_args) --no-gatt-confirm
-  log "start v1: clicker-vote --radio hci --adapter hci1"
-  mkdir -p v1.state
-  XDG_STATE_HOME=$D/v1.state "$E2E_BIN/clicker-vote" --radio hci --adapter hci1 --question 1 "$JOIN" B \
-    < /dev/null > v1.out 2> v1.err & PID_v1=$!; echo $! >> pids
-  wait_seen hci0 "$A1" 90 || fail "hci0 never received the raw-HCI voter's advertisement"
+  release hci1
+  VOTER_RADIO=hci start_voter v1 hci1 "$JOIN" B --question 1
+  wait_seen hci0 "$A1" 180 || fail "hci0 never received the raw-HCI voter's advertisement"
   sleep "$SETTLE"
   finish_tally tally
   check "the raw-HCI voter's B is counted" json tally 'j["counts"] == {"A":0,"B":1,"C":0,"D":0} and j["voters"] == 1'
-  stop v1 TERM 30; note "voter exit status after SIGTERM: $RC"
+  check "the ballot comes from hci1" json tally "[b['address'].upper() for b in j['ballots']] == ['$A1']"
+  stop v1 TERM 30
+  check "the raw-HCI voter exits 0 on SIGTERM" is 0 echo "$RC"
+}
+
+# start_hci_tally: a raw-HCI tally on hci0, up once bluetoothd has lost hci0 to it.
+start_hci_tally() {
+  release hci0
+  start_tally tally --radio hci --adapter hci0 --join-code "$JOIN" --question 1 --json --no-gatt-confirm --duration 3600
+  wait_until 60 "hci0 to leave bluetoothd (user channel taken)" gone_from_bluez hci0 || fail "the raw-HCI tally never took hci0"
+  sleep 3   # the tally resets the controller and enables scanning before the voter starts
 }
 
 hci_tally() {
   start_observers
+  start_hci_tally
   start_voter v1 hci1 "$JOIN" C --question 1
-  start_tally tally --radio hci --adapter hci0 --join-code "$JOIN" --question 1 --json --no-gatt-confirm --duration 3600
-  sleep $(( SETTLE * 3 ))
+  wait_until 120 "hci1 to advertise" is 1 active_instances hci1 || fail "the BlueZ voter never advertised"
+  sleep $(( SETTLE * 2 ))
   finish_tally tally
   check "the raw-HCI tally counts the BlueZ voter's C" json tally 'j["counts"] == {"A":0,"B":0,"C":1,"D":0} and j["voters"] == 1'
+  check "the ballot comes from hci1" json tally "[b['address'].upper() for b in j['ballots']] == ['$A1']"
   stop v1 TERM 30; note "voter exit status after SIGTERM: $RC"
+}
+
+hci_only() {
+  start_observers
+  start_hci_tally
+  release hci1
+  VOTER_RADIO=hci start_voter v1 hci1 "$JOIN" D --question 1
+  sleep $(( SETTLE * 2 ))
+  finish_tally tally
+  check "the raw-HCI tally counts the raw-HCI voter's D" json tally 'j["counts"] == {"A":0,"B":0,"C":0,"D":1} and j["voters"] == 1'
+  check "the ballot comes from hci1 with the voter's printed ID" \
+    json tally "[(b['address'].upper(), b['voter']) for b in j['ballots']] == [('$A1', '$(voter_id v1)')]"
+  stop v1 TERM 30
+  check "the raw-HCI voter exits 0 on SIGTERM" is 0 echo "$RC"
 }
 
 fn=$(echo "$SCN" | tr '-' '_')
