@@ -140,6 +140,7 @@ struct Run: AsyncParsableCommand {
         await opened.close()
 
         let results = await controller.results()
+        if let e = service.radioFailure, results.voters == 0 { throw Failure("radio failed: \(e)") }
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys]

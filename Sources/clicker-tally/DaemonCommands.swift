@@ -56,7 +56,8 @@ struct Daemon: AsyncParsableCommand {
         } catch { throw Failure("D-Bus: \(error)") }
         logger.info("serving \(TallyBus.name); poll \(controller.joinCode.voteID) open, database \(store.path)")
         let opened: OpenedCentral
-        do { opened = try await radio.open(room.simulate != nil ? .sim : radio.radio, seed: room.seed, logger: logger) } catch {
+        do { opened = try await radio.open(room.simulate != nil ? .sim : radio.radio, seed: room.seed, logger: logger,
+                                          keepTrying: true) } catch {
             throw Failure("\(error)")
         }
         let students = room.companions(air: opened.air, controller: controller, options: poll.options,
