@@ -30,8 +30,8 @@ let package = Package(
         .systemLibrary(name: "CBluetooth", pkgConfig: "bluez", providers: [.apt(["libbluetooth-dev"])]),
 
         // Pure core: no I/O
-        .target(name: "ClickerWire", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
-        .target(name: "ClickerTally", dependencies: ["ClickerWire"]),
+        .target(name: "ClickerWire", dependencies: ["ClickerTransport", .product(name: "Crypto", package: "swift-crypto")]),
+        .target(name: "ClickerTally", dependencies: ["ClickerWire", "ClickerTransport"]),
         .target(name: "ClickerTransport"),
 
         // Radios: backends adapt the outside world to ClickerTransport
@@ -65,8 +65,8 @@ let package = Package(
         ]),
 
         // Tier 1: pure core and simulated radio
-        .testTarget(name: "ClickerWireTests", dependencies: ["ClickerWire"]),
-        .testTarget(name: "ClickerTallyTests", dependencies: ["ClickerTally", "ClickerWire"]),
+        .testTarget(name: "ClickerWireTests", dependencies: ["ClickerWire", "ClickerTransport"]),
+        .testTarget(name: "ClickerTallyTests", dependencies: ["ClickerTally", "ClickerWire", "ClickerTransport"]),
         .testTarget(name: "ClickerSimTests", dependencies: ["ClickerSim", "ClickerTransport", "ClickerWire", "ClickerTally"]),
         .testTarget(name: "HCITests", dependencies: ["HCI"]),
         .testTarget(name: "ClickerStoreTests", dependencies: ["ClickerStore"]),

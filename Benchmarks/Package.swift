@@ -7,7 +7,7 @@ let package = Package(
     name: "clicker-benchmarks",
     platforms: [.macOS(.v14)],
     dependencies: [
-        .package(path: ".."),
+        .package(name: "clicker", path: ".."),
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
     ],
     targets: [

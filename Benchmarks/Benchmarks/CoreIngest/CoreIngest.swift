@@ -1,0 +1,100 @@
+// Reports per second through the pure ingest pipeline (decode → verify → tally) on one core.
+// Run: swift package --package-path Benchmarks benchmark --target CoreIngest
+// Targets: repeats of known ballots ≥ 1,000,000/s; all-new ballots (tag + decryption) ≥ 300,000/s.
+import Benchmark
+import ClickerTally
+import ClickerTransport
+import ClickerWire
+
+private let code = JoinCode(unsafeText: "4821-K7QXM-3PF9A")
+private let key = BallotKey.anonymous(code)
+
+/// `count` reports from distinct voters (and addresses), sealed with the poll key.
+private func makeReports(_ count: Int, firstVoter: UInt32 = 1) -> [AdvertisementReport] {
+    (0..<count).map { i in
+        let voter = firstVoter &+ UInt32(i) &* 2_654_435_761
+        let b = Ballot(voteID: code.voteID, question: 1, voterID: voter, sequence: 1, answer: .choice(UInt8(i % 4)))
+        return AdvertisementReport(address: DeviceAddress(rawValue: UInt64(i) + 1), rssi: -60, companyID: BallotFormat.companyID,
+                                   data: BallotCodec.sealAdvertisement(b, key: key),
+                                   timestamp: RadioInstant(nanoseconds: UInt64(i) * 1000))
+    }
+}
+
+/// Flood limits off: these benchmarks measure the verification path itself.
+private let unlimited: FloodPolicy = {
+    var p = FloodPolicy()
+    p.perAddressBurst = 1e12
+    p.perAddressPerSecond = 1e12
+    p.untrustedBurst = 1e12
+    p.untrustedPerSecond = 1e12
+    return p
+}()
+
+private func freshPipeline() -> IngestPipeline {
+    var p = IngestPipeline(joinCode: code, policy: unlimited)
+    p.tally.open(.choice(1))
+    return p
+}
+
+extension JoinCode {
+    init(unsafeText: String) {
+        guard let c = JoinCode(unsafeText) else { fatalError("bad benchmark constant") }
+        self = c
+    }
+}
+
+let benchmarks: @Sendable () -> Void = {
+    Benchmark.defaultConfiguration = .init(metrics: [.throughput, .wallClock, .mallocCountTotal],
+                                           scalingFactor: .kilo, maxDuration: .seconds(5), maxIterations: 100_000)
+
+    // (a) Exact repeats of 500 known ballots: the cache path, no cryptography.
+    Benchmark("Repeats of known ballots (reports)") { benchmark in
+        let reports = makeReports(500)
+        var p = freshPipeline()
+        p.ingest(contentsOf: reports)
+        var i = 0
+        benchmark.startMeasurement()
+        for _ in benchmark.scaledIterations {
+            blackHole(p.ingest(reports[i]))
+            i = i == 499 ? 0 : i + 1
+        }
+        benchmark.stopMeasurement()
+    }
+
+    // (b) All-new ballots: header checks, tag verification, decryption, tally (fresh pipeline per run).
+    Benchmark("All-new ballots (reports)") { benchmark in
+        let reports = makeReports(benchmark.scaledIterations.count)
+        var p = freshPipeline()
+        benchmark.startMeasurement()
+        for i in benchmark.scaledIterations {
+            blackHole(p.ingest(reports[i]))
+        }
+        benchmark.stopMeasurement()
+    }
+
+    // (c) The decoder alone on new payloads (tag verification + decryption), for comparison.
+    Benchmark("Decode and verify only (payloads)") { benchmark in
+        let payloads = makeReports(1000).map(\.data)
+        let keyring = PollKeyring(joinCode: code)
+        benchmark.startMeasurement()
+        for i in benchmark.scaledIterations {
+            blackHole(BallotCodec.openAdvertisement(payloads[i % 1000], keyring: keyring))
+        }
+        benchmark.stopMeasurement()
+    }
+
+    // (d) Forgeries (random tags) from random addresses with the default flood limits: rejected cheaply.
+    Benchmark("Forgeries under default flood limits (reports)") { benchmark in
+        var reports = makeReports(1000)
+        for j in reports.indices { reports[j].data[21] ^= 0x5A }
+        var p = IngestPipeline(joinCode: code)
+        p.tally.open(.choice(1))
+        benchmark.startMeasurement()
+        for i in benchmark.scaledIterations {
+            var r = reports[i % 1000]
+            r.address = DeviceAddress(rawValue: UInt64(i) &* 0x9E37_79B9 & 0xFFFF_FFFF_FFFF)
+            blackHole(p.ingest(r))
+        }
+        benchmark.stopMeasurement()
+    }
+}

@@ -1,0 +1,249 @@
+import ClickerTransport
+import ClickerWire
+
+/// Limits that keep a flood of forged ballots from costing unbounded verification work.
+public struct FloodPolicy: Sendable, Hashable {
+    /// Tag verifications one address may trigger in a burst, and per second after that.
+    public var perAddressBurst: Double = 16
+    public var perAddressPerSecond: Double = 8
+    /// Tag verifications per second, shared by all addresses that never sent an authentic ballot.
+    /// Addresses that did (honest voters) are not held to it.
+    public var untrustedPerSecond: Double = 50_000
+    public var untrustedBurst: Double = 50_000
+    /// Suspicious rejections (bad tag, unknown voter, malformed answer, rate-limited) within one
+    /// second that raise the flood alert, and how long the alert stays up after the last such second.
+    public var alertThreshold: Int = 50
+    public var alertHold: Duration = .seconds(10)
+    /// Entries in the caches of known-good and known-bad payloads; a full cache is emptied.
+    public var goodCacheLimit: Int = 1 << 16
+    public var badCacheLimit: Int = 1 << 14
+    /// Addresses with a rate-limit state; when exceeded, the state is forgotten.
+    public var addressLimit: Int = 1 << 16
+
+    public init() {}
+}
+
+/// Whether the tally is being flooded with forgeries, for the view to show.
+public struct FloodStatus: Sendable, Hashable {
+    /// True while suspicious rejections exceed the threshold (and for `alertHold` after).
+    public var alert: Bool
+    /// Suspicious rejections in the current one-second window.
+    public var suspiciousThisSecond: Int
+    /// Suspicious rejections since the poll started.
+    public var suspiciousTotal: Int
+    /// When the alert was last raised.
+    public var lastAlert: RadioInstant?
+}
+
+/// Counters of the ingest pipeline.
+public struct IngestStats: Sendable, Hashable {
+    /// Reports handed to the pipeline (advertisements and GATT values).
+    public var reports = 0
+    /// Reports answered from the cache of known-good payloads (no cryptography).
+    public var cacheHits = 0
+    /// Reports answered from the cache of known-bad payloads (no cryptography).
+    public var badCacheHits = 0
+    /// Tag verifications performed.
+    public var verifications = 0
+}
+
+/// Result of ingesting one report.
+public struct IngestResult: Sendable, Hashable {
+    public var outcome: RecordOutcome
+    /// The authentic ballot, when there was one (also for repeats and ballots kept apart).
+    public var ballot: Ballot?
+}
+
+/// Decode → verify → tally, for one poll. Pure: time comes from the reports.
+///
+/// Exact repeats of a payload already verified skip all cryptography. Cheap checks run before any
+/// key is used; tag verifications are rate-limited per address and, for addresses that never sent
+/// an authentic ballot, globally. Every report that is not counted is counted by reason in
+/// `tally.rejections`.
+public struct IngestPipeline: Sendable {
+    public let keyring: PollKeyring
+    /// The tally; open and close questions on it directly.
+    public var tally: Tally
+    public var policy: FloodPolicy
+    public private(set) var stats = IngestStats()
+
+    var good: [PayloadKey: Ballot] = [:]
+    var bad: [PayloadKey: Rejection] = [:]
+    var buckets: [DeviceAddress: TokenBucket] = [:]
+    var trusted: Set<DeviceAddress> = []
+    var untrusted: TokenBucket
+    var windowSecond: UInt64 = .max
+    var windowCount = 0
+    var suspiciousTotal = 0
+    var alertUntil: RadioInstant?
+    var lastAlert: RadioInstant?
+    var now = RadioInstant.zero
+
+    /// A pipeline for the poll of `keyring`. `tally` must have the same vote ID.
+    public init(keyring: PollKeyring, tally: Tally, policy: FloodPolicy = FloodPolicy()) {
+        self.keyring = keyring
+        self.tally = tally
+        self.policy = policy
+        untrusted = TokenBucket(tokens: policy.untrustedBurst, last: 0)
+    }
+
+    /// A pipeline with a fresh tally for the join code's poll.
+    public init(joinCode: JoinCode, roster: [DeviceKey] = [], policy: FloodPolicy = FloodPolicy(),
+                changePolicy: ChangePolicy = .latestWins, rosterOnly: Bool = false) {
+        self.init(keyring: PollKeyring(joinCode: joinCode, roster: roster),
+                  tally: Tally(voteID: joinCode.voteID, policy: changePolicy, rosterOnly: rosterOnly), policy: policy)
+    }
+
+    /// The flood alert as of the latest report.
+    public var flood: FloodStatus {
+        FloodStatus(alert: alertUntil.map { now <= $0 } ?? false, suspiciousThisSecond: windowCount,
+                    suspiciousTotal: suspiciousTotal, lastAlert: lastAlert)
+    }
+
+    /// Ingests one advertisement report.
+    public mutating func ingest(_ report: AdvertisementReport) -> IngestResult {
+        stats.reports += 1
+        if report.timestamp > now { now = report.timestamp }
+        guard report.companyID == BallotFormat.companyID else { return rejected(.notOurs, at: report.timestamp) }
+        let data = report.data
+        let key = data.count == BallotFormat.advertisementLength ? PayloadKey(data) : nil
+        if let key {
+            if let b = good[key] {
+                stats.cacheHits += 1
+                return IngestResult(outcome: tally.record(b, from: report.address, at: report.timestamp), ballot: b)
+            }
+            if let r = bad[key] {
+                stats.badCacheHits += 1
+                return rejected(r, at: report.timestamp)
+            }
+        }
+        let result = data.withUnsafeBytes { p in
+            verify(p, length: BallotFormat.advertisementLength, address: report.address, at: report.timestamp)
+        }
+        switch result {
+        case .success(let b):
+            if let key {
+                if good.count >= policy.goodCacheLimit { good.removeAll(keepingCapacity: true) }
+                good[key] = b
+            }
+            trust(report.address)
+            return IngestResult(outcome: tally.record(b, from: report.address, at: report.timestamp), ballot: b)
+        case .failure(let r):
+            if let key, r == .badTag || r == .malformedAnswer {
+                if bad.count >= policy.badCacheLimit { bad.removeAll(keepingCapacity: true) }
+                bad[key] = r
+            }
+            return rejected(r, at: report.timestamp)
+        }
+    }
+
+    /// Ingests a batch of reports.
+    public mutating func ingest(contentsOf reports: some Sequence<AdvertisementReport>) {
+        for r in reports { _ = ingest(r) }
+    }
+
+    /// Ingests a GATT ballot value read from `address`.
+    public mutating func ingestGATT(_ value: [UInt8], from address: DeviceAddress, at time: RadioInstant) -> IngestResult {
+        stats.reports += 1
+        if time > now { now = time }
+        let result = value.withUnsafeBytes { verify($0, length: BallotFormat.gattLength, address: address, at: time) }
+        switch result {
+        case .success(let b):
+            trust(address)
+            return IngestResult(outcome: tally.record(b, from: address, at: time), ballot: b)
+        case .failure(let r):
+            return rejected(r, at: time)
+        }
+    }
+
+    mutating func trust(_ a: DeviceAddress) {
+        if trusted.count >= policy.addressLimit { trusted.removeAll(keepingCapacity: true) }
+        trusted.insert(a)
+    }
+
+    /// Cheap checks, key lookup, rate limit, then the tag and the answer.
+    mutating func verify(_ p: UnsafeRawBufferPointer, length: Int, address: DeviceAddress,
+                         at t: RadioInstant) -> Result<Ballot, Rejection> {
+        let h: BallotHeader
+        switch BallotCodec.header(p, length: length, voteID: keyring.voteID) {
+        case .success(let x): h = x
+        case .failure(let r): return .failure(r)
+        }
+        guard let key = keyring.key(mode: h.mode, voterID: h.voterID) else { return .failure(.unknownVoter) }
+        guard admit(address, at: t) else { return .failure(.rateLimited) }
+        stats.verifications += 1
+        return BallotCodec.verifyAndDecrypt(p, header: h, key: key)
+    }
+
+    /// Takes one verification token for `address` (and from the shared budget if it is untrusted).
+    mutating func admit(_ address: DeviceAddress, at t: RadioInstant) -> Bool {
+        let ns = t.nanoseconds
+        if buckets.count >= policy.addressLimit && buckets[address] == nil { buckets.removeAll(keepingCapacity: true) }
+        var b = buckets[address] ?? TokenBucket(tokens: policy.perAddressBurst, last: ns)
+        b.refill(at: ns, rate: policy.perAddressPerSecond, burst: policy.perAddressBurst)
+        guard b.tokens >= 1 else { buckets[address] = b; return false }
+        if !trusted.contains(address) {
+            untrusted.refill(at: ns, rate: policy.untrustedPerSecond, burst: policy.untrustedBurst)
+            guard untrusted.tokens >= 1 else { buckets[address] = b; return false }
+            untrusted.tokens -= 1
+        }
+        b.tokens -= 1
+        buckets[address] = b
+        return true
+    }
+
+    mutating func rejected(_ r: Rejection, at t: RadioInstant) -> IngestResult {
+        tally.reject(r)
+        switch r {
+        case .badTag, .unknownVoter, .malformedAnswer, .rateLimited:
+            suspiciousTotal += 1
+            let second = t.nanoseconds / 1_000_000_000
+            if second != windowSecond {
+                windowSecond = second
+                windowCount = 0
+            }
+            windowCount += 1
+            if windowCount >= policy.alertThreshold {
+                alertUntil = t + policy.alertHold
+                lastAlert = t
+            }
+        default:
+            break
+        }
+        return IngestResult(outcome: .rejected(r), ballot: nil)
+    }
+}
+
+/// A token bucket on the report clock.
+struct TokenBucket: Sendable, Hashable {
+    var tokens: Double
+    var last: UInt64
+
+    @inline(__always)
+    mutating func refill(at ns: UInt64, rate: Double, burst: Double) {
+        if ns > last {
+            tokens = min(burst, tokens + Double(ns - last) * rate / 1e9)
+            last = ns
+        }
+    }
+}
+
+/// A 22-byte advertisement payload as three words, for fast hashing.
+struct PayloadKey: Hashable, Sendable {
+    var a: UInt64
+    var b: UInt64
+    var c: UInt64
+
+    @inline(__always)
+    init(_ d: [UInt8]) {
+        var x: (UInt64, UInt64, UInt64) = (0, 0, 0)
+        withUnsafeMutableBytes(of: &x) { dst in
+            d.withUnsafeBytes { src in
+                dst.copyMemory(from: UnsafeRawBufferPointer(rebasing: src.prefix(24)))
+            }
+        }
+        a = x.0
+        b = x.1
+        c = x.2
+    }
+}

@@ -1,0 +1,300 @@
+import ClickerTransport
+import ClickerWire
+
+/// What to do when a voter sends a later ballot for the same question.
+public enum ChangePolicy: String, Sendable, Hashable, CaseIterable {
+    /// The ballot with the highest sequence counts (default).
+    case latestWins
+    /// The ballot with the lowest sequence counts; later ones are counted as `changeIgnored`.
+    case firstResponseOnly
+}
+
+/// A question as the instructor poses it: which answers it offers.
+public struct QuestionSpec: Sendable, Hashable {
+    /// The number ballots carry.
+    public var number: UInt8
+    /// Number of options (letters A… ); 1…8.
+    public var options: Int
+    /// Answer kinds accepted.
+    public var kinds: Set<Answer.Kind>
+
+    public init(number: UInt8, options: Int = 4, kinds: Set<Answer.Kind> = [.choice]) {
+        self.number = number
+        self.options = max(1, min(options, Answer.maxOptions))
+        self.kinds = kinds
+    }
+
+    /// A single-choice question with `options` letters (A–D by default).
+    public static func choice(_ number: UInt8, options: Int = 4) -> QuestionSpec {
+        QuestionSpec(number: number, options: options, kinds: [.choice])
+    }
+
+    /// Whether `answer` is one this question offers.
+    public func offers(_ answer: Answer) -> Bool {
+        kinds.contains(answer.kind) && answer.fits(options: options)
+    }
+}
+
+/// Identifies a voter within a poll: roster and anonymous voter IDs are separate spaces.
+public struct VoterKey: Sendable, Hashable, Comparable, CustomStringConvertible {
+    public var mode: BallotMode
+    public var voterID: UInt32
+    public init(mode: BallotMode, voterID: UInt32) {
+        self.mode = mode
+        self.voterID = voterID
+    }
+    public static func < (a: Self, b: Self) -> Bool { (a.mode.rawValue, a.voterID) < (b.mode.rawValue, b.voterID) }
+    public var description: String {
+        let s = String(voterID, radix: 16)
+        return (mode == .roster ? "r:" : "") + String(repeating: "0", count: 8 - s.count) + s
+    }
+}
+
+/// One voter's standing on one question.
+public struct VoterRecord: Sendable, Hashable {
+    /// The answer that counts.
+    public var answer: Answer
+    /// Its sequence number.
+    public var sequence: UInt16
+    /// Lowest and highest sequence heard from this voter for this question.
+    public var lowestSequence: UInt16
+    public var highestSequence: UInt16
+    /// Earliest and latest authentic report from this voter for this question.
+    public var firstHeard: RadioInstant
+    public var lastHeard: RadioInstant
+    /// Address of the device when the counted ballot was (last) heard.
+    public var address: DeviceAddress
+
+    /// Whether the voter sent more than one distinct ballot for this question.
+    public var changed: Bool { lowestSequence != highestSequence }
+}
+
+/// What recording one authentic ballot did.
+public enum RecordOutcome: Sendable, Hashable {
+    /// First ballot from this voter for this question.
+    case new
+    /// Replaced the voter's earlier answer.
+    case changed(from: Answer)
+    /// The ballot already counted, heard again (idempotent).
+    case repeated
+    /// Authentic, but from an anonymous device in a roster poll: kept apart, not in the totals.
+    case unregistered
+    /// Not counted.
+    case rejected(Rejection)
+
+    /// Whether the totals may have changed.
+    public var changesTotals: Bool {
+        switch self {
+        case .new, .changed: true
+        default: false
+        }
+    }
+}
+
+/// The votes on one question.
+public struct QuestionTally: Sendable {
+    public let spec: QuestionSpec
+    /// Counted voters and their answers.
+    public private(set) var voters: [VoterKey: VoterRecord] = [:]
+    /// Anonymous-mode ballots in a roster poll, kept apart.
+    public private(set) var unregistered: [VoterKey: VoterRecord] = [:]
+    /// Counted ballots per answer (answers with no votes are absent).
+    public private(set) var counts: [Answer: Int] = [:]
+    /// Earliest and latest authentic report for this question (counted or not).
+    public private(set) var firstHeard: RadioInstant?
+    public private(set) var lastHeard: RadioInstant?
+
+    init(spec: QuestionSpec) { self.spec = spec }
+
+    /// Number of counted voters.
+    public var voterCount: Int { voters.count }
+    /// Number of voters who sent more than one distinct ballot.
+    public var changedVoters: Int { voters.values.reduce(0) { $0 + ($1.changed ? 1 : 0) } }
+    /// Count for one answer.
+    public func count(of answer: Answer) -> Int { counts[answer] ?? 0 }
+
+    @inline(__always)
+    mutating func heard(_ t: RadioInstant) {
+        if let f = firstHeard { if t < f { firstHeard = t } } else { firstHeard = t }
+        if let l = lastHeard { if t > l { lastHeard = t } } else { lastHeard = t }
+    }
+
+    /// Applies one authentic ballot under `policy`. Order-independent: any order of the same
+    /// ballots leaves the same records (highest, or lowest, sequence wins; a same-sequence
+    /// conflict keeps the smaller answer).
+    @inline(__always)
+    mutating func apply(_ b: Ballot, key: VoterKey, address: DeviceAddress, at t: RadioInstant,
+                        policy: ChangePolicy, apart: Bool) -> RecordOutcome {
+        heard(t)
+        if apart {
+            _ = Self.merge(&unregistered, b, key: key, address: address, at: t, policy: policy)
+            return .unregistered
+        }
+        let (outcome, removed, added) = Self.merge(&voters, b, key: key, address: address, at: t, policy: policy)
+        if let r = removed {
+            let n = (counts[r] ?? 0) - 1
+            counts[r] = n > 0 ? n : nil
+        }
+        if let a = added { counts[a, default: 0] += 1 }
+        return outcome
+    }
+
+    /// Returns the outcome and the answer whose count goes down / up.
+    @inline(__always)
+    static func merge(_ table: inout [VoterKey: VoterRecord], _ b: Ballot, key: VoterKey, address: DeviceAddress,
+                      at t: RadioInstant, policy: ChangePolicy) -> (RecordOutcome, Answer?, Answer?) {
+        guard var r = table[key] else {
+            table[key] = VoterRecord(answer: b.answer, sequence: b.sequence, lowestSequence: b.sequence,
+                                     highestSequence: b.sequence, firstHeard: t, lastHeard: t, address: address)
+            return (.new, nil, b.answer)
+        }
+        if t < r.firstHeard { r.firstHeard = t }
+        if t > r.lastHeard { r.lastHeard = t }
+        if b.sequence < r.lowestSequence { r.lowestSequence = b.sequence }
+        if b.sequence > r.highestSequence { r.highestSequence = b.sequence }
+        var outcome: RecordOutcome
+        let replace: Bool
+        if b.sequence == r.sequence {
+            if b.answer == r.answer {
+                outcome = .repeated
+                replace = false
+            } else {
+                outcome = .rejected(.conflictingSequence)
+                replace = b.answer < r.answer
+            }
+        } else if (b.sequence > r.sequence) == (policy == .latestWins) {
+            outcome = b.answer == r.answer ? .repeated : .changed(from: r.answer)
+            replace = true
+        } else {
+            outcome = .rejected(policy == .latestWins ? .staleSequence : .changeIgnored)
+            replace = false
+        }
+        var removed: Answer?
+        var added: Answer?
+        if replace {
+            if r.answer != b.answer {
+                removed = r.answer
+                added = b.answer
+            }
+            r.answer = b.answer
+            r.sequence = b.sequence
+            r.address = address
+        }
+        table[key] = r
+        return (outcome, removed, added)
+    }
+}
+
+/// The tally of one poll: questions, their votes, and every rejection by reason. Pure and
+/// deterministic; time comes from the reports.
+public struct Tally: Sendable {
+    /// The poll's vote ID.
+    public let voteID: UInt16
+    public var policy: ChangePolicy
+    /// A roster poll counts only roster-mode ballots; anonymous ones are kept apart as unregistered.
+    public var rosterOnly: Bool
+    public private(set) var questions: [UInt8: QuestionTally] = [:]
+    /// Questions that accept ballots now.
+    public private(set) var openQuestions: Set<UInt8> = []
+    /// Reports not counted, by reason (wire-level reasons included when reported via ``reject(_:)``).
+    public private(set) var rejections: [Rejection: Int] = [:]
+    /// Reports that changed nothing because the same ballot was already counted.
+    public private(set) var repeats = 0
+
+    public init(voteID: UInt16, policy: ChangePolicy = .latestWins, rosterOnly: Bool = false) {
+        self.voteID = voteID
+        self.policy = policy
+        self.rosterOnly = rosterOnly
+    }
+
+    /// Adds a question (replacing nothing if it exists) and opens it.
+    public mutating func open(_ spec: QuestionSpec) {
+        if questions[spec.number] == nil { questions[spec.number] = QuestionTally(spec: spec) }
+        openQuestions.insert(spec.number)
+    }
+
+    /// Re-opens a known question. Returns false if there is no such question.
+    @discardableResult
+    public mutating func reopen(question: UInt8) -> Bool {
+        guard questions[question] != nil else { return false }
+        openQuestions.insert(question)
+        return true
+    }
+
+    /// Stops accepting ballots for a question; later ones are `otherQuestion`.
+    public mutating func close(question: UInt8) { openQuestions.remove(question) }
+
+    /// Counts a report that was rejected before reaching the tally.
+    public mutating func reject(_ reason: Rejection) { rejections[reason, default: 0] += 1 }
+
+    /// Total rejections.
+    public var rejectionCount: Int { rejections.values.reduce(0, +) }
+
+    /// Records one authentic ballot heard from `address` at `time`.
+    @inline(__always)
+    public mutating func record(_ ballot: Ballot, from address: DeviceAddress, at time: RadioInstant) -> RecordOutcome {
+        guard ballot.voteID == voteID else { rejections[.otherVoteID, default: 0] += 1; return .rejected(.otherVoteID) }
+        guard openQuestions.contains(ballot.question) else {
+            rejections[.otherQuestion, default: 0] += 1
+            return .rejected(.otherQuestion)
+        }
+        let key = VoterKey(mode: ballot.mode, voterID: ballot.voterID)
+        let apart = rosterOnly && ballot.mode == .anonymous
+        guard let offered = questions[ballot.question]?.spec.offers(ballot.answer) else {
+            rejections[.otherQuestion, default: 0] += 1
+            return .rejected(.otherQuestion)
+        }
+        let outcome: RecordOutcome
+        if offered {
+            outcome = questions[ballot.question]?.apply(ballot, key: key, address: address, at: time, policy: policy,
+                                                       apart: apart) ?? .rejected(.otherQuestion)
+        } else {
+            outcome = .rejected(.answerNotOffered)
+        }
+        switch outcome {
+        case .rejected(let r): rejections[r, default: 0] += 1
+        case .repeated: repeats += 1
+        default: break
+        }
+        return outcome
+    }
+
+    /// A snapshot of one question's results, or nil for an unknown question.
+    public func results(question: UInt8) -> QuestionResults? {
+        guard let q = questions[question] else { return nil }
+        return QuestionResults(q)
+    }
+}
+
+/// What a view shows for one question; `Equatable`, so tests can compare tallies.
+public struct QuestionResults: Sendable, Hashable {
+    public var question: UInt8
+    /// Every offered single-choice letter, and every other answer with votes, in wire order.
+    public var counts: [(answer: Answer, count: Int)] {
+        countTable.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+    }
+    /// Answer → count (offered single choices included with 0).
+    public var countTable: [Answer: Int]
+    public var voters: Int
+    public var changedVoters: Int
+    public var unregisteredVoters: Int
+    public var firstHeard: RadioInstant?
+    public var lastHeard: RadioInstant?
+    /// Each counted voter's answer.
+    public var answers: [VoterKey: Answer]
+
+    init(_ q: QuestionTally) {
+        question = q.spec.number
+        var table = q.counts
+        if q.spec.kinds.contains(.choice) {
+            for i in 0..<q.spec.options { table[.choice(UInt8(i)), default: 0] += 0 }
+        }
+        countTable = table
+        voters = q.voterCount
+        changedVoters = q.changedVoters
+        unregisteredVoters = q.unregistered.count
+        firstHeard = q.firstHeard
+        lastHeard = q.lastHeard
+        answers = q.voters.mapValues { $0.answer }
+    }
+}

@@ -1,0 +1,82 @@
+import ClickerTally
+import ClickerTransport
+import ClickerWire
+import XCTest
+
+/// Thousands of forged voter IDs per second: each is rejected and counted, verification work is
+/// bounded, the alert goes up, and honest voters are still counted.
+final class FloodTests: XCTestCase {
+    let poll = TestPoll()
+
+    func forged(_ rng: inout SeededGenerator, at ms: UInt64, address: UInt64) -> AdvertisementReport {
+        var r = poll.report(voter: UInt32.random(in: 0...UInt32.max, using: &rng), answer: .choice(0), at: ms, address: address)
+        for i in 14..<22 { r.data[i] = UInt8.random(in: 0...255, using: &rng) }  // guessed tag
+        return r
+    }
+
+    func testForgeriesFromRandomAddressesAreRejectedAndHonestVotesCounted() {
+        var policy = FloodPolicy()
+        policy.untrustedPerSecond = 2_000
+        policy.untrustedBurst = 2_000
+        var p = IngestPipeline(joinCode: poll.code, policy: policy)
+        p.tally.open(.choice(1))
+        var rng = SeededGenerator(seed: 31)
+        var forgedCount = 0
+        // 10 seconds; each millisecond: 10 forgeries from fresh random addresses (10,000/s),
+        // and 50 honest voters each advertising every 100 ms.
+        for ms in UInt64(0)..<10_000 {
+            for _ in 0..<10 {
+                _ = p.ingest(forged(&rng, at: ms, address: UInt64.random(in: 1 << 40..<1 << 47, using: &rng)))
+                forgedCount += 1
+            }
+            if ms % 2 == 0 {
+                let voter = UInt32((ms / 2) % 50)
+                _ = p.ingest(poll.report(voter: 100 + voter, answer: .choice(UInt8(voter % 4)), at: ms, address: UInt64(100 + voter)))
+            }
+        }
+        let r = p.tally.results(question: 1)
+        XCTAssertEqual(r?.voters, 50, "every honest voter counted")
+        XCTAssertEqual(r?.countTable.values.reduce(0, +), 50)
+        let rej = p.tally.rejections
+        XCTAssertEqual((rej[.badTag] ?? 0) + (rej[.rateLimited] ?? 0), forgedCount, "every forgery rejected and counted")
+        // Verification work bounded by the untrusted budget (2,000/s over 10 s, plus the burst) + honest.
+        XCTAssertLessThanOrEqual(p.stats.verifications, 2_000 * 11 + 50)
+        XCTAssertGreaterThan(rej[.rateLimited] ?? 0, 0)
+        XCTAssertTrue(p.flood.alert)
+        XCTAssertEqual(p.flood.suspiciousTotal, forgedCount)
+    }
+
+    func testOneAddressFloodingIsRateLimitedPerAddress() {
+        var p = IngestPipeline(joinCode: poll.code)
+        p.tally.open(.choice(1))
+        var rng = SeededGenerator(seed: 32)
+        for ms in UInt64(0)..<1000 {
+            for _ in 0..<5 { _ = p.ingest(forged(&rng, at: ms, address: 42)) }
+        }
+        // Burst 16 plus 8/s for 1 s.
+        XCTAssertLessThanOrEqual(p.stats.verifications, 16 + 8 + 1)
+        XCTAssertEqual(p.tally.rejections[.rateLimited, default: 0] + p.tally.rejections[.badTag, default: 0], 5000)
+        // Other addresses are unaffected.
+        XCTAssertEqual(p.ingest(poll.report(voter: 1, answer: .choice(0), at: 999, address: 43)).outcome, .new)
+    }
+
+    func testAlertRisesAndFallsWithTheReportClock() {
+        var p = IngestPipeline(joinCode: poll.code)
+        p.tally.open(.choice(1))
+        var rng = SeededGenerator(seed: 33)
+        XCTAssertFalse(p.flood.alert)
+        for i in 0..<49 { _ = p.ingest(forged(&rng, at: 100, address: UInt64(i))) }
+        XCTAssertFalse(p.flood.alert, "below threshold")
+        _ = p.ingest(forged(&rng, at: 100, address: 49))
+        XCTAssertTrue(p.flood.alert)
+        XCTAssertEqual(p.flood.lastAlert, .ms(100))
+        _ = p.ingest(poll.report(voter: 1, answer: .choice(0), at: 5_000))
+        XCTAssertTrue(p.flood.alert, "held for 10 s")
+        _ = p.ingest(poll.report(voter: 1, answer: .choice(0), at: 10_200))
+        XCTAssertFalse(p.flood.alert, "cleared after the hold")
+        // Ordinary neighbours (other vote IDs) never raise it.
+        let other = TestPoll("1234-K7QXM-3PF9A")
+        for i in 0..<500 { _ = p.ingest(other.report(voter: UInt32(i), answer: .choice(0), at: 20_000)) }
+        XCTAssertFalse(p.flood.alert)
+    }
+}

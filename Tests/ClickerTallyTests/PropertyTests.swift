@@ -1,0 +1,91 @@
+import ClickerTally
+import ClickerTransport
+import ClickerWire
+import XCTest
+
+/// Seeded property tests: the tally depends on the set of reports, not on their order or repeats.
+final class PropertyTests: XCTestCase {
+    let poll = TestPoll()
+
+    /// Honest voters who change their minds, over two questions, plus noise.
+    func scenario(_ rng: inout SeededGenerator) -> [AdvertisementReport] {
+        var reports: [AdvertisementReport] = []
+        for voter in UInt32(1)...UInt32(40) {
+            var seq: UInt16 = 0
+            for q in UInt8(1)...2 {
+                for _ in 0..<Int.random(in: 1...4, using: &rng) {
+                    seq += 1
+                    reports.append(poll.report(voter: voter &* 2_654_435_761, question: q, sequence: seq,
+                                               answer: .choice(UInt8.random(in: 0..<4, using: &rng)),
+                                               at: UInt64.random(in: 0..<60_000, using: &rng), address: UInt64(voter)))
+                }
+            }
+        }
+        // Noise: forgeries, other polls, out-of-range answers, truncations.
+        let other = TestPoll("1234-K7QXM-3PF9A")
+        for i in 0..<40 {
+            var r = poll.report(voter: UInt32(1000 + i), answer: .choice(0), at: UInt64(i), address: UInt64(5000 + i))
+            switch i % 4 {
+            case 0: r.data[20] ^= 0x10
+            case 1: r = other.report(voter: UInt32(i), answer: .choice(1), address: UInt64(6000 + i))
+            case 2: r = poll.report(voter: UInt32(2000 + i), answer: .choice(6), address: UInt64(7000 + i))
+            default: r.data.removeLast()
+            }
+            reports.append(r)
+        }
+        return reports
+    }
+
+    func run(_ reports: [AdvertisementReport], policy: ChangePolicy) -> [QuestionResults?] {
+        var p = IngestPipeline(joinCode: poll.code, changePolicy: policy)
+        p.tally.open(.choice(1))
+        p.tally.open(.choice(2))
+        p.ingest(contentsOf: reports)
+        return [p.tally.results(question: 1), p.tally.results(question: 2)]
+    }
+
+    func testReorderingAndDuplicationDoNotChangeResults() {
+        for seed in UInt64(1)...12 {
+            var rng = SeededGenerator(seed: seed)
+            let reports = scenario(&rng)
+            for policy in ChangePolicy.allCases {
+                let reference = run(reports, policy: policy)
+                XCTAssertEqual(reference[0]?.voters, 40)
+                XCTAssertEqual(reference[1]?.voters, 40)
+                for _ in 0..<6 {
+                    var shuffled = reports.shuffled(using: &rng)
+                    for _ in 0..<Int.random(in: 0...200, using: &rng) {
+                        if let r = reports.randomElement(using: &rng) {
+                            shuffled.insert(r, at: Int.random(in: 0...shuffled.count, using: &rng))
+                        }
+                    }
+                    XCTAssertEqual(run(shuffled, policy: policy), reference, "seed \(seed) \(policy)")
+                }
+            }
+        }
+    }
+
+    func testResultsMatchAnIndependentModel() {
+        // Latest wins = each voter's highest-sequence ballot; first-only = lowest.
+        var rng = SeededGenerator(seed: 99)
+        let reports = scenario(&rng)
+        let keyring = PollKeyring(joinCode: poll.code)
+        var ballots: [Ballot] = []
+        for r in reports { if case .success(let b) = BallotCodec.openAdvertisement(r.data, keyring: keyring), b.answer.fits(options: 4) { ballots.append(b) } }
+        for policy in ChangePolicy.allCases {
+            let results = run(reports.reversed(), policy: policy)
+            for q in UInt8(1)...2 {
+                var best: [UInt32: Ballot] = [:]
+                for b in ballots where b.question == q {
+                    if let cur = best[b.voterID] {
+                        if (policy == .latestWins) == (b.sequence > cur.sequence) { best[b.voterID] = b }
+                    } else { best[b.voterID] = b }
+                }
+                var model: [Answer: Int] = [:]
+                for b in best.values { model[b.answer, default: 0] += 1 }
+                let got = results[Int(q) - 1]?.countTable.filter { $0.value > 0 }
+                XCTAssertEqual(got, model, "\(policy) q\(q)")
+            }
+        }
+    }
+}

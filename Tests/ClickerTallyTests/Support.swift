@@ -1,0 +1,39 @@
+import Foundation
+
+/// SplitMix64: a small seeded generator so property tests are deterministic.
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+import ClickerTransport
+import ClickerWire
+
+/// A poll with anonymous voters for tests: seals ballots into reports.
+struct TestPoll {
+    let code: JoinCode
+    let key: BallotKey
+    init(_ text: String = "4821-K7QXM-3PF9A") {
+        code = try! JoinCode(parsing: text)  // test constant
+        key = BallotKey.anonymous(code)
+    }
+
+    func report(voter: UInt32, question: UInt8 = 1, sequence: UInt16 = 1, answer: Answer, at ms: UInt64 = 0,
+                address: UInt64? = nil, mode: BallotMode = .anonymous, key k: BallotKey? = nil) -> AdvertisementReport {
+        let b = Ballot(mode: mode, voteID: code.voteID, question: question, voterID: voter, sequence: sequence, answer: answer)
+        return AdvertisementReport(address: DeviceAddress(rawValue: address ?? UInt64(voter)), rssi: -60,
+                                   companyID: BallotFormat.companyID, data: BallotCodec.sealAdvertisement(b, key: k ?? key),
+                                   timestamp: RadioInstant(nanoseconds: ms * 1_000_000))
+    }
+}
+
+extension RadioInstant {
+    static func ms(_ v: UInt64) -> RadioInstant { RadioInstant(nanoseconds: v * 1_000_000) }
+}

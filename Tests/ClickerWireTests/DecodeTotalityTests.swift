@@ -1,0 +1,99 @@
+import ClickerWire
+import XCTest
+
+/// Decoding is total: random and mutated bytes give a ballot or a reason, never a trap, and no
+/// mutation of an authentic ballot is ever accepted as a different ballot.
+final class DecodeTotalityTests: XCTestCase {
+    let code = try! JoinCode(parsing: "4821-K7QXM-3PF9A")  // constant, known good
+    lazy var keyring = PollKeyring(joinCode: code, roster: [device])
+    let device = DeviceKey(bytes: Array(0x20..<0x40).map { UInt8($0) })!  // 32 bytes, constant
+
+    func sampleBallots(_ rng: inout SeededGenerator, count: Int) -> [(Ballot, [UInt8], [UInt8])] {
+        let anon = BallotKey.anonymous(code)
+        let roster = BallotKey.roster(deviceKey: device, joinCode: code)
+        return (0..<count).map { i in
+            let mode: BallotMode = i % 5 == 0 ? .roster : .anonymous
+            let answers: [Answer] = [.choice(UInt8.random(in: 0..<8, using: &rng)), .trueFalse(Bool.random(using: &rng)),
+                                     .multiSelect(UInt8.random(in: 1...255, using: &rng)),
+                                     .ranking(Ranking(lehmerCode: UInt16.random(in: 0..<40320, using: &rng))!)]
+            let b = Ballot(mode: mode, voteID: code.voteID, question: UInt8.random(in: 0...255, using: &rng),
+                           voterID: mode == .roster ? device.rosterVoterID(for: code) : UInt32.random(in: 0...UInt32.max, using: &rng),
+                           sequence: UInt16.random(in: 0...UInt16.max, using: &rng), answer: answers[i % 4])
+            let key = mode == .roster ? roster : anon
+            return (b, BallotCodec.sealAdvertisement(b, key: key), BallotCodec.sealGATT(b, key: key))
+        }
+    }
+
+    func testSealedBallotsOpen() {
+        var rng = SeededGenerator(seed: 1)
+        for (b, adv, gatt) in sampleBallots(&rng, count: 500) {
+            XCTAssertEqual(try BallotCodec.openAdvertisement(adv, keyring: keyring).get(), b)
+            XCTAssertEqual(try BallotCodec.openGATT(gatt, keyring: keyring).get(), b)
+            XCTAssertEqual(Array(gatt.prefix(22)), adv)
+        }
+    }
+
+    func testEverySingleBitFlipIsRejected() {
+        var rng = SeededGenerator(seed: 2)
+        for (_, adv, gatt) in sampleBallots(&rng, count: 60) {
+            for payload in [adv, gatt] {
+                for bit in 0..<(payload.count * 8) {
+                    var m = payload
+                    m[bit / 8] ^= 1 << (bit % 8)
+                    let r = payload.count == 22 ? BallotCodec.openAdvertisement(m, keyring: keyring)
+                        : BallotCodec.openGATT(m, keyring: keyring)
+                    if case .success(let b) = r { XCTFail("bit \(bit) flipped, still accepted: \(b)") }
+                }
+            }
+        }
+    }
+
+    func testRandomAndMutatedBytesNeverTrapAndNeverVerify() {
+        var rng = SeededGenerator(seed: 3)
+        let samples = sampleBallots(&rng, count: 50)
+        var reasons: [Rejection: Int] = [:]
+        for i in 0..<100_000 {
+            var bytes: [UInt8]
+            switch i % 4 {
+            case 0:  // pure noise
+                bytes = (0..<Int.random(in: 0...60, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            case 1:  // noise behind a valid header prefix
+                let base = samples[i % samples.count].1
+                bytes = Array(base.prefix(Int.random(in: 0...11, using: &rng)))
+                while bytes.count < 22 { bytes.append(UInt8.random(in: 0...255, using: &rng)) }
+            case 2:  // several random byte changes, truncations or extensions
+                bytes = samples[i % samples.count].1
+                for _ in 0..<Int.random(in: 1...4, using: &rng) {
+                    switch Int.random(in: 0..<3, using: &rng) {
+                    case 0: bytes[Int.random(in: 0..<bytes.count, using: &rng)] ^= UInt8.random(in: 1...255, using: &rng)
+                    case 1: bytes.removeLast(Int.random(in: 0...min(3, bytes.count - 1), using: &rng))
+                    default: bytes.append(UInt8.random(in: 0...255, using: &rng))
+                    }
+                }
+                if bytes == samples[i % samples.count].1 { continue }
+            default:  // GATT-length noise with our header
+                bytes = Array(samples[i % samples.count].2.prefix(11))
+                while bytes.count < 46 { bytes.append(UInt8.random(in: 0...255, using: &rng)) }
+            }
+            let r = i % 4 == 3 ? BallotCodec.openGATT(bytes, keyring: keyring) : BallotCodec.openAdvertisement(bytes, keyring: keyring)
+            switch r {
+            case .success(let b): XCTFail("forged bytes accepted: \(b)")
+            case .failure(let reason): reasons[reason, default: 0] += 1
+            }
+        }
+        // The generator reached the deep checks, not only the magic byte.
+        for r: Rejection in [.notOurs, .truncated, .trailingBytes, .badTag, .unknownVersion] {
+            XCTAssertGreaterThan(reasons[r] ?? 0, 0, "\(r) never reached")
+        }
+    }
+
+    func testCheapChecksComeBeforeCrypto() {
+        // A payload with the wrong vote ID and a garbage tag is `otherVoteID`, not `badTag`:
+        var p = BallotCodec.sealAdvertisement(Ballot(voteID: 1234, question: 1, voterID: 9, sequence: 1, answer: .choice(0)),
+                                              key: BallotKey.anonymous(code))
+        p[21] ^= 0xFF
+        XCTAssertEqual(BallotCodec.openAdvertisement(p, keyring: keyring), .failure(.otherVoteID))
+        // Header check alone (no key) gives the same answer.
+        p.withUnsafeBytes { XCTAssertEqual(BallotCodec.header($0, length: 22, voteID: 4821), .failure(.otherVoteID)) }
+    }
+}

@@ -1,0 +1,79 @@
+import ClickerWire
+import XCTest
+
+final class KeyTests: XCTestCase {
+    func testDeviceKeyEncodingRoundTrips() throws {
+        var rng = SeededGenerator(seed: 5)
+        let k = DeviceKey.generate(using: &rng)
+        XCTAssertEqual(k.bytes.count, 32)
+        XCTAssertEqual(try DeviceKey(encoded: k.encoded), k)
+        XCTAssertTrue(k.encoded.hasPrefix("clicker-device-key-v1 "))
+        XCTAssertNotEqual(DeviceKey.generate(), DeviceKey.generate())
+        XCTAssertThrowsError(try DeviceKey(encoded: "hello")) { XCTAssertEqual($0 as? DeviceKeyError, .notADeviceKey) }
+        XCTAssertThrowsError(try DeviceKey(encoded: "clicker-device-key-v1 abcd")) {
+            XCTAssertEqual($0 as? DeviceKeyError, .wrongLength(4))
+        }
+        XCTAssertThrowsError(try DeviceKey(encoded: "clicker-device-key-v1 " + String(repeating: "g", count: 64))) {
+            XCTAssertEqual($0 as? DeviceKeyError, .badHex)
+        }
+        XCTAssertNil(DeviceKey(bytes: [1, 2, 3]))
+    }
+
+    func testEnrollmentCodeRoundTripsAndCatchesTypos() throws {
+        var rng = SeededGenerator(seed: 6)
+        for _ in 0..<200 {
+            let k = DeviceKey.generate(using: &rng)
+            let text = k.enrollmentCode.description
+            XCTAssertTrue(text.hasPrefix("CE1-"))
+            XCTAssertEqual(text.split(separator: "-").count, 8)
+            XCTAssertEqual(try EnrollmentCode(parsing: text).deviceKey, k)
+            XCTAssertEqual(try EnrollmentCode(parsing: text.lowercased().replacingOccurrences(of: "-", with: " ")
+                .replacingOccurrences(of: "ce1 ", with: "CE1-")).deviceKey, k)
+            // Change one character: the checksum (or the padding) catches it.
+            var chars = Array(text)
+            let i = Int.random(in: 4..<chars.count, using: &rng)
+            if chars[i] == "-" { continue }
+            chars[i] = chars[i] == "7" ? "8" : "7"
+            XCTAssertThrowsError(try EnrollmentCode(parsing: String(chars)))
+        }
+        XCTAssertThrowsError(try EnrollmentCode(parsing: "")) { XCTAssertEqual($0 as? EnrollmentCodeError, .empty) }
+        XCTAssertThrowsError(try EnrollmentCode(parsing: "XY1-ABC")) {
+            XCTAssertEqual($0 as? EnrollmentCodeError, .notAnEnrollmentCode("XY1-ABC"))
+        }
+        XCTAssertThrowsError(try EnrollmentCode(parsing: "CE1-ABC")) { XCTAssertEqual($0 as? EnrollmentCodeError, .wrongLength(3)) }
+        XCTAssertThrowsError(try EnrollmentCode(parsing: "CE1-" + String(repeating: "U", count: 56))) {
+            XCTAssertEqual($0 as? EnrollmentCodeError, .badCharacter("U"))
+        }
+    }
+
+    /// SECURITY.md: anonymous voter IDs cannot be linked across polls.
+    func testAnonymousVoterIDsDifferAcrossPollsAndDevices() throws {
+        var rng = SeededGenerator(seed: 8)
+        let devices = (0..<50).map { _ in DeviceKey.generate(using: &rng) }
+        let polls = (0..<20).map { _ in JoinCode.random(using: &rng) }
+        var seen = Set<UInt32>()
+        for d in devices {
+            for p in polls {
+                XCTAssertEqual(d.anonymousVoterID(for: p), d.anonymousVoterID(for: p))
+                seen.insert(d.anonymousVoterID(for: p))
+                XCTAssertNotEqual(d.anonymousVoterID(for: p), d.rosterVoterID(for: p))
+            }
+        }
+        XCTAssertEqual(seen.count, devices.count * polls.count)
+        // Same vote ID, different secret: still a different voter ID.
+        let a = try JoinCode(voteID: 4821, secret: 1), b = try JoinCode(voteID: 4821, secret: 2)
+        XCTAssertNotEqual(devices[0].anonymousVoterID(for: a), devices[0].anonymousVoterID(for: b))
+    }
+
+    func testKeyMaterialDependsOnEveryInput() throws {
+        let d1 = DeviceKey(bytes: [UInt8](repeating: 1, count: 32))!, d2 = DeviceKey(bytes: [UInt8](repeating: 2, count: 32))!
+        let a = try JoinCode(voteID: 4821, secret: 1), b = try JoinCode(voteID: 4821, secret: 2), c = try JoinCode(voteID: 4822, secret: 1)
+        let poll = Set([a, b, c].map { KeyDerivation.pollKeyMaterial($0) })
+        XCTAssertEqual(poll.count, 3)
+        let roster = Set([a, b, c].flatMap { j in [d1, d2].map { KeyDerivation.rosterKeyMaterial(deviceKey: $0, code: j) } })
+        XCTAssertEqual(roster.count, 6)
+        XCTAssertTrue(roster.isDisjoint(with: poll))
+        XCTAssertNil(BallotKey(keyMaterial: [UInt8](repeating: 0, count: 63)))
+        XCTAssertNotNil(BallotKey(keyMaterial: [UInt8](repeating: 0, count: 64)))
+    }
+}
