@@ -235,7 +235,7 @@ def AddAdapter(self, device_name, system_name):
             'MaxTxPower': dbus.Int16(7, variant_level=1),
         }, signature='sv', variant_level=1)
     adapter.AddProperties(ADV_MANAGER_IFACE, adv_props)
-    adapter.AddProperties(GATT_MANAGER_IFACE, {})
+    adapter.props[GATT_MANAGER_IFACE] = {}  # no properties, but listed (AddProperties ignores an empty dict)
     adapter.max_instances = int(_params.get('instances', 4))
     adapter.advertisements = {}
     adapter.applications = {}
