@@ -20,7 +20,8 @@ import Synchronization
 public final class HCIPeripheral: PeripheralTransport {
     /// Advertising options.
     public struct Options: Sendable {
-        /// PDU type used for the (always non-connectable) advertising.
+        /// PDU type used for the (always non-connectable) advertising; `.connectableUndirected`
+        /// is replaced by `.nonConnectableUndirected` (no GATT server to connect to).
         public var advertisingType: LegacyAdvertisingType
         /// Advertising channels (bit 0 = 37, bit 1 = 38, bit 2 = 39).
         public var channelMap: UInt8
