@@ -129,7 +129,9 @@ public final class HCIPeripheral: PeripheralTransport {
         if HCITimeSlots.duration(slots: slots) != payload.interval {
             notes.append("interval \(payload.interval) rounded to \(HCITimeSlots.duration(slots: slots))")
         }
-        let requested = AdvertisingParameters(intervalMin: slots, intervalMax: slots, type: options.advertisingType,
+        let type: LegacyAdvertisingType = options.advertisingType == .connectableUndirected
+            ? .nonConnectableUndirected : options.advertisingType
+        let requested = AdvertisingParameters(intervalMin: slots, intervalMax: slots, type: type,
                                               ownAddressType: state.withLock { $0.ownAddressType },
                                               channelMap: options.channelMap)
         let (current, currentData, advertising) = state.withLock { ($0.requested, $0.data, $0.advertising) }
