@@ -98,6 +98,7 @@ public actor PollController {
     private var radioErrors = 0
     public private(set) var storageError: String?
     public private(set) var gattReads = (ok: 0, failed: 0)
+    private var gattUnsupported = false
     /// Increments on every change a view could show.
     public private(set) var version = 0
     /// The radio clock's latest reading (from reports), used to time GATT results on the same clock.
@@ -291,7 +292,8 @@ public actor PollController {
     public func flush() { commit([]) }
 
     private func confirm(_ r: GATTRequest, central: any CentralTransport) async {
-        // Skip when a newer ballot of this voter was already confirmed.
+        // Skip when the radio cannot read, or a newer ballot of this voter was already confirmed.
+        if gattUnsupported { return }
         if let have = confirmed[r.question]?[r.voter], have >= r.sequence { return }
         do {
             let value = try await central.readCharacteristic(
@@ -306,6 +308,10 @@ public actor PollController {
                 gattReads.failed += 1
                 accept(result, address: r.address)
             }
+        } catch TransportError.unsupported(let why) {
+            // This radio cannot read GATT (raw HCI): stop asking, count from advertisements alone.
+            if !gattUnsupported { logger.notice("GATT confirmation off: \(why)") }
+            gattUnsupported = true
         } catch {
             gattReads.failed += 1
             logger.debug("GATT read of \(r.address) failed: \(error)")

@@ -17,6 +17,7 @@ public actor VoterSession {
     private let interval: Duration
     private let logger: Logger
     private(set) public var current: Ballot?
+    private var gattUnsupportedLogged = false
 
     /// - Parameters:
     ///   - state: where the last sequence number is kept across runs; nil keeps it in memory only
@@ -44,8 +45,16 @@ public actor VoterSession {
         try sequences?.record(voteID: joinCode.voteID, question: question, voterID: voterID, sequence: ballot.sequence)
         let advert = sealer.advertisement(question: question, sequence: ballot.sequence, answer: answer)
         let full = sealer.gattValue(question: question, sequence: ballot.sequence, answer: answer)
-        try await transport.publish(service: BallotFormat.serviceUUID,
-                                    characteristic: BallotFormat.ballotCharacteristicUUID, value: full)
+        do {
+            try await transport.publish(service: BallotFormat.serviceUUID,
+                                        characteristic: BallotFormat.ballotCharacteristicUUID, value: full)
+        } catch TransportError.unsupported(let why) {
+            // A radio without GATT (raw HCI): the vote still counts from the advertisement alone.
+            if !gattUnsupportedLogged {
+                logger.notice("no GATT ballot on this radio (\(why)); the tally counts the advertisement alone")
+                gattUnsupportedLogged = true
+            }
+        }
         try await transport.advertise(AdvertisingPayload(companyID: BallotFormat.companyID, data: advert,
                                                          interval: interval, connectable: true))
         current = ballot

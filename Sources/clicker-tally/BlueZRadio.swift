@@ -6,7 +6,7 @@ extension CentralRadioArguments {
     /// The BlueZ central on the system bus. `keepTrying`: a service waits for bluetoothd and the
     /// adapter instead of failing at once.
     func openBlueZ(logger: Logger, keepTrying: Bool = false) async throws -> OpenedCentral {
-        let selection: AdapterSelection = adapter.map { DeviceAddress($0).map { .address($0) } ?? .name($0) } ?? .firstPowered
+        let selection = AdapterSelection(argument: adapter)
         let central = BlueZCentral(options: BlueZCentralOptions(
             adapter: selection,
             discoveryRestartInterval: discoveryRestart > 0 ? .milliseconds(Int64(discoveryRestart * 1000)) : nil,

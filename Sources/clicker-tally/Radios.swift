@@ -52,8 +52,9 @@ struct CentralRadioArguments: ParsableArguments {
             }
         case .hci:
             let name = adapter ?? "hci0"
-            let socket = try HCISocket.open(adapter: name, program: "clicker-tally")
-            let central = HCICentral(channel: socket, adapter: name)
+            let central = try HCICentral(adapter: name, options: HCICentral.Options(
+                clock: RadioInstant.now,
+                scanRestartInterval: discoveryRestart > 0 ? .milliseconds(Int64(discoveryRestart * 1000)) : nil))
             return OpenedCentral(central: central, air: nil) { await central.shutdown() }
         case .bluez:
             return try await openBlueZ(logger: logger, keepTrying: keepTrying)
