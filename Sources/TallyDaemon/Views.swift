@@ -97,14 +97,17 @@ public enum LiveView {
 /// Plain log lines (stdout not a terminal, or under systemd): events as they happen and a status
 /// line every `every` while votes arrive.
 public enum PlainView {
-    public static func run(_ controller: PollController, every: Duration = .seconds(2),
+    /// - Parameter redactSecret: show only the vote ID of the join code (logs that others may read,
+    ///   such as the journal); the instructor gets the whole code from `clicker-tally status`.
+    public static func run(_ controller: PollController, every: Duration = .seconds(2), redactSecret: Bool = false,
                            write: @Sendable (String) -> Void) async {
         let formatter = PlainLineFormatter()
         var last: TallyViewModel?
         var lastVersion = -1
         var lastStatus = ContinuousClock.now
         while !Task.isCancelled {
-            let model = await controller.viewModel()
+            var model = await controller.viewModel()
+            if redactSecret { model.joinCode = "\(controller.joinCode.voteID)-(secret not logged)" }
             for line in formatter.eventLines(from: last, to: model) { write(line) }
             let version = await controller.version
             if version != lastVersion, ContinuousClock.now - lastStatus >= every {

@@ -64,7 +64,7 @@ struct Daemon: AsyncParsableCommand {
                                        question: poll.question, logger: logger)
         let service = TallyRunService(
             controller: controller, central: opened.central,
-            view: .plain { logger.info("\($0)") }, companions: [{ await api.emitChanges() }] + students, logger: logger)
+            view: .log { logger.info("\($0)") }, companions: [{ await api.emitChanges() }] + students, logger: logger)
         let group = ServiceGroup(configuration: ServiceGroupConfiguration(
             services: [.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup)],
             gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))

@@ -110,6 +110,24 @@ final class PollControllerTests: XCTestCase {
         XCTAssertEqual(r.rejected["truncated"], 1)
     }
 
+    // MARK: Secrets
+
+    /// The daemon's journal lines name the poll by vote ID only, never the join secret.
+    func testDaemonLogLinesNeverContainTheJoinSecret() async throws {
+        let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: nil)
+        let lines = LineSink()
+        let logging = Task { await PlainView.run(controller, every: .milliseconds(1), redactSecret: true) { lines.add($0) } }
+        await controller.ingest(report(voter: 1, answer: .choice(0)))
+        try await Task.sleep(for: .milliseconds(600))
+        logging.cancel()
+        _ = await logging.value
+        let text = lines.all.joined(separator: "\n")
+        XCTAssertTrue(text.contains("4821"), text)
+        XCTAssertTrue(text.contains("voters=1"), text)
+        XCTAssertFalse(text.contains(code.secretText), text)
+        XCTAssertFalse(text.contains("ABCDE"), text)
+    }
+
     // MARK: Roster polls
 
     func testRosterPollCountsEnrolledStudentsByNameAndExportsThem() async throws {
@@ -238,6 +256,13 @@ final class PollControllerTests: XCTestCase {
         let floodSeen = await controller.floodAlert
         XCTAssertTrue(floodSeen, "the view shows a flood alert")
     }
+}
+
+/// Collects lines from a view.
+final class LineSink: Sendable {
+    private let storage = Mutex<[String]>([])
+    func add(_ s: String) { storage.withLock { $0.append(s) } }
+    var all: [String] { storage.withLock { $0 } }
 }
 
 /// A thread-safe counter for script actions.
