@@ -168,6 +168,10 @@ public final class DBusConnection: Sendable {
         _ = try await busCall("RemoveMatch", [.string(rule.description)])
     }
 
+    /// CPU time consumed so far by this connection's dispatch thread (reading, parsing, matching and
+    /// running fast-path decoders), in nanoseconds; `nil` once the thread has ended. For measurements.
+    public var dispatchThreadCPUNanoseconds: UInt64? { core.dispatchThreadCPUNanos() }
+
     /// The number of match rules this connection's subscriptions currently hold on the bus.
     public var activeMatchCount: Int { core.state.withLock { $0.activeMatches } }
 }
@@ -206,6 +210,8 @@ final class ConnectionCore: Sendable {
     let objects = ObjectRegistry()
     /// Subscribers with buffered batch items; touched only on the dispatch thread.
     let dirty = DispatchThreadBox<[SignalSubscriber]>([])
+    /// CPU clock of the dispatch thread (valid while `threadRunning`).
+    let threadClock = Mutex<Int32?>(nil)
 
     var conn: OpaquePointer { raw.ptr }
 
@@ -223,6 +229,10 @@ final class ConnectionCore: Sendable {
     }
 
     var isClosed: Bool { state.withLock { $0.closed } }
+
+    func dispatchThreadCPUNanos() -> UInt64? {
+        threadClock.withLock { clock in clock.flatMap { cpuNanos(of: $0) } }
+    }
 
     func wake() { pokeFD(wakeWrite) }
 
@@ -300,6 +310,8 @@ final class ConnectionCore: Sendable {
     /// The dispatch loop: dispatch everything queued, then wait for the socket, the wake pipe or the
     /// next reply deadline, then read and write without blocking.
     func run() {
+        threadClock.withLock { $0 = currentThreadCPUClock() }
+        defer { threadClock.withLock { $0 = nil } }
         var readSomething = false
         while true {
             while dbus_connection_dispatch(conn) == DBUS_DISPATCH_DATA_REMAINS {}
