@@ -176,6 +176,17 @@ public final class DBusConnection: Sendable {
     public var activeMatchCount: Int { core.state.withLock { $0.activeMatches } }
 }
 
+let liveCores = Atomic<Int>(0)
+let liveThreads = Atomic<Int>(0)
+
+extension DBusConnection {
+    /// Diagnostics for leak tests: connection cores still alive and dispatch threads still running in
+    /// this process. Both return to zero once every connection is closed and released.
+    public static var liveInstances: (connections: Int, dispatchThreads: Int) {
+        (liveCores.load(ordering: .relaxed), liveThreads.load(ordering: .relaxed))
+    }
+}
+
 /// Raw libdbus connection pointer.
 struct RawConnection: @unchecked Sendable {
     // @unchecked Sendable: libdbus connections are internally locked (threads are initialised with
@@ -216,6 +227,7 @@ final class ConnectionCore: Sendable {
     var conn: OpaquePointer { raw.ptr }
 
     init(conn: OpaquePointer, socketFD: Int32, wake: (Int32, Int32)) {
+        liveCores.add(1, ordering: .relaxed)
         self.raw = RawConnection(ptr: conn)
         self.socketFD = socketFD
         self.wakeRead = wake.0
@@ -223,6 +235,7 @@ final class ConnectionCore: Sendable {
     }
 
     deinit {
+        liveCores.subtract(1, ordering: .relaxed)
         dbus_connection_unref(raw.ptr)
         _ = closeFD(wakeRead)
         _ = closeFD(wakeWrite)
@@ -310,8 +323,12 @@ final class ConnectionCore: Sendable {
     /// The dispatch loop: dispatch everything queued, then wait for the socket, the wake pipe or the
     /// next reply deadline, then read and write without blocking.
     func run() {
+        liveThreads.add(1, ordering: .relaxed)
         threadClock.withLock { $0 = currentThreadCPUClock() }
-        defer { threadClock.withLock { $0 = nil } }
+        defer {
+            threadClock.withLock { $0 = nil }
+            liveThreads.subtract(1, ordering: .relaxed)
+        }
         var readSomething = false
         while true {
             while dbus_connection_dispatch(conn) == DBUS_DISPATCH_DATA_REMAINS {}
