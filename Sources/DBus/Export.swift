@@ -517,7 +517,8 @@ final class ObjectRegistry: Sendable {
         let (object, isManager, children) = state.withLock { s in
             (s.objects[path], s.managers.contains(path), self.childNames(of: path, s))
         }
-        guard object != nil || isManager || !children.isEmpty else { return false }
+        let isIntrospect = member == "Introspect" && (interface == nil || interface == "org.freedesktop.DBus.Introspectable")
+        guard object != nil || isManager || !children.isEmpty || isIntrospect else { return false }
         let msg = DBusMessage(retaining: raw)
 
         func reply(_ args: [DBusValue]) {
