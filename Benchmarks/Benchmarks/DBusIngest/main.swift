@@ -28,6 +28,9 @@ struct Options {
     var seconds = 5.0
     var saturationCount = 400_000
     var loadgen: String? = nil
+    /// `bluez`: the BlueZ central (the figure that matters). `binding`: the D-Bus binding alone, with a
+    /// decoder that only counts (the floor under the central: libdbus, dispatch thread, batching).
+    var mode = "bluez"
 
     init(_ args: [String]) {
         var i = 1
@@ -40,6 +43,7 @@ struct Options {
             case "--seconds": seconds = Double(v) ?? seconds
             case "--saturation-count": saturationCount = Int(v) ?? saturationCount
             case "--loadgen": loadgen = v
+            case "--mode": mode = v
             default:
                 FileHandle.standardError.write("unknown option \(a)\n".data(using: .utf8)!)
                 exit(2)
@@ -53,7 +57,7 @@ struct Options {
 final class Child: @unchecked Sendable {
     // @unchecked Sendable: pid/fds set once in init; `lines` is a Mutex; stdin fd closed once in stop().
     let pid: pid_t
-    let lines = Mutex<[String]>([])
+    let lines = Lines()
     private var stdinFD: Int32
 
     init(_ path: String, _ args: [String]) throws {
@@ -86,7 +90,7 @@ final class Child: @unchecked Sendable {
                 while let nl = buffer.firstIndex(of: 0x0A) {
                     let line = String(decoding: buffer[0..<nl], as: UTF8.self)
                     buffer.removeSubrange(0...nl)
-                    lines.withLock { $0.append(line) }
+                    lines.m.withLock { $0.append(line) }
                 }
             }
             close(fd)
@@ -97,10 +101,10 @@ final class Child: @unchecked Sendable {
     func waitLine(_ prefix: String, timeout: Double) throws -> String {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
-            if let l = lines.withLock({ $0.first { $0.hasPrefix(prefix) } }) { return l }
+            if let l = lines.m.withLock({ $0.first { $0.hasPrefix(prefix) } }) { return l }
             usleep(2000)
         }
-        throw Failure("no '\(prefix)' line from pid \(pid) within \(timeout) s; got \(lines.withLock { $0 })")
+        throw Failure("no '\(prefix)' line from pid \(pid) within \(timeout) s; got \(lines.m.withLock { $0 })")
     }
 
     func stop() {
@@ -114,6 +118,10 @@ final class Child: @unchecked Sendable {
     }
 }
 
+final class Lines: Sendable {
+    let m = Mutex<[String]>([])
+}
+
 struct Failure: Error, CustomStringConvertible {
     var description: String
     init(_ s: String) { description = s }
@@ -121,7 +129,7 @@ struct Failure: Error, CustomStringConvertible {
 
 func cpuSeconds() -> Double {
     var ru = rusage()
-    getrusage(RUSAGE_SELF, &ru)
+    getrusage(RUSAGE_SELF.rawValue, &ru)
     return Double(ru.ru_utime.tv_sec) + Double(ru.ru_utime.tv_usec) / 1e6 + Double(ru.ru_stime.tv_sec)
         + Double(ru.ru_stime.tv_usec) / 1e6
 }
@@ -171,6 +179,7 @@ struct RunResult {
     var cpuPerSignalMicros: Double
     var rssMB: Double
     var peakRSSMB: Double
+    var baselineRSSMB: Double
     var validBallots: Int
     var tallyMatches: Bool
 }
@@ -197,25 +206,47 @@ func runOnce(rate: Int, options: Options, payloadFile: String, code: JoinCode, e
     defer { gen.stop() }
     _ = try gen.waitLine("ready", timeout: 10)
 
-    let central = BlueZCentral(options: BlueZCentralOptions(bus: .address(address), discoveryRestartInterval: nil,
-                                                            staleDeviceTimeout: nil, waitForRadio: false,
-                                                            reportBufferLimit: 1 << 20))
+    let baseline = rssMB().current
     let counter = Counter()
-    let stream = central.advertisements(companyID: BallotFormat.companyID)
-    let consumer = Task {
-        var n = 0
-        var last: [DeviceAddress: [UInt8]] = [:]
-        do {
-            for try await report in stream {
-                n += 1
-                last[report.address] = report.data
-                if n & 1023 == 0 { counter.count.store(n, ordering: .relaxed) }
+    var central: BlueZCentral? = nil
+    var rawConnection: DBusConnection? = nil
+    let consumer: Task<Void, Never>
+    if options.mode == "binding" {
+        let conn = try await DBusConnection.connect(.address(address))
+        rawConnection = conn
+        let batches = try await conn.signalBatches(
+            matching: .propertiesChanged(sender: "org.bluez", interface: "org.bluez.Device1"),
+            maxBatch: 1024, bufferLimit: 1 << 16) { _, _ in 1 }
+        consumer = Task {
+            var n = 0
+            for await batch in batches {
+                n += batch.count
+                counter.count.store(n, ordering: .relaxed)
             }
-        } catch {
-            FileHandle.standardError.write("stream failed: \(error)\n".data(using: .utf8)!)
         }
-        counter.count.store(n, ordering: .relaxed)
-        counter.last.withLock { $0 = last }
+        _ = try await conn.call(destination: "org.bluez", path: "/org/bluez/hci0", interface: "org.bluez.Adapter1",
+                                method: "StartDiscovery")
+    } else {
+        let c = BlueZCentral(options: BlueZCentralOptions(bus: .address(address), discoveryRestartInterval: nil,
+                                                          staleDeviceTimeout: nil, waitForRadio: false,
+                                                          reportBufferLimit: 1 << 20))
+        central = c
+        let stream = c.advertisements(companyID: BallotFormat.companyID)
+        consumer = Task {
+            var n = 0
+            var last: [DeviceAddress: [UInt8]] = [:]
+            do {
+                for try await report in stream {
+                    n += 1
+                    last[report.address] = report.data
+                    if n & 1023 == 0 { counter.count.store(n, ordering: .relaxed) }
+                }
+            } catch {
+                FileHandle.standardError.write("stream failed: \(error)\n".data(using: .utf8)!)
+            }
+            counter.count.store(n, ordering: .relaxed)
+            counter.last.withLock { $0 = last }
+        }
     }
     _ = try gen.waitLine("started", timeout: 20)
     let cpu0 = cpuSeconds()
@@ -230,7 +261,8 @@ func runOnce(rate: Int, options: Options, payloadFile: String, code: JoinCode, e
         seen = now
         try await Task.sleep(for: .milliseconds(250))
     }
-    await central.shutdown()
+    await central?.shutdown()
+    rawConnection?.close()
     await consumer.value
     let cpu1 = cpuSeconds()
     let rss = rssMB()
@@ -247,7 +279,22 @@ func runOnce(rate: Int, options: Options, payloadFile: String, code: JoinCode, e
     // Verify and tally the last payload of every device (outside the measured CPU).
     var pipeline = IngestPipeline(joinCode: code)
     pipeline.tally.open(QuestionSpec(number: 1, options: 4))
-    let last = counter.last.withLock { $0 }
+    var last = counter.last.withLock { $0 }
+    if options.mode == "binding" {
+        // The binding-only consumer keeps no payloads: verify the ballots as sent.
+        for line in (try? String(contentsOfFile: payloadFile, encoding: .utf8))?.split(separator: "\n") ?? [] {
+            let parts = line.split(separator: " ")
+            guard parts.count == 2, let a = DeviceAddress(parts[0]) else { continue }
+            var bytes: [UInt8] = []
+            var i = parts[1].startIndex
+            while i < parts[1].endIndex, let j = parts[1].index(i, offsetBy: 2, limitedBy: parts[1].endIndex),
+                  let b = UInt8(parts[1][i..<j], radix: 16) {
+                bytes.append(b)
+                i = j
+            }
+            last[a] = bytes
+        }
+    }
     var valid = 0
     for (addr, data) in last {
         let r = pipeline.ingest(AdvertisementReport(address: addr, rssi: -50, companyID: BallotFormat.companyID, data: data,
@@ -261,7 +308,7 @@ func runOnce(rate: Int, options: Options, payloadFile: String, code: JoinCode, e
     // The received reports include none of the CPU spent verifying above: cpu1 was taken before.
     return RunResult(rate: rate, sent: sent, sendSeconds: number("seconds"), received: received,
                      cpuPerSignalMicros: received > 0 ? (cpu1 - cpu0) / Double(received) * 1e6 : .nan,
-                     rssMB: rss.current, peakRSSMB: rss.peak, validBallots: valid, tallyMatches: matches)
+                     rssMB: rss.current, peakRSSMB: rss.peak, baselineRSSMB: baseline, validBallots: valid, tallyMatches: matches)
 }
 
 let options = Options(CommandLine.arguments)
@@ -276,9 +323,9 @@ let payloadFile = FileManager.default.temporaryDirectory.appendingPathComponent(
 try ballots.write(toFile: payloadFile, atomically: true, encoding: .utf8)
 defer { try? FileManager.default.removeItem(atPath: payloadFile) }
 
-print("DBusIngest: \(options.devices) devices, sealed ballots (\(BallotFormat.advertisementLength) bytes), "
+print("DBusIngest (\(options.mode)): \(options.devices) devices, sealed ballots (\(BallotFormat.advertisementLength) bytes), "
       + "\(options.seconds) s per fixed rate, \(options.saturationCount) signals at saturation")
-print("rate/s(target)  sent/s(actual)      sent  received  lost  CPU µs/signal  RSS MB (peak)  ballots ok  tally ok")
+print("rate/s(target)  sent/s(actual)      sent  received  lost  CPU µs/signal  RSS MB (peak)  before  ballots ok  tally ok")
 var allGood = true
 for rate in options.rates {
     let r = try await runOnce(rate: rate, options: options, payloadFile: payloadFile, code: code, expected: expected,
@@ -293,6 +340,7 @@ for rate in options.rates {
         String(format: "%5d", r.sent - r.received),
         String(format: "%14.2f", r.cpuPerSignalMicros),
         String(format: "%8.1f (%5.1f)", r.rssMB, r.peakRSSMB),
+        String(format: "%6.1f", r.baselineRSSMB),
         String(format: "%7d/%d", r.validBallots, options.devices),
         r.tallyMatches ? "yes" : "NO",
     ].joined(separator: "  ")
