@@ -15,6 +15,8 @@ let package = Package(
         .library(name: "DBus", targets: ["DBus"]),
         .library(name: "BlueZ", targets: ["BlueZ"]),
         .library(name: "HCI", targets: ["HCI"]),
+        .library(name: "ClickerStore", targets: ["ClickerStore"]),
+        .library(name: "TerminalView", targets: ["TerminalView"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -43,8 +45,8 @@ let package = Package(
         .target(name: "HCI", dependencies: ["CBluetooth", "ClickerTransport", .product(name: "Logging", package: "swift-log")]),
 
         // Application layers
-        .target(name: "ClickerStore", dependencies: ["ClickerWire", "ClickerTally", .product(name: "GRDB", package: "GRDB.swift")]),
-        .target(name: "TerminalView", dependencies: ["ClickerTally"]),
+        .target(name: "ClickerStore", dependencies: [.product(name: "GRDB", package: "GRDB.swift")]),
+        .target(name: "TerminalView"),
         .target(name: "TallyDaemon", dependencies: [
             "ClickerWire", "ClickerTally", "ClickerTransport", "ClickerStore", "TerminalView", "DBus",
             .product(name: "Logging", package: "swift-log"),
@@ -54,27 +56,29 @@ let package = Package(
 
         // Executables only wire things together
         .executableTarget(name: "clicker-tally", dependencies: [
-            "TallyDaemon", "ClickerSim", "BlueZ", "HCI",
+            "TallyDaemon", "ClickerSim", "BlueZ", "HCI", "Voter", "DBus", "ClickerStore", "TerminalView",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         .executableTarget(name: "clicker-vote", dependencies: [
             "Voter", "ClickerSim", "BlueZ", "HCI",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
 
         // Tier 1: pure core and simulated radio
         .testTarget(name: "ClickerWireTests", dependencies: ["ClickerWire", "ClickerTransport"]),
         .testTarget(name: "ClickerTallyTests", dependencies: ["ClickerTally", "ClickerWire", "ClickerTransport"]),
         .testTarget(name: "ClickerSimTests", dependencies: ["ClickerSim", "ClickerTransport", "ClickerWire", "ClickerTally"]),
-        .testTarget(name: "HCITests", dependencies: ["HCI"]),
+        .testTarget(name: "HCITests", dependencies: ["HCI", "CBluetooth", "ClickerTransport"]),
         .testTarget(name: "ClickerStoreTests", dependencies: ["ClickerStore"]),
-        .testTarget(name: "TerminalViewTests", dependencies: ["TerminalView"]),
+        .testTarget(name: "TerminalViewTests", dependencies: ["TerminalView"], exclude: ["Snapshots"]),
         // Tier 2: real dbus-daemon + python-dbusmock standing in for bluetoothd
         .testTarget(name: "DBusTests", dependencies: ["DBus", "DBusTestSupport"]),
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "ClickerWire", "ClickerTally"]),
-        .testTarget(name: "TallyDaemonTests", dependencies: ["TallyDaemon", "ClickerSim", "ClickerWire"]),
+        .testTarget(name: "TallyDaemonTests", dependencies: ["TallyDaemon", "ClickerSim", "ClickerWire", "DBus", "DBusTestSupport"]),
         .testTarget(name: "VoterTests", dependencies: ["Voter", "ClickerSim", "ClickerWire"]),
     ]
 )

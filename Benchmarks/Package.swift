@@ -22,6 +22,47 @@ let package = Package(
             path: "Benchmarks/CoreIngest",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        // Raw HCI advertising-report parsing, in reports per second (ordo-one benchmark).
+        .executableTarget(
+            name: "HCIParse",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "HCI", package: "clicker"),
+                .product(name: "ClickerTransport", package: "clicker"),
+            ],
+            path: "Benchmarks/HCIParse",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        // Ballots committed per second, one per transaction and batched (ordo-one benchmark).
+        .executableTarget(
+            name: "StoreCommit",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "ClickerStore", package: "clicker"),
+            ],
+            path: "Benchmarks/StoreCommit",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        // CPU per live-view frame (render + diff) at 300 voters.
+        .executableTarget(
+            name: "ViewRender",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "TerminalView", package: "clicker"),
+            ],
+            path: "Benchmarks/ViewRender",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        // Virtual seconds until N simulated voters are heard, against the analytic model (prints a table;
+        // measures simulated air time, not CPU). Run: swift run -c release --package-path Benchmarks TimeToCollect
+        .executableTarget(
+            name: "TimeToCollect",
+            dependencies: [
+                .product(name: "ClickerSim", package: "clicker"),
+                .product(name: "ClickerTransport", package: "clicker"),
+            ],
+            path: "Benchmarks/TimeToCollect"
+        ),
         // D-Bus ingest: CPU per PropertiesChanged signal turned into a report by the BlueZ central,
         // against bluez-loadgen playing bluetoothd on a private bus.
         // Run: swift build --package-path Benchmarks -c release --product bluez-loadgen &&

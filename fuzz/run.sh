@@ -42,16 +42,16 @@ def walk(d):
         if x["identity"] == "swift-crypto": print(x["path"]); return True
         if walk(x): return True
 walk(json.load(sys.stdin))')
-CFLAGS=(-Xcc -fmodule-map-file="$BIN"/CCryptoBoringSSL.build/module.modulemap
-        -Xcc -fmodule-map-file="$BIN"/CCryptoBoringSSLShims.build/module.modulemap
-        -Xcc -fmodule-map-file="$BIN"/CryptoBoringWrapper.build/module.modulemap
-        -Xcc -I"$CRYPTO_SRC"/Sources/CCryptoBoringSSL/include -Xcc -I"$CRYPTO_SRC"/Sources/CCryptoBoringSSLShims/include)
+# The C modules' module maps live in their include directories.
+CFLAGS=(-Xcc -I"$CRYPTO_SRC"/Sources/CCryptoBoringSSL/include -Xcc -I"$CRYPTO_SRC"/Sources/CCryptoBoringSSLShims/include)
 SAN=(-sanitize=fuzzer,address -parse-as-library -O)
 mkdir -p "$OUT/mod" "$ROOT/fuzz/artifacts"
 
+
 echo "== building ClickerTransport"
 swiftc "${SAN[@]}" -module-name ClickerTransport -emit-module -emit-module-path "$OUT/mod/ClickerTransport.swiftmodule" \
-    -emit-library -static -o "$OUT/libClickerTransport.a" Sources/ClickerTransport/*.swift
+    -emit-library -static -o "$OUT/libClickerTransport.a" Sources/ClickerTransport/*.swift > "$OUT/build-transport.log" 2>&1 \
+    || { cat "$OUT/build-transport.log" >&2; exit 1; }
 
 echo "== writing seed corpora from docs/PROTOCOL.md"
 python3 fuzz/seeds.py docs/PROTOCOL.md "$OUT/seeds"
@@ -64,8 +64,13 @@ for t in "${targets[@]}"; do
         manufacturer-data) src=fuzz/FuzzManufacturerData.swift ;;
     esac
     echo "== building fuzz-$t"
-    swiftc "${SAN[@]}" -module-name "Fuzz_${t//-/_}" -I "$OUT/mod" -I "$MODS" "${CFLAGS[@]}" \
-        Sources/ClickerWire/*.swift "$src" "$OUT/libClickerTransport.a" "${OBJS[@]}" -lstdc++ -o "$OUT/fuzz-$t"
+    # (The linker's "Cannot export local symbol '__asan_…'" warnings are harmless; kept in the log.)
+    if ! swiftc "${SAN[@]}" -module-name "Fuzz_${t//-/_}" -I "$OUT/mod" -I "$MODS" "${CFLAGS[@]}" \
+        Sources/ClickerWire/*.swift "$src" "$OUT/libClickerTransport.a" "${OBJS[@]}" -lstdc++ -o "$OUT/fuzz-$t" \
+        > "$OUT/build-$t.log" 2>&1; then
+        grep -v "Cannot export local symbol" "$OUT/build-$t.log" >&2
+        exit 1
+    fi
     mkdir -p "$OUT/corpus-$t"
     echo "== running fuzz-$t ${mode[*]}"
     if ! "$OUT/fuzz-$t" "${mode[@]}" -artifact_prefix="$ROOT/fuzz/artifacts/$t-" -print_final_stats=1 \

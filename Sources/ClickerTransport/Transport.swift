@@ -73,9 +73,11 @@ public struct RadioInstant: Sendable, Hashable, Comparable, CustomStringConverti
 
     /// Now on the real monotonic clock (CLOCK_MONOTONIC via `ContinuousClock`), for real backends.
     public static func now() -> RadioInstant {
-        let d = ContinuousClock.now - processStart
-        let (s, atto) = d.components
-        return RadioInstant(nanoseconds: UInt64(s) * 1_000_000_000 + UInt64(atto / 1_000_000_000))
+        // Read the origin first: on the first call its lazy initialisation would otherwise come
+        // after `ContinuousClock.now`, making the difference negative (and UInt64(_:) trap).
+        let origin = processStart
+        let (s, atto) = (ContinuousClock.now - origin).components
+        return RadioInstant(nanoseconds: UInt64(max(0, s)) * 1_000_000_000 + UInt64(max(0, atto / 1_000_000_000)))
     }
 
     private static let processStart = ContinuousClock.now

@@ -1,0 +1,556 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import ClickerTransport
+
+/// Advertising state frozen at the start of an advertising event: changes take effect at the next event.
+final class PDUSnapshot {
+    let companyID: UInt16
+    let data: [UInt8]
+    let connectable: Bool
+    /// Air time of one PDU, ns.
+    let airTime: UInt64
+    /// Advertising interval, ns (clamped to what BLE allows).
+    let interval: UInt64
+
+    init(_ p: AdvertisingPayload, interval: UInt64) {
+        companyID = p.companyID
+        data = p.data
+        connectable = p.connectable
+        airTime = LegacyAdvertising.airTime(of: p).clampedNanoseconds
+        self.interval = interval
+    }
+}
+
+/// One PDU in the air on one channel.
+final class Transmission {
+    let device: Int
+    let channel: UInt8
+    let start: UInt64
+    let end: UInt64
+    let rssi: Double
+    let pdu: PDUSnapshot
+    /// Sum of the power (mW) of every PDU that overlapped this one.
+    var interference: Double = 0
+    var overlaps = 0
+
+    init(device: Int, channel: UInt8, start: UInt64, rssi: Double, pdu: PDUSnapshot) {
+        self.device = device
+        self.channel = channel
+        self.start = start
+        self.end = start + pdu.airTime
+        self.rssi = rssi
+        self.pdu = pdu
+    }
+}
+
+struct GATTKey: Hashable {
+    var service: UUID128
+    var characteristic: UUID128
+}
+
+final class Device {
+    let index: Int
+    let address: DeviceAddress
+    var rssi: Double
+    var present = true
+    var advertising: PDUSnapshot?
+    /// Bumped whenever advertising stops or restarts: scheduled events of an older generation are void.
+    var generation: UInt64 = 0
+    var connections = 0
+    var gatt: [GATTKey: [UInt8]] = [:]
+    var note: String?
+    var statusSubscribers: [UInt64: AsyncStream<RadioStatus>.Continuation] = [:]
+
+    init(index: Int, address: DeviceAddress, rssi: Double) {
+        self.index = index
+        self.address = address
+        self.rssi = rssi
+    }
+
+    var status: RadioStatus {
+        RadioStatus(adapter: "simulated air (\(address))",
+                    state: present && advertising != nil ? .advertising : .stopped, lastError: note)
+    }
+}
+
+final class ReadRequest {
+    enum State { case queued, initiating, connected }
+    let id: UInt64
+    let device: Int
+    let key: GATTKey
+    let continuation: CheckedContinuation<[UInt8], any Error>
+    var state = State.queued
+
+    init(id: UInt64, device: Int, key: GATTKey, continuation: CheckedContinuation<[UInt8], any Error>) {
+        self.id = id
+        self.device = device
+        self.key = key
+        self.continuation = continuation
+    }
+}
+
+/// Work for outside the lock: resuming continuations may run arbitrary code.
+enum Output: Sendable {
+    case report(AsyncThrowingStream<AdvertisementReport, any Error>.Continuation, AdvertisementReport)
+    case finishReports(AsyncThrowingStream<AdvertisementReport, any Error>.Continuation)
+    case read(CheckedContinuation<[UInt8], any Error>, Result<[UInt8], any Error>)
+    case status(AsyncStream<RadioStatus>.Continuation, RadioStatus)
+    case finishStatus(AsyncStream<RadioStatus>.Continuation)
+
+    func deliver() {
+        switch self {
+        case .report(let c, let r): c.yield(r)
+        case .finishReports(let c): c.finish()
+        case .read(let c, let result): c.resume(with: result)
+        case .status(let c, let s): c.yield(s)
+        case .finishStatus(let c): c.finish()
+        }
+    }
+}
+
+/// A script action run at a virtual instant, inside the simulator.
+public typealias ScriptAction = @Sendable (SimulationContext) -> Void
+
+enum Event {
+    case advertisingEvent(device: Int, generation: UInt64)
+    case pduStart(device: Int, generation: UInt64, channel: UInt8, pdu: PDUSnapshot)
+    case pduEnd(Transmission)
+    case script(ScriptAction)
+    case connectionComplete(request: UInt64)
+    case readTimeout(request: UInt64)
+}
+
+/// When one scanner listens on which channel.
+struct ScanSchedule {
+    let interval: UInt64
+    let window: UInt64
+    let channels: [UInt8]
+    let first: Int
+    let origin: UInt64
+
+    init(_ c: ScannerConfiguration, origin: UInt64) {
+        interval = Swift.max(1, c.interval.clampedNanoseconds)
+        window = Swift.min(interval, c.window.clampedNanoseconds)
+        channels = c.channels.isEmpty ? [37, 38, 39] : c.channels
+        first = ((c.firstChannelIndex % channels.count) + channels.count) % channels.count
+        self.origin = origin
+    }
+
+    func channel(inInterval k: UInt64) -> UInt8 {
+        channels[(first + Int(k % UInt64(channels.count))) % channels.count]
+    }
+
+    /// True when the scanner listens on `channel` for the whole of [start, end).
+    func hears(channel: UInt8, start: UInt64, end: UInt64) -> Bool {
+        guard start >= origin, end > start else { return false }
+        let s = start - origin, e = end - 1 - origin
+        let k = s / interval
+        return e / interval == k && e % interval < window && self.channel(inInterval: k) == channel
+    }
+
+    /// True when the scanner may listen on `channel` at some point of [start, end) (over-inclusive).
+    func mayHear(channel: UInt8, start: UInt64, end: UInt64) -> Bool {
+        guard end > origin else { return false }
+        let s = start > origin ? start - origin : 0, e = end - 1 - origin
+        return self.channel(inInterval: s / interval) == channel || self.channel(inInterval: e / interval) == channel
+    }
+}
+
+/// The discrete-event simulator. Not thread-safe: `SimulatedAir` keeps it behind a mutex.
+final class AirCore {
+    let config: AirConfiguration
+    var rng: Xoshiro256StarStar
+    private(set) var now: UInt64
+    var queue = EventQueue<Event>()
+    let schedules: [ScanSchedule]
+    let gap: UInt64
+    let maxDelay: UInt64
+
+    var devices: [Device] = []
+    var byAddress: [DeviceAddress: Int] = [:]
+    var active: [[Transmission]] = [[], [], []]  // channels 37, 38, 39
+
+    var reportSubscribers: [UInt64: (companyID: UInt16, continuation: AsyncThrowingStream<AdvertisementReport, any Error>.Continuation)] = [:]
+    var centralStatusSubscribers: [UInt64: AsyncStream<RadioStatus>.Continuation] = [:]
+    var scanningSince: UInt64?
+    var nextID: UInt64 = 1
+
+    var requests: [UInt64: ReadRequest] = [:]
+    var queued: [UInt64] = []
+    var slotsInUse = 0
+    var cancelledEarly: Set<UInt64> = []
+
+    var stats = AirStatistics()
+    var outputs: [Output] = []
+
+    init(config: AirConfiguration, start: UInt64) {
+        self.config = config
+        rng = Xoshiro256StarStar(seed: config.seed)
+        now = start
+        schedules = config.scanners.map { ScanSchedule($0, origin: start) }
+        gap = config.interChannelGap.clampedNanoseconds
+        maxDelay = config.maxAdvertisingDelay.clampedNanoseconds
+    }
+
+    func makeID() -> UInt64 {
+        defer { nextID += 1 }
+        return nextID
+    }
+
+    func takeOutputs() -> [Output] {
+        defer { outputs.removeAll(keepingCapacity: true) }
+        return outputs
+    }
+
+    // MARK: Running
+
+    /// Processes events up to and including `time`, at most `maxEvents` of them.
+    /// Returns true when every event up to `time` has run (the clock then stands at `time`).
+    func run(until time: UInt64, maxEvents: Int = .max) -> Bool {
+        var n = 0
+        while let next = queue.nextTime, next <= time {
+            if n >= maxEvents { return false }
+            guard let entry = queue.pop() else { break }
+            now = Swift.max(now, entry.time)
+            handle(entry.payload)
+            n += 1
+        }
+        now = Swift.max(now, time)
+        return true
+    }
+
+    func schedule(_ event: Event, at time: UInt64) {
+        queue.push(event, at: Swift.max(time, now))
+    }
+
+    private func handle(_ event: Event) {
+        switch event {
+        case .advertisingEvent(let d, let g): advertisingEvent(device: d, generation: g)
+        case .pduStart(let d, let g, let ch, let pdu):
+            let dev = devices[d]
+            guard dev.generation == g, dev.present else { return }
+            startPDU(device: dev, channel: ch, pdu: pdu)
+        case .pduEnd(let tx): endPDU(tx)
+        case .script(let action): action(SimulationContext(core: self))
+        case .connectionComplete(let id): completeConnection(id)
+        case .readTimeout(let id):
+            if let r = requests[id] {
+                finish(r, .failure(TransportError.timeout("reading \(r.key.characteristic) from \(devices[r.device].address)")))
+            }
+        }
+    }
+
+    // MARK: Advertising physics
+
+    private func advertisingEvent(device d: Int, generation g: UInt64) {
+        let dev = devices[d]
+        guard dev.present, dev.generation == g, let pdu = dev.advertising else { return }
+        let paused = dev.connections > 0 && config.connections.pauseAdvertisingWhileConnected
+        if !paused {
+            stats.advertisingEvents += 1
+            stats.pdusTransmitted += 3
+            var t = now
+            for ch: UInt8 in 37...39 {
+                let end = t + pdu.airTime
+                if schedules.contains(where: { $0.mayHear(channel: ch, start: t, end: end) }) {
+                    if t == now {
+                        startPDU(device: dev, channel: ch, pdu: pdu)
+                    } else {
+                        schedule(.pduStart(device: d, generation: g, channel: ch, pdu: pdu), at: t)
+                    }
+                }
+                t = end + gap
+            }
+        }
+        schedule(.advertisingEvent(device: d, generation: g), at: now.adding(pdu.interval).adding(rng.upTo(maxDelay)))
+    }
+
+    private func startPDU(device dev: Device, channel: UInt8, pdu: PDUSnapshot) {
+        let tx = Transmission(device: dev.index, channel: channel, start: now, rssi: dev.rssi, pdu: pdu)
+        let c = Int(channel) - 37
+        let power = milliwatts(tx.rssi)
+        for other in active[c] {
+            other.interference += power
+            other.overlaps += 1
+            tx.interference += milliwatts(other.rssi)
+            tx.overlaps += 1
+        }
+        active[c].append(tx)
+        schedule(.pduEnd(tx), at: tx.end)
+    }
+
+    private func milliwatts(_ dBm: Double) -> Double { pow(10, dBm / 10) }
+
+    private func endPDU(_ tx: Transmission) {
+        let c = Int(tx.channel) - 37
+        if let i = active[c].firstIndex(where: { $0 === tx }) { active[c].remove(at: i) }
+        guard let since = scanningSince, since <= tx.start else { return }
+        let dev = devices[tx.device]
+        var heard = false
+        for schedule in schedules where schedule.hears(channel: tx.channel, start: tx.start, end: tx.end) {
+            stats.pdusListened += 1
+            if tx.rssi < config.sensitivity {
+                stats.outOfRange += 1
+                continue
+            }
+            if tx.overlaps > 0 {
+                if let threshold = config.captureThreshold, tx.rssi - 10 * log10(tx.interference) >= threshold {
+                    stats.captures += 1
+                } else {
+                    stats.collisions += 1
+                    continue
+                }
+            }
+            if config.lossProbability > 0, rng.unitInterval() < config.lossProbability {
+                stats.randomLosses += 1
+                continue
+            }
+            stats.pdusReceived += 1
+            heard = true
+            deliverReport(tx, address: dev.address)
+        }
+        if heard && tx.pdu.connectable { connectIfWanted(dev) }
+    }
+
+    private func deliverReport(_ tx: Transmission, address: DeviceAddress) {
+        guard !reportSubscribers.isEmpty else { return }
+        let noise = config.rssiNoise > 0 ? (rng.unitInterval() * 2 - 1) * config.rssiNoise : 0
+        let rssi = Int8(sanitizedRSSI((tx.rssi + noise).rounded()))
+        let report = AdvertisementReport(address: address, rssi: rssi, companyID: tx.pdu.companyID,
+                                         data: tx.pdu.data, timestamp: RadioInstant(nanoseconds: tx.end))
+        for key in reportSubscribers.keys.sorted() {
+            guard let sub = reportSubscribers[key], sub.companyID == tx.pdu.companyID else { continue }
+            outputs.append(.report(sub.continuation, report))
+            stats.reportsDelivered += 1
+        }
+    }
+
+    // MARK: Devices
+
+    func addDevice(address: DeviceAddress?, rssi: Double?) -> Device {
+        if let address, let i = byAddress[address] {
+            let dev = devices[i]
+            if !dev.present {
+                dev.present = true
+                if let rssi { dev.rssi = sanitizedRSSI(rssi) }
+            }
+            return dev
+        }
+        let index = devices.count
+        let addr = address ?? DeviceAddress(rawValue: 0xC0_00_00_00_00_00 | UInt64(index + 1))
+        let r = sanitizedRSSI(rssi ?? {
+            let range = config.defaultRSSIRange
+            return range.lowerBound + rng.unitInterval() * (range.upperBound - range.lowerBound)
+        }())
+        let dev = Device(index: index, address: addr, rssi: r)
+        devices.append(dev)
+        byAddress[addr] = index
+        return dev
+    }
+
+    func device(_ address: DeviceAddress) -> Device? {
+        byAddress[address].map { devices[$0] }
+    }
+
+    /// Starts or replaces advertising. Throws when legacy advertising cannot carry the payload.
+    func advertise(_ dev: Device, _ payload: AdvertisingPayload) throws {
+        let ad = LegacyAdvertising.advertisingDataLength(manufacturerDataLength: payload.data.count,
+                                                        connectable: payload.connectable)
+        guard ad <= LegacyAdvertising.maxAdvertisingDataLength else {
+            throw TransportError.unsupported(
+                "\(payload.data.count) bytes of manufacturer data need \(ad) bytes of advertising data; legacy advertising carries \(LegacyAdvertising.maxAdvertisingDataLength)")
+        }
+        let range = LegacyAdvertising.intervalRange
+        let clamped = Swift.min(Swift.max(payload.interval, range.lowerBound), range.upperBound)
+        dev.note = clamped == payload.interval ? nil
+            : "advertising interval \(payload.interval) outside \(range.lowerBound)...\(range.upperBound); using \(clamped)"
+        let wasAdvertising = dev.present && dev.advertising != nil
+        dev.present = true
+        dev.advertising = PDUSnapshot(payload, interval: clamped.clampedNanoseconds)
+        if !wasAdvertising {
+            dev.generation += 1
+            let start: UInt64
+            switch config.firstEventPhase {
+            case .immediate: start = now.adding(rng.upTo(maxDelay))
+            case .randomWithinInterval: start = now.adding(rng.upTo(clamped.clampedNanoseconds.adding(maxDelay)))
+            }
+            schedule(.advertisingEvent(device: dev.index, generation: dev.generation), at: start)
+        }
+        publishStatus(dev)
+    }
+
+    func stopAdvertising(_ dev: Device) {
+        guard dev.advertising != nil else { return }
+        dev.advertising = nil
+        dev.generation += 1
+        publishStatus(dev)
+    }
+
+    /// The device leaves the hall: advertising stops, GATT disappears, its connections fail.
+    func remove(_ dev: Device) {
+        dev.advertising = nil
+        dev.generation += 1
+        dev.gatt = [:]
+        dev.present = false
+        for r in requests.values.sorted(by: { $0.id < $1.id }) where r.device == dev.index {
+            finish(r, .failure(TransportError.notConnected(dev.address)))
+        }
+        publishStatus(dev)
+    }
+
+    func publishStatus(_ dev: Device) {
+        let s = dev.status
+        for key in dev.statusSubscribers.keys.sorted() {
+            if let c = dev.statusSubscribers[key] { outputs.append(.status(c, s)) }
+        }
+    }
+
+    // MARK: Scanning
+
+    var scanning: Bool { !reportSubscribers.isEmpty || requests.values.contains { $0.state == .initiating } }
+
+    var centralStatus: RadioStatus {
+        RadioStatus(adapter: "simulated air", state: scanningSince == nil ? .stopped : .scanning,
+                    lastDiscoveryRestart: scanningSince.map { RadioInstant(nanoseconds: $0) })
+    }
+
+    /// Starts or stops the scanners to match demand; tells status subscribers.
+    func updateScanning() {
+        let want = scanning
+        guard want != (scanningSince != nil) else { return }
+        scanningSince = want ? now : nil
+        let s = centralStatus
+        for key in centralStatusSubscribers.keys.sorted() {
+            if let c = centralStatusSubscribers[key] { outputs.append(.status(c, s)) }
+        }
+    }
+
+    func finishReportStreams() {
+        for key in reportSubscribers.keys.sorted() {
+            if let sub = reportSubscribers[key] { outputs.append(.finishReports(sub.continuation)) }
+        }
+        reportSubscribers = [:]
+        updateScanning()
+    }
+
+    // MARK: GATT
+
+    func beginRead(id: UInt64, address: DeviceAddress, key: GATTKey, timeout: UInt64,
+                   continuation: CheckedContinuation<[UInt8], any Error>) {
+        if cancelledEarly.remove(id) != nil {
+            outputs.append(.read(continuation, .failure(CancellationError())))
+            return
+        }
+        guard let dev = device(address), dev.present else {
+            stats.readsFailed += 1
+            outputs.append(.read(continuation, .failure(TransportError.notConnected(address))))
+            return
+        }
+        let r = ReadRequest(id: id, device: dev.index, key: key, continuation: continuation)
+        requests[id] = r
+        queued.append(id)
+        schedule(.readTimeout(request: id), at: now.adding(timeout))
+        promote()
+    }
+
+    func cancelRead(id: UInt64) {
+        if let r = requests[id] {
+            finish(r, .failure(CancellationError()))
+        } else {
+            cancelledEarly.insert(id)
+        }
+    }
+
+    private func promote() {
+        while slotsInUse < Swift.max(1, config.connections.maxConcurrent), !queued.isEmpty {
+            let id = queued.removeFirst()
+            guard let r = requests[id], r.state == .queued else { continue }
+            r.state = .initiating
+            slotsInUse += 1
+            stats.peakConnections = Swift.max(stats.peakConnections, slotsInUse)
+        }
+        updateScanning()
+    }
+
+    private func connectIfWanted(_ dev: Device) {
+        guard let r = requests.values.filter({ $0.device == dev.index && $0.state == .initiating })
+            .min(by: { $0.id < $1.id })
+        else { return }
+        r.state = .connected
+        dev.connections += 1
+        stats.connectionsEstablished += 1
+        schedule(.connectionComplete(request: r.id), at: now.adding(config.connections.exchangeDuration.clampedNanoseconds))
+        updateScanning()
+    }
+
+    private func completeConnection(_ id: UInt64) {
+        guard let r = requests[id], r.state == .connected else { return }
+        let dev = devices[r.device]
+        if let value = dev.gatt[r.key] {
+            finish(r, .success(value))
+        } else {
+            finish(r, .failure(TransportError.characteristicNotFound(r.key.characteristic)))
+        }
+    }
+
+    /// Ends a read: frees its connection slot, resumes its caller (outside the lock).
+    private func finish(_ r: ReadRequest, _ result: Result<[UInt8], any Error>) {
+        requests[r.id] = nil
+        switch r.state {
+        case .queued: queued.removeAll { $0 == r.id }
+        case .initiating: slotsInUse -= 1
+        case .connected:
+            slotsInUse -= 1
+            devices[r.device].connections -= 1
+        }
+        if case .success = result { stats.readsSucceeded += 1 } else { stats.readsFailed += 1 }
+        outputs.append(.read(r.continuation, result))
+        promote()
+    }
+}
+
+/// The simulator as seen by a script action. Valid only during the action; do not keep it.
+public struct SimulationContext {
+    let core: AirCore
+
+    /// The current virtual instant.
+    public var now: RadioInstant { RadioInstant(nanoseconds: core.now) }
+    public var statistics: AirStatistics { core.stats }
+
+    /// Adds a device (or brings a departed one back). Returns its address.
+    @discardableResult
+    public func addDevice(address: DeviceAddress? = nil, rssi: Double? = nil) -> DeviceAddress {
+        core.addDevice(address: address, rssi: rssi).address
+    }
+
+    /// Starts or replaces `address`'s advertising (a new payload takes effect at its next event).
+    public func advertise(_ address: DeviceAddress, _ payload: AdvertisingPayload) throws {
+        try core.advertise(core.addDevice(address: address, rssi: nil), payload)
+    }
+
+    public func stopAdvertising(_ address: DeviceAddress) {
+        if let d = core.device(address) { core.stopAdvertising(d) }
+    }
+
+    /// The device leaves: advertising and GATT vanish, reads in progress fail.
+    public func remove(_ address: DeviceAddress) {
+        if let d = core.device(address) { core.remove(d) }
+    }
+
+    /// Moves the device (changes its received signal strength, dBm).
+    public func setRSSI(_ address: DeviceAddress, _ dBm: Double) {
+        core.device(address)?.rssi = sanitizedRSSI(dBm)
+    }
+
+    public func publish(_ address: DeviceAddress, service: UUID128, characteristic: UUID128, value: [UInt8]) {
+        core.device(address)?.gatt[GATTKey(service: service, characteristic: characteristic)] = value
+    }
+
+    /// Schedules another action `delay` after now.
+    public func schedule(after delay: Duration, _ action: @escaping ScriptAction) {
+        core.schedule(.script(action), at: core.now.adding(delay.clampedNanoseconds))
+    }
+}

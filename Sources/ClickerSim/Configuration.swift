@@ -1,0 +1,148 @@
+import ClickerTransport
+
+/// How the simulated air keeps time.
+public enum AirClock: Sendable, Hashable {
+    /// Virtual time starting at zero, advanced only by `SimulatedAir.run(until:)` and friends.
+    /// A run is a pure function of the seed and the script: fast and reproducible.
+    case virtual
+    /// Wall time: events are paced to the monotonic clock (`speed` 1 = real time, 10 = ten times faster).
+    /// Report timestamps are on `RadioInstant.now()`'s scale when `speed` is 1.
+    case realTime(speed: Double = 1)
+}
+
+/// One scanner (one controller's receiver). BLE scanners listen on one advertising channel at a time.
+public struct ScannerConfiguration: Sendable, Hashable {
+    /// Scan interval: the scanner moves to the next channel at the start of every interval.
+    public var interval: Duration
+    /// Scan window: how long it listens at the start of each interval (`window == interval` is 100 % duty).
+    public var window: Duration
+    /// The channels it cycles through, in order (37, 38, 39 as controllers do).
+    public var channels: [UInt8]
+    /// Index into `channels` of the first channel (give several scanners different ones).
+    public var firstChannelIndex: Int
+
+    public init(interval: Duration = .milliseconds(100), window: Duration? = nil,
+                channels: [UInt8] = [37, 38, 39], firstChannelIndex: Int = 0) {
+        self.interval = interval
+        self.window = window ?? interval
+        self.channels = channels
+        self.firstChannelIndex = firstChannelIndex
+    }
+}
+
+/// GATT connections made by the central for `readCharacteristic`.
+public struct ConnectionConfiguration: Sendable, Hashable {
+    /// Most connections (being set up or open) at once; further reads queue. Controllers allow few.
+    public var maxConcurrent: Int
+    /// Connection interval once connected (BLE allows 7.5 ms...4 s; clamped to that).
+    public var connectionInterval: Duration
+    /// Connection events needed for the read (MTU exchange, discovery by UUID, read, disconnect).
+    public var exchangeEvents: Int
+    /// Whether a peripheral stops advertising while a central is connected to it (legacy advertising does).
+    public var pauseAdvertisingWhileConnected: Bool
+
+    public init(maxConcurrent: Int = 4, connectionInterval: Duration = .milliseconds(30),
+                exchangeEvents: Int = 4, pauseAdvertisingWhileConnected: Bool = true) {
+        self.maxConcurrent = maxConcurrent
+        self.connectionInterval = connectionInterval
+        self.exchangeEvents = exchangeEvents
+        self.pauseAdvertisingWhileConnected = pauseAdvertisingWhileConnected
+    }
+
+    /// Time from CONNECT_IND to the value being back at the host: transmit window offset (1.25 ms)
+    /// plus `exchangeEvents` connection intervals.
+    public var exchangeDuration: Duration {
+        let interval = Swift.min(Swift.max(connectionInterval, .microseconds(7500)), .seconds(4))
+        return .microseconds(1250) + interval * Swift.min(Swift.max(exchangeEvents, 0), 10_000)
+    }
+}
+
+/// When a peripheral's first advertising event comes after it starts advertising.
+///
+/// The default, `.randomWithinInterval`, models a room where people press their buttons at unrelated
+/// moments. `.immediate` with many devices started at the same instant models a synchronized start
+/// (every board triggered by one broadcast): their events then stay bunched for many intervals,
+/// because only the 0–10 ms advDelay spreads them, and far fewer get through.
+public enum FirstEventPhase: Sendable, Hashable {
+    /// Right away, plus the usual 0–10 ms advDelay (what a controller does).
+    case immediate
+    /// Uniformly within one interval: models people pressing their buttons at unrelated moments.
+    case randomWithinInterval
+}
+
+/// Everything that shapes the simulated air. The defaults are a quiet lecture hall with one laptop.
+public struct AirConfiguration: Sendable, Hashable {
+    /// Seed of the simulator's generator: same seed, same script → same run (virtual clock).
+    public var seed: UInt64
+    public var clock: AirClock
+    /// The central's scanners (one per controller). Several scanners on different channels hear more.
+    public var scanners: [ScannerConfiguration]
+    /// Gap between the end of one PDU and the start of the next within an advertising event.
+    public var interChannelGap: Duration
+    /// Upper bound of the random advDelay added to each advertising interval (0–10 ms in the specification).
+    public var maxAdvertisingDelay: Duration
+    /// Capture effect: a PDU survives a collision when it is at least this many dB stronger than
+    /// the sum of the PDUs it overlaps. `nil` = every overlap destroys both.
+    public var captureThreshold: Double?
+    /// Probability that a clean PDU is still lost (fading, interference from Wi-Fi...).
+    public var lossProbability: Double
+    /// Receiver sensitivity in dBm: weaker advertisers are out of range.
+    public var sensitivity: Double
+    /// RSSI given to peripherals added without one: uniform in this range (dBm).
+    public var defaultRSSIRange: ClosedRange<Double>
+    /// Uniform noise (± dB) on the RSSI the scanner reports.
+    public var rssiNoise: Double
+    public var connections: ConnectionConfiguration
+    public var firstEventPhase: FirstEventPhase
+
+    public init(seed: UInt64 = 1, clock: AirClock = .virtual,
+                scanners: [ScannerConfiguration] = [ScannerConfiguration()],
+                interChannelGap: Duration = .microseconds(500),
+                maxAdvertisingDelay: Duration = .milliseconds(10),
+                captureThreshold: Double? = nil, lossProbability: Double = 0,
+                sensitivity: Double = -95, defaultRSSIRange: ClosedRange<Double> = -85 ... -45,
+                rssiNoise: Double = 2, connections: ConnectionConfiguration = ConnectionConfiguration(),
+                firstEventPhase: FirstEventPhase = .randomWithinInterval) {
+        self.seed = seed
+        self.clock = clock
+        self.scanners = scanners
+        self.interChannelGap = interChannelGap
+        self.maxAdvertisingDelay = maxAdvertisingDelay
+        self.captureThreshold = captureThreshold
+        self.lossProbability = lossProbability
+        self.sensitivity = sensitivity
+        self.defaultRSSIRange = defaultRSSIRange
+        self.rssiNoise = rssiNoise
+        self.connections = connections
+        self.firstEventPhase = firstEventPhase
+    }
+}
+
+/// Counters of what happened in the air, for tests and benchmarks.
+public struct AirStatistics: Sendable, Hashable {
+    /// Advertising events started.
+    public var advertisingEvents = 0
+    /// Advertising PDUs transmitted (three per event).
+    public var pdusTransmitted = 0
+    /// PDUs that lay wholly inside a scan window on the scanner's channel while scanning (per scanner).
+    public var pdusListened = 0
+    /// Listened PDUs received and reported.
+    public var pdusReceived = 0
+    /// Listened PDUs destroyed by an overlapping PDU.
+    public var collisions = 0
+    /// Listened PDUs that overlapped another but survived by capture.
+    public var captures = 0
+    /// Listened PDUs dropped by the random loss.
+    public var randomLosses = 0
+    /// Listened PDUs below the receiver's sensitivity.
+    public var outOfRange = 0
+    /// Reports handed to central streams.
+    public var reportsDelivered = 0
+    public var connectionsEstablished = 0
+    public var readsSucceeded = 0
+    public var readsFailed = 0
+    /// Most connections (being set up or open) at any one time.
+    public var peakConnections = 0
+
+    public init() {}
+}

@@ -1,0 +1,292 @@
+import ClickerTransport
+import Synchronization
+
+/// A simulated BLE radio environment: advertisers, scanners, collisions, GATT connections.
+///
+/// A discrete-event simulator (one priority queue of timed events, no task per device).
+/// With `AirClock.virtual` nothing happens until you call `run(until:)` (or `advance`),
+/// and a run depends only on the seed and on what was scheduled, in which order.
+/// With `AirClock.realTime` a driver task paces events to the wall clock.
+///
+/// ```swift
+/// let air = SimulatedAir(AirConfiguration(seed: 7))
+/// let central = air.central()
+/// let reports = central.advertisements(companyID: 0xFFFF)   // scanning starts now
+/// for i in 0..<300 {
+///     try await air.addPeripheral().advertise(AdvertisingPayload(companyID: 0xFFFF, data: [UInt8(i % 256)]))
+/// }
+/// air.run(until: RadioInstant(nanoseconds: 5_000_000_000))
+/// air.finishAdvertisementStreams()
+/// for try await r in reports { ... }                     // drains what was heard, then ends
+/// ```
+public final class SimulatedAir: Sendable {
+    public let configuration: AirConfiguration
+    let core: Mutex<AirCore>
+    private let driver = Mutex<Task<Void, Never>?>(nil)
+    /// Wall-clock start (ns on `RadioInstant.now()`), for the real-time clock.
+    private let wallStart: UInt64
+    private let speed: Double
+
+    public init(_ configuration: AirConfiguration = AirConfiguration()) {
+        self.configuration = configuration
+        switch configuration.clock {
+        case .virtual:
+            wallStart = 0
+            speed = 0
+            core = Mutex(AirCore(config: configuration, start: 0))
+        case .realTime(let s):
+            let start = RadioInstant.now().nanoseconds
+            wallStart = start
+            speed = s > 0 && s.isFinite ? s : 1
+            core = Mutex(AirCore(config: configuration, start: start))
+            startDriver()
+        }
+    }
+
+    deinit {
+        driver.withLock { $0?.cancel() }
+    }
+
+    public var isVirtual: Bool { configuration.clock == .virtual }
+
+    /// The simulator's current instant.
+    public var now: RadioInstant { RadioInstant(nanoseconds: core.withLock { $0.now }) }
+
+    /// Counters of what happened so far.
+    public var statistics: AirStatistics { core.withLock { $0.stats } }
+
+    /// Addresses of the devices present in the air, ascending.
+    public var devices: [DeviceAddress] {
+        core.withLock { c in c.devices.filter(\.present).map(\.address).sorted() }
+    }
+
+    /// Runs the simulator on `body`, then delivers what it produced outside the lock.
+    /// In real-time mode the simulator first catches up with the wall clock.
+    @discardableResult
+    func withCore<T: Sendable, E: Error>(_ body: (AirCore) throws(E) -> T) throws(E) -> T {
+        let target = isVirtual ? nil : wallNow()
+        let (result, outputs): (Result<T, E>, [Output]) = core.withLock { c in
+            if let target { _ = c.run(until: target) }
+            let r: Result<T, E>
+            do throws(E) { r = .success(try body(c)) } catch { r = .failure(error) }
+            return (r, c.takeOutputs())
+        }
+        for o in outputs { o.deliver() }
+        return try result.get()
+    }
+
+    // MARK: Devices and transports
+
+    /// Adds a peripheral to the air (present but silent until it advertises).
+    /// `address` defaults to a fresh random-static-style address; `rssi` (dBm) to a random
+    /// value in `configuration.defaultRSSIRange`. An address already known returns that device.
+    public func addPeripheral(address: DeviceAddress? = nil, rssi: Double? = nil) -> SimulatedPeripheral {
+        let a = withCore { $0.addDevice(address: address, rssi: rssi).address }
+        return SimulatedPeripheral(air: self, address: a)
+    }
+
+    /// The central side of the air (the laptop). Several centrals share the same scanners.
+    public func central() -> SimulatedCentral { SimulatedCentral(air: self) }
+
+    // MARK: Scripting
+
+    /// Schedules `action` to run inside the simulator at `time` (or now, if that has passed).
+    /// Actions at the same instant run in the order they were scheduled.
+    public func schedule(at time: RadioInstant, _ action: @escaping ScriptAction) {
+        withCore { $0.schedule(.script(action), at: time.nanoseconds) }
+    }
+
+    /// Schedules `action` `delay` after the simulator's current instant.
+    public func schedule(after delay: Duration, _ action: @escaping ScriptAction) {
+        withCore { $0.schedule(.script(action), at: $0.now.adding(delay.clampedNanoseconds)) }
+    }
+
+    /// Runs `action` inside the simulator right now and returns its result.
+    public func perform<T: Sendable, E: Error>(_ action: (SimulationContext) throws(E) -> T) throws(E) -> T {
+        try withCore { (c: AirCore) throws(E) -> T in try action(SimulationContext(core: c)) }
+    }
+
+    // MARK: Virtual time
+
+    /// Virtual clock: runs every event up to and including `time`, delivering reports and
+    /// read results as it goes. Does nothing with the real-time clock (the driver runs it).
+    public func run(until time: RadioInstant) {
+        guard isVirtual else { return }
+        while true {
+            let (done, outputs) = core.withLock { c in (c.run(until: time.nanoseconds, maxEvents: 4096), c.takeOutputs()) }
+            for o in outputs { o.deliver() }
+            if done { return }
+        }
+    }
+
+    /// Virtual clock: runs for `duration` from now.
+    public func run(for duration: Duration) {
+        run(until: RadioInstant(nanoseconds: now.nanoseconds.adding(duration.clampedNanoseconds)))
+    }
+
+    /// Virtual clock: runs up to `time` in steps of `quantum`, yielding to other tasks between
+    /// steps so that consumers (a tally pipeline, a pending GATT read) can react in between.
+    public func advance(until time: RadioInstant, quantum: Duration = .milliseconds(10)) async {
+        guard isVirtual else { return }
+        let q = Swift.max(1, quantum.clampedNanoseconds)
+        while now < time {
+            run(until: RadioInstant(nanoseconds: Swift.min(time.nanoseconds, now.nanoseconds.adding(q))))
+            await Task.yield()
+        }
+    }
+
+    /// Number of GATT reads not yet finished (queued, connecting or connected).
+    public var pendingReads: Int { core.withLock { $0.requests.count } }
+
+    /// Finishes every advertisement stream (as if the radio went away cleanly): consumers
+    /// then drain what was buffered and their loops end. Scanning stops.
+    public func finishAdvertisementStreams() {
+        withCore { $0.finishReportStreams() }
+    }
+
+    // MARK: Real time
+
+    func wallNow() -> UInt64 {
+        let elapsed = Double(RadioInstant.now().nanoseconds &- wallStart)
+        return wallStart.adding(UInt64(Swift.min(9.0e18, elapsed * speed)))
+    }
+
+    private func startDriver() {
+        let task = Task.detached(priority: .userInitiated) { [weak self] in
+            while !Task.isCancelled {
+                guard let wait = self?.pump() else { return }
+                try? await Task.sleep(for: wait)
+            }
+        }
+        driver.withLock { $0 = task }
+    }
+
+    /// Runs everything due by the wall clock; returns how long to sleep.
+    private func pump() -> Duration {
+        let target = wallNow()
+        let (outputs, next) = core.withLock { c in
+            _ = c.run(until: target)
+            return (c.takeOutputs(), c.queue.nextTime)
+        }
+        for o in outputs { o.deliver() }
+        let maxSleep: UInt64 = 2_000_000
+        let simWait = next.map { $0 > target ? $0 - target : 0 } ?? maxSleep
+        let wallWait = Swift.min(maxSleep, UInt64(Double(simWait) / speed))
+        return .nanoseconds(Int64(Swift.max(100_000, wallWait)))
+    }
+
+    /// Stops the real-time driver (virtual air needs no stopping). Streams stay open.
+    public func stop() {
+        driver.withLock { $0?.cancel(); $0 = nil }
+    }
+}
+
+/// The central (laptop) side of a `SimulatedAir`.
+public struct SimulatedCentral: CentralTransport {
+    public let air: SimulatedAir
+
+    /// Reports every PDU the scanners hear with manufacturer data under `companyID`.
+    /// Scanning starts when the stream is created (synchronously) and stops when every
+    /// consumer is gone (task cancelled or stream dropped). Buffers without bound.
+    public func advertisements(companyID: UInt16) -> AsyncThrowingStream<AdvertisementReport, any Error> {
+        let (stream, continuation) = AsyncThrowingStream<AdvertisementReport, any Error>.makeStream()
+        let air = self.air
+        let id = air.withCore { c in
+            let id = c.makeID()
+            c.reportSubscribers[id] = (companyID, continuation)
+            c.updateScanning()
+            return id
+        }
+        continuation.onTermination = { _ in
+            air.withCore { c in
+                c.reportSubscribers[id] = nil
+                c.updateScanning()
+            }
+        }
+        return stream
+    }
+
+    /// Connects (when the device's next connectable PDU is heard), reads, disconnects.
+    /// Fails with `TransportError.notConnected` when the device is not in the air or leaves,
+    /// `.characteristicNotFound` when it serves no such value, `.timeout` after `timeout`
+    /// (on the simulator's clock), and `CancellationError` when the task is cancelled.
+    public func readCharacteristic(device: DeviceAddress, service: UUID128, characteristic: UUID128,
+                                   timeout: Duration) async throws -> [UInt8] {
+        let air = self.air
+        let id = air.core.withLock { $0.makeID() }
+        let key = GATTKey(service: service, characteristic: characteristic)
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (cont: CheckedContinuation<[UInt8], any Error>) in
+                air.withCore { c in
+                    c.beginRead(id: id, address: device, key: key, timeout: timeout.clampedNanoseconds, continuation: cont)
+                }
+            }
+        } onCancel: {
+            air.withCore { $0.cancelRead(id: id) }
+        }
+    }
+
+    public func status() -> AsyncStream<RadioStatus> {
+        let (stream, continuation) = AsyncStream<RadioStatus>.makeStream()
+        let air = self.air
+        let id = air.withCore { c in
+            let id = c.makeID()
+            c.centralStatusSubscribers[id] = continuation
+            c.outputs.append(.status(continuation, c.centralStatus))
+            return id
+        }
+        continuation.onTermination = { _ in
+            air.withCore { c in c.centralStatusSubscribers[id] = nil }
+        }
+        return stream
+    }
+}
+
+/// One peripheral (a student's board) in a `SimulatedAir`.
+public struct SimulatedPeripheral: PeripheralTransport {
+    public let air: SimulatedAir
+    public let address: DeviceAddress
+
+    /// Starts advertising or replaces the payload (taking effect at the next advertising event).
+    /// Throws `TransportError.unsupported` when the data does not fit a legacy advertising PDU.
+    /// An interval outside 20 ms...10.24 s is clamped and noted in `status()`.
+    public func advertise(_ payload: AdvertisingPayload) async throws {
+        let address = self.address
+        try air.withCore { c in try c.advertise(c.addDevice(address: address, rssi: nil), payload) }
+    }
+
+    public func stopAdvertising() async throws {
+        let address = self.address
+        air.withCore { c in if let d = c.device(address) { c.stopAdvertising(d) } }
+    }
+
+    public func publish(service: UUID128, characteristic: UUID128, value: [UInt8]) async throws {
+        let address = self.address
+        air.withCore { c in
+            c.addDevice(address: address, rssi: nil).gatt[GATTKey(service: service, characteristic: characteristic)] = value
+        }
+    }
+
+    /// The device leaves the air (advertising, GATT and open connections end). Advertising again brings it back.
+    public func shutdown() async {
+        let address = self.address
+        air.withCore { c in if let d = c.device(address) { c.remove(d) } }
+    }
+
+    public func status() -> AsyncStream<RadioStatus> {
+        let (stream, continuation) = AsyncStream<RadioStatus>.makeStream()
+        let air = self.air, address = self.address
+        let id = air.withCore { c in
+            let id = c.makeID()
+            if let d = c.device(address) {
+                d.statusSubscribers[id] = continuation
+                c.outputs.append(.status(continuation, d.status))
+            }
+            return id
+        }
+        continuation.onTermination = { _ in
+            air.withCore { c in c.device(address)?.statusSubscribers[id] = nil }
+        }
+        return stream
+    }
+}

@@ -1,0 +1,463 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import ClickerTransport
+import Synchronization
+
+// The simulated air across processes: the central's process hosts the air on a Unix socket;
+// peripherals in other processes connect, send their advertising state and GATT values, and the
+// host runs the physics (in real time) and answers GATT reads from what they sent.
+// A peer that disconnects is a device that leaves the hall.
+
+/// Counters of an `AirHost`.
+public struct AirHostStatistics: Sendable, Hashable {
+    /// Peer connections accepted so far.
+    public var peersAccepted = 0
+    /// Peers connected now.
+    public var peersConnected = 0
+    /// Frames understood and applied.
+    public var framesAccepted = 0
+    /// Well-framed messages refused (unknown type, malformed body, out of order).
+    public var framesRejected = 0
+    /// Connections closed because their byte stream lost its framing (bad length).
+    public var peersDroppedForGarbage = 0
+
+    public init() {}
+}
+
+extension SimulatedAir {
+    /// `$XDG_RUNTIME_DIR/clicker-air.sock`, or `/tmp/clicker-air-<uid>.sock` without it.
+    public static var defaultSocketPath: String {
+        if let dir = getenv("XDG_RUNTIME_DIR").map({ String(cString: $0) }), !dir.isEmpty {
+            return dir + "/clicker-air.sock"
+        }
+        return "/tmp/clicker-air-\(getuid()).sock"
+    }
+
+    /// Hosts this air on a Unix socket at `path` so that peripherals in other processes can join
+    /// (use a real-time air). A stale socket file is replaced; a live host at `path` is an error.
+    public func host(path: String = SimulatedAir.defaultSocketPath) throws -> AirHost {
+        try AirHost(air: self, path: path)
+    }
+
+    /// Joins the air hosted at `path` as a peripheral. `address` nil lets the host choose one;
+    /// `rssi` (dBm) nil lets it draw one.
+    public static func connect(path: String = SimulatedAir.defaultSocketPath, address: DeviceAddress? = nil,
+                               rssi: Double? = nil) async throws -> RemotePeripheral {
+        try await RemotePeripheral.connect(path: path, address: address, rssi: rssi)
+    }
+}
+
+/// A `SimulatedAir` served on a Unix socket. Runs one OS thread polling its peers.
+public final class AirHost: Sendable {
+    public let path: String
+    public let air: SimulatedAir
+    private let shared = HostShared()
+
+    init(air: SimulatedAir, path: String) throws {
+        self.air = air
+        self.path = path
+        let fd = try UnixSocket.make()
+        do {
+            do {
+                try UnixSocket.bind(fd, path)
+            } catch {
+                guard errno == EADDRINUSE else { throw error }
+                // A socket file is there: is anybody listening?
+                let probe = try UnixSocket.make()
+                defer { Glibc.close(probe) }
+                if (try? UnixSocket.connect(probe, path)) != nil {
+                    throw TransportError.radioUnavailable("an air host is already listening at \(path)")
+                }
+                unlink(path)
+                try UnixSocket.bind(fd, path)
+            }
+            guard listen(fd, 128) == 0 else { throw TransportError.radioUnavailable(SocketError.describe("listen")) }
+        } catch {
+            Glibc.close(fd)
+            throw error
+        }
+        UnixSocket.setNonBlocking(fd)
+        let loop = HostLoop(listenFD: fd, path: path, air: air, shared: shared)
+        guard let tid = OSThread.start({ loop.run() }) else {
+            Glibc.close(fd)
+            unlink(path)
+            throw TransportError.radioUnavailable("cannot start the air host thread")
+        }
+        shared.state.withLock { $0.thread = tid }
+    }
+
+    deinit { close() }
+
+    public var statistics: AirHostStatistics { shared.state.withLock { $0.stats } }
+
+    /// Stops serving: every peer is disconnected (its device leaves), the socket file is removed.
+    /// Waits for the host thread to finish. Idempotent.
+    public func close() {
+        let thread: pthread_t? = shared.state.withLock { s in
+            s.stopping = true
+            defer { s.thread = nil }
+            return s.thread
+        }
+        if let thread, !pthread_equal(thread, pthread_self()).isTrue { pthread_join(thread, nil) }
+    }
+}
+
+extension Int32 {
+    fileprivate var isTrue: Bool { self != 0 }
+}
+
+/// What the host and its thread share.
+private final class HostShared: Sendable {
+    struct State {
+        var stopping = false
+        var stats = AirHostStatistics()
+        var thread: pthread_t?
+    }
+
+    let state = Mutex(State())
+    var stopping: Bool { state.withLock { $0.stopping } }
+    func count(_ update: (inout AirHostStatistics) -> Void) { state.withLock { update(&$0.stats) } }
+}
+
+/// The host's poll loop. Lives on its own thread; everything in it is confined to that thread.
+private final class HostLoop: Sendable {
+    let listenFD: Int32
+    let path: String
+    let air: SimulatedAir
+    let host: HostShared
+
+    init(listenFD: Int32, path: String, air: SimulatedAir, shared: HostShared) {
+        self.listenFD = listenFD
+        self.path = path
+        self.air = air
+        self.host = shared
+    }
+
+    /// One connected peripheral process.
+    final class Peer {
+        let fd: Int32
+        var assembler = FrameAssembler()
+        var address: DeviceAddress?
+        init(fd: Int32) { self.fd = fd }
+    }
+
+    func run() {
+        var peers: [Int32: Peer] = [:]
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while !host.stopping {
+            let order = peers.keys.sorted()
+            var fds = [pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0)]
+                + order.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+            let rc = poll(&fds, nfds_t(fds.count), 50)
+            guard rc > 0 else { continue }
+            if fds[0].revents != 0 { acceptAll(into: &peers) }
+            for p in fds.dropFirst() where p.revents != 0 {
+                guard let peer = peers[p.fd] else { continue }
+                let n = buffer.withUnsafeMutableBytes { read(p.fd, $0.baseAddress, $0.count) }
+                if n < 0 && (errno == EAGAIN || errno == EINTR) { continue }
+                guard n > 0 else {
+                    drop(peer, from: &peers)
+                    continue
+                }
+                peer.assembler.append(buffer[0..<n])
+                if !process(peer) { drop(peer, from: &peers) }
+            }
+        }
+        for peer in peers.values { drop(peer, from: &peers) }
+        Glibc.close(listenFD)
+        unlink(path)
+    }
+
+    private func acceptAll(into peers: inout [Int32: Peer]) {
+        while true {
+            let fd = accept(listenFD, nil, nil)
+            guard fd >= 0 else { return }
+            UnixSocket.setNonBlocking(fd)
+            peers[fd] = Peer(fd: fd)
+            host.count { $0.peersAccepted += 1; $0.peersConnected += 1 }
+        }
+    }
+
+    private func drop(_ peer: Peer, from peers: inout [Int32: Peer]) {
+        if let address = peer.address {
+            air.withCore { c in if let d = c.device(address) { c.remove(d) } }
+        }
+        Glibc.close(peer.fd)
+        peers[peer.fd] = nil
+        host.count { $0.peersConnected -= 1 }
+    }
+
+    /// Handles every complete frame; false when the connection must be dropped.
+    private func process(_ peer: Peer) -> Bool {
+        while true {
+            switch peer.assembler.next() {
+            case .needMore: return true
+            case .badLength:
+                host.count { $0.peersDroppedForGarbage += 1 }
+                return false
+            case .frame(let kind, let body):
+                var r = ByteReader(body)
+                guard let id = r.u32() else {
+                    host.count { $0.framesRejected += 1 }
+                    if !reply(peer, id: 0, .malformed, message: "no request id") { return false }
+                    continue
+                }
+                let (code, extra) = handle(peer, kind: kind, &r)
+                host.count { if code == .ok { $0.framesAccepted += 1 } else { $0.framesRejected += 1 } }
+                if !reply(peer, id: id, code, extra: extra) { return false }
+            }
+        }
+    }
+
+    private func reply(_ peer: Peer, id: UInt32, _ code: AirFrame.Code, message: String) -> Bool {
+        reply(peer, id: id, code, extra: Array(message.utf8))
+    }
+
+    private func reply(_ peer: Peer, id: UInt32, _ code: AirFrame.Code, extra: [UInt8]) -> Bool {
+        var w = ByteWriter()
+        w.u32(id)
+        w.u8(code.rawValue)
+        w.raw(Array(extra.prefix(AirFrame.maxLength - 8)))
+        return UnixSocket.sendAll(peer.fd, AirFrame.encode(.result, w.bytes), flags: Int32(MSG_DONTWAIT))
+    }
+
+    private func handle(_ peer: Peer, kind: UInt8, _ r: inout ByteReader) -> (AirFrame.Code, [UInt8]) {
+        guard let k = AirFrame.Kind(rawValue: kind), k != .result else {
+            return (.unknownType, Array("unknown message type \(kind)".utf8))
+        }
+        if k == .hello {
+            guard peer.address == nil else { return (.malformed, Array("already introduced".utf8)) }
+            guard let version = r.u16(), let raw = r.u64(), let rssiRaw = r.u16(), r.remaining == 0 else {
+                return (.malformed, Array("bad hello".utf8))
+            }
+            guard version == AirFrame.version else { return (.unsupported, Array("protocol version \(version)".utf8)) }
+            let rssi: Double? = rssiRaw == 0x7FFF ? nil : Double(Int16(bitPattern: rssiRaw))
+            let wanted: DeviceAddress? = raw == 0 ? nil : DeviceAddress(rawValue: raw)
+            let address: DeviceAddress? = air.withCore { c in
+                if let wanted, let d = c.device(wanted), d.present { return nil }
+                return c.addDevice(address: wanted, rssi: rssi).address
+            }
+            guard let address else { return (.addressInUse, Array("address \(raw) in use".utf8)) }
+            peer.address = address
+            var w = ByteWriter()
+            w.u64(address.rawValue)
+            return (.ok, w.bytes)
+        }
+        guard let address = peer.address else { return (.notIntroduced, Array("hello first".utf8)) }
+        switch k {
+        case .advertise:
+            guard let company = r.u16(), let micros = r.u32(), let connectable = r.u8() else {
+                return (.malformed, Array("bad advertise".utf8))
+            }
+            let payload = AdvertisingPayload(companyID: company, data: r.rest(), interval: .microseconds(micros),
+                                             connectable: connectable != 0)
+            do {
+                try air.withCore { c in try c.advertise(c.addDevice(address: address, rssi: nil), payload) }
+                return (.ok, [])
+            } catch {
+                return (.unsupported, Array("\(error)".utf8))
+            }
+        case .stopAdvertising:
+            air.withCore { c in if let d = c.device(address) { c.stopAdvertising(d) } }
+            return (.ok, [])
+        case .publish:
+            guard let sh = r.u64(), let sl = r.u64(), let ch = r.u64(), let cl = r.u64() else {
+                return (.malformed, Array("bad publish".utf8))
+            }
+            let key = GATTKey(service: UUID128(high: sh, low: sl), characteristic: UUID128(high: ch, low: cl))
+            let value = r.rest()
+            air.withCore { c in c.addDevice(address: address, rssi: nil).gatt[key] = value }
+            return (.ok, [])
+        case .shutdown:
+            air.withCore { c in if let d = c.device(address) { c.remove(d) } }
+            return (.ok, [])
+        case .hello, .result:
+            return (.unknownType, [])
+        }
+    }
+}
+
+/// A peripheral whose radio is an `AirHost` in another process (or the same one).
+public final class RemotePeripheral: PeripheralTransport {
+    /// The address the host gave this device.
+    public let address: DeviceAddress
+    private let link: ClientLink
+
+    private init(address: DeviceAddress, link: ClientLink) {
+        self.address = address
+        self.link = link
+    }
+
+    static func connect(path: String, address: DeviceAddress?, rssi: Double?) async throws -> RemotePeripheral {
+        let link = try ClientLink(path: path)
+        var w = ByteWriter()
+        w.u16(AirFrame.version)
+        w.u64(address?.rawValue ?? 0)
+        w.u16(rssi.map { UInt16(bitPattern: Int16(sanitizedRSSI($0.rounded()))) } ?? 0x7FFF)
+        do {
+            let body = try await link.request(.hello, w.bytes)
+            var r = ByteReader(body[...])
+            guard let raw = r.u64() else { throw TransportError.radioUnavailable("bad hello reply from the air host") }
+            return RemotePeripheral(address: DeviceAddress(rawValue: raw), link: link)
+        } catch {
+            link.close()
+            throw error
+        }
+    }
+
+    public func advertise(_ payload: AdvertisingPayload) async throws {
+        var w = ByteWriter()
+        w.u16(payload.companyID)
+        w.u32(UInt32(clamping: Swift.max(0, payload.interval.nanoseconds / 1000)))
+        w.u8(payload.connectable ? 1 : 0)
+        w.raw(payload.data)
+        _ = try await link.request(.advertise, w.bytes)
+        link.setStatus(.advertising)
+    }
+
+    public func stopAdvertising() async throws {
+        _ = try await link.request(.stopAdvertising, [])
+        link.setStatus(.stopped)
+    }
+
+    public func publish(service: UUID128, characteristic: UUID128, value: [UInt8]) async throws {
+        var w = ByteWriter()
+        w.u64(service.high); w.u64(service.low); w.u64(characteristic.high); w.u64(characteristic.low)
+        w.raw(value)
+        _ = try await link.request(.publish, w.bytes)
+    }
+
+    /// Withdraws the device and disconnects from the host. Idempotent.
+    public func shutdown() async {
+        _ = try? await link.request(.shutdown, [])
+        link.setStatus(.stopped)
+        link.close()
+    }
+
+    public func status() -> AsyncStream<RadioStatus> { link.statusStream() }
+}
+
+/// The peripheral's end of the socket: sends requests, a reader thread matches replies to them.
+final class ClientLink: Sendable {
+    struct State {
+        var closed = false
+        var nextID: UInt32 = 1
+        var pending: [UInt32: CheckedContinuation<[UInt8], any Error>] = [:]
+        var status = RadioStatus(adapter: "simulated air (socket)", state: .starting)
+        var statusSubscribers: [UInt32: AsyncStream<RadioStatus>.Continuation] = [:]
+    }
+
+    private let fd: Int32
+    private let state = Mutex(State())
+
+    init(path: String) throws {
+        fd = try UnixSocket.make()
+        do {
+            try UnixSocket.connect(fd, path)
+        } catch {
+            Glibc.close(fd)
+            throw error
+        }
+        let reader = self
+        guard OSThread.start({ reader.readLoop() }) != nil else {
+            Glibc.close(fd)
+            throw TransportError.radioUnavailable("cannot start the socket reader thread")
+        }
+    }
+
+    func request(_ kind: AirFrame.Kind, _ body: [UInt8]) async throws -> [UInt8] {
+        try await withCheckedThrowingContinuation { (cont: CheckedContinuation<[UInt8], any Error>) in
+            // Sending under the lock keeps frames whole and the descriptor open while in use.
+            let failed: Bool = state.withLock { s in
+                guard !s.closed else { return true }
+                let id = s.nextID
+                s.nextID &+= 1
+                var w = ByteWriter()
+                w.u32(id)
+                w.raw(body)
+                guard UnixSocket.sendAll(fd, AirFrame.encode(kind, w.bytes)) else { return true }
+                s.pending[id] = cont
+                return false
+            }
+            if failed { cont.resume(throwing: TransportError.radioUnavailable("the air host is gone")) }
+        }
+    }
+
+    func setStatus(_ state: RadioStatus.State, error: String? = nil) {
+        let outputs: [(AsyncStream<RadioStatus>.Continuation, RadioStatus)] = self.state.withLock { s in
+            s.status.state = state
+            if let error { s.status.lastError = error }
+            let st = s.status
+            return s.statusSubscribers.keys.sorted().compactMap { k in s.statusSubscribers[k].map { ($0, st) } }
+        }
+        for (c, st) in outputs { c.yield(st) }
+    }
+
+    func statusStream() -> AsyncStream<RadioStatus> {
+        let (stream, continuation) = AsyncStream<RadioStatus>.makeStream()
+        let (id, current): (UInt32, RadioStatus) = state.withLock { s in
+            let id = s.nextID
+            s.nextID &+= 1
+            s.statusSubscribers[id] = continuation
+            return (id, s.status)
+        }
+        continuation.yield(current)
+        continuation.onTermination = { [weak self] _ in self?.state.withLock { _ = $0.statusSubscribers.removeValue(forKey: id) } }
+        return stream
+    }
+
+    /// Wakes the reader (which then closes the descriptor). Idempotent.
+    func close() {
+        state.withLock { s in if !s.closed { _ = Glibc.shutdown(fd, Int32(SHUT_RDWR)) } }
+    }
+
+    private func readLoop() {
+        var assembler = FrameAssembler()
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        var reason = "the air host closed the connection"
+        reading: while true {
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { break }
+            assembler.append(buffer[0..<n])
+            while true {
+                switch assembler.next() {
+                case .needMore: continue reading
+                case .badLength(let len):
+                    reason = "garbage from the air host (frame length \(len))"
+                    break reading
+                case .frame(let kind, let body):
+                    var r = ByteReader(body)
+                    guard kind == AirFrame.Kind.result.rawValue, let id = r.u32(), let code = r.u8() else { continue }
+                    let rest = r.rest()
+                    let cont = state.withLock { $0.pending.removeValue(forKey: id) }
+                    if code == AirFrame.Code.ok.rawValue {
+                        cont?.resume(returning: rest)
+                    } else {
+                        let message = String(decoding: rest, as: UTF8.self)
+                        cont?.resume(throwing: code == AirFrame.Code.unsupported.rawValue
+                            ? TransportError.unsupported(message) : TransportError.radioUnavailable("air host refused: \(message)"))
+                    }
+                }
+            }
+        }
+        let (pending, subscribers): ([CheckedContinuation<[UInt8], any Error>], [AsyncStream<RadioStatus>.Continuation]) =
+            state.withLock { s in
+                s.closed = true
+                Glibc.close(fd)
+                s.status.state = .stopped
+                s.status.lastError = reason
+                defer { s.pending = [:]; s.statusSubscribers = [:] }
+                return (Array(s.pending.values), Array(s.statusSubscribers.values))
+            }
+        for c in pending { c.resume(throwing: TransportError.radioUnavailable(reason)) }
+        let final = state.withLock { $0.status }
+        for s in subscribers {
+            s.yield(final)
+            s.finish()
+        }
+    }
+}

@@ -1,0 +1,403 @@
+import Foundation
+import GRDB
+
+/// Durable storage of polls, questions, ballots, rejection counters and the roster (SQLite in WAL mode).
+///
+/// Every write method returns only after its transaction has committed: a ballot that `record` returned
+/// for survives a crash of the process (and, with `.full` durability, of the machine).
+/// All methods are synchronous and thread-safe; reads run concurrently with writes.
+public final class ClickerStore: Sendable {
+    /// How hard a commit waits for the disk.
+    public enum Durability: Sendable {
+        /// `synchronous=FULL`: each commit is fsynced; survives power loss.
+        case full
+        /// `synchronous=NORMAL`: survives a process crash; the last commits may be lost on power loss.
+        case normal
+    }
+
+    /// The database file path.
+    public let path: String
+    private let pool: DatabasePool
+
+    /// Opens (creating if needed) the database at `path`, or at the default location
+    /// (`StoreLocation.defaultPath(environment:)`) when `path` is nil. Runs pending migrations.
+    public init(path: String? = nil, durability: Durability = .full,
+                environment: [String: String] = ProcessInfo.processInfo.environment) throws {
+        let resolved = try path ?? StoreLocation.defaultPath(environment: environment)
+        let directory = (resolved as NSString).deletingLastPathComponent
+        if !directory.isEmpty { try StoreLocation.makeDirectory(directory) }
+        try StoreLocation.prepareFile(resolved)
+
+        var config = Configuration()
+        config.foreignKeysEnabled = true
+        config.busyMode = .timeout(5)
+        let sync = durability == .full ? "FULL" : "NORMAL"
+        config.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = \(sync)")
+        }
+        pool = try DatabasePool(path: resolved, configuration: config)
+        self.path = resolved
+        try Self.migrator.migrate(pool)
+        StoreLocation.tighten(resolved)
+    }
+
+    // MARK: Schema
+
+    static var migrator: DatabaseMigrator {
+        var m = DatabaseMigrator()
+        m.registerMigration("v1") { db in
+            try db.execute(sql: """
+                CREATE TABLE poll (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    vote_id BLOB NOT NULL,
+                    join_code TEXT,
+                    join_secret BLOB,
+                    mode TEXT NOT NULL CHECK (mode IN ('anonymous', 'roster')),
+                    title TEXT,
+                    created_at REAL NOT NULL,
+                    closed_at REAL
+                );
+                CREATE TABLE question (
+                    poll_id INTEGER NOT NULL REFERENCES poll(id) ON DELETE CASCADE,
+                    number INTEGER NOT NULL CHECK (number >= 1),
+                    state TEXT NOT NULL CHECK (state IN ('open', 'closed')),
+                    opened_at REAL NOT NULL,
+                    closed_at REAL,
+                    PRIMARY KEY (poll_id, number)
+                ) WITHOUT ROWID;
+                CREATE TABLE ballot (
+                    poll_id INTEGER NOT NULL,
+                    question INTEGER NOT NULL,
+                    voter BLOB NOT NULL,
+                    sequence INTEGER NOT NULL,
+                    answer INTEGER NOT NULL,
+                    address TEXT NOT NULL,
+                    first_heard REAL NOT NULL,
+                    last_heard REAL NOT NULL,
+                    gatt_verified INTEGER NOT NULL DEFAULT 0,
+                    PRIMARY KEY (poll_id, question, voter, sequence),
+                    FOREIGN KEY (poll_id, question) REFERENCES question(poll_id, number) ON DELETE CASCADE
+                ) WITHOUT ROWID;
+                CREATE TABLE rejection (
+                    poll_id INTEGER NOT NULL REFERENCES poll(id) ON DELETE CASCADE,
+                    question INTEGER NOT NULL,
+                    reason TEXT NOT NULL,
+                    count INTEGER NOT NULL,
+                    PRIMARY KEY (poll_id, question, reason)
+                ) WITHOUT ROWID;
+                CREATE TABLE roster (
+                    student_id TEXT PRIMARY KEY,
+                    name TEXT NOT NULL,
+                    enrollment_key BLOB
+                );
+                """)
+        }
+        return m
+    }
+
+    // MARK: Polls and questions
+
+    /// Creates a poll. It is the open poll until `closePoll` is called.
+    public func createPoll(voteID: Data, joinCode: String?, joinSecret: Data?, mode: PollMode,
+                           title: String? = nil, at date: Date = Date()) throws -> PollRecord {
+        try pool.write { db in
+            try db.execute(sql: """
+                INSERT INTO poll (vote_id, join_code, join_secret, mode, title, created_at)
+                VALUES (?, ?, ?, ?, ?, ?)
+                """, arguments: [voteID, joinCode, joinSecret, mode.rawValue, title, date.timeIntervalSince1970])
+            return PollRecord(id: db.lastInsertedRowID, voteID: voteID, joinCode: joinCode, joinSecret: joinSecret,
+                              mode: mode, title: title, createdAt: date, closedAt: nil)
+        }
+    }
+
+    /// Marks a poll closed (it is no longer resumed); closes its open questions too.
+    public func closePoll(_ poll: Int64, at date: Date = Date()) throws {
+        try pool.write { db in
+            try Self.requirePoll(db, poll)
+            let t = date.timeIntervalSince1970
+            try db.execute(sql: "UPDATE question SET state = 'closed', closed_at = ? WHERE poll_id = ? AND state = 'open'",
+                           arguments: [t, poll])
+            try db.execute(sql: "UPDATE poll SET closed_at = ? WHERE id = ? AND closed_at IS NULL", arguments: [t, poll])
+        }
+    }
+
+    /// Opens question `number` of `poll`, creating it if needed. Reopening a closed question keeps its
+    /// first `openedAt` and clears `closedAt`.
+    @discardableResult
+    public func openQuestion(poll: Int64, number: Int, at date: Date = Date()) throws -> QuestionRecord {
+        guard number >= 1 else { throw StoreError.invalidValue("question number \(number)") }
+        return try pool.write { db in
+            try Self.requirePoll(db, poll)
+            try db.execute(sql: """
+                INSERT INTO question (poll_id, number, state, opened_at) VALUES (?, ?, 'open', ?)
+                ON CONFLICT (poll_id, number) DO UPDATE SET state = 'open', closed_at = NULL
+                """, arguments: [poll, number, date.timeIntervalSince1970])
+            guard let q = try Self.fetchQuestion(db, poll: poll, number: number) else {
+                throw StoreError.unknownQuestion(poll: poll, number: number)
+            }
+            return q
+        }
+    }
+
+    /// Closes question `number` of `poll`.
+    @discardableResult
+    public func closeQuestion(poll: Int64, number: Int, at date: Date = Date()) throws -> QuestionRecord {
+        try pool.write { db in
+            try db.execute(sql: "UPDATE question SET state = 'closed', closed_at = ? WHERE poll_id = ? AND number = ? AND state = 'open'",
+                           arguments: [date.timeIntervalSince1970, poll, number])
+            guard let q = try Self.fetchQuestion(db, poll: poll, number: number) else {
+                throw StoreError.unknownQuestion(poll: poll, number: number)
+            }
+            return q
+        }
+    }
+
+    /// All polls, oldest first.
+    public func polls() throws -> [PollRecord] {
+        try pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM poll ORDER BY id").map(Self.poll(from:))
+        }
+    }
+
+    /// One poll, or nil.
+    public func poll(_ id: Int64) throws -> PollRecord? {
+        try pool.read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM poll WHERE id = ?", arguments: [id]).map(Self.poll(from:))
+        }
+    }
+
+    /// The questions of a poll, by number.
+    public func questions(poll: Int64) throws -> [QuestionRecord] {
+        try pool.read { db in try Self.fetchQuestions(db, poll: poll) }
+    }
+
+    // MARK: Ballots and rejections
+
+    /// Commits one ballot; returns after the commit. Recording a ballot already stored (same poll,
+    /// question, voter, sequence) widens its heard interval and ORs `gattVerified`; the first answer stays.
+    public func record(_ ballot: BallotRecord) throws {
+        try pool.write { db in try Self.upsert(db, ballot) }
+    }
+
+    /// Commits many ballots and rejection increments in one transaction; returns after the commit.
+    public func record(_ ballots: [BallotRecord], rejections: [RejectionCount] = []) throws {
+        if ballots.isEmpty && rejections.isEmpty { return }
+        try pool.write { db in
+            for b in ballots { try Self.upsert(db, b) }
+            for r in rejections { try Self.addRejection(db, r) }
+        }
+    }
+
+    /// Adds `count` to a rejection counter (poll, question, reason); commits before returning.
+    public func countRejection(poll: Int64, question: Int, reason: String, count: Int = 1) throws {
+        try pool.write { db in
+            try Self.addRejection(db, RejectionCount(poll: poll, question: question, reason: reason, count: count))
+        }
+    }
+
+    /// The ballots of a poll (optionally one question), ordered by question, voter, sequence.
+    public func ballots(poll: Int64, question: Int? = nil) throws -> [BallotRecord] {
+        try pool.read { db in try Self.fetchBallots(db, poll: poll, question: question) }
+    }
+
+    /// Rejection counters of a poll, ordered by question and reason.
+    public func rejections(poll: Int64) throws -> [RejectionCount] {
+        try pool.read { db in try Self.fetchRejections(db, poll: poll) }
+    }
+
+    // MARK: Resume
+
+    /// The most recent poll not yet closed, with its questions, ballots and rejections; nil if none.
+    public func resume() throws -> ResumeState? {
+        try pool.read { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM poll WHERE closed_at IS NULL ORDER BY id DESC LIMIT 1") else {
+                return nil
+            }
+            let poll = try Self.poll(from: row)
+            return ResumeState(poll: poll,
+                               questions: try Self.fetchQuestions(db, poll: poll.id),
+                               ballots: try Self.fetchBallots(db, poll: poll.id, question: nil),
+                               rejections: try Self.fetchRejections(db, poll: poll.id))
+        }
+    }
+
+    // MARK: Summary
+
+    /// Per-question summaries of a poll, by question number.
+    public func summary(poll: Int64) throws -> [QuestionSummary] {
+        try pool.read { db in
+            try Self.requirePoll(db, poll)
+            let questions = try Self.fetchQuestions(db, poll: poll)
+            let ballots = try Self.fetchBallots(db, poll: poll, question: nil)
+            let rejections = try Self.fetchRejections(db, poll: poll)
+            return Self.summarize(questions: questions, ballots: ballots, rejections: rejections)
+        }
+    }
+
+    /// Computes summaries from records (ballots in any order).
+    public static func summarize(questions: [QuestionRecord], ballots: [BallotRecord],
+                                 rejections: [RejectionCount]) -> [QuestionSummary] {
+        var byQuestion: [Int: [Data: [BallotRecord]]] = [:]
+        for b in ballots { byQuestion[b.question, default: [:]][b.voter, default: []].append(b) }
+        return questions.sorted { $0.number < $1.number }.map { q in
+            var counts = [Int](repeating: 0, count: 4)
+            var changes = 0
+            var verified = 0
+            let voters = byQuestion[q.number] ?? [:]
+            for (_, list) in voters {
+                let sorted = list.sorted { $0.sequence < $1.sequence }
+                for (a, b) in zip(sorted, sorted.dropFirst()) where a.answer != b.answer { changes += 1 }
+                guard let current = sorted.last, current.answer >= 0 else { continue }
+                if current.answer >= counts.count {
+                    counts.append(contentsOf: [Int](repeating: 0, count: current.answer + 1 - counts.count))
+                }
+                counts[current.answer] += 1
+                if current.gattVerified { verified += 1 }
+            }
+            var rej: [String: Int] = [:]
+            for r in rejections where r.question == q.number { rej[r.reason, default: 0] += r.count }
+            return QuestionSummary(question: q, counts: counts, voters: voters.count, changes: changes,
+                                   gattVerified: verified, rejections: rej)
+        }
+    }
+
+    // MARK: Roster
+
+    /// Adds or replaces (by student ID) a roster entry.
+    public func upsertRoster(_ entry: RosterEntry) throws {
+        try pool.write { db in
+            try db.execute(sql: """
+                INSERT INTO roster (student_id, name, enrollment_key) VALUES (?, ?, ?)
+                ON CONFLICT (student_id) DO UPDATE SET name = excluded.name, enrollment_key = excluded.enrollment_key
+                """, arguments: [entry.studentID, entry.name, entry.enrollmentKey])
+        }
+    }
+
+    /// The roster, by student ID.
+    public func roster() throws -> [RosterEntry] {
+        try pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM roster ORDER BY student_id").map { row in
+                guard let id: String = row["student_id"], let name: String = row["name"] else {
+                    throw StoreError.corruptRow("roster")
+                }
+                return RosterEntry(name: name, studentID: id, enrollmentKey: row["enrollment_key"])
+            }
+        }
+    }
+
+    // MARK: Maintenance
+
+    /// `PRAGMA integrity_check` result lines (`["ok"]` when healthy).
+    public func integrityCheck() throws -> [String] {
+        try pool.read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check") }
+    }
+
+    /// Copies the WAL into the main file (also done automatically).
+    public func checkpoint() throws {
+        _ = try pool.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
+    }
+
+    // MARK: Internals
+
+    private static func requirePoll(_ db: Database, _ poll: Int64) throws {
+        guard try Bool.fetchOne(db, sql: "SELECT 1 FROM poll WHERE id = ?", arguments: [poll]) == true else {
+            throw StoreError.unknownPoll(poll)
+        }
+    }
+
+    private static func upsert(_ db: Database, _ b: BallotRecord) throws {
+        let stmt = try db.cachedStatement(sql: """
+            INSERT INTO ballot (poll_id, question, voter, sequence, answer, address, first_heard, last_heard, gatt_verified)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (poll_id, question, voter, sequence) DO UPDATE SET
+                first_heard = min(first_heard, excluded.first_heard),
+                last_heard = max(last_heard, excluded.last_heard),
+                gatt_verified = gatt_verified OR excluded.gatt_verified
+            """)
+        do {
+            try stmt.execute(arguments: [b.poll, b.question, b.voter, Int64(b.sequence), b.answer, b.address,
+                                         b.firstHeard.timeIntervalSince1970, b.lastHeard.timeIntervalSince1970,
+                                         b.gattVerified])
+        } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_FOREIGNKEY {
+            throw StoreError.unknownQuestion(poll: b.poll, number: b.question)
+        }
+    }
+
+    private static func addRejection(_ db: Database, _ r: RejectionCount) throws {
+        let stmt = try db.cachedStatement(sql: """
+            INSERT INTO rejection (poll_id, question, reason, count) VALUES (?, ?, ?, ?)
+            ON CONFLICT (poll_id, question, reason) DO UPDATE SET count = count + excluded.count
+            """)
+        do {
+            try stmt.execute(arguments: [r.poll, r.question, r.reason, r.count])
+        } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_FOREIGNKEY {
+            throw StoreError.unknownPoll(r.poll)
+        }
+    }
+
+    private static func fetchQuestion(_ db: Database, poll: Int64, number: Int) throws -> QuestionRecord? {
+        try Row.fetchOne(db, sql: "SELECT * FROM question WHERE poll_id = ? AND number = ?", arguments: [poll, number])
+            .map(question(from:))
+    }
+
+    private static func fetchQuestions(_ db: Database, poll: Int64) throws -> [QuestionRecord] {
+        try Row.fetchAll(db, sql: "SELECT * FROM question WHERE poll_id = ? ORDER BY number", arguments: [poll])
+            .map(question(from:))
+    }
+
+    private static func fetchBallots(_ db: Database, poll: Int64, question: Int?) throws -> [BallotRecord] {
+        let rows: [Row]
+        if let question {
+            rows = try Row.fetchAll(db, sql: "SELECT * FROM ballot WHERE poll_id = ? AND question = ? ORDER BY question, voter, sequence",
+                                    arguments: [poll, question])
+        } else {
+            rows = try Row.fetchAll(db, sql: "SELECT * FROM ballot WHERE poll_id = ? ORDER BY question, voter, sequence",
+                                    arguments: [poll])
+        }
+        return try rows.map(ballot(from:))
+    }
+
+    private static func fetchRejections(_ db: Database, poll: Int64) throws -> [RejectionCount] {
+        try Row.fetchAll(db, sql: "SELECT * FROM rejection WHERE poll_id = ? ORDER BY question, reason", arguments: [poll])
+            .map { row in
+                guard let q: Int = row["question"], let reason: String = row["reason"], let c: Int = row["count"] else {
+                    throw StoreError.corruptRow("rejection")
+                }
+                return RejectionCount(poll: poll, question: q, reason: reason, count: c)
+            }
+    }
+
+    private static func date(_ row: Row, _ column: String) -> Date? {
+        (row[column] as Double?).map(Date.init(timeIntervalSince1970:))
+    }
+
+    private static func poll(from row: Row) throws -> PollRecord {
+        guard let id: Int64 = row["id"], let voteID: Data = row["vote_id"],
+              let modeText: String = row["mode"], let mode = PollMode(rawValue: modeText),
+              let created = date(row, "created_at") else {
+            throw StoreError.corruptRow("poll")
+        }
+        return PollRecord(id: id, voteID: voteID, joinCode: row["join_code"], joinSecret: row["join_secret"],
+                          mode: mode, title: row["title"], createdAt: created, closedAt: date(row, "closed_at"))
+    }
+
+    private static func question(from row: Row) throws -> QuestionRecord {
+        guard let poll: Int64 = row["poll_id"], let number: Int = row["number"],
+              let stateText: String = row["state"], let state = QuestionState(rawValue: stateText),
+              let opened = date(row, "opened_at") else {
+            throw StoreError.corruptRow("question")
+        }
+        return QuestionRecord(poll: poll, number: number, state: state, openedAt: opened, closedAt: date(row, "closed_at"))
+    }
+
+    private static func ballot(from row: Row) throws -> BallotRecord {
+        guard let poll: Int64 = row["poll_id"], let q: Int = row["question"], let voter: Data = row["voter"],
+              let seq: Int64 = row["sequence"], let s = UInt32(exactly: seq), let answer: Int = row["answer"],
+              let address: String = row["address"], let first = date(row, "first_heard"),
+              let last = date(row, "last_heard"), let verified: Bool = row["gatt_verified"] else {
+            throw StoreError.corruptRow("ballot")
+        }
+        return BallotRecord(poll: poll, question: q, voter: voter, answer: answer, sequence: s, address: address,
+                            firstHeard: first, lastHeard: last, gattVerified: verified)
+    }
+}

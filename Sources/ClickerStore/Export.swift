@@ -1,0 +1,185 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+
+/// The exported files of one poll.
+public struct PollExport: Sendable, Hashable {
+    /// One row per question (RFC 4180, CRLF line ends, header row).
+    public var summaryCSV: String
+    /// One row per ballot; nil for anonymous polls, which never export per-voter rows.
+    public var ballotsCSV: String?
+    /// Poll, per-question summary and (roster polls only) ballots, as UTF-8 JSON.
+    public var json: Data
+}
+
+extension ClickerStore {
+    /// Builds the CSV and JSON exports of a poll. The join secret is never exported.
+    public func export(poll id: Int64) throws -> PollExport {
+        guard let poll = try poll(id) else { throw StoreError.unknownPoll(id) }
+        let summaries = try summary(poll: id)
+        let ballots = poll.mode == .anonymous ? [] : try ballots(poll: id)
+        return try Exporter.export(poll: poll, summaries: summaries, ballots: ballots)
+    }
+
+    /// Writes the export of a poll into `directory` as `poll-<id>-summary.csv`, `poll-<id>.json` and,
+    /// for roster polls, `poll-<id>-ballots.csv` (files 0600). Returns the paths written.
+    @discardableResult
+    public func export(poll id: Int64, to directory: String) throws -> [String] {
+        let e = try export(poll: id)
+        try StoreLocation.makeDirectory(directory)
+        var files: [(String, Data)] = [("poll-\(id)-summary.csv", Data(e.summaryCSV.utf8)), ("poll-\(id).json", e.json)]
+        if let b = e.ballotsCSV { files.append(("poll-\(id)-ballots.csv", Data(b.utf8))) }
+        var written: [String] = []
+        for (name, data) in files {
+            let path = directory + "/" + name
+            try StoreLocation.prepareFile(path)
+            try data.write(to: URL(fileURLWithPath: path))
+            written.append(path)
+        }
+        return written
+    }
+}
+
+/// Pure export formatting (no I/O).
+public enum Exporter {
+    /// Column headers of the ballots CSV.
+    public static let ballotColumns = ["poll", "question", "voter", "answer", "sequence", "address",
+                                       "first_heard", "last_heard", "gatt_verified"]
+
+    /// Formats the export. For anonymous polls `ballots` is ignored and no per-voter data is produced.
+    public static func export(poll: PollRecord, summaries: [QuestionSummary], ballots: [BallotRecord]) throws -> PollExport {
+        let answerCount = max(4, summaries.map(\.counts.count).max() ?? 4)
+        let letters = (0..<answerCount).map(answerLabel)
+
+        var summaryRows = [["poll", "question", "state", "opened_at", "closed_at", "voters", "changes",
+                            "gatt_verified", "rejected"] + letters]
+        for s in summaries {
+            let counts = (0..<answerCount).map { $0 < s.counts.count ? String(s.counts[$0]) : "0" }
+            summaryRows.append([String(poll.id), String(s.question.number), s.question.state.rawValue,
+                                timestamp(s.question.openedAt), s.question.closedAt.map(timestamp) ?? "",
+                                String(s.voters), String(s.changes), String(s.gattVerified),
+                                String(s.rejections.values.reduce(0, +))] + counts)
+        }
+
+        var ballotsCSV: String?
+        var jsonBallots: [JSONBallot]?
+        if poll.mode == .roster {
+            var rows = [ballotColumns]
+            for b in ballots {
+                rows.append([String(b.poll), String(b.question), hex(b.voter), answerLabel(b.answer), String(b.sequence),
+                             b.address, timestamp(b.firstHeard), timestamp(b.lastHeard), b.gattVerified ? "true" : "false"])
+            }
+            ballotsCSV = csv(rows)
+            jsonBallots = ballots.map {
+                JSONBallot(question: $0.question, voter: hex($0.voter), answer: answerLabel($0.answer), sequence: $0.sequence,
+                           address: $0.address, firstHeard: timestamp($0.firstHeard), lastHeard: timestamp($0.lastHeard),
+                           gattVerified: $0.gattVerified)
+            }
+        }
+
+        let doc = JSONDocument(
+            poll: JSONPoll(id: poll.id, voteID: hex(poll.voteID), joinCode: poll.joinCode, mode: poll.mode.rawValue,
+                           title: poll.title, createdAt: timestamp(poll.createdAt), closedAt: poll.closedAt.map(timestamp)),
+            questions: summaries.map { s in
+                var counts: [String: Int] = [:]
+                for i in 0..<answerCount { counts[answerLabel(i)] = i < s.counts.count ? s.counts[i] : 0 }
+                return JSONQuestion(number: s.question.number, state: s.question.state.rawValue,
+                                    openedAt: timestamp(s.question.openedAt), closedAt: s.question.closedAt.map(timestamp),
+                                    voters: s.voters, changes: s.changes, gattVerified: s.gattVerified,
+                                    counts: counts, rejections: s.rejections)
+            },
+            ballots: jsonBallots)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        return PollExport(summaryCSV: csv(summaryRows), ballotsCSV: ballotsCSV, json: try encoder.encode(doc))
+    }
+
+    /// 0 → "A", 1 → "B", … 25 → "Z"; other values as decimal.
+    public static func answerLabel(_ answer: Int) -> String {
+        guard (0..<26).contains(answer), let scalar = Unicode.Scalar(65 + answer) else { return String(answer) }
+        return String(Character(scalar))
+    }
+
+    /// One CSV field per RFC 4180: quoted when it holds a comma, quote, CR or LF; quotes doubled.
+    public static func csvField(_ field: String) -> String {
+        if field.contains(where: { $0 == "," || $0 == "\"" || $0 == "\r" || $0 == "\n" || $0 == "\r\n" }) {
+            return "\"" + field.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+        }
+        return field
+    }
+
+    /// Rows to CSV text with CRLF line ends.
+    public static func csv(_ rows: [[String]]) -> String {
+        rows.map { $0.map(csvField).joined(separator: ",") + "\r\n" }.joined()
+    }
+
+    /// UTC ISO 8601 with milliseconds, e.g. `2026-11-21T13:41:56.123Z`.
+    public static func timestamp(_ date: Date) -> String {
+        let t = date.timeIntervalSince1970
+        var secs = time_t(floor(t))
+        var ms = Int(((t - floor(t)) * 1000).rounded())
+        if ms >= 1000 { ms -= 1000; secs += 1 }
+        var tm = tm()
+        gmtime_r(&secs, &tm)
+        func pad(_ v: Int, _ w: Int) -> String {
+            let s = String(v)
+            return s.count >= w ? s : String(repeating: "0", count: w - s.count) + s
+        }
+        return "\(pad(Int(tm.tm_year) + 1900, 4))-\(pad(Int(tm.tm_mon) + 1, 2))-\(pad(Int(tm.tm_mday), 2))T"
+            + "\(pad(Int(tm.tm_hour), 2)):\(pad(Int(tm.tm_min), 2)):\(pad(Int(tm.tm_sec), 2)).\(pad(ms, 3))Z"
+    }
+
+    /// Lower-case hex.
+    public static func hex(_ data: Data) -> String {
+        let digits = Array("0123456789abcdef")
+        var s = ""
+        s.reserveCapacity(data.count * 2)
+        for b in data {
+            s.append(digits[Int(b >> 4)])
+            s.append(digits[Int(b & 0x0F)])
+        }
+        return s
+    }
+
+    private struct JSONDocument: Encodable {
+        var poll: JSONPoll
+        var questions: [JSONQuestion]
+        var ballots: [JSONBallot]?
+    }
+
+    private struct JSONPoll: Encodable {
+        var id: Int64
+        var voteID: String
+        var joinCode: String?
+        var mode: String
+        var title: String?
+        var createdAt: String
+        var closedAt: String?
+    }
+
+    private struct JSONQuestion: Encodable {
+        var number: Int
+        var state: String
+        var openedAt: String
+        var closedAt: String?
+        var voters: Int
+        var changes: Int
+        var gattVerified: Int
+        var counts: [String: Int]
+        var rejections: [String: Int]
+    }
+
+    private struct JSONBallot: Encodable {
+        var question: Int
+        var voter: String
+        var answer: String
+        var sequence: UInt32
+        var address: String
+        var firstHeard: String
+        var lastHeard: String
+        var gattVerified: Bool
+    }
+}

@@ -1,0 +1,175 @@
+import Foundation
+
+/// Whether a poll's exports may name individual voters.
+public enum PollMode: String, Sendable, Hashable, Codable, CaseIterable {
+    /// Votes are counted but never exported per voter (summary only).
+    case anonymous
+    /// Voters are enrolled on a roster; exports carry one row per ballot.
+    case roster
+}
+
+/// Whether a question accepts ballots.
+public enum QuestionState: String, Sendable, Hashable, Codable, CaseIterable {
+    case open
+    case closed
+}
+
+/// A poll: one session of questions sharing a vote ID and join secret.
+public struct PollRecord: Sendable, Hashable, Identifiable {
+    /// Row ID assigned by the store.
+    public var id: Int64
+    /// The poll's vote ID as carried on the air (opaque bytes).
+    public var voteID: Data
+    /// The join code shown to students, if any.
+    public var joinCode: String?
+    /// The join secret, kept so that a restarted daemon can resume the open poll. The file is 0600.
+    public var joinSecret: Data?
+    public var mode: PollMode
+    public var title: String?
+    public var createdAt: Date
+    /// Nil while the poll is the open (resumable) poll.
+    public var closedAt: Date?
+
+    public init(id: Int64, voteID: Data, joinCode: String?, joinSecret: Data?, mode: PollMode,
+                title: String?, createdAt: Date, closedAt: Date?) {
+        self.id = id
+        self.voteID = voteID
+        self.joinCode = joinCode
+        self.joinSecret = joinSecret
+        self.mode = mode
+        self.title = title
+        self.createdAt = createdAt
+        self.closedAt = closedAt
+    }
+}
+
+/// A question of a poll, numbered from 1.
+public struct QuestionRecord: Sendable, Hashable {
+    public var poll: Int64
+    public var number: Int
+    public var state: QuestionState
+    /// When the question was first opened.
+    public var openedAt: Date
+    /// When the question was last closed; nil while open.
+    public var closedAt: Date?
+
+    public init(poll: Int64, number: Int, state: QuestionState, openedAt: Date, closedAt: Date?) {
+        self.poll = poll
+        self.number = number
+        self.state = state
+        self.openedAt = openedAt
+        self.closedAt = closedAt
+    }
+}
+
+/// One accepted ballot: a voter's answer with a given sequence number for one question.
+///
+/// A voter who changes their answer sends a new ballot with a higher sequence; the store keeps every
+/// ballot, keyed by (poll, question, voter, sequence). Hearing the same ballot again only widens
+/// `firstHeard…lastHeard` and can set `gattVerified`.
+public struct BallotRecord: Sendable, Hashable {
+    public var poll: Int64
+    public var question: Int
+    /// The voter's ID (opaque bytes).
+    public var voter: Data
+    /// The answer index: 0 = A, 1 = B, …
+    public var answer: Int
+    public var sequence: UInt32
+    /// The radio address the ballot was heard from (as printed, e.g. `00:AA:01:00:00:01`).
+    public var address: String
+    public var firstHeard: Date
+    public var lastHeard: Date
+    /// True once the ballot was confirmed by reading the GATT characteristic.
+    public var gattVerified: Bool
+
+    public init(poll: Int64, question: Int, voter: Data, answer: Int, sequence: UInt32, address: String,
+                firstHeard: Date, lastHeard: Date, gattVerified: Bool) {
+        self.poll = poll
+        self.question = question
+        self.voter = voter
+        self.answer = answer
+        self.sequence = sequence
+        self.address = address
+        self.firstHeard = firstHeard
+        self.lastHeard = lastHeard
+        self.gattVerified = gattVerified
+    }
+}
+
+/// A count of rejected reports for one reason. `question` 0 means "while no question was open".
+public struct RejectionCount: Sendable, Hashable {
+    public var poll: Int64
+    public var question: Int
+    /// A short machine-readable reason, e.g. `bad-tag`, `wrong-vote-id`, `replay`.
+    public var reason: String
+    public var count: Int
+
+    public init(poll: Int64, question: Int, reason: String, count: Int) {
+        self.poll = poll
+        self.question = question
+        self.reason = reason
+        self.count = count
+    }
+}
+
+/// An enrolled student (for roster-mode polls).
+public struct RosterEntry: Sendable, Hashable {
+    public var name: String
+    public var studentID: String
+    /// The enrollment code or key material, opaque to the store.
+    public var enrollmentKey: Data?
+
+    public init(name: String, studentID: String, enrollmentKey: Data?) {
+        self.name = name
+        self.studentID = studentID
+        self.enrollmentKey = enrollmentKey
+    }
+}
+
+/// Everything needed to rebuild the tally of the open poll after a restart.
+public struct ResumeState: Sendable, Hashable {
+    public var poll: PollRecord
+    /// Ordered by number.
+    public var questions: [QuestionRecord]
+    /// Ordered by question, voter, sequence.
+    public var ballots: [BallotRecord]
+    public var rejections: [RejectionCount]
+}
+
+/// Per-question summary, computed from the stored ballots.
+public struct QuestionSummary: Sendable, Hashable {
+    public var question: QuestionRecord
+    /// Current answers (each voter's highest-sequence ballot), indexed by answer; at least 4 entries (A–D).
+    public var counts: [Int]
+    /// Distinct voters with at least one ballot.
+    public var voters: Int
+    /// Number of times a voter's answer differed from their previous ballot's answer.
+    public var changes: Int
+    /// Ballots confirmed by a GATT read (current ballots only).
+    public var gattVerified: Int
+    /// Rejected reports for this question, by reason.
+    public var rejections: [String: Int]
+}
+
+/// Errors of the store (database errors from SQLite are passed through as GRDB `DatabaseError`).
+public enum StoreError: Error, Sendable, Hashable, CustomStringConvertible {
+    case noStateDirectory
+    case cannotCreateDirectory(path: String, errno: Int32)
+    case cannotCreateFile(path: String, errno: Int32)
+    case unknownPoll(Int64)
+    case unknownQuestion(poll: Int64, number: Int)
+    case invalidValue(String)
+    case corruptRow(String)
+
+    public var description: String {
+        switch self {
+        case .noStateDirectory: "no state directory: set STATE_DIRECTORY, XDG_STATE_HOME or HOME"
+        case let .cannotCreateDirectory(p, e): "cannot create directory \(p): \(String(cString: strerror(e)))"
+        case let .cannotCreateFile(p, e): "cannot create file \(p): \(String(cString: strerror(e)))"
+        case let .unknownPoll(id): "unknown poll \(id)"
+        case let .unknownQuestion(p, n): "unknown question \(n) of poll \(p)"
+        case let .invalidValue(what): "invalid value: \(what)"
+        case let .corruptRow(what): "corrupt row: \(what)"
+        }
+    }
+}

@@ -1,0 +1,243 @@
+import ClickerTransport
+import Logging
+import Synchronization
+
+/// The central (scanning) side over raw HCI (`clicker-tally --radio hci --adapter hci0`).
+///
+/// Takes the adapter's HCI user channel (see `HCISocket`: the adapter must be down, and the
+/// process needs CAP_NET_ADMIN), resets the controller and scans with LE Set Scan Parameters /
+/// LE Set Scan Enable at the configured duty cycle (100 % by default) with duplicate filtering
+/// off, so every advertisement reaches the tally. LE Advertising Reports (and LE Extended
+/// Advertising Reports, should the controller send them) are decoded on a dedicated reader thread.
+///
+/// Scanning starts with the first `advertisements(companyID:)` stream and stops when the last
+/// one is cancelled. `readCharacteristic` is not implemented (no LE connections or ATT client
+/// over raw HCI): it throws `TransportError.unsupported`, so ballots are counted from
+/// advertisements alone.
+public final class HCICentral: CentralTransport {
+    /// Scanning options.
+    public struct Options: Sendable {
+        /// LE scan interval (2.5 ms – 10.24 s, rounded to 0.625 ms).
+        public var scanInterval: Duration
+        /// LE scan window (≤ interval). Equal to the interval: listen 100 % of the time.
+        public var scanWindow: Duration
+        /// Active scanning (send SCAN_REQ, also receive SCAN_RSP). Passive by default: the vote is in the advertisement.
+        public var activeScanning: Bool
+        /// Ask the controller to drop duplicate reports. Off by default: the tally wants every report.
+        public var filterDuplicates: Bool
+        /// Send HCI Reset before configuring.
+        public var resetController: Bool
+        /// How long to wait for each command's Command Complete.
+        public var commandTimeout: Duration
+        /// Executable name used in the `setcap` advice of permission errors.
+        public var programName: String
+        /// Clock that timestamps reports (and status changes); `HCIClock.now` by default.
+        public var clock: @Sendable () -> RadioInstant
+        /// When set, scanning is disabled and re-enabled this often. Real controllers report every
+        /// advertisement without it; emulated ones (BlueZ's btvirt) report an advertiser only when
+        /// scanning or advertising is (re)enabled, so the tally needs this to see changed votes there.
+        public var scanRestartInterval: Duration?
+
+        public init(scanInterval: Duration = .milliseconds(100), scanWindow: Duration? = nil,
+                    activeScanning: Bool = false, filterDuplicates: Bool = false, resetController: Bool = true,
+                    commandTimeout: Duration = .seconds(2), programName: String = "clicker-tally",
+                    clock: @escaping @Sendable () -> RadioInstant = HCIClock.now,
+                    scanRestartInterval: Duration? = nil) {
+            self.clock = clock
+            self.scanRestartInterval = scanRestartInterval
+            self.scanInterval = scanInterval
+            self.scanWindow = scanWindow ?? scanInterval
+            self.activeScanning = activeScanning
+            self.filterDuplicates = filterDuplicates
+            self.resetController = resetController
+            self.commandTimeout = commandTimeout
+            self.programName = programName
+        }
+    }
+
+    private struct State {
+        var initialized = false
+        var scanning = false
+        var shutDown = false
+        var controllerAddress: DeviceAddress?
+        var restartTask: Task<Void, Never>?
+    }
+
+    public let adapter: String
+    public let options: Options
+    private let controller: HCIController
+    private let broadcaster: StatusBroadcaster
+    private let state = Mutex(State())
+    private let opLock = AsyncLock()
+    private let logger: Logger
+
+    /// Opens the HCI user channel of `adapter` (`hci0`, …). Throws `HCIError` when the kernel has
+    /// no Bluetooth, the adapter is missing or up (managed by bluetoothd), or a capability is missing.
+    public convenience init(adapter: String, options: Options = Options(),
+                            logger: Logger = Logger(label: "clicker.hci.central")) throws(HCIError) {
+        let socket = try HCISocket.open(adapter: adapter, program: options.programName)
+        self.init(channel: socket, adapter: adapter, options: options, logger: logger)
+    }
+
+    /// Runs over any packet channel (a test controller, a serial H4 link, …).
+    public init(channel: any HCIChannel, adapter: String, options: Options = Options(),
+                logger: Logger = Logger(label: "clicker.hci.central")) {
+        self.adapter = adapter
+        self.options = options
+        self.logger = logger
+        let broadcaster = StatusBroadcaster(RadioStatus(adapter: adapter, state: .starting))
+        self.broadcaster = broadcaster
+        controller = HCIController(channel: channel, adapter: adapter, clock: options.clock) { error in
+            logger.error("HCI controller failed: \(error)")
+            broadcaster.update { $0.state = .stopped; $0.lastError = error.description }
+        }
+    }
+
+    deinit { controller.stop() }
+
+    /// What the reader has seen so far.
+    public func statistics() -> HCIStatistics { controller.statistics }
+
+    public func advertisements(companyID: UInt16) -> AsyncThrowingStream<AdvertisementReport, any Error> {
+        let (stream, continuation) = AsyncThrowingStream<AdvertisementReport, any Error>.makeStream(
+            bufferingPolicy: .bufferingNewest(8192))
+        let terminated = Subscription()
+        continuation.onTermination = { [weak self] _ in
+            terminated.state.withLock { $0.done = true }
+            guard let self else { return }
+            Task { await self.unsubscribe(terminated) }
+        }
+        Task { await subscribe(companyID: companyID, continuation: continuation, terminated: terminated) }
+        return stream
+    }
+
+    private func subscribe(companyID: UInt16, continuation: HCIController.ReportContinuation,
+                           terminated: Subscription) async {
+        _ = try? await opLock.run { [self] in
+            guard !terminated.state.withLock({ $0.done }) else { return }
+            do {
+                guard !state.withLock({ $0.shutDown }) else { throw HCIError.closed("central was shut down") }
+                try await ensureInitialized()
+                let id = try controller.addSubscriber(companyID: companyID, continuation: continuation)
+                terminated.state.withLock { $0.id = id }
+                if !state.withLock({ $0.scanning }) { try await startScanning() }
+            } catch {
+                logger.error("cannot scan on \(adapter): \(error)")
+                broadcaster.update { $0.lastError = "\(error)" }
+                continuation.finish(throwing: error)
+            }
+        }
+    }
+
+    private func unsubscribe(_ terminated: Subscription) async {
+        _ = try? await opLock.run { [self] in
+            guard let id = terminated.state.withLock({ $0.id }) else { return }
+            let remaining = controller.removeSubscriber(id)
+            guard remaining == 0, state.withLock({ $0.scanning }), !controller.hasFailed else { return }
+            do {
+                try await stopScanning()
+            } catch {
+                logger.warning("could not stop scanning on \(adapter): \(error)")
+                broadcaster.update { $0.lastError = "\(error)" }
+            }
+        }
+    }
+
+    private func ensureInitialized() async throws {
+        guard !state.withLock({ $0.initialized }) else { return }
+        let address = try await controller.exclusively { [controller, options] in
+            try await initializeController(controller, reset: options.resetController, timeout: options.commandTimeout)
+        }
+        state.withLock { $0.initialized = true; $0.controllerAddress = address }
+        broadcaster.update { $0.adapter = "\(adapter) (\(address))" }
+        logger.info("raw HCI central on \(adapter), controller \(address)")
+    }
+
+    private func startScanning() async throws {
+        let range = HCITimeSlots.scanIntervalRange
+        let interval = HCITimeSlots.slots(options.scanInterval, clampedTo: range)
+        let window = min(HCITimeSlots.slots(options.scanWindow, clampedTo: range), interval)
+        let parameters = try HCICommand.leSetScanParameters(
+            ScanParameters(active: options.activeScanning, interval: interval, window: window))
+        try await controller.exclusively { [controller, options] in
+            _ = try await controller.executeNow(parameters, timeout: options.commandTimeout)
+            _ = try await controller.executeNow(.leSetScanEnable(true, filterDuplicates: options.filterDuplicates),
+                                                timeout: options.commandTimeout)
+        }
+        state.withLock { $0.scanning = true }
+        broadcaster.update { $0.state = .scanning; $0.lastDiscoveryRestart = options.clock(); $0.lastError = nil }
+        if let every = options.scanRestartInterval {
+            let task = Task { [weak self] in
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: every)
+                    guard !Task.isCancelled, let self else { return }
+                    await self.restartScanning()
+                }
+            }
+            state.withLock { $0.restartTask = task }
+        }
+    }
+
+    /// Scan Enable off and on again, so that emulated controllers report every advertiser anew.
+    private func restartScanning() async {
+        _ = try? await opLock.run { [self] in
+            guard state.withLock({ $0.scanning && !$0.shutDown }), !controller.hasFailed else { return }
+            do {
+                try await controller.exclusively { [controller, options] in
+                    _ = try await controller.executeNow(.leSetScanEnable(false, filterDuplicates: false),
+                                                        timeout: options.commandTimeout)
+                    _ = try await controller.executeNow(.leSetScanEnable(true, filterDuplicates: options.filterDuplicates),
+                                                        timeout: options.commandTimeout)
+                }
+                broadcaster.update { $0.lastDiscoveryRestart = options.clock() }
+            } catch {
+                logger.warning("could not restart scanning on \(adapter): \(error)")
+                broadcaster.update { $0.state = .recovering; $0.lastError = "\(error)" }
+            }
+        }
+    }
+
+    private func stopScanning() async throws {
+        let task = state.withLock { s in
+            defer { s.scanning = false; s.restartTask = nil }
+            return s.restartTask
+        }
+        task?.cancel()
+        _ = try await controller.execute(.leSetScanEnable(false, filterDuplicates: false), timeout: options.commandTimeout)
+        broadcaster.update { $0.state = .stopped }
+    }
+
+    /// Not available over raw HCI: this backend has no LE connection or ATT client.
+    public func readCharacteristic(device: DeviceAddress, service: UUID128, characteristic: UUID128,
+                                   timeout: Duration) async throws -> [UInt8] {
+        throw TransportError.unsupported(
+            "GATT read over raw HCI (no LE connection/ATT client in the hci backend); "
+                + "votes are counted from advertisements only — use --radio bluez to read ballots")
+    }
+
+    public func status() -> AsyncStream<RadioStatus> { broadcaster.stream() }
+
+    /// Stops scanning, ends every advertisement stream and releases the adapter (the kernel
+    /// powers it down and gives it back). Idempotent.
+    public func shutdown() async {
+        await opLock.lock()
+        let (wasScanning, already, restart) = state.withLock { s in
+            defer { s.shutDown = true; s.scanning = false; s.restartTask = nil }
+            return (s.scanning, s.shutDown, s.restartTask)
+        }
+        restart?.cancel()
+        if wasScanning && !already {
+            _ = try? await controller.execute(.leSetScanEnable(false, filterDuplicates: false), timeout: options.commandTimeout)
+        }
+        controller.stop()
+        await opLock.unlock()
+        broadcaster.update { $0.state = .stopped }
+        broadcaster.finish()
+    }
+}
+
+/// One `advertisements` stream's registration, shared by its start and its termination handler.
+private final class Subscription: Sendable {
+    /// `done`: the stream ended (do not register); `id`: the controller's subscriber id once registered.
+    let state = Mutex<(done: Bool, id: UInt64?)>((false, nil))
+}

@@ -1,0 +1,187 @@
+import DBus
+import Foundation
+import Logging
+import TerminalView
+
+/// Names of the daemon's D-Bus API (see docs/ARCHITECTURE.md "Daemon API").
+public enum TallyBus {
+    /// Well-known name the daemon owns on the system bus.
+    public static let name = "org.clicker.Tally1"
+    public static let path: DBusObjectPath = "/org/clicker/Tally1"
+    public static let interface = "org.clicker.Tally1"
+    /// Error names the API replies with.
+    public static let errorFailed = "org.clicker.Tally1.Error.Failed"
+    public static let errorInvalid = "org.clicker.Tally1.Error.InvalidArgs"
+
+    static let encoder: JSONEncoder = {
+        let e = JSONEncoder()
+        e.outputFormatting = [.sortedKeys]
+        return e
+    }()
+}
+
+/// Serves a `PollController` on D-Bus as `org.clicker.Tally1`:
+///
+/// | member | signature | does |
+/// |---|---|---|
+/// | `OpenQuestion()` | → | reopens the current question |
+/// | `CloseQuestion()` | → | closes it |
+/// | `NextQuestion()` | → `u` | closes it and opens the next; returns its number |
+/// | `Status()` | → `s` | the live view's model as JSON (aggregates, no per-student rows) |
+/// | `Results(u question)` | → `s` | results JSON with per-voter rows (0 = current question) |
+/// | `Export(s directory)` | → `as` | writes CSV and JSON; "" = the daemon's own export directory |
+/// | signal `TallyChanged(u question, u voters, a{su} counts)` | | at most 4 a second, on change |
+///
+/// Who may call what is the D-Bus policy's job (`dbus-policy/`), not this code's.
+public final class TallyBusService: Sendable {
+    public let object: DBusExportedObject
+    private let controller: PollController
+    private let connection: DBusConnection
+
+    /// Exports the API and takes the well-known name. Throws when another daemon already owns it.
+    public init(controller: PollController, connection: DBusConnection, exportDirectory: String,
+                name: String = TallyBus.name) async throws {
+        self.controller = controller
+        self.connection = connection
+        object = try connection.export(TallyBus.path, interfaces: [Self.interface(controller, exportDirectory)])
+        let reply = try await connection.requestName(name)
+        guard reply == .primaryOwner || reply == .alreadyOwner else {
+            object.unexport()
+            throw DBusError(name: TallyBus.errorFailed,
+                            message: "\(name) is already owned by another clicker-tally daemon")
+        }
+    }
+
+    static func interface(_ c: PollController, _ exportDirectory: String) -> DBusInterface {
+        @Sendable func run(_ body: @Sendable () async throws -> [DBusValue]) async throws -> [DBusValue] {
+            do { return try await body() } catch let e as PollError {
+                throw DBusError(name: TallyBus.errorFailed, message: e.description)
+            }
+        }
+        return DBusInterface(TallyBus.interface, methods: [
+            DBusMethod("OpenQuestion") { _ in try await run { try await c.openQuestion(); return [] } },
+            DBusMethod("CloseQuestion") { _ in try await run { try await c.closeQuestion(); return [] } },
+            DBusMethod("NextQuestion", out: [DBusArgument("question", .uint32)]) { _ in
+                try await run {
+                    try await c.nextQuestion()
+                    return [.uint32(UInt32(await c.question))]
+                }
+            },
+            DBusMethod("Status", out: [DBusArgument("json", .string)]) { _ in
+                let model = await c.viewModel(status: nil, now: Date())
+                return [.string(String(decoding: try TallyBus.encoder.encode(model), as: UTF8.self))]
+            },
+            DBusMethod("Results", in: [DBusArgument("question", .uint32)], out: [DBusArgument("json", .string)]) { call in
+                guard case .uint32(let q)? = call.arguments.first, q <= 255 else {
+                    throw DBusError(name: TallyBus.errorInvalid, message: "question must be 0 (current) to 255")
+                }
+                let r = await c.results(question: q == 0 ? nil : UInt8(q))
+                return [.string(String(decoding: try TallyBus.encoder.encode(r), as: UTF8.self))]
+            },
+            DBusMethod("Export", in: [DBusArgument("directory", .string)], out: [DBusArgument("files", "as")]) { call in
+                guard case .string(let d)? = call.arguments.first, d.isEmpty || d.hasPrefix("/") else {
+                    throw DBusError(name: TallyBus.errorInvalid, message: "directory must be absolute, or empty")
+                }
+                let files = try await run { try await [.array(.string, c.export(to: d.isEmpty ? exportDirectory : d).map { .string($0) })] }
+                return files
+            },
+        ], signals: [
+            DBusSignalDescription("TallyChanged", [DBusArgument("question", .uint32), DBusArgument("voters", .uint32),
+                                                   DBusArgument("counts", "a{su}")]),
+        ])
+    }
+
+    /// Emits `TallyChanged` when the tally changed, at most every `interval`, until cancelled.
+    public func emitChanges(every interval: Duration = .milliseconds(250)) async {
+        var last = -1
+        while !Task.isCancelled {
+            let version = await controller.version
+            if version != last {
+                last = version
+                let r = await controller.results()
+                let counts = r.counts.sorted { $0.key < $1.key }.map {
+                    DBusDictEntry(.string($0.key), .uint32(UInt32(max(0, $0.value))))
+                }
+                try? connection.emitSignal(path: TallyBus.path, interface: TallyBus.interface, name: "TallyChanged",
+                                           arguments: [.uint32(UInt32(r.question)), .uint32(UInt32(r.voters)),
+                                                       .dictionary(key: .string, value: .uint32, counts)])
+            }
+            try? await Task.sleep(for: interval)
+        }
+    }
+}
+
+/// A daemon's poll seen through D-Bus: the client side of `org.clicker.Tally1`, used by
+/// `clicker-tally watch` and the script subcommands.
+public struct RemotePoll: PollControl {
+    public let connection: DBusConnection
+    public let name: String
+
+    /// Connects and checks that a daemon is there, with an error that says how to start one.
+    public static func connect(_ target: DBusBusTarget, name: String = TallyBus.name) async throws -> RemotePoll {
+        let connection: DBusConnection
+        do { connection = try await DBusConnection.connect(target) } catch {
+            throw RemotePollError.noBus("\(error)")
+        }
+        guard (try? await connection.nameOwner(name)) ?? nil != nil else {
+            connection.close()
+            throw RemotePollError.noDaemon(name)
+        }
+        return RemotePoll(connection: connection, name: name)
+    }
+
+    func call(_ method: String, _ args: [DBusValue] = []) async throws -> DBusMessage {
+        do {
+            return try await connection.call(destination: name, path: TallyBus.path, interface: TallyBus.interface,
+                                             method: method, arguments: args, timeout: .seconds(10))
+        } catch let e as DBusError where e.name == DBusError.serviceUnknown || e.name == DBusError.nameHasNoOwner {
+            throw RemotePollError.noDaemon(name)
+        }
+    }
+
+    public func openQuestion() async throws { _ = try await call("OpenQuestion") }
+    public func closeQuestion() async throws { _ = try await call("CloseQuestion") }
+    public func nextQuestion() async throws -> Int { Int(try await call("NextQuestion").decode(UInt32.self)) }
+    /// The live view's model as JSON.
+    public func statusJSON() async throws -> String { try await call("Status").decode(String.self) }
+    /// Results JSON of `question` (nil: the current one).
+    public func resultsJSON(question: Int? = nil) async throws -> String {
+        try await call("Results", [.uint32(UInt32(question ?? 0))]).decode(String.self)
+    }
+    public func export(to directory: String) async throws -> [String] {
+        try await call("Export", [.string(directory)]).decode([String].self)
+    }
+
+    public func viewModel(status: String?) async throws -> TallyViewModel {
+        var m = try JSONDecoder().decode(TallyViewModel.self, from: Data(try await statusJSON().utf8))
+        if let status { m.status = status }
+        return m
+    }
+
+    public func perform(_ action: ViewAction, exportDirectory: String) async -> String? {
+        do {
+            switch action {
+            case .openQuestion: try await openQuestion(); return "question opened"
+            case .closeQuestion: try await closeQuestion(); return "question closed"
+            case .nextQuestion: return "question \(try await nextQuestion()) open"
+            case .export: return "exported " + (try await export(to: "")).joined(separator: ", ")
+            case .quit: return nil
+            }
+        } catch {
+            return "\(error)"
+        }
+    }
+}
+
+public enum RemotePollError: Error, CustomStringConvertible, Equatable {
+    case noBus(String)
+    case noDaemon(String)
+
+    public var description: String {
+        switch self {
+        case .noBus(let why): "cannot reach the D-Bus system bus (\(why)); is dbus running? (sudo systemctl start dbus)"
+        case .noDaemon(let name):
+            "no clicker-tally daemon owns \(name): start it with `sudo systemctl start clicker-tally`, or run `clicker-tally daemon`"
+        }
+    }
+}

@@ -1,0 +1,16 @@
+import TerminalView
+
+/// What a live view needs from a poll: the local `PollController`, or a daemon over D-Bus
+/// (`RemotePoll`, used by `clicker-tally watch`).
+public protocol PollControl: Sendable {
+    /// What to show now.
+    func viewModel(status: String?) async throws -> TallyViewModel
+    /// Carries out an operator action; returns a line for the status bar.
+    func perform(_ action: ViewAction, exportDirectory: String) async -> String?
+}
+
+extension PollController: PollControl {
+    public func viewModel(status: String?) async throws -> TallyViewModel {
+        viewModel(status: status, now: .now)
+    }
+}

@@ -1,0 +1,41 @@
+import ClickerTally
+import ClickerWire
+
+/// The results of one question, as `clicker-tally --json`, `clicker-tally results --json` and
+/// the D-Bus `Results` method give them. Field names are a stable interface for scripts.
+public struct PollResults: Codable, Sendable, Equatable {
+    public struct BallotRow: Codable, Sendable, Equatable {
+        /// Voter ID in hex (8 digits), prefixed `r` for roster-mode voters.
+        public var voter: String
+        public var answer: String
+        public var sequence: Int
+        public var address: String
+        /// The full-tag ballot was read back over GATT and matched.
+        public var gattVerified: Bool
+        /// "Name (student ID)" in roster polls.
+        public var student: String?
+    }
+
+    public var voteID: Int
+    public var question: Int
+    public var open: Bool
+    /// Count per offered answer, by letter (`A`…`D`) or answer text.
+    public var counts: [String: Int]
+    public var voters: Int
+    /// Voters who changed their answer at least once.
+    public var changes: Int
+    /// Authentic votes from devices outside the roster (roster polls only), not in the totals.
+    public var unregistered: Int
+    /// Reports not counted, by reason (see PROTOCOL.md "Rejections").
+    public var rejected: [String: Int]
+    /// One row per counted voter. Empty in anonymous exports for third parties.
+    public var ballots: [BallotRow]
+}
+
+extension VoterKey {
+    /// Hex form used in results and the store: 8 hex digits, `r` prefix in roster mode.
+    public var hex: String {
+        let h = String(voterID, radix: 16)
+        return (mode == .roster ? "r" : "") + String(repeating: "0", count: 8 - h.count) + h
+    }
+}

@@ -1,0 +1,91 @@
+import ClickerTransport
+import Foundation
+import Logging
+import ServiceLifecycle
+import Synchronization
+import TerminalView
+
+/// How results are shown while a poll runs.
+public enum ViewMode: Sendable {
+    /// Full-screen live view on this terminal.
+    case live(TerminalSession, exportDirectory: String)
+    /// Plain log lines through `write` (stdout not a terminal, journal).
+    case plain(@Sendable (String) -> Void)
+    /// Nothing while running (scripts that want only the final `--json`).
+    case none
+}
+
+/// Runs a poll as a service: the radio feeds the controller, a view shows it, and the run ends on
+/// SIGTERM/SIGINT (graceful shutdown), when the operator quits, or after `duration`.
+/// Pending counters are committed before `run()` returns.
+public struct TallyRunService: Service {
+    public let controller: PollController
+    public let central: any CentralTransport
+    public let view: ViewMode
+    public let duration: Duration?
+    /// Other work that lives as long as the poll (a simulated classroom, a D-Bus API).
+    public let companions: [@Sendable () async -> Void]
+    private let failure = FailureBox()
+    private let logger: Logger
+
+    public init(controller: PollController, central: any CentralTransport, view: ViewMode, duration: Duration? = nil,
+                companions: [@Sendable () async -> Void] = [], logger: Logger = Logger(label: "clicker.tally")) {
+        self.controller = controller
+        self.central = central
+        self.view = view
+        self.duration = duration
+        self.companions = companions
+        self.logger = logger
+    }
+
+    /// The error that ended the radio for good, if any.
+    public var radioFailure: (any Error)? { failure.error }
+
+    public func run() async throws {
+        let controller = self.controller, central = self.central, view = self.view
+        let failure = self.failure, logger = self.logger
+        try await cancelWhenGracefulShutdown {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    do {
+                        try await controller.run(central: central)
+                    } catch is CancellationError {
+                    } catch {
+                        logger.error("radio stopped: \(error)")
+                        failure.set(error)
+                    }
+                }
+                for companion in companions { group.addTask { await companion(); await Self.forever() } }
+                group.addTask {
+                    switch view {
+                    case .live(let terminal, let dir):
+                        await LiveView.run(controller, terminal: terminal, exportDirectory: dir,
+                                           environment: ProcessInfo.processInfo.environment)
+                    case .plain(let write):
+                        await PlainView.run(controller, write: write)
+                    case .none:
+                        await Self.forever()
+                    }
+                }
+                if let d = duration {
+                    group.addTask { try? await Task.sleep(for: d) }
+                }
+                // The first to finish (quit key, duration, radio failure) ends the run.
+                await group.next()
+                group.cancelAll()
+            }
+        }
+        await controller.flush()
+    }
+
+    static func forever() async {
+        while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
+    }
+}
+
+/// Holds the error that ended the radio; written once from the radio task, read after the run.
+final class FailureBox: Sendable {
+    private let storage = Mutex<(any Error)?>(nil)
+    func set(_ e: any Error) { storage.withLock { $0 = e } }
+    var error: (any Error)? { storage.withLock { $0 } }
+}

@@ -1,0 +1,119 @@
+import ClickerTransport
+import ClickerWire
+import Foundation
+import TerminalView
+
+extension PollController {
+    /// What the live view shows, derived from the tally now.
+    public func viewModel(status: String? = nil, now: Date = Date()) -> TallyViewModel {
+        let r = results()
+        let answers = (0..<options.options).map { i -> TallyViewModel.Answer in
+            let label = Answer.choice(UInt8(i)).description
+            return TallyViewModel.Answer(label: label, count: r.counts[label] ?? 0)
+        }
+        let rejections = r.rejected.filter { $0.value > 0 }.sorted { $0.key < $1.key }
+            .map { TallyViewModel.Rejection(reason: $0.key, count: $0.value) }
+        let radioNow = RadioInstant.now()
+        let radioModel = TallyViewModel.Radio(
+            adapter: radio.adapter, scanning: radio.state == .scanning,
+            sinceDiscoveryRestart: radio.lastDiscoveryRestart.map { radioNow - $0 },
+            errors: radioErrorCount, lastError: radio.lastError)
+        var alert: String?
+        if floodAlert { alert = "flood of forged votes: rejected, honest votes still counted" }
+        if let e = storageError { alert = "STORAGE ERROR, votes kept in memory: \(e)" }
+        return TallyViewModel(
+            title: options.title ?? "Clicker", joinCode: joinCode.description, anonymous: options.roster == nil,
+            question: .init(number: Int(question), isOpen: isOpen, elapsed: elapsed(now: now)),
+            answers: answers, voters: r.voters, votesPerSecond: votesPerSecond(now: now), changes: r.changes,
+            rejections: rejections, radio: radioModel, alert: alert, status: status)
+    }
+
+    /// Carries out an operator action from the view; returns a status line for the screen.
+    public func perform(_ action: ViewAction, exportDirectory: String) -> String? {
+        do {
+            switch action {
+            case .openQuestion: try openQuestion(); return "question \(question) open"
+            case .closeQuestion: try closeQuestion(); return "question \(question) closed"
+            case .nextQuestion: try nextQuestion(); return "question \(question) open"
+            case .export:
+                let files = try export(to: exportDirectory)
+                return "exported " + files.joined(separator: ", ")
+            case .quit: return nil
+            }
+        } catch {
+            return "\(error)"
+        }
+    }
+}
+
+/// The full-screen live view on a terminal: keys drive the poll, frames are redrawn only on change,
+/// at most ten a second, writing only the changed cells.
+public enum LiveView {
+    /// Runs until the operator quits (returns) or the task is cancelled.
+    public static func run(_ poll: any PollControl, terminal: TerminalSession, exportDirectory: String,
+                           environment: [String: String]) async {
+        var screen = LiveScreen(encoder: ANSIEncoder(color: ANSIEncoder.colorAllowed(environment: environment)))
+        var state = ViewState()
+        var decoder = KeyDecoder()
+        var status: String?
+        var model: TallyViewModel?
+        let start = ContinuousClock.now
+        while !Task.isCancelled {
+            for event in terminal.readEvents(timeout: .zero, decoder: &decoder) {
+                switch event {
+                case .key(let key):
+                    let open = model?.question?.isOpen ?? false
+                    if let action = state.handle(key, questionOpen: open) {
+                        if action == .quit { return }
+                        status = await poll.perform(action, exportDirectory: exportDirectory)
+                    }
+                case .resize:
+                    screen.invalidate()
+                case .endOfInput:
+                    break
+                }
+            }
+            do {
+                model = try await poll.viewModel(status: status)
+            } catch {
+                // The daemon went away (watch): keep the last picture and say so.
+                model?.alert = "lost the daemon: \(error)"
+            }
+            guard let shown = model else {
+                try? await Task.sleep(for: .milliseconds(200))
+                continue
+            }
+            let size = terminal.size() ?? TerminalSize(width: 80, height: 24)
+            switch screen.tick(model: shown, state: state, width: size.width, height: size.height,
+                               now: ContinuousClock.now - start) {
+            case .draw(let bytes): if !bytes.isEmpty { terminal.write(bytes) }
+            case .throttled, .unchanged: break
+            }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+    }
+}
+
+/// Plain log lines (stdout not a terminal, or under systemd): events as they happen and a status
+/// line every `every` while votes arrive.
+public enum PlainView {
+    public static func run(_ controller: PollController, every: Duration = .seconds(2),
+                           write: @Sendable (String) -> Void) async {
+        let formatter = PlainLineFormatter()
+        var last: TallyViewModel?
+        var lastVersion = -1
+        var lastStatus = ContinuousClock.now
+        while !Task.isCancelled {
+            let model = await controller.viewModel()
+            for line in formatter.eventLines(from: last, to: model) { write(line) }
+            let version = await controller.version
+            if version != lastVersion, ContinuousClock.now - lastStatus >= every {
+                write(formatter.statusLine(model))
+                lastVersion = version
+                lastStatus = ContinuousClock.now
+            }
+            last = model
+            try? await Task.sleep(for: .milliseconds(200))
+        }
+    }
+}

@@ -1,0 +1,237 @@
+/// Renders the view model into a grid of cells. Pure: no I/O, no clock.
+public enum FrameRenderer {
+    /// Smallest size for the full layout; smaller terminals get a compact layout.
+    public static let minimumWidth = 80
+    public static let minimumHeight = 24
+
+    static let answerColors: [CellColor] = [.cyan, .magenta, .yellow, .green, .blue, .red]
+
+    /// Renders one frame of `width` × `height` cells.
+    public static func render(_ model: TallyViewModel, state: ViewState, width: Int, height: Int) -> Grid {
+        var g = Grid(width: width, height: height)
+        if width >= minimumWidth && height >= minimumHeight {
+            full(model, state, &g)
+        } else {
+            compact(model, state, &g)
+        }
+        return g
+    }
+
+    // MARK: Full layout
+
+    static func full(_ m: TallyViewModel, _ state: ViewState, _ g: inout Grid) {
+        let W = g.width, H = g.height
+
+        // Header bar.
+        let header = CellStyle(bold: true, reverse: true)
+        g.fill(Cell(" ", header), row: 0, column: 0, count: W)
+        let right = m.anonymous ? "anonymous poll " : "roster poll "
+        let titleEnd = g.put(" CLICKER  ", row: 0, column: 0, style: header)
+        g.put(m.title, row: 0, column: titleEnd, style: CellStyle(reverse: true), maxWidth: max(0, W - titleEnd - right.count - 1))
+        g.put(right, row: 0, column: W - right.count, style: CellStyle(reverse: true))
+
+        // Join code, large, with the question panel to its right.
+        let code = m.joinCode
+        let bigWidth = BigFont.width(of: code)
+        var panelColumn = 2
+        if !code.isEmpty, BigFont.canDraw(code), 2 + bigWidth + 4 + 20 <= W {
+            for (i, line) in BigFont.rows(code).enumerated() {
+                g.put(line, row: 2 + i, column: 2, style: CellStyle(bold: true))
+            }
+            panelColumn = 2 + bigWidth + 4
+            g.put("JOIN CODE", row: 2, column: panelColumn, style: CellStyle(dim: true))
+        } else {
+            let end = g.put("JOIN CODE  ", row: 2, column: 2, style: CellStyle(dim: true))
+            g.put(code, row: 2, column: end, style: CellStyle(bold: true), maxWidth: W - end - 2)
+            panelColumn = 2
+        }
+        let panelRow = panelColumn == 2 ? 3 : 3
+        let panelWidth = W - panelColumn - 1
+        if let q = m.question {
+            g.put("Question \(q.number)", row: panelRow, column: panelColumn, style: CellStyle(bold: true), maxWidth: panelWidth)
+            if q.isOpen {
+                g.put("OPEN", row: panelRow + 1, column: panelColumn, style: CellStyle(foreground: .green, bold: true, reverse: true))
+                g.put("open for " + Format.clock(q.elapsed), row: panelRow + 2, column: panelColumn, maxWidth: panelWidth)
+            } else {
+                g.put("CLOSED", row: panelRow + 1, column: panelColumn, style: CellStyle(foreground: .yellow, bold: true, reverse: true))
+                g.put("was open " + Format.clock(q.elapsed), row: panelRow + 2, column: panelColumn, maxWidth: panelWidth)
+            }
+        } else {
+            g.put("No question yet", row: panelRow, column: panelColumn, style: CellStyle(bold: true), maxWidth: panelWidth)
+            g.put("press o to open one", row: panelRow + 1, column: panelColumn, style: CellStyle(dim: true), maxWidth: panelWidth)
+        }
+
+        // Bottom block, from the last row up.
+        let legendRow = H - 1, promptRow = H - 2, alertRow = H - 3, radioRow = H - 4
+        var statsRow = radioRow - 2
+        var breakdown: [String] = []
+        if state.showRejections {
+            breakdown = wrap(m.rejections.isEmpty ? ["none"] : m.rejections.map { "\($0.reason) \($0.count)" },
+                             prefix: "Rejected by reason: ", width: W - 4, maxLines: 2)
+            statsRow -= breakdown.count
+        }
+        legend(&g, row: legendRow, state: state)
+        if state.confirmingQuit {
+            let n = m.question.map { "Question \($0.number) is open. " } ?? ""
+            let text = " \(n)Quit anyway? y = quit, any other key = stay "
+            g.put(text, row: promptRow, column: 1, style: CellStyle(foreground: .yellow, bold: true, reverse: true), maxWidth: W - 2)
+        } else if let s = m.status {
+            g.put(s, row: promptRow, column: 2, style: CellStyle(dim: true), maxWidth: W - 4)
+        }
+        if let alert = m.alert {
+            let style = CellStyle(foreground: .red, bold: true, reverse: true)
+            g.fill(Cell(" ", style), row: alertRow, column: 0, count: W)
+            g.put(" ALERT: " + alert, row: alertRow, column: 0, style: style, maxWidth: W)
+        }
+        radio(&g, m.radio, row: radioRow)
+        for (i, line) in breakdown.enumerated() {
+            g.put(line, row: statsRow + 1 + i, column: 2, maxWidth: W - 4)
+        }
+        stats(&g, m, row: statsRow)
+
+        // Bars fill the space between the code and the stats.
+        let top = 8, bottom = statsRow - 2
+        bars(&g, m, hidden: state.barsHidden, top: top, bottom: bottom)
+    }
+
+    static func legend(_ g: inout Grid, row: Int, state: ViewState) {
+        var c = 1
+        for (key, label) in ViewState.legend {
+            let shown = key == "h" ? (state.barsHidden ? "show votes" : "hide votes") : label
+            if c + key.count + shown.count + 3 > g.width { break }
+            c = g.put(" \(key) ", row: row, column: c, style: CellStyle(bold: true, reverse: true))
+            c = g.put(" " + shown + " ", row: row, column: c)
+        }
+    }
+
+    static func stats(_ g: inout Grid, _ m: TallyViewModel, row: Int) {
+        var c = 2
+        func item(_ label: String, _ value: String, _ valueStyle: CellStyle = CellStyle(bold: true)) {
+            c = g.put(label + " ", row: row, column: c, style: CellStyle(dim: true))
+            c = g.put(value, row: row, column: c, style: valueStyle)
+            c += 3
+        }
+        item("Voters", String(m.voters))
+        item("Votes/s", Format.oneDecimal(m.votesPerSecond))
+        item("Changes", String(m.changes))
+        item("Rejected", String(m.rejectedTotal),
+             m.rejectedTotal > 0 ? CellStyle(foreground: .yellow, bold: true) : CellStyle(bold: true))
+    }
+
+    static func radio(_ g: inout Grid, _ r: TallyViewModel.Radio, row: Int) {
+        var c = g.put("Radio  ", row: row, column: 2, style: CellStyle(dim: true))
+        guard let adapter = r.adapter else {
+            c = g.put("no adapter", row: row, column: c, style: CellStyle(foreground: .red, bold: true))
+            if let e = r.lastError {
+                g.put(" · error: " + e, row: row, column: c, style: CellStyle(foreground: .red), maxWidth: g.width - c - 1)
+            }
+            return
+        }
+        c = g.put(adapter, row: row, column: c, style: CellStyle(bold: true), maxWidth: 16)
+        c = g.put(" · ", row: row, column: c)
+        c = g.put(r.scanning ? "scanning" : "not scanning", row: row, column: c,
+                  style: r.scanning ? CellStyle(foreground: .green) : CellStyle(foreground: .red, bold: true))
+        if let d = r.sinceDiscoveryRestart {
+            c = g.put(" · discovery restarted \(Format.age(d)) ago", row: row, column: c)
+        }
+        c = g.put(" · \(r.errors) error\(r.errors == 1 ? "" : "s")", row: row, column: c,
+                  style: r.errors > 0 ? CellStyle(foreground: .yellow) : .plain)
+        if let e = r.lastError {
+            g.put(": " + e, row: row, column: c, style: CellStyle(foreground: .red), maxWidth: g.width - c - 1)
+        }
+    }
+
+    static let eighths: [Unicode.Scalar] = ["▏", "▎", "▍", "▌", "▋", "▊", "▉"]
+
+    static func bars(_ g: inout Grid, _ m: TallyViewModel, hidden: Bool, top: Int, bottom: Int) {
+        let n = m.answers.count
+        let available = bottom - top + 1
+        guard n > 0, available > 0 else { return }
+        let step = available >= 2 * n - 1 ? 2 : 1
+        let shown = min(n, (available + step - 1) / step)
+        let total = m.answers.reduce(0) { $0 + max(0, $1.count) }
+        let labelWidth = min(6, max(1, m.answers.map(\.label.count).max() ?? 1))
+        let barStart = 2 + labelWidth + 1
+        let countColumn = g.width - 16
+        let barWidth = max(1, countColumn - 1 - barStart)
+        for i in 0..<shown {
+            let a = m.answers[i]
+            let row = top + i * step
+            g.put(a.label, row: row, column: 2, style: CellStyle(bold: true), maxWidth: labelWidth)
+            if hidden { continue }
+            let color = answerColors[i % answerColors.count]
+            let units = total > 0 ? Int((Double(max(0, a.count)) / Double(total) * Double(barWidth * 8)).rounded()) : 0
+            g.fill(Cell("█", CellStyle(foreground: color)), row: row, column: barStart, count: units / 8)
+            if units % 8 > 0 {
+                g[row, barStart + units / 8] = Cell(eighths[units % 8 - 1], CellStyle(foreground: color))
+            }
+            if units == 0 {
+                g[row, barStart] = Cell("·", CellStyle(dim: true))
+            }
+            let count = String(a.count)
+            let pct = Format.percent(max(0, a.count), of: total)
+            g.put(count, row: row, column: countColumn + 6 - count.count, style: CellStyle(bold: true))
+            g.put(pct, row: row, column: g.width - 2 - pct.count)
+        }
+        if hidden {
+            let text = "votes hidden"
+            let mid = top + ((shown - 1) * step) / 2
+            g.put(text, row: mid, column: barStart + max(0, (barWidth - text.count) / 2), style: CellStyle(dim: true, reverse: true))
+        }
+        if shown < n {
+            g.put("+\(n - shown) more", row: top + (shown - 1) * step, column: g.width - 12, style: CellStyle(dim: true))
+        }
+    }
+
+    /// Joins `items` with " · " after `prefix`, wrapping at `width`, at most `maxLines` lines.
+    static func wrap(_ items: [String], prefix: String, width: Int, maxLines: Int) -> [String] {
+        var lines: [String] = []
+        var line = prefix
+        var first = true
+        for item in items {
+            let piece = first ? item : " · " + item
+            if line.count + piece.count > width, !first {
+                lines.append(line)
+                if lines.count == maxLines { return lines }
+                line = String(repeating: " ", count: prefix.count) + item
+            } else {
+                line += piece
+            }
+            first = false
+        }
+        lines.append(line)
+        return Array(lines.prefix(maxLines))
+    }
+
+    // MARK: Compact layout (terminal smaller than 80×24)
+
+    static func compact(_ m: TallyViewModel, _ state: ViewState, _ g: inout Grid) {
+        var lines: [(String, CellStyle)] = []
+        lines.append(("CLICKER " + m.title, CellStyle(bold: true, reverse: true)))
+        lines.append(("Join code " + m.joinCode, CellStyle(bold: true)))
+        if let q = m.question {
+            lines.append(("Q\(q.number) " + (q.isOpen ? "OPEN " : "CLOSED ") + Format.clock(q.elapsed), CellStyle(bold: true)))
+        }
+        lines.append(("Voters \(m.voters)  \(Format.oneDecimal(m.votesPerSecond))/s  rej \(m.rejectedTotal)", .plain))
+        if state.barsHidden {
+            lines.append(("votes hidden", CellStyle(dim: true)))
+        } else {
+            let total = m.answers.reduce(0) { $0 + max(0, $1.count) }
+            for a in m.answers {
+                lines.append(("\(a.label) \(a.count) \(Format.percent(max(0, a.count), of: total))", .plain))
+            }
+        }
+        if let alert = m.alert { lines.append(("ALERT " + alert, CellStyle(foreground: .red, bold: true, reverse: true))) }
+        if m.radio.adapter == nil || m.radio.lastError != nil {
+            lines.append(("radio: " + (m.radio.lastError ?? "no adapter"), CellStyle(foreground: .red)))
+        }
+        let footer: (String, CellStyle) = state.confirmingQuit
+            ? ("Quit? y/N", CellStyle(foreground: .yellow, bold: true, reverse: true))
+            : ("need \(minimumWidth)x\(minimumHeight)", CellStyle(dim: true))
+        let room = max(0, g.height - 1)
+        for (i, (text, style)) in lines.prefix(room).enumerated() {
+            g.put(text, row: i, column: 0, style: style)
+        }
+        if g.height > 0 { g.put(footer.0, row: g.height - 1, column: 0, style: footer.1) }
+    }
+}

@@ -1,0 +1,136 @@
+/// Everything the live view shows, filled in by the daemon from the tally state. Pure data.
+public struct TallyViewModel: Sendable, Equatable, Codable {
+    /// State of the current question.
+    public struct Question: Sendable, Equatable, Codable {
+        public var number: Int
+        public var isOpen: Bool
+        /// Time since the question was opened (frozen at close if the caller wishes).
+        public var elapsed: Duration
+
+        public init(number: Int, isOpen: Bool, elapsed: Duration) {
+            self.number = number
+            self.isOpen = isOpen
+            self.elapsed = elapsed
+        }
+    }
+
+    /// One answer's current count.
+    public struct Answer: Sendable, Equatable, Codable {
+        /// Short label, e.g. "A".
+        public var label: String
+        public var count: Int
+
+        public init(label: String, count: Int) {
+            self.label = label
+            self.count = count
+        }
+    }
+
+    /// Rejected reports for one reason.
+    public struct Rejection: Sendable, Equatable, Codable {
+        public var reason: String
+        public var count: Int
+
+        public init(reason: String, count: Int) {
+            self.reason = reason
+            self.count = count
+        }
+    }
+
+    /// State of the radio backend.
+    public struct Radio: Sendable, Equatable, Codable {
+        /// Adapter name (e.g. "hci0"), nil if none found.
+        public var adapter: String?
+        public var scanning: Bool
+        /// Time since discovery was last (re)started, if ever.
+        public var sinceDiscoveryRestart: Duration?
+        /// Errors since start.
+        public var errors: Int
+        /// The most recent error, shown while set.
+        public var lastError: String?
+
+        public init(adapter: String? = nil, scanning: Bool = false, sinceDiscoveryRestart: Duration? = nil,
+                    errors: Int = 0, lastError: String? = nil) {
+            self.adapter = adapter
+            self.scanning = scanning
+            self.sinceDiscoveryRestart = sinceDiscoveryRestart
+            self.errors = errors
+            self.lastError = lastError
+        }
+    }
+
+    public var title: String
+    /// The join code students type (shown large; digits, letters and '-').
+    public var joinCode: String
+    /// True for anonymous polls (shown in the header).
+    public var anonymous: Bool
+    /// Nil before the first question.
+    public var question: Question?
+    /// Answers in display order (usually A–D).
+    public var answers: [Answer]
+    /// Distinct voters counted for the current question.
+    public var voters: Int
+    public var votesPerSecond: Double
+    /// Answer changes for the current question.
+    public var changes: Int
+    /// Rejections by reason, in display order.
+    public var rejections: [Rejection]
+    public var radio: Radio
+    /// An alert shown prominently, e.g. "flood of forged votes".
+    public var alert: String?
+    /// A transient status message, e.g. "exported to /var/lib/clicker/poll-3.json".
+    public var status: String?
+
+    public init(title: String = "Clicker", joinCode: String, anonymous: Bool = false, question: Question? = nil,
+                answers: [Answer] = ["A", "B", "C", "D"].map { Answer(label: $0, count: 0) },
+                voters: Int = 0, votesPerSecond: Double = 0, changes: Int = 0, rejections: [Rejection] = [],
+                radio: Radio = Radio(), alert: String? = nil, status: String? = nil) {
+        self.title = title
+        self.joinCode = joinCode
+        self.anonymous = anonymous
+        self.question = question
+        self.answers = answers
+        self.voters = voters
+        self.votesPerSecond = votesPerSecond
+        self.changes = changes
+        self.rejections = rejections
+        self.radio = radio
+        self.alert = alert
+        self.status = status
+    }
+
+    /// Total rejections over all reasons.
+    public var rejectedTotal: Int { rejections.reduce(0) { $0 + $1.count } }
+}
+
+/// Formatting helpers shared by the full-screen and plain renderers.
+public enum Format {
+    /// `m:ss`, or `h:mm:ss` from one hour on.
+    public static func clock(_ d: Duration) -> String {
+        let total = max(0, Int(d.components.seconds))
+        let h = total / 3600, m = (total / 60) % 60, s = total % 60
+        func two(_ v: Int) -> String { v < 10 ? "0\(v)" : "\(v)" }
+        return h > 0 ? "\(h):\(two(m)):\(two(s))" : "\(m):\(two(s))"
+    }
+
+    /// Compact age: `42s`, `3m`, `2h`.
+    public static func age(_ d: Duration) -> String {
+        let s = max(0, Int(d.components.seconds))
+        if s < 120 { return "\(s)s" }
+        if s < 7200 { return "\(s / 60)m" }
+        return "\(s / 3600)h"
+    }
+
+    /// Fixed one-decimal number, e.g. `12.5`.
+    public static func oneDecimal(_ v: Double) -> String {
+        guard v.isFinite else { return "-" }
+        let tenths = Int((v * 10).rounded())
+        let sign = tenths < 0 ? "-" : ""
+        return "\(sign)\(abs(tenths) / 10).\(abs(tenths) % 10)"
+    }
+
+    /// Percentage of `count` in `total` with one decimal (`0.0` when total is 0).
+    public static func percent(_ count: Int, of total: Int) -> String {
+        total > 0 ? oneDecimal(Double(count) * 100 / Double(total)) + "%" : "0.0%"
+    }
+}

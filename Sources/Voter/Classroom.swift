@@ -1,0 +1,78 @@
+import ClickerTransport
+import ClickerWire
+import Logging
+
+/// A room of simulated students for demos: each is a real `VoterSession` on its own peripheral
+/// radio, voting after a think time and sometimes changing their mind.
+///
+/// Timing follows what a lecture looks like: most students answer within 5–25 s of the question
+/// appearing (log-normal-ish: a quick group and a long tail), about 15 % change their answer once,
+/// a few never vote. Answers lean towards one "right" option so the bars look like a real class.
+public struct Classroom: Sendable {
+    public struct Student: Sendable {
+        public var thinkTime: Duration
+        public var answer: Answer
+        /// When set, the student changes to this answer after the extra delay.
+        public var change: (after: Duration, to: Answer)?
+    }
+
+    public let students: [Student]
+
+    /// Builds `count` students drawn from `rng` (a seeded generator gives a reproducible room).
+    public init<G: RandomNumberGenerator>(count: Int, options: Int = 4, abstainRate: Double = 0.03, using rng: inout G) {
+        let right = Int.random(in: 0..<options, using: &rng)
+        func pick() -> Answer {
+            // About half pick the right answer; the rest spread over the others.
+            if Double.random(in: 0..<1, using: &rng) < 0.5 { return .choice(UInt8(right)) }
+            return .choice(UInt8(Int.random(in: 0..<options, using: &rng)))
+        }
+        var out: [Student] = []
+        for _ in 0..<count {
+            if Double.random(in: 0..<1, using: &rng) < abstainRate { continue }
+            // Quick students (40 %) answer in 2–8 s, the rest in 6–25 s.
+            let quick = Double.random(in: 0..<1, using: &rng) < 0.4
+            let t = quick ? Double.random(in: 2...8, using: &rng) : Double.random(in: 6...25, using: &rng)
+            let first = pick()
+            var change: (Duration, Answer)?
+            if Double.random(in: 0..<1, using: &rng) < 0.15 {
+                var second = pick()
+                if second == first { second = .choice(UInt8((Int(answerIndex(first)) + 1) % options)) }
+                change = (.milliseconds(Int64(Double.random(in: 3...12, using: &rng) * 1000)), second)
+            }
+            out.append(Student(thinkTime: .milliseconds(Int64(t * 1000)), answer: first, change: change))
+        }
+        students = out
+    }
+
+    /// Runs the room in real time until every student is done, then keeps them advertising
+    /// until the task is cancelled. `makeRadio(i)` gives student `i` its own peripheral radio.
+    public func run(joinCode: JoinCode, question: UInt8, timeScale: Double = 1,
+                    makeRadio: @Sendable @escaping (Int) -> any PeripheralTransport) async {
+        await withTaskGroup(of: Void.self) { group in
+            for (i, s) in students.enumerated() {
+                group.addTask {
+                    let session = VoterSession(joinCode: joinCode, question: question, identity: DeviceKey.generate(),
+                                               transport: makeRadio(i), state: nil,
+                                               logger: Logger(label: "clicker.classroom", factory: { _ in SwiftLogNoOpLogHandler() }))
+                    do {
+                        try await Task.sleep(for: s.thinkTime * timeScale)
+                        try await session.cast(s.answer)
+                        if let c = s.change {
+                            try await Task.sleep(for: c.after * timeScale)
+                            try await session.cast(c.to)
+                        }
+                        // Keep advertising until the demo ends.
+                        while !Task.isCancelled { try await Task.sleep(for: .seconds(3600)) }
+                    } catch {}
+                    await session.stop()
+                }
+            }
+        }
+    }
+}
+
+private func answerIndex(_ a: Answer) -> UInt8 {
+    if case .choice(let i) = a { return i }
+    return 0
+}
+

@@ -1,0 +1,203 @@
+import ArgumentParser
+import ClickerSim
+import ClickerStore
+import ClickerTally
+import ClickerTransport
+import ClickerWire
+import Foundation
+import Logging
+import ServiceLifecycle
+import TallyDaemon
+import TerminalView
+import Voter
+
+@main
+struct ClickerTallyCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "clicker-tally",
+        abstract: "Count classroom votes from Bluetooth LE advertisements.",
+        discussion: """
+            With no subcommand it runs a poll in this terminal: it picks a join code, shows it large, \
+            and counts the votes that arrive. `--simulate 300` fills the room with simulated students.
+            """,
+        subcommands: [Run.self, Daemon.self, Watch.self, Status.self, Open.self, Close.self, Next.self, Results.self,
+                      Export.self, RosterCommand.self],
+        defaultSubcommand: Run.self
+    )
+}
+
+/// Options shared by every command that runs a poll.
+struct PollArguments: ParsableArguments {
+    @Option(help: "Join code as shown to students (VOTEID-SECRET). Default: a fresh random one, or the open poll's.")
+    var joinCode: String?
+
+    @Option(help: "Question to open first.")
+    var question: UInt8 = 1
+
+    @Option(help: "Answers offered per question (2-8).")
+    var options: Int = 4
+
+    @Flag(help: "Count only a voter's first answer (default: the latest answer wins).")
+    var firstResponseOnly = false
+
+    @Flag(inversion: .prefixedNo, help: "Read each new ballot back over GATT and verify its full tag.")
+    var gattConfirm = true
+
+    @Option(help: "Database file (default: $STATE_DIRECTORY or $XDG_STATE_HOME/clicker/clicker.sqlite).")
+    var db: String?
+
+    @Flag(help: "Keep nothing on disk (demos).")
+    var noStore = false
+
+    @Flag(help: "Roster poll: count only enrolled students (see `clicker-tally roster import`).")
+    var roster = false
+
+    func validate() throws {
+        guard (2...8).contains(options) else { throw ValidationError("--options must be between 2 and 8") }
+        guard question >= 1 else { throw ValidationError("--question starts at 1") }
+        if let j = joinCode {
+            do { _ = try JoinCode(parsing: j) } catch { throw ValidationError("--join-code: \(error)") }
+        }
+        if roster && noStore { throw ValidationError("--roster needs the database (drop --no-store)") }
+    }
+
+    func pollOptions(store: ClickerStore?) throws -> PollOptions {
+        let code = try joinCode.map { try JoinCode(parsing: $0) } ?? JoinCode.random()
+        var students: Roster?
+        if roster {
+            guard let store, let r = try RosterBook.load(from: store) else {
+                throw Failure("no roster: import one first with `clicker-tally roster import FILE.csv`")
+            }
+            students = r
+        }
+        return PollOptions(joinCode: code, roster: students, policy: firstResponseOnly ? .firstResponseOnly : .latestWins,
+                           options: options, firstQuestion: question, confirmByGATT: gattConfirm)
+    }
+
+    func openStore() throws -> ClickerStore? {
+        noStore ? nil : try ClickerStore(path: db, durability: .normal)
+    }
+}
+
+struct Run: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Run a poll here (the default).")
+
+    @OptionGroup var poll: PollArguments
+    @OptionGroup var radio: CentralRadioArguments
+
+    @OptionGroup var room: SimulationArguments
+
+    @Option(help: "Stop after this many seconds and print the results.")
+    var duration: Double?
+
+    @Flag(help: "Print the final results as one JSON object on the last line of stdout.")
+    var json = false
+
+    @Option(help: "Where the export key writes its files (default: the current directory).")
+    var exportDirectory: String = FileManager.default.currentDirectoryPath
+
+    func validate() throws {
+        if let d = duration, !(d > 0) { throw ValidationError("--duration must be positive") }
+    }
+
+    func run() async throws {
+        LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
+        var logger = Logger(label: "clicker.tally")
+        logger.logLevel = .info
+        let kind: RadioKind = room.simulate != nil ? .sim : radio.radio
+        let store: ClickerStore?
+        do { store = try poll.openStore() } catch { throw Failure("cannot open the database: \(error)") }
+        let options = try poll.pollOptions(store: store)
+        let controller: PollController
+        do {
+            controller = try PollController(options: options, store: store, resume: poll.joinCode == nil && room.simulate == nil,
+                                            logger: logger)
+        } catch { throw Failure("\(error)") }
+
+        let opened: OpenedCentral
+        do { opened = try await radio.open(kind, seed: room.seed, logger: logger) } catch {
+            throw Failure("\(error)")
+        }
+        let companions = room.companions(air: opened.air, controller: controller, options: poll.options,
+                                         question: poll.question, logger: logger)
+
+        let view: ViewMode
+        if !json, TerminalSession.isTerminal(STDOUT_FILENO), TerminalSession.isTerminal(STDIN_FILENO),
+           let terminal = try? TerminalSession() {
+            view = .live(terminal, exportDirectory: exportDirectory)
+        } else if json {
+            view = .none
+        } else {
+            view = .plain { line in FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
+        }
+        let service = TallyRunService(controller: controller, central: opened.central, view: view,
+                                      duration: duration.map { .milliseconds(Int64($0 * 1000)) },
+                                      companions: companions, logger: logger)
+        let group = ServiceGroup(configuration: ServiceGroupConfiguration(
+            services: [.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup)],
+            gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        try await group.run()
+        await opened.close()
+
+        let results = await controller.results()
+        if let e = service.radioFailure, results.voters == 0 { throw Failure("radio failed: \(e)") }
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            print(String(decoding: try encoder.encode(results), as: UTF8.self))
+        } else {
+            print(PollSummary.text(results))
+        }
+        if let e = service.radioFailure { throw Failure("radio failed: \(e)") }
+    }
+}
+
+/// Human summary printed at the end of a run.
+enum PollSummary {
+    static func text(_ r: PollResults) -> String {
+        let total = max(1, r.counts.values.reduce(0, +))
+        var lines = ["vote \(r.voteID) question \(r.question): \(r.voters) voters, \(r.changes) changed their answer"]
+        for (answer, n) in r.counts.sorted(by: { $0.key < $1.key }) {
+            lines.append("  \(answer)  \(String(repeating: "#", count: n * 40 / total)) \(n)")
+        }
+        let rejected = r.rejected.filter { $0.value > 0 }.sorted { $0.key < $1.key }
+        if !rejected.isEmpty {
+            lines.append("  rejected: " + rejected.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
+        }
+        return lines.joined(separator: "\n")
+    }
+}
+
+/// An error for the person at the keyboard: ArgumentParser prints `Error: <description>` and exits 1.
+struct Failure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// A simulated room of students (demos, tests, the crash check).
+struct SimulationArguments: ParsableArguments {
+    @Option(help: "Simulate a room of N students on the simulated air (implies --radio sim).")
+    var simulate: Int?
+
+    @Option(help: "Seed of the simulated room and air.")
+    var seed: UInt64 = 1
+
+    @Option(help: "Speed of the simulated students: 10 makes them answer ten times sooner.")
+    var simulateSpeed: Double = 1
+
+    func validate() throws {
+        if let n = simulate, !(0...5000).contains(n) { throw ValidationError("--simulate takes 0 to 5000 students") }
+        guard simulateSpeed > 0, simulateSpeed <= 1000 else { throw ValidationError("--simulate-speed is above 0, up to 1000") }
+    }
+
+    /// The students' task, when a room is simulated on `air`.
+    func companions(air: SimulatedAir?, controller: PollController, options: Int, question: UInt8,
+                    logger: Logger) -> [@Sendable () async -> Void] {
+        guard let n = simulate, let air else { return [] }
+        var rng = SplitMix64(seed: seed)
+        let room = Classroom(count: n, options: options, using: &rng)
+        let code = controller.joinCode, scale = 1 / simulateSpeed
+        logger.info("simulating \(room.students.count) students voting on the simulated air")
+        return [{ await room.run(joinCode: code, question: question, timeScale: scale) { _ in air.addPeripheral() } }]
+    }
+}

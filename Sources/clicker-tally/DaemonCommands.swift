@@ -1,0 +1,176 @@
+import ArgumentParser
+import ClickerStore
+import DBus
+import Foundation
+import Logging
+import ServiceLifecycle
+import TallyDaemon
+import TerminalView
+
+/// Which bus the daemon API lives on.
+struct BusArguments: ParsableArguments {
+    @Option(help: "D-Bus to use: system (default, honours DBUS_SYSTEM_BUS_ADDRESS), session, or an address.")
+    var bus: String = "system"
+
+    var target: DBusBusTarget {
+        switch bus {
+        case "system": .system
+        case "session": .session
+        default: .address(bus)
+        }
+    }
+
+    func remote() async throws -> RemotePoll {
+        do { return try await RemotePoll.connect(target) } catch { throw Failure("\(error)") }
+    }
+}
+
+/// `clicker-tally daemon`: the same poll, headless, owning org.clicker.Tally1 (systemd runs this).
+struct Daemon: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run headless as a service: count votes and serve the org.clicker.Tally1 D-Bus API.")
+
+    @OptionGroup var poll: PollArguments
+    @OptionGroup var radio: CentralRadioArguments
+    @OptionGroup var busArguments: BusArguments
+    @OptionGroup var room: SimulationArguments
+
+    func run() async throws {
+        LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
+        let logger = Logger(label: "clicker.daemon")
+        let store: ClickerStore
+        do { store = try ClickerStore(path: poll.db, durability: .normal) } catch {
+            throw Failure("cannot open the database: \(error)")
+        }
+        let controller: PollController
+        do {
+            controller = try PollController(options: try poll.pollOptions(store: store), store: store, resume: poll.joinCode == nil,
+                                            logger: logger)
+        } catch { throw Failure("\(error)") }
+        let exports = (store.path as NSString).deletingLastPathComponent + "/exports"
+        let connection: DBusConnection
+        let api: TallyBusService
+        do {
+            connection = try await DBusConnection.connect(busArguments.target)
+            api = try await TallyBusService(controller: controller, connection: connection, exportDirectory: exports)
+        } catch { throw Failure("D-Bus: \(error)") }
+        logger.info("serving \(TallyBus.name); poll \(controller.joinCode.voteID) open, database \(store.path)")
+        let opened: OpenedCentral
+        do { opened = try await radio.open(room.simulate != nil ? .sim : radio.radio, seed: room.seed, logger: logger,
+                                          keepTrying: true) } catch {
+            throw Failure("\(error)")
+        }
+        let students = room.companions(air: opened.air, controller: controller, options: poll.options,
+                                       question: poll.question, logger: logger)
+        let service = TallyRunService(
+            controller: controller, central: opened.central,
+            view: .plain { logger.info("\($0)") }, companions: [{ await api.emitChanges() }] + students, logger: logger)
+        let group = ServiceGroup(configuration: ServiceGroupConfiguration(
+            services: [.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup)],
+            gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        try await group.run()
+        await opened.close()
+        api.object.unexport()
+        connection.close()
+        if let e = service.radioFailure { throw Failure("radio failed: \(e)") }
+    }
+}
+
+/// `clicker-tally watch`: the live view of a running daemon.
+struct Watch: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Attach the live view to the running daemon.")
+    @OptionGroup var busArguments: BusArguments
+
+    func run() async throws {
+        let remote = try await busArguments.remote()
+        guard let terminal = try? TerminalSession() else { throw Failure("watch needs a terminal") }
+        await LiveView.run(remote, terminal: terminal, exportDirectory: "",
+                           environment: ProcessInfo.processInfo.environment)
+    }
+}
+
+/// Script commands: one call each, `--json` for machine-readable output.
+struct Status: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Show the daemon's poll status.")
+    @OptionGroup var busArguments: BusArguments
+    @Flag(help: "Print JSON.") var json = false
+
+    func run() async throws {
+        let remote = try await busArguments.remote()
+        let text = try await wrap { try await remote.statusJSON() }
+        if json { print(text); return }
+        guard let m = try? JSONDecoder().decode(TallyViewModel.self, from: Data(text.utf8)) else { print(text); return }
+        print("join code \(m.joinCode)")
+        print(PlainLineFormatter().statusLine(m))
+    }
+}
+
+struct Open: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Reopen the current question.")
+    @OptionGroup var busArguments: BusArguments
+    func run() async throws {
+        let remote = try await busArguments.remote()
+        try await wrap { try await remote.openQuestion() }
+    }
+}
+
+struct Close: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Close the current question.")
+    @OptionGroup var busArguments: BusArguments
+    func run() async throws {
+        let remote = try await busArguments.remote()
+        try await wrap { try await remote.closeQuestion() }
+    }
+}
+
+struct Next: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Close the current question and open the next.")
+    @OptionGroup var busArguments: BusArguments
+    @Flag(help: "Print JSON.") var json = false
+    func run() async throws {
+        let remote = try await busArguments.remote()
+        let q = try await wrap { try await remote.nextQuestion() }
+        print(json ? "{\"question\":\(q)}" : "question \(q) open")
+    }
+}
+
+struct Results: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Print the results of a question.")
+    @OptionGroup var busArguments: BusArguments
+    @Option(help: "Question number (default: the current one).") var question: Int?
+    @Flag(help: "Print JSON.") var json = false
+    func run() async throws {
+        if let q = question, !(1...255).contains(q) { throw ValidationError("--question is 1 to 255") }
+        let remote = try await busArguments.remote()
+        let text = try await wrap { try await remote.resultsJSON(question: question) }
+        if json { print(text); return }
+        guard let r = try? JSONDecoder().decode(PollResults.self, from: Data(text.utf8)) else { print(text); return }
+        print(PollSummary.text(r))
+    }
+}
+
+struct Export: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Write CSV and JSON exports of the poll.")
+    @OptionGroup var busArguments: BusArguments
+    @Argument(help: "Absolute directory the daemon writes to (default: its own exports directory).")
+    var directory: String = ""
+    @Flag(help: "Print JSON.") var json = false
+    func run() async throws {
+        let remote = try await busArguments.remote()
+        let files = try await wrap { try await remote.export(to: directory) }
+        if json {
+            print(String(decoding: try JSONEncoder().encode(files), as: UTF8.self))
+        } else {
+            files.forEach { print($0) }
+        }
+    }
+}
+
+/// Turns D-Bus errors into one clear line.
+func wrap<T>(_ body: () async throws -> T) async throws -> T {
+    do { return try await body() } catch let e as DBusError {
+        throw Failure(e.name == DBusError.accessDenied
+            ? "access denied: only members of the clicker group may control the daemon (\(e.message))"
+            : e.message.isEmpty ? e.name : e.message)
+    } catch let e as RemotePollError { throw Failure(e.description) }
+}

@@ -1,0 +1,71 @@
+import ArgumentParser
+import ClickerSim
+import ClickerTransport
+import HCI
+import Logging
+
+/// Which radio backend to use.
+enum RadioKind: String, ExpressibleByArgument, CaseIterable {
+    /// BlueZ (bluetoothd) over the D-Bus system bus: the default.
+    case bluez
+    /// Raw HCI on an adapter bluetoothd does not manage.
+    case hci
+    /// The simulated air, hosted on a local socket so `clicker-vote --radio sim` processes can join.
+    case sim
+}
+
+/// Radio options of the central (tally) side.
+struct CentralRadioArguments: ParsableArguments {
+    @Option(help: "Radio backend: bluez (default), hci or sim.")
+    var radio: RadioKind = .bluez
+
+    @Option(help: "Adapter: a name (hci0) or an address. Default: the first powered adapter.")
+    var adapter: String?
+
+    @Option(help: "Restart discovery every this many seconds, so changed votes are reported (BlueZ); 0 never.")
+    var discoveryRestart: Double = 10
+
+    func validate() throws {
+        guard discoveryRestart == 0 || (0.5...3600).contains(discoveryRestart) else {
+            throw ValidationError("--discovery-restart is 0 (never) or 0.5 to 3600 seconds")
+        }
+    }
+
+    @Option(help: "Socket of the simulated air (--radio sim).")
+    var air: String = SimulatedAir.defaultSocketPath
+
+    /// Opens the central side of the chosen radio.
+    func open(_ kind: RadioKind, seed: UInt64, logger: Logger, keepTrying: Bool = false) async throws -> OpenedCentral {
+        switch kind {
+        case .sim:
+            let air = SimulatedAir(AirConfiguration(seed: seed, clock: .realTime()))
+            // Host the air so that voters in other processes can join; a demo still runs without it.
+            let host: AirHost?
+            do { host = try air.host(path: self.air) } catch {
+                logger.notice("simulated air not shared on \(self.air): \(error)")
+                host = nil
+            }
+            if let host { logger.info("simulated air open for clicker-vote --radio sim on \(host.path)") }
+            return OpenedCentral(central: air.central(), air: air) {
+                host?.close()
+                air.stop()
+            }
+        case .hci:
+            let name = adapter ?? "hci0"
+            let central = try HCICentral(adapter: name, options: HCICentral.Options(
+                clock: RadioInstant.now,
+                scanRestartInterval: discoveryRestart > 0 ? .milliseconds(Int64(discoveryRestart * 1000)) : nil))
+            return OpenedCentral(central: central, air: nil) { await central.shutdown() }
+        case .bluez:
+            return try await openBlueZ(logger: logger, keepTrying: keepTrying)
+        }
+    }
+}
+
+/// A central radio and how to close it.
+struct OpenedCentral: Sendable {
+    let central: any CentralTransport
+    /// The simulated air, when the radio is simulated (students join it).
+    let air: SimulatedAir?
+    let close: @Sendable () async -> Void
+}

@@ -1,1 +1,0 @@
-print("clicker-tally: not wired yet")

@@ -1,0 +1,40 @@
+import ArgumentParser
+import ClickerSim
+import ClickerTransport
+import HCI
+import Logging
+
+/// Which radio backend to use.
+enum RadioKind: String, ExpressibleByArgument, CaseIterable {
+    /// BlueZ (bluetoothd) over the D-Bus system bus: the default.
+    case bluez
+    /// Raw HCI on an adapter bluetoothd does not manage (exact advertising interval).
+    case hci
+    /// Join the simulated air hosted by `clicker-tally --radio sim` or `--simulate`.
+    case sim
+}
+
+/// Radio options of the peripheral (voter) side.
+struct PeripheralRadioArguments: ParsableArguments {
+    @Option(help: "Radio backend: bluez (default), hci or sim.")
+    var radio: RadioKind = .bluez
+
+    @Option(help: "Adapter: a name (hci1) or an address. Default: the first powered adapter.")
+    var adapter: String?
+
+    @Option(help: "Socket of the simulated air (--radio sim).")
+    var air: String = SimulatedAir.defaultSocketPath
+
+    func open(logger: Logger) async throws -> any PeripheralTransport {
+        switch radio {
+        case .sim:
+            return try await SimulatedAir.connect(path: air)
+        case .hci:
+            // Re-enabling advertising on each change makes emulated controllers (btvirt) report it;
+            // real ones would report the new data anyway.
+            return try HCIPeripheral(adapter: adapter ?? "hci0", options: HCIPeripheral.Options(reenableOnUpdate: true))
+        case .bluez:
+            return try await openBlueZ(logger: logger)
+        }
+    }
+}

@@ -1,1 +1,0 @@
-print("clicker-vote: not wired yet")

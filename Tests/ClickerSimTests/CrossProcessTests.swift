@@ -1,0 +1,85 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import ClickerSim
+import ClickerTransport
+import XCTest
+
+/// The air across two processes: this test runs this very test binary again as the peripheral.
+final class CrossProcessTests: XCTestCase {
+    static let childPathVariable = "CLICKER_SIM_CHILD_AIR"
+
+    func testPeripheralInAnotherProcess() async throws {
+        if let path = getenv(Self.childPathVariable).map({ String(cString: $0) }) {
+            try await actAsPeripheral(path: path)
+        } else {
+            try await actAsCentral()
+        }
+    }
+
+    /// Child: joins the air, advertises and serves a value, stays until the host goes away.
+    private func actAsPeripheral(path: String) async throws {
+        let p = try await SimulatedAir.connect(path: path, address: DeviceAddress(rawValue: 0x00AA_0100_0777), rssi: -55)
+        try await p.advertise(payload(777, interval: .milliseconds(20)))
+        try await p.publish(service: service, characteristic: ballot, value: Array("from pid \(getpid())".utf8))
+        for await s in p.status() where s.state == .stopped && s.lastError != nil { break }
+    }
+
+    /// Parent: hosts the air, spawns the child, hears it and reads from it, then closes the air.
+    private func actAsCentral() async throws {
+        let air = SimulatedAir(AirConfiguration(seed: 61, clock: .realTime()))
+        defer { air.stop() }
+        let path = tempSocketPath("cross")
+        let host = try air.host(path: path)
+        defer { host.close() }
+
+        let exe = try XCTUnwrap(realpathString("/proc/self/exe"))
+        let args = [exe, "ClickerSimTests.CrossProcessTests/testPeripheralInAnotherProcess"]
+        let env = ["\(Self.childPathVariable)=\(path)", "PATH=/usr/bin:/bin"]
+        var pid: pid_t = 0
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        let rc = withCStrings(args) { argv in withCStrings(env) { envp in posix_spawn(&pid, exe, &actions, nil, argv, envp) } }
+        XCTAssertEqual(rc, 0, "spawning the child test process")
+        guard rc == 0 else { return }
+
+        let child = DeviceAddress(rawValue: 0x00AA_0100_0777)
+        let heard = Task {
+            for try await r in air.central().advertisements(companyID: companyID) where r.address == child {
+                return r.data
+            }
+            return []
+        }
+        let timeout = Task {
+            try await Task.sleep(for: .seconds(30))
+            heard.cancel()
+        }
+        let data = try await heard.value
+        timeout.cancel()
+        XCTAssertEqual(data, payload(777).data, "the child's advertisement was heard")
+        let value = try await air.central().readCharacteristic(device: child, service: service, characteristic: ballot, timeout: .seconds(5))
+        XCTAssertEqual(String(decoding: value, as: UTF8.self), "from pid \(pid)")
+
+        host.close()  // the child sees the air vanish and its test ends
+        var status: Int32 = 0
+        XCTAssertEqual(waitpid(pid, &status, 0), pid)
+        XCTAssertEqual(status, 0, "child test process exit status")
+        XCTAssertFalse(air.devices.contains(child))
+    }
+}
+
+private func realpathString(_ path: String) -> String? {
+    guard let p = realpath(path, nil) else { return nil }
+    defer { free(p) }
+    return String(cString: p)
+}
+
+private func withCStrings<R>(_ strings: [String], _ body: ([UnsafeMutablePointer<CChar>?]) -> R) -> R {
+    var pointers: [UnsafeMutablePointer<CChar>?] = strings.map { strdup($0) }
+    pointers.append(nil)
+    defer { for p in pointers { free(p) } }
+    return body(pointers)
+}

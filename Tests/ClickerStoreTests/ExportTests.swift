@@ -1,0 +1,102 @@
+@testable import ClickerStore
+import Foundation
+import XCTest
+
+final class ExportTests: XCTestCase {
+    let t0 = Date(timeIntervalSince1970: 1_790_000_000)
+
+    func makeStore(mode: PollMode) throws -> (ClickerStore, PollRecord, [BallotRecord]) {
+        let dir = try makeTempDir(self)
+        let store = try ClickerStore(path: dir + "/db.sqlite")
+        let poll = try store.createPoll(voteID: Data([0xDE, 0xAD]), joinCode: "123456", joinSecret: Data([0x42, 0x43]),
+                                        mode: mode, title: "Quiz, \"one\"\nline two", at: t0)
+        try store.openQuestion(poll: poll.id, number: 1, at: t0)
+        try store.openQuestion(poll: poll.id, number: 2, at: t0.addingTimeInterval(100))
+        var bs: [BallotRecord] = []
+        for v in 0..<6 as Range<UInt64> {
+            bs.append(BallotRecord(poll: poll.id, question: 1, voter: voterID(0xC0FFEE00 + v), answer: Int(v % 4), sequence: 1,
+                                   address: "addr,\"\(v)\"", firstHeard: t0.addingTimeInterval(Double(v)),
+                                   lastHeard: t0.addingTimeInterval(Double(v) + 0.25), gattVerified: v % 2 == 0))
+        }
+        bs.append(BallotRecord(poll: poll.id, question: 1, voter: voterID(0xC0FFEE00), answer: 2, sequence: 2, address: "a",
+                               firstHeard: t0.addingTimeInterval(50), lastHeard: t0.addingTimeInterval(50), gattVerified: false))
+        bs.append(BallotRecord(poll: poll.id, question: 2, voter: voterID(0xC0FFEE01), answer: 3, sequence: 1, address: "b",
+                               firstHeard: t0.addingTimeInterval(101), lastHeard: t0.addingTimeInterval(102), gattVerified: true))
+        try store.record(bs, rejections: [RejectionCount(poll: poll.id, question: 1, reason: "bad-tag", count: 7)])
+        try store.closeQuestion(poll: poll.id, number: 1, at: t0.addingTimeInterval(90))
+        return (store, poll, bs)
+    }
+
+    func testRosterExportHasOneRowPerBallot() throws {
+        let (store, poll, bs) = try makeStore(mode: .roster)
+        let e = try store.export(poll: poll.id)
+        let rows = try csvRecords(try XCTUnwrap(e.ballotsCSV))
+        XCTAssertEqual(rows.count, bs.count)
+        XCTAssertEqual(try parseCSV(try XCTUnwrap(e.ballotsCSV)).first, Exporter.ballotColumns)
+        for b in bs {
+            let match = rows.filter { $0["voter"] == Exporter.hex(b.voter) && $0["question"] == String(b.question)
+                && $0["sequence"] == String(b.sequence) }
+            XCTAssertEqual(match.count, 1, "ballot \(b)")
+            guard let r = match.first else { continue }
+            XCTAssertEqual(r["poll"], String(poll.id))
+            XCTAssertEqual(r["answer"], ["A", "B", "C", "D"][b.answer])
+            XCTAssertEqual(r["address"], b.address, "quoted field with comma and quotes parses back")
+            XCTAssertEqual(r["gatt_verified"], b.gattVerified ? "true" : "false")
+            XCTAssertEqual(r["first_heard"], Exporter.timestamp(b.firstHeard))
+            XCTAssertEqual(r["last_heard"], Exporter.timestamp(b.lastHeard))
+        }
+        XCTAssertEqual(Exporter.timestamp(t0.addingTimeInterval(0.25)), "2026-09-21T14:13:20.250Z")
+
+        let summary = try csvRecords(e.summaryCSV)
+        XCTAssertEqual(summary.count, 2)
+        XCTAssertEqual(summary[0]["question"], "1")
+        XCTAssertEqual(summary[0]["state"], "closed")
+        XCTAssertEqual(summary[0]["voters"], "6")
+        XCTAssertEqual(summary[0]["changes"], "1")
+        XCTAssertEqual(summary[0]["rejected"], "7")
+        // voter 0 moved A → C: A = {4}, B = {1, 5}, C = {0, 2}, D = {3}
+        XCTAssertEqual([summary[0]["A"], summary[0]["B"], summary[0]["C"], summary[0]["D"]], ["1", "2", "2", "1"])
+        XCTAssertEqual(summary[1]["state"], "open")
+        XCTAssertEqual(summary[1]["closed_at"], "")
+        XCTAssertEqual(summary[1]["D"], "1")
+
+        let json = try XCTUnwrap(JSONSerialization.jsonObject(with: e.json) as? [String: Any])
+        let jb = try XCTUnwrap(json["ballots"] as? [[String: Any]])
+        XCTAssertEqual(jb.count, bs.count)
+        let jp = try XCTUnwrap(json["poll"] as? [String: Any])
+        XCTAssertEqual(jp["title"] as? String, "Quiz, \"one\"\nline two")
+        XCTAssertEqual(jp["voteID"] as? String, "dead")
+        XCTAssertNil(jp["joinSecret"])
+        let jq = try XCTUnwrap(json["questions"] as? [[String: Any]])
+        XCTAssertEqual((jq[0]["counts"] as? [String: Int]), ["A": 1, "B": 2, "C": 2, "D": 1])
+        XCTAssertEqual(jq[0]["voters"] as? Int, 6)
+        XCTAssertEqual(jq[0]["rejections"] as? [String: Int], ["bad-tag": 7])
+        XCTAssertFalse(String(decoding: e.json, as: UTF8.self).contains("4243"), "join secret never exported")
+    }
+
+    func testAnonymousExportHasNoPerVoterData() throws {
+        let (store, poll, bs) = try makeStore(mode: .anonymous)
+        let e = try store.export(poll: poll.id)
+        XCTAssertNil(e.ballotsCSV)
+        let json = try XCTUnwrap(JSONSerialization.jsonObject(with: e.json) as? [String: Any])
+        XCTAssertNil(json["ballots"])
+        let everything = e.summaryCSV + String(decoding: e.json, as: UTF8.self)
+        for b in bs {
+            XCTAssertFalse(everything.contains(Exporter.hex(b.voter)), "voter ID leaked")
+            XCTAssertFalse(everything.contains(b.address) && b.address.count > 1, "address leaked")
+        }
+        let summary = try csvRecords(e.summaryCSV)
+        XCTAssertEqual(summary.map { $0["voters"] }, ["6", "1"])
+        let dir = try makeTempDir(self)
+        let files = try store.export(poll: poll.id, to: dir)
+        XCTAssertEqual(files.map { ($0 as NSString).lastPathComponent }.sorted(), ["poll-\(poll.id)-summary.csv", "poll-\(poll.id).json"])
+    }
+
+    func testCSVQuoting() throws {
+        let tricky = ["plain", "", "a,b", "say \"hi\"", "line\nbreak", "cr\r\nlf", " spaces ", "\"", ",", "é😀"]
+        let text = Exporter.csv([tricky, tricky.reversed()])
+        XCTAssertEqual(try parseCSV(text), [tricky, tricky.reversed()])
+        XCTAssertEqual(Exporter.csvField("plain"), "plain")
+        XCTAssertEqual(Exporter.csvField("a\"b"), "\"a\"\"b\"")
+    }
+}

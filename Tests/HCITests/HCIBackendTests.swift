@@ -1,0 +1,364 @@
+import ClickerTransport
+@testable import HCI
+import Synchronization
+import XCTest
+
+/// The central and peripheral adapters driven against a scripted controller: which commands
+/// they send, in which order, with which bytes, and how they treat events.
+final class HCIBackendTests: XCTestCase {
+    let initSequence: [UInt16] = [0x0C03, 0x0C01, 0x2001, 0x1009]
+    let report = ReportModel(eventType: 0x03, addressType: 0x01, address: [0x01, 0x00, 0x00, 0x01, 0xAA, 0xC0],
+                             data: msd(company: 0xFFFF, [0x01, 0x02, 0x03]), rssi: UInt8(bitPattern: -55))
+
+    // MARK: Central
+
+    func testCentralScansDeliversAndStopsOnCancellation() async throws {
+        let fake = FakeController()
+        let central = HCICentral(channel: fake, adapter: "hci0")
+        let received = Locked<[AdvertisementReport]>([])
+        let consumer = Task {
+            for try await r in central.advertisements(companyID: 0xFFFF) { received.withLock { $0.append(r) } }
+        }
+        await fake.wait("scan enable") { $0.commandOpcodes.count == 6 }
+        XCTAssertEqual(fake.commandOpcodes, initSequence + [0x200B, 0x200C])
+        XCTAssertEqual(fake.written[4], [0x01, 0x0B, 0x20, 0x07, 0x00, 0xA0, 0x00, 0xA0, 0x00, 0x00, 0x00],
+                       "passive, 100 ms interval = window (100 % duty)")
+        XCTAssertEqual(fake.written[5], [0x01, 0x0C, 0x20, 0x02, 0x01, 0x00], "duplicate filtering off")
+
+        var other = report
+        other.data = msd(company: 0x004C, [9])
+        var second = report
+        second.address = [6, 5, 4, 3, 2, 1]
+        second.rssi = 127
+        fake.inject(advertisingEvent([report, other, second]))
+        fake.inject([0x04, 0x3E, 0x02, 0x02, 0x00])        // malformed: zero reports
+        fake.inject(advertisingEvent([report], extended: true))
+        let deadline = ContinuousClock.now + .seconds(5)
+        while received.withLock({ $0.count }) < 3 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(2)) }
+        let got = received.withLock { $0 }
+        XCTAssertEqual(got.map(\.address.description), ["C0:AA:01:00:00:01", "01:02:03:04:05:06", "C0:AA:01:00:00:01"])
+        XCTAssertEqual(got.map(\.rssi), [-55, nil, -55])
+        XCTAssertEqual(got.map(\.data), [[1, 2, 3], [1, 2, 3], [1, 2, 3]])
+        XCTAssertTrue(got.allSatisfy { $0.companyID == 0xFFFF })
+        let stats = central.statistics()
+        XCTAssertEqual(stats.reportsDelivered, 3)
+        XCTAssertEqual(stats.reportsIgnored, 1)
+        XCTAssertEqual(stats.malformed, 1)
+
+        consumer.cancel()
+        await fake.wait("scan disable") { $0.written.last == [0x01, 0x0C, 0x20, 0x02, 0x00, 0x00] }
+        XCTAssertEqual(fake.commandOpcodes.count, 7)
+        await central.shutdown()
+        await fake.wait("channel closed") { $0.isClosed }
+    }
+
+    func testReadsRunOnADedicatedThreadAndStopAtShutdown() async throws {
+        let fake = FakeController()
+        let central = HCICentral(channel: fake, adapter: "hci3")
+        await fake.wait("several reads") { $0.state.withLock { $0.reads } >= 3 }
+        XCTAssertFalse(fake.state.withLock { $0.readInsideTask },
+                       "the blocking read loop must run on its own thread, not in a task on the cooperative pool")
+        await central.shutdown()
+        await fake.wait("channel closed by the reader") { $0.isClosed }
+    }
+
+    func testHCIClockIsMonotonic() {
+        var last = HCIClock.now()
+        for _ in 0..<1000 {
+            let t = HCIClock.now()
+            XCTAssertGreaterThanOrEqual(t, last)
+            last = t
+        }
+    }
+
+    func testCentralScanOptionsReachTheController() async throws {
+        let fake = FakeController()
+        let central = HCICentral(channel: fake, adapter: "hci0", options: .init(
+            scanInterval: .milliseconds(60), scanWindow: .milliseconds(30), activeScanning: true,
+            filterDuplicates: true, resetController: false))
+        let consumer = Task { for try await _ in central.advertisements(companyID: 0xFFFF) {} }
+        await fake.wait("scan enable") { $0.commandOpcodes.last == 0x200C }
+        XCTAssertEqual(fake.commandOpcodes, [0x0C01, 0x2001, 0x1009, 0x200B, 0x200C], "no Reset when disabled")
+        XCTAssertEqual(fake.written[3], [0x01, 0x0B, 0x20, 0x07, 0x01, 0x60, 0x00, 0x30, 0x00, 0x00, 0x00])
+        XCTAssertEqual(fake.written[4], [0x01, 0x0C, 0x20, 0x02, 0x01, 0x01])
+        consumer.cancel()
+        await central.shutdown()
+    }
+
+    func testCentralPeriodicScanRestart() async throws {
+        let fake = FakeController()
+        let central = HCICentral(channel: fake, adapter: "hci0", options: .init(scanRestartInterval: .milliseconds(20)))
+        let consumer = Task { for try await _ in central.advertisements(companyID: 0xFFFF) {} }
+        let off: [UInt8] = [0x01, 0x0C, 0x20, 0x02, 0x00, 0x00]
+        let on: [UInt8] = [0x01, 0x0C, 0x20, 0x02, 0x01, 0x00]
+        await fake.wait("two restarts") { f in f.written.filter { $0 == off }.count >= 2 }
+        // Every restart is off then on: the writes after the initial enable alternate.
+        let scans = fake.written.filter { $0 == off || $0 == on }
+        for (i, w) in scans.enumerated() { XCTAssertEqual(w, i % 2 == 0 ? on : off, "write \(i)") }
+        consumer.cancel()
+        await fake.wait("scan disabled") { f in f.written.last == off }
+        let settled = fake.written.count
+        try await Task.sleep(for: .milliseconds(100))
+        XCTAssertEqual(fake.written.count, settled, "no restarts after the last stream ended")
+        await central.shutdown()
+    }
+
+    func testCentralTwoStreamsShareOneScan() async throws {
+        let fake = FakeController()
+        let central = HCICentral(channel: fake, adapter: "hci0")
+        let counts = Locked<[Int]>([0, 0])
+        let a = Task { for try await _ in central.advertisements(companyID: 0xFFFF) { counts.withLock { $0[0] += 1 } } }
+        let b = Task { for try await _ in central.advertisements(companyID: 0xFFFF) { counts.withLock { $0[1] += 1 } } }
+        await fake.wait("both subscribed") { _ in central.statistics().events >= 0 && fakeEnabledScans(fake) == 1 }
+        try await Task.sleep(for: .milliseconds(50))
+        XCTAssertEqual(fakeEnabledScans(fake), 1, "one Scan Enable for two streams")
+        fake.inject(advertisingEvent([report]))
+        let deadline = ContinuousClock.now + .seconds(5)
+        while counts.withLock({ $0 }) != [1, 1] && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(2)) }
+        XCTAssertEqual(counts.withLock { $0 }, [1, 1])
+        a.cancel()
+        try await Task.sleep(for: .milliseconds(100))
+        XCTAssertFalse(fake.written.contains([0x01, 0x0C, 0x20, 0x02, 0x00, 0x00]), "still one stream: keep scanning")
+        b.cancel()
+        await fake.wait("scan disable") { $0.written.last == [0x01, 0x0C, 0x20, 0x02, 0x00, 0x00] }
+        await central.shutdown()
+    }
+
+    func testCentralRejectedCommandFailsTheStream() async {
+        let fake = FakeController()
+        fake.state.withLock { $0.statusFor = { op, _ in op == 0x200B ? 0x12 : 0 } }
+        let central = HCICentral(channel: fake, adapter: "hci0")
+        do {
+            for try await _ in central.advertisements(companyID: 0xFFFF) {}
+            XCTFail("stream ended without error")
+        } catch {
+            XCTAssertEqual(error as? HCIError, .commandFailed(opcode: .leSetScanParameters, status: 0x12))
+        }
+        await central.shutdown()
+    }
+
+    func testCentralCommandTimeout() async {
+        let fake = FakeController()
+        fake.state.withLock { $0.silent = [0x200B] }
+        let central = HCICentral(channel: fake, adapter: "hci0", options: .init(commandTimeout: .milliseconds(50)))
+        let start = ContinuousClock.now
+        do {
+            for try await _ in central.advertisements(companyID: 0xFFFF) {}
+            XCTFail("stream ended without error")
+        } catch {
+            XCTAssertEqual(error as? HCIError, .commandTimeout(.leSetScanParameters))
+        }
+        XCTAssertGreaterThanOrEqual(ContinuousClock.now - start, .milliseconds(50))
+        XCTAssertEqual(fake.commandOpcodes, initSequence + [0x200B], "nothing sent after the unanswered command")
+        await central.shutdown()
+    }
+
+    func testCentralHardwareErrorEndsTheStreamWithAReason() async throws {
+        let fake = FakeController()
+        let central = HCICentral(channel: fake, adapter: "hci0")
+        let statuses = Task { () -> [RadioStatus] in
+            var seen: [RadioStatus] = []
+            for await s in central.status() {
+                seen.append(s)
+                if s.lastError != nil && s.state == .stopped { break }
+            }
+            return seen
+        }
+        let consumer = Task { () -> (any Error)? in
+            do { for try await _ in central.advertisements(companyID: 0xFFFF) {} } catch { return error }
+            return nil
+        }
+        await fake.wait("scan enable") { $0.commandOpcodes.last == 0x200C }
+        fake.inject([0x04, 0x10, 0x01, 0x42])
+        let error = await consumer.value
+        XCTAssertEqual(error as? HCIError, .hardwareError(code: 0x42))
+        let seen = await statuses.value
+        XCTAssertEqual(seen.first?.state, .starting)
+        XCTAssertTrue(seen.contains { $0.state == .scanning && $0.adapter == "hci0 (01:02:03:04:05:06)" })
+        XCTAssertEqual(seen.last?.lastError, HCIError.hardwareError(code: 0x42).description)
+        await central.shutdown()
+    }
+
+    func testCentralReadCharacteristicIsUnsupported() async {
+        let central = HCICentral(channel: FakeController(), adapter: "hci0")
+        do {
+            _ = try await central.readCharacteristic(device: DeviceAddress(rawValue: 1), service: UUID128(high: 1, low: 2),
+                                                     characteristic: UUID128(high: 3, low: 4), timeout: .seconds(1))
+            XCTFail("read succeeded")
+        } catch let TransportError.unsupported(why) {
+            XCTAssertTrue(why.contains("advertisements"), why)
+        } catch {
+            XCTFail("\(error)")
+        }
+        await central.shutdown()
+    }
+
+    // MARK: Peripheral
+
+    func testPeripheralAdvertisesUpdatesInPlaceAndStops() async throws {
+        let fake = FakeController()
+        let peripheral = HCIPeripheral(channel: fake, adapter: "hci1")
+        try await peripheral.advertise(AdvertisingPayload(companyID: 0xFFFF, data: [1, 2, 3], connectable: false))
+        XCTAssertEqual(fake.commandOpcodes, initSequence + [0x2006, 0x2008, 0x200A])
+        XCTAssertEqual(fake.written[4], [0x01, 0x06, 0x20, 0x0F, 0xA0, 0x00, 0xA0, 0x00, 0x03, 0x00, 0x00,
+                                         0, 0, 0, 0, 0, 0, 0x07, 0x00])
+        XCTAssertEqual(fake.written[5], [0x01, 0x08, 0x20, 0x20, 10, 0x02, 0x01, 0x06, 0x06, 0xFF, 0xFF, 0xFF, 1, 2, 3]
+                       + [UInt8](repeating: 0, count: 21))
+        XCTAssertEqual(fake.written[6], [0x01, 0x0A, 0x20, 0x01, 0x01])
+        XCTAssertEqual(peripheral.advertisingAddress?.description, "01:02:03:04:05:06")
+
+        // Changed vote, same interval: only the data changes, advertising continues.
+        try await peripheral.advertise(AdvertisingPayload(companyID: 0xFFFF, data: [4, 5], connectable: false))
+        XCTAssertEqual(fake.commandOpcodes.count, 8)
+        XCTAssertEqual(fake.written[7], [0x01, 0x08, 0x20, 0x20, 9, 0x02, 0x01, 0x06, 0x05, 0xFF, 0xFF, 0xFF, 4, 5]
+                       + [UInt8](repeating: 0, count: 22))
+        // Same payload again: nothing to send.
+        try await peripheral.advertise(AdvertisingPayload(companyID: 0xFFFF, data: [4, 5], connectable: false))
+        XCTAssertEqual(fake.commandOpcodes.count, 8)
+        // New interval: disable, parameters, data, enable.
+        try await peripheral.advertise(AdvertisingPayload(companyID: 0xFFFF, data: [4, 5], interval: .milliseconds(250),
+                                                          connectable: false))
+        XCTAssertEqual(Array(fake.commandOpcodes[8...]), [0x200A, 0x2006, 0x2008, 0x200A])
+        XCTAssertEqual(fake.written[8], [0x01, 0x0A, 0x20, 0x01, 0x00])
+        XCTAssertEqual(Array(fake.written[9][4..<8]), [0x90, 0x01, 0x90, 0x01])   // 400 slots = 250 ms
+        XCTAssertEqual(fake.written[11], [0x01, 0x0A, 0x20, 0x01, 0x01])
+
+        try await peripheral.stopAdvertising()
+        XCTAssertEqual(fake.written.last, [0x01, 0x0A, 0x20, 0x01, 0x00])
+        let count = fake.written.count
+        try await peripheral.stopAdvertising()
+        XCTAssertEqual(fake.written.count, count, "stopAdvertising is idempotent")
+        await peripheral.shutdown()
+        XCTAssertEqual(fake.written.count, count, "nothing to disable at shutdown")
+        await fake.wait("channel closed") { $0.isClosed }
+        await peripheral.shutdown()
+    }
+
+    func testPeripheralReenableOnUpdate() async throws {
+        let fake = FakeController()
+        let peripheral = HCIPeripheral(channel: fake, adapter: "hci1", options: .init(reenableOnUpdate: true))
+        try await peripheral.advertise(AdvertisingPayload(companyID: 0xFFFF, data: [1], connectable: false))
+        let before = fake.written.count
+        try await peripheral.advertise(AdvertisingPayload(companyID: 0xFFFF, data: [2], connectable: false))
+        XCTAssertEqual(Array(fake.written[before...]), [
+            [0x01, 0x0A, 0x20, 0x01, 0x00],
+            try HCICommand.leSetAdvertisingData(msd(company: 0xFFFF, [2])).packet,
+            [0x01, 0x0A, 0x20, 0x01, 0x01],
+        ])
+        await peripheral.shutdown()
+        XCTAssertEqual(fake.written.last, [0x01, 0x0A, 0x20, 0x01, 0x00])
+    }
+
+    func testPeripheralShutdownDisablesAdvertising() async throws {
+        let fake = FakeController()
+        let peripheral = HCIPeripheral(channel: fake, adapter: "hci1")
+        try await peripheral.advertise(AdvertisingPayload(companyID: 0xFFFF, data: [1], connectable: false))
+        await peripheral.shutdown()
+        XCTAssertEqual(fake.written.last, [0x01, 0x0A, 0x20, 0x01, 0x00])
+        await fake.wait("channel closed") { $0.isClosed }
+        do {
+            try await peripheral.advertise(AdvertisingPayload(companyID: 0xFFFF, data: [1], connectable: false))
+            XCTFail("advertised after shutdown")
+        } catch {
+            guard case HCIError.closed = error else { return XCTFail("\(error)") }
+        }
+    }
+
+    func testPeripheralConnectableRequestAdvertisesNonConnectableAndSaysSo() async throws {
+        let fake = FakeController()
+        let peripheral = HCIPeripheral(channel: fake, adapter: "hci1")
+        try await peripheral.advertise(AdvertisingPayload(companyID: 0xFFFF, data: [1], connectable: true))
+        XCTAssertEqual(fake.written[4][8], 0x03, "ADV_NONCONN_IND")
+        var statuses = peripheral.status().makeAsyncIterator()
+        let status = await statuses.next()
+        XCTAssertEqual(status?.state, .advertising)
+        XCTAssertTrue(status?.lastError?.contains("non-connectable") ?? false, "\(String(describing: status))")
+        await peripheral.shutdown()
+    }
+
+    func testPeripheralPublishIsUnsupported() async {
+        let peripheral = HCIPeripheral(channel: FakeController(), adapter: "hci1")
+        do {
+            try await peripheral.publish(service: UUID128(high: 1, low: 2), characteristic: UUID128(high: 3, low: 4), value: [1])
+            XCTFail("publish succeeded")
+        } catch let TransportError.unsupported(why) {
+            XCTAssertTrue(why.contains("non-connectable"), why)
+        } catch {
+            XCTFail("\(error)")
+        }
+        await peripheral.shutdown()
+    }
+
+    func testPeripheralUsesRandomStaticAddressWhenControllerHasNone() async throws {
+        let fake = FakeController()
+        fake.state.withLock { $0.bdaddr = [0, 0, 0, 0, 0, 0] }
+        let peripheral = HCIPeripheral(channel: fake, adapter: "hci1")
+        try await peripheral.advertise(AdvertisingPayload(companyID: 0xFFFF, data: [1], connectable: false))
+        XCTAssertEqual(fake.commandOpcodes, initSequence + [0x2005, 0x2006, 0x2008, 0x200A])
+        let set = fake.written[4]
+        XCTAssertEqual(set.count, 10)
+        XCTAssertEqual(set[9] & 0xC0, 0xC0, "random static: two top bits set")
+        let address = try XCTUnwrap(peripheral.advertisingAddress)
+        XCTAssertEqual(Array(set[4...]), [address.bytes.5, address.bytes.4, address.bytes.3,
+                                          address.bytes.2, address.bytes.1, address.bytes.0])
+        XCTAssertEqual(fake.written[5][9], 0x01, "Own_Address_Type random")
+        await peripheral.shutdown()
+    }
+
+    func testPeripheralConfiguredRandomAddress() async throws {
+        let fake = FakeController()
+        let random = try XCTUnwrap(DeviceAddress("C0:11:22:33:44:55"))
+        let peripheral = HCIPeripheral(channel: fake, adapter: "hci1", options: .init(randomAddress: random))
+        try await peripheral.advertise(AdvertisingPayload(companyID: 0xFFFF, data: [1], connectable: false))
+        XCTAssertEqual(fake.written[4], [0x01, 0x05, 0x20, 0x06, 0x55, 0x44, 0x33, 0x22, 0x11, 0xC0])
+        XCTAssertEqual(peripheral.advertisingAddress, random)
+        await peripheral.shutdown()
+    }
+
+    func testPeripheralFallsBackTo100msOnOldControllers() async throws {
+        let fake = FakeController()
+        // A Bluetooth 4.x controller: non-connectable advertising below 100 ms is invalid.
+        fake.state.withLock { $0.statusFor = { op, p in op == 0x2006 && (UInt16(p[0]) | UInt16(p[1]) << 8) < 0xA0 ? 0x12 : 0 } }
+        let peripheral = HCIPeripheral(channel: fake, adapter: "hci1")
+        try await peripheral.advertise(AdvertisingPayload(companyID: 0xFFFF, data: [1], interval: .milliseconds(50),
+                                                          connectable: false))
+        XCTAssertEqual(fake.commandOpcodes, initSequence + [0x2006, 0x2006, 0x2008, 0x200A])
+        XCTAssertEqual(Array(fake.written[4][4..<8]), [0x50, 0x00, 0x50, 0x00])
+        XCTAssertEqual(Array(fake.written[5][4..<8]), [0xA0, 0x00, 0xA0, 0x00])
+        var statuses = peripheral.status().makeAsyncIterator()
+        let status = await statuses.next()
+        XCTAssertTrue(status?.lastError?.contains("100 ms") ?? false)
+        await peripheral.shutdown()
+    }
+
+    func testPeripheralRejectsOversizedPayloadWithoutTouchingTheController() async {
+        let fake = FakeController()
+        let peripheral = HCIPeripheral(channel: fake, adapter: "hci1")
+        do {
+            try await peripheral.advertise(AdvertisingPayload(companyID: 0xFFFF, data: [UInt8](repeating: 0, count: 25),
+                                                              connectable: false))
+            XCTFail("advertised 25 payload bytes")
+        } catch {
+            XCTAssertEqual(error as? HCIError, .advertisingDataTooLong(bytes: 32, maximum: 31))
+        }
+        XCTAssertEqual(fake.written, [])
+        await peripheral.shutdown()
+    }
+
+    func testPeripheralRejectedEnableSurfaces() async {
+        let fake = FakeController()
+        fake.state.withLock { $0.statusFor = { op, _ in op == 0x200A ? 0x0C : 0 } }
+        let peripheral = HCIPeripheral(channel: fake, adapter: "hci1")
+        do {
+            try await peripheral.advertise(AdvertisingPayload(companyID: 0xFFFF, data: [1], connectable: false))
+            XCTFail("advertise succeeded")
+        } catch {
+            XCTAssertEqual(error as? HCIError, .commandFailed(opcode: .leSetAdvertisingEnable, status: 0x0C))
+        }
+        await peripheral.shutdown()
+    }
+}
+
+private func fakeEnabledScans(_ fake: FakeController) -> Int {
+    fake.written.filter { $0 == [0x01, 0x0C, 0x20, 0x02, 0x01, 0x00] }.count
+}

@@ -1,0 +1,141 @@
+import ClickerTally
+import ClickerTransport
+import ClickerWire
+import DBus
+import DBusTestSupport
+import Foundation
+import TallyDaemon
+import TerminalView
+import XCTest
+
+/// The daemon's org.clicker.Tally1 API through a real dbus-daemon (private bus), called by our
+/// client and by dbus-send.
+final class BusAPITests: XCTestCase {
+    let code = try! JoinCode(parsing: "4821-ABCDE-FGHJK")  // test constant, not input
+
+    func report(voter: UInt32, answer: Answer) -> AdvertisementReport {
+        let b = Ballot(voteID: code.voteID, question: 1, voterID: voter, sequence: 1, answer: answer)
+        return AdvertisementReport(address: DeviceAddress(rawValue: UInt64(voter)), rssi: nil, companyID: 0xFFFF,
+                                   data: BallotCodec.sealAdvertisement(b, key: .anonymous(code)), timestamp: .zero)
+    }
+
+    func testMethodsSignalAndErrorsOverARealBus() async throws {
+        let bus = try PrivateBus()
+        defer { bus.stop() }
+        let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: nil)
+        let server = try await DBusConnection.connect(.address(bus.address))
+        defer { server.close() }
+        let api = try await TallyBusService(controller: controller, connection: server, exportDirectory: "/tmp")
+        let emitter = Task { await api.emitChanges(every: .milliseconds(20)) }
+        defer { emitter.cancel() }
+
+        let client = try await RemotePoll.connect(.address(bus.address))
+        let listener = try await DBusConnection.connect(.address(bus.address))
+        defer { listener.close() }
+        let signals = try await listener.signals(matching: DBusMatchRule(interface: TallyBus.interface,
+                                                                        member: "TallyChanged"))
+        for v in UInt32(1)...3 { await controller.ingest(report(voter: v, answer: .choice(1))) }
+
+        // A TallyChanged signal with the new counts arrives.
+        var sawThree = false
+        for await s in signals {
+            if case .uint32(3)? = s.arguments.dropFirst().first { sawThree = true; break }
+        }
+        XCTAssertTrue(sawThree)
+
+        let results = try JSONDecoder().decode(PollResults.self, from: Data(try await client.resultsJSON().utf8))
+        XCTAssertEqual(results.counts["B"], 3)
+        XCTAssertEqual(results.ballots.count, 3)
+        let model = try await client.viewModel(status: nil)
+        XCTAssertEqual(model.joinCode, code.description)
+        XCTAssertEqual(model.voters, 3)
+
+        try await client.closeQuestion()
+        do {
+            try await client.closeQuestion()
+            XCTFail("closing a closed question must be an error")
+        } catch let e as DBusError {
+            XCTAssertEqual(e.name, TallyBus.errorFailed)
+            XCTAssertEqual(e.message, "no question is open")
+        }
+        let next = try await client.nextQuestion()
+        XCTAssertEqual(next, 2)
+        let isOpen = await controller.isOpen
+        XCTAssertTrue(isOpen)
+
+        // Bad arguments from another client are a D-Bus error, not a crash.
+        let raw = try await DBusConnection.connect(.address(bus.address))
+        defer { raw.close() }
+        do {
+            _ = try await raw.call(destination: TallyBus.name, path: TallyBus.path, interface: TallyBus.interface,
+                                   method: "Results", arguments: [.uint32(1000)])
+            XCTFail("question 1000 must be refused")
+        } catch let e as DBusError {
+            XCTAssertEqual(e.name, TallyBus.errorInvalid)
+        }
+        do {
+            _ = try await raw.call(destination: TallyBus.name, path: TallyBus.path, interface: TallyBus.interface,
+                                   method: "Export", arguments: [.string("relative/dir")])
+            XCTFail("a relative export directory must be refused")
+        } catch let e as DBusError {
+            XCTAssertEqual(e.name, TallyBus.errorInvalid)
+        }
+        do {
+            _ = try await raw.call(destination: TallyBus.name, path: TallyBus.path, interface: TallyBus.interface,
+                                   method: "Results", arguments: [.string("garbage")])
+            XCTFail("a wrong signature must be refused")
+        } catch let e as DBusError {
+            XCTAssertEqual(e.name, DBusError.invalidArgs)
+        }
+
+        // dbus-send, as a shell script would call it.
+        let out = try run("/usr/bin/dbus-send", ["--bus=\(bus.address)", "--print-reply", "--dest=\(TallyBus.name)",
+                                                 TallyBus.path.rawValue, "\(TallyBus.interface).Results", "uint32:1"])
+        XCTAssertTrue(out.contains("\\\"voters\\\":3") || out.contains("\"voters\":3"), out)
+    }
+
+    func testSecondDaemonCannotTakeTheName() async throws {
+        let bus = try PrivateBus()
+        defer { bus.stop() }
+        let c1 = try PollController(options: PollOptions(joinCode: code), store: nil)
+        let s1 = try await DBusConnection.connect(.address(bus.address))
+        defer { s1.close() }
+        _ = try await TallyBusService(controller: c1, connection: s1, exportDirectory: "/tmp")
+        let s2 = try await DBusConnection.connect(.address(bus.address))
+        defer { s2.close() }
+        do {
+            _ = try await TallyBusService(controller: c1, connection: s2, exportDirectory: "/tmp")
+            XCTFail("the name is taken")
+        } catch let e as DBusError {
+            XCTAssertTrue(e.message.contains("already owned"), e.message)
+        }
+    }
+
+    func testClientSaysHowToStartTheDaemonWhenNoneRuns() async throws {
+        let bus = try PrivateBus()
+        defer { bus.stop() }
+        do {
+            _ = try await RemotePoll.connect(.address(bus.address))
+            XCTFail("no daemon runs")
+        } catch let e as RemotePollError {
+            XCTAssertEqual(e, .noDaemon(TallyBus.name))
+            XCTAssertTrue(e.description.contains("systemctl start clicker-tally"))
+        }
+    }
+
+    func run(_ path: String, _ args: [String]) throws -> String {
+        guard FileManager.default.isExecutableFile(atPath: path) else {
+            throw TestEnvironmentError("\(path) missing: apt-get install dbus-bin")
+        }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: path)
+        p.arguments = args
+        let pipe = Pipe()
+        p.standardOutput = pipe
+        p.standardError = pipe
+        try p.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return String(decoding: data, as: UTF8.self)
+    }
+}

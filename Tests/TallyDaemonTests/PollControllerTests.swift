@@ -1,0 +1,257 @@
+import ClickerSim
+import ClickerStore
+import ClickerTally
+import ClickerTransport
+import ClickerWire
+import Foundation
+import TallyDaemon
+import Voter
+import XCTest
+
+final class PollControllerTests: XCTestCase {
+    let code = try! JoinCode(parsing: "4821-ABCDE-FGHJK")  // test constant, not input
+
+    func tempDB() -> String {
+        let dir = NSTemporaryDirectory() + "clicker-daemon-\(UUID().uuidString)"
+        return dir + "/clicker.sqlite"
+    }
+
+    /// A sealed advertisement for a ballot of this poll.
+    func report(voter: UInt32, answer: Answer, sequence: UInt16 = 1, question: UInt8 = 1,
+                code: JoinCode? = nil, at t: UInt64 = 1) -> AdvertisementReport {
+        let c = code ?? self.code
+        let b = Ballot(voteID: c.voteID, question: question, voterID: voter, sequence: sequence, answer: answer)
+        return AdvertisementReport(address: DeviceAddress(rawValue: 0xC000_0000_0000 | UInt64(voter)), rssi: -60,
+                                   companyID: BallotFormat.companyID,
+                                   data: BallotCodec.sealAdvertisement(b, key: .anonymous(c)),
+                                   timestamp: RadioInstant(nanoseconds: t * 1_000_000))
+    }
+
+    // MARK: Counting through the simulated air
+
+    /// Voters on the virtual air, each a real VoterSession; the controller counts them all and
+    /// confirms each one by a GATT read of the full-tag ballot.
+    func testCountsEveryVoterOnTheAirAndConfirmsByGATT() async throws {
+        let air = SimulatedAir(AirConfiguration(seed: 7, clock: .virtual))
+        let controller = try PollController(options: PollOptions(joinCode: code, maxConcurrentReads: 4), store: nil)
+        var expected: [String: Int] = ["A": 0, "B": 0, "C": 0, "D": 0]
+        for i in 0..<40 {
+            let answer = Answer.choice(UInt8(i % 4))
+            expected[answer.description, default: 0] += 1
+            let session = VoterSession(joinCode: code, question: 1, identity: DeviceKey.generate(),
+                                       transport: air.addPeripheral(), state: nil)
+            try await session.cast(answer)
+        }
+        let run = Task { try await controller.run(central: air.central()) }
+        await air.advance(until: RadioInstant(nanoseconds: 30_000_000_000))
+        run.cancel()
+        _ = try? await run.value
+        let r = await controller.results()
+        XCTAssertEqual(r.voters, 40)
+        XCTAssertEqual(r.counts, expected)
+        XCTAssertEqual(r.ballots.filter(\.gattVerified).count, 40, "every ballot read back over GATT")
+        XCTAssertEqual(r.rejected.values.reduce(0, +), 0)
+    }
+
+    // MARK: Storage
+
+    /// Every ballot results reported is still there after the controller is rebuilt from the store,
+    /// with the same counts, changes and per-voter answers.
+    func testResumeRebuildsTheSameResultsFromTheStore() async throws {
+        let path = tempDB()
+        let store = try ClickerStore(path: path, durability: .normal)
+        let first = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: store)
+        for v in UInt32(1)...30 { await first.ingest(report(voter: v, answer: .choice(UInt8(v % 4)))) }
+        for v in UInt32(1)...5 { await first.ingest(report(voter: v, answer: .choice(3), sequence: 2, at: 2)) }
+        let before = await first.results()
+        XCTAssertEqual(before.voters, 30)
+        XCTAssertEqual(before.changes, 5, "five voters sent a second ballot")
+
+        let reopened = try ClickerStore(path: path, durability: .normal)
+        let second = try PollController(options: PollOptions(joinCode: JoinCode.random(), confirmByGATT: false),
+                                        store: reopened, resume: true)
+        let after = await second.results()
+        XCTAssertEqual(second.joinCode, code, "the open poll's join code is resumed")
+        XCTAssertEqual(after.counts, before.counts)
+        XCTAssertEqual(after.voters, before.voters)
+        XCTAssertEqual(Set(after.ballots.map { "\($0.voter)=\($0.answer)/\($0.sequence)" }),
+                       Set(before.ballots.map { "\($0.voter)=\($0.answer)/\($0.sequence)" }))
+    }
+
+    /// A new join code closes the stored open poll instead of mixing two polls.
+    func testAnotherJoinCodeStartsAFreshPoll() async throws {
+        let store = try ClickerStore(path: tempDB(), durability: .normal)
+        let first = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: store)
+        await first.ingest(report(voter: 1, answer: .choice(1)))
+        let other = try JoinCode(parsing: "1234-ABCDE-FGHJK")
+        let second = try PollController(options: PollOptions(joinCode: other, confirmByGATT: false), store: store)
+        let r = await second.results()
+        XCTAssertEqual(r.voteID, 1234)
+        XCTAssertEqual(r.voters, 0)
+        XCTAssertEqual(try store.polls().filter { $0.closedAt == nil }.count, 1)
+    }
+
+    // MARK: Bad input
+
+    func testForgedAndForeignBallotsAreRejectedByReasonAndNotCounted() async throws {
+        let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: nil)
+        let wrongSecret = try JoinCode(parsing: "4821-ZZZZZ-ZZZZZ")
+        let otherPoll = try JoinCode(parsing: "9999-ABCDE-FGHJK")
+        await controller.ingest(report(voter: 1, answer: .choice(0), code: wrongSecret))
+        await controller.ingest(report(voter: 2, answer: .choice(0), code: otherPoll))
+        await controller.ingest(AdvertisementReport(address: DeviceAddress(rawValue: 9), rssi: nil, companyID: 0xFFFF,
+                                                    data: [0xCB, 0x10, 2], timestamp: .zero))
+        await controller.ingest(report(voter: 3, answer: .choice(2)))
+        let r = await controller.results()
+        XCTAssertEqual(r.voters, 1)
+        XCTAssertEqual(r.counts["C"], 1)
+        XCTAssertEqual(r.rejected["badTag"], 1)
+        XCTAssertEqual(r.rejected["otherVoteID"], 1)
+        XCTAssertEqual(r.rejected["truncated"], 1)
+    }
+
+    // MARK: Roster polls
+
+    func testRosterPollCountsEnrolledStudentsByNameAndExportsThem() async throws {
+        let ada = DeviceKey.generate(), alan = DeviceKey.generate(), stranger = DeviceKey.generate()
+        let roster = try Roster(entries: [
+            RosterEntry(name: "Ada, Countess", studentID: "s1", enrollment: ada.enrollmentCode),
+            RosterEntry(name: "Alan", studentID: "s2", enrollment: alan.enrollmentCode),
+        ])
+        let dir = NSTemporaryDirectory() + "clicker-roster-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let store = try ClickerStore(path: dir + "/db.sqlite", durability: .normal)
+        try RosterBook.save(roster, to: store)
+        let loaded = try XCTUnwrap(try RosterBook.load(from: store))
+        XCTAssertEqual(loaded.entries.map(\.studentID).sorted(), ["s1", "s2"])
+        let controller = try PollController(options: PollOptions(joinCode: code, roster: loaded, confirmByGATT: false),
+                                            store: store)
+        func vote(_ key: DeviceKey, _ mode: BallotMode, _ a: Answer) -> AdvertisementReport {
+            let s = BallotSealer(joinCode: code, deviceKey: key, mode: mode)
+            return AdvertisementReport(address: DeviceAddress(rawValue: UInt64(s.voterID)), rssi: nil, companyID: 0xFFFF,
+                                       data: s.advertisement(question: 1, sequence: 1, answer: a), timestamp: .zero)
+        }
+        await controller.ingest(vote(ada, .roster, .choice(0)))
+        await controller.ingest(vote(alan, .roster, .choice(2)))
+        await controller.ingest(vote(stranger, .roster, .choice(3)))     // not enrolled
+        await controller.ingest(vote(stranger, .anonymous, .choice(3)))  // anonymous in a roster poll
+        let r = await controller.results()
+        XCTAssertEqual(r.voters, 2)
+        XCTAssertEqual(r.counts, ["A": 1, "B": 0, "C": 1, "D": 0])
+        XCTAssertEqual(r.unregistered, 1, "the anonymous ballot is kept apart")
+        XCTAssertEqual(r.rejected["unknownVoter"], 1)
+        XCTAssertEqual(Set(r.ballots.compactMap(\.student)), ["Ada, Countess (s1)", "Alan (s2)"])
+        let files = try await controller.export(to: dir)
+        let csvPath = try XCTUnwrap(files.first { $0.hasSuffix("-roster.csv") })
+        let csv = try String(contentsOfFile: csvPath, encoding: .utf8)
+        XCTAssertTrue(csv.contains("\"Ada, Countess\",s1,A"), csv)
+        XCTAssertTrue(csv.contains("Alan,s2,C"), csv)
+        var st = stat()
+        XCTAssertEqual(stat(csvPath, &st), 0)
+        XCTAssertEqual(st.st_mode & 0o777, 0o600)
+    }
+
+    // MARK: Questions
+
+    func testClosedQuestionRejectsLateBallotsAndNextQuestionCountsAfresh() async throws {
+        let store = try ClickerStore(path: tempDB(), durability: .normal)
+        let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: store)
+        await controller.ingest(report(voter: 1, answer: .choice(0)))
+        try await controller.closeQuestion()
+        await controller.ingest(report(voter: 2, answer: .choice(0)))
+        var r = await controller.results()
+        XCTAssertEqual(r.voters, 1)
+        XCTAssertFalse(r.open)
+        XCTAssertEqual(r.rejected["otherQuestion"], 1)
+
+        try await controller.nextQuestion()
+        await controller.ingest(report(voter: 1, answer: .choice(1), question: 2))
+        r = await controller.results()
+        XCTAssertEqual(r.question, 2)
+        XCTAssertTrue(r.open)
+        XCTAssertEqual(r.counts["B"], 1)
+        let q1 = await controller.results(question: 1)
+        XCTAssertEqual(q1.counts["A"], 1, "question 1 keeps its result")
+        do {
+            try await controller.openQuestion()
+            XCTFail("opening an open question must fail")
+        } catch let e as PollError {
+            XCTAssertEqual(e, .questionAlreadyOpen(2))
+        }
+    }
+
+    // MARK: Floods (security)
+
+    /// An attacker in range floods the air with thousands of distinct forged voter IDs per second
+    /// next to 300 honest voters. Every honest vote is counted and no forged one is.
+    func testFloodOfForgedVotesNextTo300HonestVoters() async throws {
+        let air = SimulatedAir(AirConfiguration(seed: 11, clock: .virtual))
+        let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: nil)
+        var honest: [UInt32: Answer] = [:]
+        for i in 0..<300 {
+            let session = VoterSession(joinCode: code, question: 1, identity: DeviceKey.generate(),
+                                       transport: air.addPeripheral(), state: nil)
+            let b = try await session.cast(.choice(UInt8(i % 4)))
+            honest[b.voterID] = b.answer
+        }
+        // 40 attacker radios at the fastest legal interval, each event carrying a new forged voter ID
+        // (a well-formed header for this vote ID with a random tag): 40 × ~40 events/s ≈ 1,600 forged IDs/s.
+        let attackers = (0..<40).map { _ in air.addPeripheral(rssi: -40).address }
+        var rng = SplitMix64(seed: 99)
+        let forgedCount = Counter()
+        let voteID = code.voteID
+        @Sendable func forge(_ ctx: SimulationContext, _ a: DeviceAddress, _ rng: inout SplitMix64) {
+            let fake = Ballot(voteID: voteID, question: 1, voterID: UInt32.random(in: 0...UInt32.max, using: &rng),
+                              sequence: 1, answer: .choice(0))
+            // Sealed under a key the attacker made up: the attacker never saw the join secret.
+            let key = BallotKey.anonymous(JoinCode.random(using: &rng).withVoteID(voteID))
+            try? ctx.advertise(a, AdvertisingPayload(companyID: BallotFormat.companyID,
+                                                     data: BallotCodec.sealAdvertisement(fake, key: key),
+                                                     interval: .milliseconds(20), connectable: false))
+            forgedCount.add()
+        }
+        for a in attackers {
+            var local = SplitMix64(seed: rng.next())
+            air.perform { ctx in forge(ctx, a, &local) }
+            let seed = rng.next()
+            @Sendable func again(_ ctx: SimulationContext, _ n: Int, _ seed: UInt64) {
+                var r = SplitMix64(seed: seed)
+                forge(ctx, a, &r)
+                let next = r.next()
+                if n > 0 { ctx.schedule(after: .milliseconds(25)) { again($0, n - 1, next) } }
+            }
+            air.perform { ctx in ctx.schedule(after: .milliseconds(25)) { again($0, 1600, seed) } }
+        }
+        let run = Task { try await controller.run(central: air.central()) }
+        await air.advance(until: RadioInstant(nanoseconds: 25_000_000_000), quantum: .milliseconds(20))
+        run.cancel()
+        _ = try? await run.value
+        let r = await controller.results()
+        XCTAssertGreaterThan(forgedCount.value, 35_000, "the flood really ran: about 1,600 forged IDs a second")
+        XCTAssertEqual(r.voters, 300, "every honest voter counted")
+        for row in r.ballots {
+            guard let id = UInt32(row.voter, radix: 16) else { return XCTFail("voter id \(row.voter)") }
+            XCTAssertEqual(honest[id]?.description, row.answer, "only honest ballots, with their own answers")
+        }
+        let rejected = r.rejected.values.reduce(0, +)
+        XCTAssertGreaterThan(rejected, 1000, "forged reports are counted as rejected")
+        let floodSeen = await controller.floodAlert
+        XCTAssertTrue(floodSeen, "the view shows a flood alert")
+    }
+}
+
+/// A thread-safe counter for script actions.
+final class Counter: Sendable {
+    private let storage = Mutex(0)
+    func add() { storage.withLock { $0 += 1 } }
+    var value: Int { storage.withLock { $0 } }
+}
+
+extension JoinCode {
+    /// The same secret under another vote ID (test helper: an attacker who guesses the vote ID).
+    func withVoteID(_ id: UInt16) -> JoinCode {
+        (try? JoinCode(voteID: id, secret: secret)) ?? self
+    }
+}
+
+import Synchronization

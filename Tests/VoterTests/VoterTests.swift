@@ -1,0 +1,119 @@
+import ClickerSim
+import ClickerTally
+import ClickerTransport
+import ClickerWire
+import Foundation
+import Glibc
+import Voter
+import XCTest
+
+final class VoterTests: XCTestCase {
+    let code = try! JoinCode(parsing: "4821-ABCDE-FGHJK")  // test constant, not input
+
+    func tempState() -> StateDirectory {
+        StateDirectory(path: NSTemporaryDirectory() + "clicker-voter-\(UUID().uuidString)/clicker")
+    }
+
+    /// The advertised bytes of the peripheral, as a scanner on the virtual air hears them.
+    func heard(_ air: SimulatedAir, for seconds: Int64 = 2) async throws -> [AdvertisementReport] {
+        let central = air.central()
+        let collect = Task {
+            var out: [AdvertisementReport] = []
+            for try await r in central.advertisements(companyID: BallotFormat.companyID) { out.append(r) }
+            return out
+        }
+        await air.advance(until: air.now + .seconds(seconds))
+        air.finishAdvertisementStreams()
+        return try await collect.value
+    }
+
+    func testCastAdvertisesASealedBallotAndServesTheFullOneOverGATT() async throws {
+        let air = SimulatedAir(AirConfiguration(seed: 3, clock: .virtual))
+        let radio = air.addPeripheral()
+        let session = VoterSession(joinCode: code, question: 2, identity: DeviceKey.generate(), transport: radio,
+                                   state: nil)
+        let ballot = try await session.cast(.choice(1))
+        let reports = try await heard(air)
+        XCTAssertFalse(reports.isEmpty)
+        let keyring = PollKeyring(joinCode: code)
+        for r in reports {
+            XCTAssertLessThanOrEqual(r.data.count, 24, "fits legacy advertising with Flags")
+            XCTAssertEqual(try BallotCodec.openAdvertisement(r.data, keyring: keyring).get(), ballot)
+        }
+        // The answer is not in the clear: the answer bytes differ between two voters choosing B.
+        let other = VoterSession(joinCode: code, question: 2, identity: DeviceKey.generate(),
+                                 transport: air.addPeripheral(), state: nil)
+        let b2 = try await other.cast(.choice(1))
+        XCTAssertNotEqual(BallotCodec.sealAdvertisement(ballot, key: .anonymous(code)),
+                          BallotCodec.sealAdvertisement(b2, key: .anonymous(code)))
+        let value = try await readBallot(air, radio.address)
+        XCTAssertEqual(try BallotCodec.openGATT(value, keyring: keyring).get(), ballot)
+    }
+
+    func readBallot(_ air: SimulatedAir, _ address: DeviceAddress) async throws -> [UInt8] {
+        let central = air.central()
+        let read = Task {
+            try await central.readCharacteristic(device: address, service: BallotFormat.serviceUUID,
+                                                 characteristic: BallotFormat.ballotCharacteristicUUID,
+                                                 timeout: .seconds(5))
+        }
+        await air.advance(until: air.now + .seconds(3))
+        return try await read.value
+    }
+
+    /// A restarted voter (new session, same state directory) still outranks its earlier ballot.
+    func testSequenceSurvivesARestartAndAlwaysIncreases() async throws {
+        let state = tempState()
+        let key = try DeviceIdentity.loadOrCreate(in: state)
+        let air = SimulatedAir(AirConfiguration(seed: 4, clock: .virtual))
+        let first = VoterSession(joinCode: code, question: 1, identity: key, transport: air.addPeripheral(), state: state)
+        let b1 = try await first.cast(.choice(0))
+        let b2 = try await first.cast(.choice(2))
+        XCTAssertEqual([b1.sequence, b2.sequence], [1, 2])
+        let again = try DeviceIdentity.loadOrCreate(in: state)
+        XCTAssertEqual(again, key, "the device key is stable")
+        let second = VoterSession(joinCode: code, question: 1, identity: again, transport: air.addPeripheral(), state: state)
+        let b3 = try await second.cast(.choice(1))
+        XCTAssertEqual(b3.sequence, 3)
+        XCTAssertEqual(b3.voterID, b1.voterID, "same voter ID for the same poll")
+        // Another question starts afresh.
+        let q2 = VoterSession(joinCode: code, question: 2, identity: again, transport: air.addPeripheral(), state: state)
+        let q2b = try await q2.cast(.choice(1))
+        XCTAssertEqual(q2b.sequence, 1)
+        // Anonymous mode: another poll gives an unlinkable voter ID.
+        let other = try JoinCode(parsing: "1234-ABCDE-FGHJK")
+        XCTAssertNotEqual(again.anonymousVoterID(for: other), b1.voterID)
+    }
+
+    func testStateFilesAreOwnerOnly() throws {
+        let state = tempState()
+        _ = try DeviceIdentity.loadOrCreate(in: state)
+        var st = stat()
+        XCTAssertEqual(stat(state.path + "/device-key", &st), 0)
+        XCTAssertEqual(st.st_mode & 0o777, 0o600)
+        XCTAssertEqual(stat(state.path, &st), 0)
+        XCTAssertEqual(st.st_mode & 0o777, 0o700)
+    }
+
+    func testDamagedKeyFileIsAClearErrorNotACrash() throws {
+        let state = tempState()
+        try state.write("device-key", Array("not a key\n".utf8))
+        XCTAssertThrowsError(try DeviceIdentity.loadOrCreate(in: state)) { error in
+            XCTAssertEqual(error as? VoterStateError, .corrupt(state.path + "/device-key"))
+            XCTAssertTrue("\(error)".contains("delete it"))
+        }
+    }
+
+    func testClassroomIsReproducibleAndRealistic() {
+        var a = SplitMix64(seed: 5), b = SplitMix64(seed: 5)
+        let r1 = Classroom(count: 300, using: &a), r2 = Classroom(count: 300, using: &b)
+        XCTAssertEqual(r1.students.map(\.thinkTime), r2.students.map(\.thinkTime))
+        XCTAssertGreaterThan(r1.students.count, 270, "a few abstain, most vote")
+        let changers = r1.students.filter { $0.change != nil }.count
+        XCTAssertTrue((20...80).contains(changers), "about 15 % change their mind, got \(changers)")
+        for s in r1.students {
+            XCTAssertTrue(s.thinkTime >= .seconds(2) && s.thinkTime <= .seconds(25))
+            if let c = s.change { XCTAssertNotEqual(c.to, s.answer) }
+        }
+    }
+}

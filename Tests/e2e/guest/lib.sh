@@ -1,0 +1,248 @@
+# lib.sh - helpers for the guest side of the end-to-end suite (sourced by bash).
+#
+# Stack: dbus-daemon, btvirt -L -l5 (hci0..hci4 on one virtual radio), bluetoothd.
+# Binaries (clicker-tally, clicker-vote) come from the host over 9p: $E2E_BIN.
+# A scenario runs in its own bash process with D=/tmp/e2e/<scenario> for its files;
+# every `check` appends "ok: ..." or "FAIL: ..." to $D/checks.
+
+E2E_BIN=${E2E_BIN:-/mnt/host/bin}
+E2E_PY=/e2e/e2e.py   # executable, usable from sh -c too
+JOIN=${E2E_JOIN:-4821-K7QXM-3PF9A}   # VOTEID-SECRET, the secret in Crockford base32
+# How often the tally restarts discovery: btvirt reports an advertisement only when
+# scanning or advertising is switched on, so this is what makes repeated reports arrive.
+RESTART=${E2E_DISCOVERY_RESTART:-2}
+# After bluetoothd has an advertisement, how long the tally gets to count it (and read GATT).
+SETTLE=${E2E_SETTLE:-8}
+NCTRL=5
+
+up()  { cut -d' ' -f1 /proc/uptime; }
+log() { echo "[$(up)] ${SCN:-e2e}: $*"; }
+py()  { "$E2E_PY" "$@"; }
+since() { awk -v a="$1" -v b="$(up)" 'BEGIN{printf "%.1f", b-a}'; }
+
+# wait_until TIMEOUT_S DESCRIPTION CMD...: polls CMD every 0.5 s until it succeeds; 1 when
+# TIMEOUT_S seconds of wall time have passed (logged).
+wait_until() {
+  local t=$1 what=$2; shift 2
+  local end=$(( SECONDS + t ))
+  while :; do
+    "$@" >/dev/null 2>&1 && return 0
+    [ $SECONDS -ge $end ] && break
+    sleep 0.5
+  done
+  log "TIMEOUT after ${t}s waiting for: $what"
+  return 1
+}
+
+# check DESCRIPTION CMD...: runs CMD; records ok/FAIL with CMD's output as evidence.
+check() {
+  local what=$1; shift
+  local out rc
+  out=$("$@" 2>&1); rc=$?
+  out=$(printf '%s' "$out" | tr '\n' ' ' | cut -c1-400)
+  if [ $rc -eq 0 ]; then
+    echo "ok: $what -> $out" >> "$D/checks"; log "ok: $what -> $out"
+  else
+    echo "FAIL: $what -> $out" >> "$D/checks"; log "FAIL: $what -> $out"
+  fi
+  return $rc
+}
+# is EXPECTED CMD...: CMD prints exactly EXPECTED (what it printed is the evidence).
+is() { local v; v=$("${@:2}"); echo "$v"; [ "$v" = "$1" ]; }
+# isnt VALUE CMD...: CMD prints something else than VALUE.
+isnt() { local v; v=$("${@:2}"); echo "$v"; [ "$v" != "$1" ]; }
+# fail WHY: records a failed check without a command (setup trouble inside a scenario).
+fail() { echo "FAIL: $*" >> "$D/checks"; log "FAIL: $*"; }
+# note TEXT: evidence that is not a check.
+note() { echo "note: $*" >> "$D/checks"; log "note: $*"; }
+
+# ---- the Bluetooth stack ------------------------------------------------------
+
+# bprop PATH IFACE NAME: a simple org.bluez property (boolean, number, string), via dbus-send
+# (cheap: python3 takes seconds to start under TCG).
+bprop() {
+  dbus-send --system --print-reply=literal --dest=org.bluez "$1" org.freedesktop.DBus.Properties.Get \
+    string:"$2" string:"$3" 2>/dev/null | awk 'NF {print $NF; exit}'
+}
+adapter_addr() { bprop "/org/bluez/$1" org.bluez.Adapter1 Address; }
+active_instances() { bprop "/org/bluez/$1" org.bluez.LEAdvertisingManager1 ActiveInstances; }
+adapters_ready() {  # all NCTRL adapters known to bluetoothd and powered
+  local i
+  for i in $(seq 0 $((NCTRL - 1))); do
+    [ "$(bprop /org/bluez/hci$i org.bluez.Adapter1 Powered)" = true ] || return 1
+  done
+}
+# start_bluetoothd: starts it and waits until it has all NCTRL adapters powered. On a loaded
+# host btvirt may answer an HCI command after the kernel's 2 s timeout and an adapter stays
+# down; adapters still down are powered on again every 15 s.
+start_bluetoothd() {
+  /usr/libexec/bluetooth/bluetoothd -n -d >> /tmp/e2e/bluetoothd.log 2>&1 &
+  echo $! > /run/bluetoothd.pid
+  local end=$(( SECONDS + 120 )) next=$(( SECONDS + 15 )) i
+  until adapters_ready; do
+    if [ $SECONDS -ge $end ]; then log "TIMEOUT after 120s waiting for bluetoothd with $NCTRL powered adapters"; return 1; fi
+    if [ $SECONDS -ge $next ]; then
+      for i in $(seq 0 $((NCTRL - 1))); do
+        [ "$(bprop /org/bluez/hci$i org.bluez.Adapter1 Powered)" = true ] && continue
+        log "hci$i still down: power on"; btmgmt --index $i power on > /dev/null 2>&1
+      done
+      next=$(( SECONDS + 15 ))
+    fi
+    sleep 0.5
+  done
+}
+stop_bluetoothd() {  # SIG (default TERM)
+  local pid; pid=$(cat /run/bluetoothd.pid 2>/dev/null) || return 0
+  kill -"${1:-TERM}" "$pid" 2>/dev/null
+  local i; for i in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+  kill -0 "$pid" 2>/dev/null && { kill -KILL "$pid"; sleep 0.5; }
+  rm -f /run/bluetoothd.pid
+}
+start_controllers() {
+  btvirt -L -l$NCTRL >> /tmp/e2e/btvirt.log 2>&1 &
+  echo $! > /run/btvirt.pid
+  wait_until 60 "$NCTRL controllers" test -e /sys/class/bluetooth/hci$((NCTRL - 1))
+}
+stop_controllers() {
+  local pid; pid=$(cat /run/btvirt.pid 2>/dev/null) || return 0
+  kill -KILL "$pid" 2>/dev/null; rm -f /run/btvirt.pid
+  wait_until 30 "controllers gone" sh -c '[ -z "$(ls /sys/class/bluetooth)" ]'
+}
+# controllers + bluetoothd, up to three attempts (the kernel log says why an attempt failed)
+bring_up() {
+  local try
+  for try in 1 2 3; do
+    start_controllers && start_bluetoothd && return 0
+    log "attempt $try failed; kernel says: $(dmesg | grep -i bluetooth | tail -n3 | tr '\n' ' ')"
+    stop_bluetoothd KILL; stop_controllers
+  done
+  return 1
+}
+stack_setup() {
+  mkdir -p /tmp/e2e /var/lib/bluetooth /etc/bluetooth
+  modprobe hci_vhci || { log "modprobe hci_vhci failed"; return 1; }
+  dbus-uuidgen --ensure; mkdir -p /run/dbus
+  dbus-daemon --system --fork || { log "dbus-daemon failed"; return 1; }
+  if [ "${E2E_BTMON:-0}" = 1 ]; then btmon -w /tmp/e2e/hci.btsnoop > /dev/null 2>&1 & fi
+  bring_up || { tail -30 /tmp/e2e/bluetoothd.log; return 1; }
+  local i; for i in $(seq 0 $((NCTRL - 1))); do log "hci$i = $(adapter_addr hci$i)"; done
+}
+# Between scenarios: no leftover clients, a fresh bluetoothd (no cached devices or
+# registrations from the previous scenario); fresh controllers too if that is not enough.
+stack_reset() {
+  local p
+  for p in $(pgrep -f "$E2E_BIN/" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
+  pkill -KILL -x bluetoothctl 2>/dev/null
+  stop_bluetoothd TERM
+  rm -rf /var/lib/bluetooth/*
+  start_bluetoothd && return 0
+  log "bluetoothd did not get its adapters back: fresh controllers"
+  stop_bluetoothd KILL; stop_controllers
+  bring_up
+}
+
+# ---- per-scenario processes -----------------------------------------------------
+
+# observe: signal log of org.bluez in $D/events (devices, manufacturer data, connections)
+# and a D-Bus method-call log in $D/dbus-calls (registrations and GATT reads).
+start_observers() {
+  py observe "$D/events" > "$D/observe.err" 2>&1 &
+  echo $! >> "$D/pids"
+  local m rules=()
+  for m in RegisterAdvertisement UnregisterAdvertisement RegisterApplication UnregisterApplication \
+           StartDiscovery StopDiscovery SetDiscoveryFilter Connect Disconnect ReadValue Release; do
+    rules+=("type='method_call',member='$m'")
+  done
+  dbus-monitor --system "${rules[@]}" > "$D/dbus-calls" 2>&1 &
+  echo $! >> "$D/pids"
+  wait_until 60 "observer" grep -q 'observer up' "$D/events"
+}
+
+# start_tally NAME ARGS...: clicker-tally in the background; stdout NAME.out, stderr NAME.err.
+start_tally() {
+  local name=$1; shift
+  log "start $name: clicker-tally $*"
+  mkdir -p "$D/$name.state"
+  XDG_STATE_HOME="$D/$name.state" "$E2E_BIN/clicker-tally" "$@" > "$D/$name.out" 2> "$D/$name.err" < /dev/null &
+  eval "PID_$name=$!"
+  echo $! >> "$D/pids"
+}
+
+# start_voter NAME ADAPTER JOIN ANSWER [ARGS...]: clicker-vote (on --radio $VOTER_RADIO, default
+# bluez) with its own XDG_STATE_HOME, stdin from the FIFO $D/NAME.in (held open on fd VFD_NAME;
+# `revote NAME X` writes to it).
+start_voter() {
+  local name=$1 adapter=$2 join=$3 answer=$4 radio=${VOTER_RADIO:-bluez}; shift 4
+  mkdir -p "$D/$name.state"
+  rm -f "$D/$name.in"; mkfifo "$D/$name.in"
+  log "start $name: clicker-vote --radio $radio --adapter $adapter $* $join $answer"
+  XDG_STATE_HOME="$D/$name.state" "$E2E_BIN/clicker-vote" --radio "$radio" --adapter "$adapter" "$@" \
+    "$join" "$answer" < "$D/$name.in" > "$D/$name.out" 2> "$D/$name.err" &
+  eval "PID_$name=$!"
+  echo $! >> "$D/pids"
+  local fd; exec {fd}> "$D/$name.in"
+  eval "VFD_$name=$fd"
+}
+revote() {  # NAME ANSWER
+  local fd; eval "fd=\$VFD_$1"
+  log "$1 switches to $2"
+  echo "$2" >&"$fd"
+}
+pid_of() { eval "echo \$PID_$1"; }
+alive() { local p; p=$(pid_of "$1"); kill -0 "$p" 2>/dev/null && echo "pid $p running"; }
+
+# stop NAME SIGNAL TIMEOUT_S: signals the process and waits for it; sets RC to its exit
+# status ("timeout" when it did not exit; it is then killed). Not in $(...): only this
+# shell can wait for its children.
+stop() {
+  local pid; pid=$(pid_of "$1")
+  kill -"$2" "$pid" 2>/dev/null
+  local end=$(( SECONDS + $3 ))
+  while kill -0 "$pid" 2>/dev/null && [ $SECONDS -lt $end ]; do sleep 0.2; done
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -KILL "$pid"; wait "$pid" 2>/dev/null; RC=timeout
+  else
+    wait "$pid"; RC=$?
+  fi
+  log "$1 ended after SIG$2: exit status $RC"
+}
+
+# mfr ADAPTER ADDRESS: the latest manufacturer data (hex) under 0xffff that bluetoothd on
+# ADAPTER announced for ADDRESS, from the observer's log; empty when none.
+mfr() {
+  grep -E " $1 $2 +ManufacturerData=" "$D/events" 2>/dev/null | tail -n1 | sed -n 's/.*"65535": "\([0-9a-f]*\)".*/\1/p'
+}
+seen() { [ -n "$(mfr "$1" "$2")" ]; }
+# wait_seen ADAPTER ADDRESS [TIMEOUT]: waits for it (the tally's discovery is what makes it appear).
+# Gives up early when the scenario's tally has exited (nothing would make it appear).
+wait_seen() {
+  wait_until "${3:-120}" "$1 to hold an advertisement from $2" seen_or_no_tally "$1" "$2"
+  if seen "$1" "$2"; then log "$1 sees $2: $(mfr "$1" "$2")"; return 0; fi
+  [ -n "${PID_tally:-}" ] && ! kill -0 "$PID_tally" 2>/dev/null && log "the tally has exited: $(tail -n3 "$D/tally.err" "$D/tally.out" 2>/dev/null | tr '\n' ' ')"
+  return 1
+}
+# voter_id NAME: the voter ID the voter printed ("voting B as voter 1a2b3c4d (sequence 1)").
+voter_id() { sed -n 's/.* as voter \([0-9a-fr]*\).*/\1/p' "$D/$1.out" | head -n1; }
+# release ADAPTER: power it off through bluetoothd, so a raw-HCI process may take it (user channel).
+release() { btmgmt --index "${1#hci}" power off; }
+gone_from_bluez() { ! dbus-send --system --print-reply --dest=org.bluez "/org/bluez/$1" \
+  org.freedesktop.DBus.Properties.Get string:org.bluez.Adapter1 string:Address >/dev/null 2>&1; }
+seen_or_no_tally() { seen "$1" "$2" || { [ -n "${PID_tally:-}" ] && ! kill -0 "$PID_tally" 2>/dev/null; }; }
+
+# json NAME EXPR: EXPR (python) over the JSON object on NAME.out's last line; true when truthy.
+json() { py json "$D/$1.out" "$2"; }
+
+# finish_tally NAME: SIGINT, wait, check exit 0 and a JSON last line.
+finish_tally() {
+  stop "$1" INT 60
+  check "$1 exits 0 after SIGINT" is 0 echo "$RC"
+  check "$1 prints a JSON object as its last stdout line" json "$1" 'isinstance(j, dict)'
+  log "$1 result: $(tail -n1 "$D/$1.out" | cut -c1-1500)"
+}
+
+scenario_cleanup() {
+  local p
+  for p in $(cat "$D/pids" 2>/dev/null); do kill -TERM "$p" 2>/dev/null; done
+  sleep 0.5
+  for p in $(cat "$D/pids" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
+}

@@ -1,0 +1,281 @@
+#!/bin/bash
+# scenarios.sh NAME - one end-to-end scenario, run by main.sh in a fresh bash with
+# D=/tmp/e2e/NAME and a freshly started bluetoothd. Every verdict comes from `check`
+# lines in $D/checks; the catalogue (names, default set) is /e2e/scenarios.txt.
+#
+# Contract of the binaries under test (see Tests/e2e/README.md):
+#   clicker-tally --radio bluez --adapter hciN --join-code C --question Q --json
+#                 [--no-gatt-confirm] [--discovery-restart S] [--duration S]
+#       stops on SIGINT/SIGTERM; with --json its last stdout line is one JSON object
+#       {voteID, question, counts{A..D}, voters, changes, rejected{reason:n}, ballots[...]}
+#   clicker-vote --radio bluez --adapter hciN [--question Q] JOIN-CODE ANSWER
+#       reads further answers from stdin; SIGTERM/SIGINT unregisters everything, exit 0
+set -u
+. /e2e/lib.sh
+SCN=$1
+cd "$D" || exit 1
+trap scenario_cleanup EXIT
+for i in $(seq 0 $((NCTRL - 1))); do eval "A$i=$(adapter_addr hci$i)"; done
+
+# calls MEMBER: the D-Bus method calls named MEMBER seen in this scenario (header lines).
+calls() { grep -E "member=$1\$" "$D/dbus-calls"; }
+# call MEMBER REGEX: the first such call whose header matches REGEX.
+call() { calls "$1" | grep -m1 -E "$2"; }
+# voter_reads: bluetoothd called ReadValue on a GATT application outside /org/bluez, i.e. an
+# ATT read arrived over the air and was forwarded to the voter.
+voter_reads() { calls ReadValue | grep -v 'path=/org/bluez/' | grep -m1 .; }
+
+tally_args() {  # the arguments every BlueZ tally gets
+  echo --radio bluez --adapter hci0 --join-code "$JOIN" --question 1 --json --discovery-restart "$RESTART" --duration 3600
+}
+
+# ---------------------------------------------------------------------------------
+radio_smoke() {
+  local b
+  start_observers
+  for b in clicker-tally clicker-vote; do
+    check "$b is present in the share" test -x "$E2E_BIN/$b"
+    if head -c4 "$E2E_BIN/$b" | grep -q ELF; then
+      check "$b needs no library the guest lacks" sh -c "ldd '$E2E_BIN/$b' > $b.ldd 2>&1; ! grep -E 'not found' $b.ldd && awk '{print \$1}' $b.ldd | tr '\n' ' '"
+    fi
+    check "$b --help runs in the guest (exit 0)" sh -c "timeout 60 '$E2E_BIN/$b' --help > $b.help 2>&1; rc=\$?; head -n2 $b.help; exit \$rc"
+  done
+  # The radio itself, with BlueZ's own tools: hci1 advertises 0xffff 01 02 03, hci0 scans.
+  mkfifo p.in c.in
+  bluetoothctl < p.in >> p.out 2>&1 & echo $! >> pids; exec 3> p.in
+  bluetoothctl < c.in >> c.out 2>&1 & echo $! >> pids; exec 4> c.in
+  echo "select $A1" >&3; echo "menu advertise" >&3; echo "manufacturer 0xffff 0x01 0x02 0x03" >&3; echo back >&3
+  echo "select $A0" >&4; echo "scan le" >&4
+  wait_until 60 "hci0 discovering" sh -c "sed 's/\x1b\[[0-9;]*[A-Za-z]//g' c.out | grep -aq 'Discovering: yes'"
+  echo "advertise on" >&3
+  wait_until 60 "advertisement registered" sh -c "sed 's/\x1b\[[0-9;]*[A-Za-z]//g' p.out | grep -aqE 'Advertising object registered|Failed'"
+  check "hci1 has one active advertising instance" is 1 active_instances hci1
+  local try
+  for try in 1 2 3 4 5; do
+    wait_until 5 "hci0 to see hci1" seen hci0 "$A1" && break
+    echo "advertise off" >&3; sleep 1; echo "advertise on" >&3   # btvirt reports only on (re)enable
+  done
+  check "hci0 received hci1's manufacturer data 0xffff 01 02 03" is 010203 mfr hci0 "$A1"
+  echo "scan off" >&4; echo "advertise off" >&3
+  wait_until 30 "ActiveInstances 0" is 0 active_instances hci1
+  check "hci1 has no active advertising instance after 'advertise off'" \
+    is 0 active_instances hci1
+  echo quit >&3; echo quit >&4; exec 3>&- 4>&-
+}
+
+# ---------------------------------------------------------------------------------
+single_vote() {
+  start_observers
+  start_tally tally $(tally_args) --no-gatt-confirm
+  start_voter v1 hci1 "$JOIN" B --question 1
+  wait_seen hci0 "$A1" || fail "hci0 never received the voter's advertisement"
+  sleep "$SETTLE"
+  check "tally still running" alive tally
+  finish_tally tally
+  check "counts are exactly one B" json tally 'j["counts"] == {"A":0,"B":1,"C":0,"D":0}'
+  check "one voter" json tally 'j["voters"] == 1'
+  check "voteID 4821, question 1" json tally 'j["voteID"] == 4821 and j["question"] == 1'
+  check "one ballot, answer B, from hci1's address" \
+    json tally "len(j['ballots']) == 1 and j['ballots'][0]['answer'] == 'B' and j['ballots'][0]['address'].upper() == '$A1'"
+  check "the ballot's voter ID is the one the voter printed" json tally "j['ballots'][0]['voter'] == '$(voter_id v1)' != ''"
+  check "nothing rejected" json tally 'sum(j.get("rejected", {}).values()) == 0'
+  check "with --no-gatt-confirm the ballot is not marked gattVerified" json tally 'j["ballots"][0]["gattVerified"] == False'
+  check "voter still running" alive v1
+  stop v1 TERM 30; note "voter exit status after SIGTERM: $RC"
+}
+
+# ---------------------------------------------------------------------------------
+change_vote() {
+  start_observers
+  start_tally tally $(tally_args) --no-gatt-confirm
+  start_voter v1 hci1 "$JOIN" B --question 1
+  wait_seen hci0 "$A1" || fail "hci0 never received the voter's advertisement"
+  local first; first=$(mfr hci0 "$A1")
+  sleep "$SETTLE"
+  revote v1 C
+  wait_until 120 "hci0 to receive the changed advertisement" isnt "$first" mfr hci0 "$A1" \
+    || fail "hci0 never received a changed advertisement after the switch to C"
+  log "hci0 now holds: $(mfr hci0 "$A1")"
+  sleep "$SETTLE"
+  finish_tally tally
+  check "counts are one C, zero B" json tally 'j["counts"] == {"A":0,"B":0,"C":1,"D":0}'
+  check "one change" json tally 'j["changes"] == 1'
+  check "one voter, one ballot with answer C" json tally 'j["voters"] == 1 and len(j["ballots"]) == 1 and j["ballots"][0]["answer"] == "C"'
+  note "ballot sequence after the change: $(json tally 'j["ballots"][0]["sequence"]')"
+  stop v1 TERM 30; note "voter exit status after SIGTERM: $RC"
+}
+
+# ---------------------------------------------------------------------------------
+link_ended() {  # hci1 saw hci0 connect, and the last word on that link is "disconnected"
+  grep -qE "hci1 $A0 +Connected=true" events && grep -E "hci1 $A0 +Connected=" events | tail -n1 | grep -q false
+}
+gatt_verify() {
+  start_observers
+  start_tally tally $(tally_args)
+  start_voter v1 hci1 "$JOIN" A --question 1
+  wait_seen hci0 "$A1" || fail "hci0 never received the voter's advertisement"
+  wait_until 150 "bluetoothd to read the voter's characteristic (ReadValue to the voter)" \
+    voter_reads \
+    || fail "no ReadValue reached the voter's GATT application"
+  wait_until 60 "the LE link to end" link_ended
+  sleep "$SETTLE"
+  finish_tally tally
+  check "the voter's adapter (hci1) accepted an LE connection from hci0" grep -m1 -E "hci1 $A0 +Connected=true" events
+  check "hci0 resolved the voter's GATT services" sh -c "grep -E 'hci0 $A1 gatt-service' events | tr -s ' ' | cut -d' ' -f5- | tr '\n' ' ' | grep ."
+  check "the tally asked bluetoothd to read a characteristic on hci0" \
+    call ReadValue 'path=/org/bluez/hci0/dev_'
+  check "bluetoothd forwarded an ATT read to the voter's GATT application (ReadValue to the voter)" \
+    voter_reads
+  check "one ballot, answer A" json tally 'j["counts"] == {"A":1,"B":0,"C":0,"D":0} and len(j["ballots"]) == 1'
+  check "ballot verified over GATT (gattVerified true)" json tally 'j["ballots"][0]["gattVerified"] == True'
+  stop v1 TERM 30; note "voter exit status after SIGTERM: $RC"
+}
+
+# ---------------------------------------------------------------------------------
+many_voters() {
+  start_observers
+  start_tally tally $(tally_args) --no-gatt-confirm
+  start_voter v1 hci1 "$JOIN" A --question 1
+  start_voter v2 hci2 "$JOIN" B --question 1
+  start_voter v3 hci3 "$JOIN" B --question 1
+  start_voter v4 hci4 "$JOIN" D --question 1
+  local a
+  for a in "$A1" "$A2" "$A3" "$A4"; do wait_seen hci0 "$a" 180 || fail "hci0 never received $a's advertisement"; done
+  sleep "$SETTLE"
+  finish_tally tally
+  check "counts are exactly A1 B2 C0 D1" json tally 'j["counts"] == {"A":1,"B":2,"C":0,"D":1}'
+  check "four voters with four distinct voter IDs" json tally 'j["voters"] == 4 and len(set(b["voter"] for b in j["ballots"])) == 4'
+  check "each voter's answer comes from its own adapter" json tally \
+    "sorted((b['address'].upper(), b['answer']) for b in j['ballots']) == sorted([('$A1','A'),('$A2','B'),('$A3','B'),('$A4','D')])"
+  check "nothing rejected" json tally 'sum(j.get("rejected", {}).values()) == 0'
+}
+
+# ---------------------------------------------------------------------------------
+reject_forged() {
+  # same vote ID with another secret (last base32 character changed), and the next vote ID
+  local vid=${JOIN%%-*} secret=${JOIN#*-} last=${JOIN: -1}
+  local forged_code=${JOIN%?}$([ "$last" = A ] && echo B || echo A) other_code=$(( vid + 1 ))-$secret
+  start_observers
+  start_tally tally $(tally_args) --no-gatt-confirm
+  start_voter forged hci1 "$forged_code" A --question 1
+  start_voter otherpoll hci2 "$other_code" B --question 1
+  start_voter honest hci3 "$JOIN" C --question 1
+  local a
+  for a in "$A1" "$A2" "$A3"; do wait_seen hci0 "$a" 180 || fail "hci0 never received $a's advertisement"; done
+  sleep "$SETTLE"
+  finish_tally tally
+  check "only the honest vote is tallied" json tally 'j["counts"] == {"A":0,"B":0,"C":1,"D":0} and j["voters"] == 1'
+  check "the only ballot is the honest voter's (hci3)" json tally "[b['address'].upper() for b in j['ballots']] == ['$A3']"
+  check "wrong secret counted as rejected badTag" json tally 'j["rejected"].get("badTag", 0) >= 1'
+  check "other poll counted as rejected otherVoteID" json tally 'j["rejected"].get("otherVoteID", 0) >= 1'
+}
+
+# ---------------------------------------------------------------------------------
+bluetoothd_restart() {
+  start_observers
+  start_tally tally $(tally_args) --no-gatt-confirm
+  start_voter before hci1 "$JOIN" A --question 1
+  wait_seen hci0 "$A1" || fail "hci0 never received the first voter's advertisement"
+  sleep "$SETTLE"
+  log "killing bluetoothd (SIGKILL)"
+  stop_bluetoothd KILL
+  sleep 3
+  check "tally survives bluetoothd's death" alive tally
+  log "restarting bluetoothd"
+  start_bluetoothd || fail "bluetoothd did not come back"
+  start_voter after hci2 "$JOIN" D --question 1
+  wait_seen hci0 "$A2" 180 || fail "after the restart hci0 never received the second voter's advertisement (tally did not resume discovery?)"
+  sleep "$SETTLE"
+  check "tally still running after the restart" alive tally
+  finish_tally tally
+  check "the vote accepted before the restart is still counted, the later one too" \
+    json tally 'j["counts"] == {"A":1,"B":0,"C":0,"D":1} and j["voters"] == 2'
+  check "ballots from both voters" json tally "sorted(b['address'].upper() for b in j['ballots']) == sorted(['$A1','$A2'])"
+  note "first voter after the restart: $(alive before && echo running || echo exited), ActiveInstances on hci1: $(active_instances hci1)"
+}
+
+# ---------------------------------------------------------------------------------
+voter_sigterm() {
+  start_observers
+  start_voter v1 hci1 "$JOIN" B --question 1
+  wait_until 120 "hci1 to have an active advertisement" \
+    is 1 active_instances hci1
+  check "while voting, hci1 has one active advertising instance" \
+    is 1 active_instances hci1
+  check "the voter registered a GATT application on hci1" \
+    call RegisterApplication 'path=/org/bluez/hci1;'
+  sleep 2
+  stop v1 TERM 30
+  check "the voter exits 0 on SIGTERM" is 0 echo "$RC"
+  sleep 1
+  check "hci1 has no active advertising instance afterwards" \
+    is 0 active_instances hci1
+  local who; who=$(calls RegisterApplication | sed -n 's/.* sender=\([^ ]*\) .*/\1/p' | head -n1)
+  check "the voter ($who) called UnregisterAdvertisement on hci1" \
+    call UnregisterAdvertisement "sender=$who .*path=/org/bluez/hci1;"
+  check "the voter ($who) called UnregisterApplication on hci1" \
+    call UnregisterApplication "sender=$who .*path=/org/bluez/hci1;"
+  check "bluetoothd had put the voter's service into its local GATT database" \
+    grep -m1 'database_add_service() handle' /tmp/e2e/bluetoothd.log
+  check "bluetoothd removed it from the local GATT database" \
+    grep -m1 'gatt_db_service_removed() Local GATT service removed' /tmp/e2e/bluetoothd.log
+}
+
+# ---------------------------------------------------------------------------------
+# Raw-HCI backend: the process takes the adapter's HCI user channel, which the kernel grants
+# only while the adapter is down, so the harness first powers it off through bluetoothd.
+hci_voter() {
+  start_observers
+  start_tally tally $(tally_args) --no-gatt-confirm
+  release hci1
+  VOTER_RADIO=hci start_voter v1 hci1 "$JOIN" B --question 1
+  wait_seen hci0 "$A1" 180 || fail "hci0 never received the raw-HCI voter's advertisement"
+  sleep "$SETTLE"
+  finish_tally tally
+  check "the raw-HCI voter's B is counted" json tally 'j["counts"] == {"A":0,"B":1,"C":0,"D":0} and j["voters"] == 1'
+  check "the ballot comes from hci1" json tally "[b['address'].upper() for b in j['ballots']] == ['$A1']"
+  stop v1 TERM 30
+  check "the raw-HCI voter exits 0 on SIGTERM" is 0 echo "$RC"
+}
+
+# start_hci_tally: a raw-HCI tally on hci0, up once bluetoothd has lost hci0 to it.
+start_hci_tally() {
+  release hci0
+  start_tally tally --radio hci --adapter hci0 --join-code "$JOIN" --question 1 --json --no-gatt-confirm --duration 3600
+  wait_until 60 "hci0 to leave bluetoothd (user channel taken)" gone_from_bluez hci0 || fail "the raw-HCI tally never took hci0"
+  sleep 3   # the tally resets the controller and enables scanning before the voter starts
+}
+
+hci_tally() {
+  start_observers
+  start_hci_tally
+  start_voter v1 hci1 "$JOIN" C --question 1
+  wait_until 120 "hci1 to advertise" is 1 active_instances hci1 || fail "the BlueZ voter never advertised"
+  sleep $(( SETTLE * 2 ))
+  finish_tally tally
+  check "the raw-HCI tally counts the BlueZ voter's C" json tally 'j["counts"] == {"A":0,"B":0,"C":1,"D":0} and j["voters"] == 1'
+  check "the ballot comes from hci1" json tally "[b['address'].upper() for b in j['ballots']] == ['$A1']"
+  stop v1 TERM 30; note "voter exit status after SIGTERM: $RC"
+}
+
+hci_only() {
+  start_observers
+  start_hci_tally
+  release hci1
+  VOTER_RADIO=hci start_voter v1 hci1 "$JOIN" D --question 1
+  sleep $(( SETTLE * 2 ))
+  finish_tally tally
+  check "the raw-HCI tally counts the raw-HCI voter's D" json tally 'j["counts"] == {"A":0,"B":0,"C":0,"D":1} and j["voters"] == 1'
+  check "the ballot comes from hci1 with the voter's printed ID" \
+    json tally "[(b['address'].upper(), b['voter']) for b in j['ballots']] == [('$A1', '$(voter_id v1)')]"
+  stop v1 TERM 30
+  check "the raw-HCI voter exits 0 on SIGTERM" is 0 echo "$RC"
+}
+
+fn=$(echo "$SCN" | tr '-' '_')
+if ! grep -qE "^$SCN " /e2e/scenarios.txt || [ "$(type -t "$fn")" != function ]; then
+  fail "unknown scenario $SCN"; exit 2
+fi
+log "A0=$A0 A1=$A1 A2=$A2 A3=$A3 A4=$A4"
+"$fn" || true   # verdicts are the check lines; a non-zero exit here means the script itself broke
+exit 0

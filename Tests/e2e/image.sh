@@ -1,0 +1,85 @@
+# image.sh - the guest image recipe, sourced by run.sh.
+#
+# The guest is Debian bookworm: Debian's own kernel (linux-image-amd64; bluetooth,
+# hci_vhci and 9p are modules) plus a `debootstrap --variant=minbase` root with
+# dbus, bluez (bluetoothd, bluetoothctl, btmon, btmgmt), bluez-test-tools (btvirt),
+# python3-dbus and the system libraries our binaries (static Swift stdlib) link against:
+# libdbus-1-3, libbluetooth3, libsqlite3-0 (GRDB), libstdc++6 (swift-crypto). Root and modules are packed as one uncompressed
+# initramfs, so there is no disk image and no guest initrd tooling.
+#
+# The cache directory is keyed by a hash of this file: change the recipe or the
+# package list and the next run builds a fresh image.
+#
+# Needs: root, a Debian 12 host with apt sources, debootstrap, cpio, dpkg, apt.
+
+E2E_SUITE=bookworm
+E2E_PKGS=dbus,bluez,bluez-test-tools,python3-dbus,python3-gi,libdbus-1-3,libbluetooth3,libsqlite3-0,libstdc++6,kmod,procps
+E2E_MODDIRS="crypto arch/x86/crypto lib net/bluetooth drivers/bluetooth net/rfkill net/9p fs/9p fs/netfs fs/fscache drivers/virtio drivers/char/hw_random"
+
+# The Debian mirror: the first "URIs:" (deb822) or "deb" line of the host's apt sources.
+e2e_host_mirror() {
+  { grep -hE '^URIs:' /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '{print $2}'
+    grep -hE '^deb ' /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null | awk '{print $2}'
+    true
+  } | grep -v -- '-security' | grep -E '/debian/?$' | head -n1 || true
+}
+
+# Unmounts whatever a failed debootstrap left mounted under DIR (proc, sys), so that
+# removing DIR never reaches into the host's /proc or /sys.
+e2e_umount_under() {
+  local m
+  awk -v d="$(realpath -m "$1")/" 'index($2, d) == 1 {print $2}' /proc/mounts | sort -r | \
+    while read -r m; do umount -l "$m" 2>/dev/null || true; done
+}
+
+# e2e_build_image DIR DEBCACHE: writes DIR/vmlinuz, DIR/base.cpio, DIR/kernel-version,
+# DIR/packages (name=version of every guest package) and finally DIR/.complete.
+e2e_build_image() {
+  local dir=$1 debcache=$2 mirror=${MIRROR:-$(e2e_host_mirror)}
+  [ -n "$mirror" ] || { echo "e2e: no Debian mirror in the host's apt sources; set MIRROR" >&2; return 2; }
+  local tmp="$dir.tmp"
+  e2e_umount_under "$tmp"; rm -rf "$tmp"; mkdir -p "$tmp" "$debcache"
+  local R="$tmp/rootfs"
+
+  echo "e2e: debootstrap $E2E_SUITE from $mirror ($E2E_PKGS)"
+  if ! timeout 1200 debootstrap --variant=minbase --cache-dir="$debcache" \
+        --include="$E2E_PKGS" "$E2E_SUITE" "$R" "$mirror" > "$tmp/debootstrap.log" 2>&1; then
+    e2e_umount_under "$tmp"
+    tail -30 "$tmp/debootstrap.log" >&2
+    echo "e2e: debootstrap FAILED (log: $tmp/debootstrap.log)" >&2
+    return 1
+  fi
+  chroot "$R" dpkg-query -W -f '${Package}=${Version}\n' > "$tmp/packages"
+  rm -rf "$R"/var/cache/apt/archives/*.deb "$R"/var/cache/apt/*.bin "$R"/var/lib/apt/lists/* \
+         "$R"/usr/share/doc/* "$R"/usr/share/man/* "$R"/usr/share/locale/* "$R"/usr/share/info/* \
+         "$R"/usr/lib/udev/hwdb.d "$R"/usr/lib/udev/hwdb.bin
+
+  # Debian's kernel, resolved through the host's apt (same mirror, same release).
+  local kpkg
+  kpkg=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/{print $2; exit}')
+  if [ -z "$kpkg" ]; then
+    timeout 300 apt-get update -qq
+    kpkg=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/{print $2; exit}')
+  fi
+  [ -n "$kpkg" ] || { echo "e2e: cannot resolve linux-image-amd64 from the host's apt sources" >&2; return 1; }
+  echo "e2e: fetching $kpkg"
+  mkdir -p "$tmp/debs" "$tmp/k"
+  (cd "$tmp/debs" && timeout 900 apt-get download -qq -o APT::Sandbox::User=root "$kpkg") \
+    || { echo "e2e: apt-get download $kpkg FAILED" >&2; return 1; }
+  dpkg -x "$tmp"/debs/"$kpkg"_*.deb "$tmp/k"
+  cp "$tmp"/k/boot/vmlinuz-* "$tmp/vmlinuz"
+  local kv; kv=$(ls "$tmp/k/lib/modules"); echo "$kv" > "$tmp/kernel-version"
+  echo "$kpkg" >> "$tmp/packages"
+  # Only the modules the guest needs: bluetooth, vhci, crypto, 9p, virtio.
+  local S="$tmp/k/lib/modules/$kv" D="$R/lib/modules/$kv" d
+  rm -rf "$R"/lib/modules/*; mkdir -p "$D"
+  cp "$S"/modules.builtin "$S"/modules.builtin.modinfo "$S"/modules.order "$D"/
+  for d in $E2E_MODDIRS; do mkdir -p "$D/kernel/$d"; cp -a "$S/kernel/$d/." "$D/kernel/$d/"; done
+  chroot "$R" depmod "$kv"
+  rm -rf "$tmp/k" "$tmp/debs"
+
+  (cd "$R" && find . -print0 | cpio --null -o -H newc -R 0:0 --quiet) > "$tmp/base.cpio"
+  e2e_umount_under "$tmp"; rm -rf "$R"
+  touch "$tmp/.complete"
+  rm -rf "$dir"; mv "$tmp" "$dir"
+}

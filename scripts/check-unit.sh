@@ -1,0 +1,46 @@
+#!/bin/sh
+# Checks systemd/clicker-tally.service: `systemd-analyze verify` must pass and
+# `systemd-analyze security --offline=true` must report an exposure of at most $MAX_EXPOSURE (default 2.0).
+# Exits non-zero (loudly) otherwise, or when systemd-analyze is missing.
+set -eu
+here=$(cd "$(dirname "$0")/.." && pwd)
+unit="$here/systemd/clicker-tally.service"
+max="${MAX_EXPOSURE:-2.0}"
+
+command -v systemd-analyze >/dev/null 2>&1 || { echo "FAIL: systemd-analyze not found (apt-get install systemd)" >&2; exit 2; }
+[ -f "$unit" ] || { echo "FAIL: $unit missing" >&2; exit 2; }
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT INT TERM
+
+# verify checks that ExecStart= exists; point a copy at a stub so the unit can be checked before installing.
+mkdir -p "$tmp/bin"
+printf '#!/bin/sh\nexit 0\n' > "$tmp/bin/clicker-tally"
+chmod 0755 "$tmp/bin/clicker-tally"
+grep -q '^ExecStart=/usr/local/bin/clicker-tally daemon$' "$unit" || { echo "FAIL: unexpected ExecStart= line" >&2; exit 1; }
+sed "s|^ExecStart=/usr/local/bin/clicker-tally |ExecStart=$tmp/bin/clicker-tally |" "$unit" > "$tmp/clicker-tally.service"
+
+echo "== systemd-analyze verify"
+if ! out=$(systemd-analyze verify --man=no "$tmp/clicker-tally.service" 2>&1); then
+    echo "$out" >&2
+    echo "FAIL: systemd-analyze verify failed" >&2
+    exit 1
+fi
+if [ -n "$out" ]; then
+    echo "$out" >&2
+    echo "FAIL: systemd-analyze verify printed warnings" >&2
+    exit 1
+fi
+echo "ok"
+
+echo "== systemd-analyze security --offline=true"
+report=$(systemd-analyze security --offline=true --no-pager "$unit" 2>&1) || true
+echo "$report" | grep -v '^✓' || true
+score=$(echo "$report" | sed -n 's/.*Overall exposure level for clicker-tally.service: \([0-9.]*\).*/\1/p')
+[ -n "$score" ] || { echo "FAIL: no exposure score in the report" >&2; exit 1; }
+if awk -v s="$score" -v m="$max" 'BEGIN { exit !(s + 0 <= m + 0) }'; then
+    echo "PASS: exposure $score <= $max"
+else
+    echo "FAIL: exposure $score > $max" >&2
+    exit 1
+fi

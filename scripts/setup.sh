@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs the system packages the project needs on Debian 12 (run as root, or with sudo available).
+# Idempotent: installs only what is missing. Swift 6.1+ must already be on PATH.
+#   scripts/setup.sh            # build + run needs
+#   scripts/setup.sh --test     # also what the test tiers need
+set -euo pipefail
+
+pkgs=(libdbus-1-dev libbluetooth-dev pkg-config)
+if [ "${1:-}" = "--test" ]; then
+  pkgs+=(dbus-daemon dbus-bin python3-dbus python3-dbusmock tmux valgrind util-linux passwd
+         systemd qemu-system-x86 debootstrap cpio libdbus-1-3 sqlite3)
+fi
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  echo "setup: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+command -v swift >/dev/null || { echo "setup: Swift 6.1 or newer must be on PATH (https://www.swift.org/install/linux/)" >&2; exit 1; }

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The one test command (README "Tests"; CI runs exactly this). It installs what the tests need,
+# then runs every tier:
+#   1. unit and property tests: pure core, simulated radio, storage, view   (swift test)
+#   2. D-Bus integration against a private dbus-daemon with python-dbusmock standing in for
+#      bluetoothd (inside swift test), plus: libdbus leak check under valgrind, the D-Bus
+#      policy against a real dbus-daemon, the systemd unit's security score, a short fuzz pass,
+#      the kill -9 crash-safety check, and the live view in tmux
+#   3. real BlueZ end to end: bluetoothd 5.66 and virtual LE controllers in a QEMU guest
+# Each stage prints its result; the last line counts the tests of every stage.
+# SKIP_E2E=1 skips tier 3 for a quick local run (CI never sets it).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/setup.sh --test || { echo "setup failed"; echo "tests: 0 passed, 1 failed"; exit 1; }
+
+passed=0; failed=0; failures=()
+log=$(mktemp -d)/stage.log
+# stage NAME COMMAND...: runs one stage and adds its tests to the totals. A stage that prints
+# XCTest's "Executed N tests, with M failures" or a line "N passed, M failed" counts those; any
+# other stage counts as one test. A non-zero exit always counts as at least one failure.
+stage() {
+  local name=$1; shift
+  local t0=$SECONDS rc p f
+  echo "=== stage: $name"
+  "$@" 2>&1 | tee "$log"; rc=${PIPESTATUS[0]}
+  p=$(grep -aoE 'Executed [0-9]+ tests?, with [0-9]+ failures?' "$log" | tail -1 | awk '{print $2}')
+  f=$(grep -aoE 'Executed [0-9]+ tests?, with [0-9]+ failures?' "$log" | tail -1 | awk '{print $5}')
+  if [ -n "$p" ]; then p=$((p - f))
+  else
+    p=$(grep -aE '(^|: )[0-9]+ passed, [0-9]+ failed' "$log" | tail -1 | grep -oE '[0-9]+ passed' | grep -oE '[0-9]+')
+    f=$(grep -aE '(^|: )[0-9]+ passed, [0-9]+ failed' "$log" | tail -1 | grep -oE '[0-9]+ failed' | grep -oE '[0-9]+')
+    if [ -z "$p" ]; then if [ "$rc" -eq 0 ]; then p=1; f=0; else p=0; f=1; fi; fi
+  fi
+  [ "$rc" -ne 0 ] && [ "${f:-0}" -eq 0 ] && f=1
+  passed=$((passed + p)); failed=$((failed + f))
+  if [ "$rc" -eq 0 ]; then echo "=== stage $name: PASS ($((SECONDS - t0)) s)"
+  else failures+=("$name"); echo "=== stage $name: FAIL (exit $rc, $((SECONDS - t0)) s)"; fi
+}
+
+stage build swift build --build-tests
+stage unit-and-dbus swift test --skip-build --disable-swift-testing
+stage dbus-leaks scripts/leakcheck-dbus.sh
+stage dbus-policy Tests/policy/run.sh
+stage systemd-unit scripts/check-unit.sh
+stage fuzz-short fuzz/run.sh --short
+stage crash-safety scripts/crash-test.sh --small
+stage live-view-tmux scripts/tmux-smoke.sh
+if [ "${SKIP_E2E:-0}" != 1 ]; then
+  stage e2e-bluez Tests/e2e/run.sh all hci
+fi
+
+[ ${#failures[@]} -eq 0 ] || echo "failed stages: ${failures[*]}"
+echo "tests: $passed passed, $failed failed"
+[ ${#failures[@]} -eq 0 ]
