@@ -82,7 +82,7 @@ enum SignalDecoder {
     /// has other properties too (the caller then decodes it fully), or the path is not a device path.
     static func fastDeviceChange(_ msg: DBusMessage, _ r: inout DBusMessageReader) throws -> Advert? {
         guard let path = msg.path, let address = DevicePath.address(of: path.rawValue) else { return nil }
-        var advert = Advert(address: address, rssi: nil, timestamp: BackendClock.now())
+        var advert = Advert(address: address, rssi: nil, timestamp: RadioInstant.now())
         var other = false
         try r.forEachDictEntry { e in
             if other {
@@ -126,7 +126,7 @@ enum SignalDecoder {
     /// The advertisement part of a decoded Device1 property set (InterfacesAdded, a mixed change).
     static func advertFrom(path: DBusObjectPath, properties: [String: DBusValue]) -> Advert? {
         guard let address = DevicePath.address(of: path.rawValue) else { return nil }
-        var advert = Advert(address: address, rssi: nil, timestamp: BackendClock.now())
+        var advert = Advert(address: address, rssi: nil, timestamp: RadioInstant.now())
         var any = false
         if case .int16(let rssi)? = properties["RSSI"]?.unwrapped {
             advert.rssi = rssi
