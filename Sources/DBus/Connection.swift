@@ -168,8 +168,23 @@ public final class DBusConnection: Sendable {
         _ = try await busCall("RemoveMatch", [.string(rule.description)])
     }
 
+    /// CPU time consumed so far by this connection's dispatch thread (reading, parsing, matching and
+    /// running fast-path decoders), in nanoseconds; `nil` once the thread has ended. For measurements.
+    public var dispatchThreadCPUNanoseconds: UInt64? { core.dispatchThreadCPUNanos() }
+
     /// The number of match rules this connection's subscriptions currently hold on the bus.
     public var activeMatchCount: Int { core.state.withLock { $0.activeMatches } }
+}
+
+let liveCores = Atomic<Int>(0)
+let liveThreads = Atomic<Int>(0)
+
+extension DBusConnection {
+    /// Diagnostics for leak tests: connection cores still alive and dispatch threads still running in
+    /// this process. Both return to zero once every connection is closed and released.
+    public static var liveInstances: (connections: Int, dispatchThreads: Int) {
+        (liveCores.load(ordering: .relaxed), liveThreads.load(ordering: .relaxed))
+    }
 }
 
 /// Raw libdbus connection pointer.
@@ -206,10 +221,13 @@ final class ConnectionCore: Sendable {
     let objects = ObjectRegistry()
     /// Subscribers with buffered batch items; touched only on the dispatch thread.
     let dirty = DispatchThreadBox<[SignalSubscriber]>([])
+    /// CPU clock of the dispatch thread (valid while `threadRunning`).
+    let threadClock = Mutex<Int32?>(nil)
 
     var conn: OpaquePointer { raw.ptr }
 
     init(conn: OpaquePointer, socketFD: Int32, wake: (Int32, Int32)) {
+        liveCores.add(1, ordering: .relaxed)
         self.raw = RawConnection(ptr: conn)
         self.socketFD = socketFD
         self.wakeRead = wake.0
@@ -217,12 +235,17 @@ final class ConnectionCore: Sendable {
     }
 
     deinit {
+        liveCores.subtract(1, ordering: .relaxed)
         dbus_connection_unref(raw.ptr)
         _ = closeFD(wakeRead)
         _ = closeFD(wakeWrite)
     }
 
     var isClosed: Bool { state.withLock { $0.closed } }
+
+    func dispatchThreadCPUNanos() -> UInt64? {
+        threadClock.withLock { clock in clock.flatMap { cpuNanos(of: $0) } }
+    }
 
     func wake() { pokeFD(wakeWrite) }
 
@@ -287,8 +310,6 @@ final class ConnectionCore: Sendable {
     }
 
     func installCallbacks() {
-        let me = Unmanaged.passUnretained(self).toOpaque()
-        dbus_connection_add_filter(conn, coreFilter, me, nil)
         // The wake-up callbacks get the pipe's descriptor number, not a pointer, so they stay valid for
         // as long as libdbus may call them (the pipe is closed only after the connection is released).
         let token = UnsafeMutableRawPointer(bitPattern: Int(wakeWrite) + 1)
@@ -300,9 +321,21 @@ final class ConnectionCore: Sendable {
     /// The dispatch loop: dispatch everything queued, then wait for the socket, the wake pipe or the
     /// next reply deadline, then read and write without blocking.
     func run() {
+        liveThreads.add(1, ordering: .relaxed)
+        threadClock.withLock { $0 = currentThreadCPUClock() }
+        defer {
+            threadClock.withLock { $0 = nil }
+            liveThreads.subtract(1, ordering: .relaxed)
+        }
         var readSomething = false
         while true {
-            while dbus_connection_dispatch(conn) == DBUS_DISPATCH_DATA_REMAINS {}
+            // Messages are taken off the queue and routed here rather than through
+            // dbus_connection_dispatch: its per-message filter-list copy and locking cost more than the
+            // routing itself. (No DBusPendingCall is ever used once the loop runs.)
+            while let m = dbus_connection_pop_message(conn) {
+                handle(m)
+                dbus_message_unref(m)
+            }
             if !readSomething { flushBatches() }
             let (stop, deadline) = state.withLock { ($0.stopRequested, $0.earliestDeadline) }
             if stop || dbus_connection_get_is_connected(conn) == 0 { break }
@@ -338,7 +371,6 @@ final class ConnectionCore: Sendable {
             defer { s.removeAll() }
             return s
         }
-        dbus_connection_remove_filter(conn, coreFilter, Unmanaged.passUnretained(self).toOpaque())
         dbus_connection_close(conn)
         flushBatches()
         let e = DBusError(name: DBusError.disconnected, message: "connection closed")
@@ -422,29 +454,50 @@ final class ConnectionCore: Sendable {
 
     // MARK: Dispatch (dispatch thread only)
 
-    func handle(_ msg: OpaquePointer) -> DBusHandlerResult {
+    func handle(_ msg: OpaquePointer) {
         let type = dbus_message_get_type(msg)
         switch type {
         case DBusMessageType.signal.rawValue:
             dispatchSignal(msg)
-            return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
         case DBusMessageType.methodReturn.rawValue, DBusMessageType.error.rawValue:
             let rs = dbus_message_get_reply_serial(msg)
-            guard let w = state.withLock({ $0.waiters.removeValue(forKey: rs) }) else {
-                return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
-            }
+            guard let w = state.withLock({ $0.waiters.removeValue(forKey: rs) }) else { return }
             let m = DBusMessage(retaining: msg)
             if type == DBusMessageType.error.rawValue {
                 w.continuation.resume(throwing: m.asError ?? DBusError(name: DBusError.failed))
             } else {
                 w.continuation.resume(returning: m)
             }
-            return DBUS_HANDLER_RESULT_HANDLED
         case DBusMessageType.methodCall.rawValue:
-            return objects.handle(msg, core: self) ? DBUS_HANDLER_RESULT_HANDLED : DBUS_HANDLER_RESULT_NOT_YET_HANDLED
+            if handlePeer(msg) || objects.handle(msg, core: self) { return }
+            let m = DBusMessage(retaining: msg)
+            guard !m.noReply else { return }
+            let text = "no method \(m.interface.map { $0 + "." } ?? "")\(m.member ?? "") at \(m.path?.rawValue ?? "?")"
+            if let e = m.makeError(DBusError(name: DBusError.unknownMethod, message: text)) { try? send(e) }
         default:
-            return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
+            break
         }
+    }
+
+    /// `org.freedesktop.DBus.Peer` on every path (normally answered inside dbus_connection_dispatch).
+    private func handlePeer(_ msg: OpaquePointer) -> Bool {
+        guard let i = dbus_message_get_interface(msg), strcmpC(i, "org.freedesktop.DBus.Peer") == 0,
+              let member = dbus_message_get_member(msg) else { return false }
+        let m = DBusMessage(retaining: msg)
+        var reply: [DBusValue]? = nil
+        if strcmpC(member, "Ping") == 0 {
+            reply = []
+        } else if strcmpC(member, "GetMachineId") == 0, let id = dbus_get_local_machine_id() {
+            reply = [.string(String(cString: id))]
+            dbus_free(id)
+        }
+        guard !m.noReply else { return true }
+        if let reply, let r = try? m.makeReturn(reply) {
+            try? send(r)
+        } else if let e = m.makeError(DBusError(name: DBusError.unknownMethod, message: "unknown Peer method")) {
+            try? send(e)
+        }
+        return true
     }
 
     private func dispatchSignal(_ msg: OpaquePointer) {
@@ -540,12 +593,6 @@ final class DispatchThreadBox<T>: @unchecked Sendable {
     // (inside the filter callback and the loop), so there is never concurrent access.
     var value: T
     init(_ v: T) { value = v }
-}
-
-private let coreFilter: DBusHandleMessageFunction = { _, msg, userData in
-    guard let msg, let userData else { return DBUS_HANDLER_RESULT_NOT_YET_HANDLED }
-    let core = Unmanaged<ConnectionCore>.fromOpaque(userData).takeUnretainedValue()
-    return core.handle(msg)
 }
 
 private let wakeupMain: DBusWakeupMainFunction = { token in

@@ -422,14 +422,25 @@ enum Introspection {
 struct RegistryState {
     var objects: [DBusObjectPath: DBusExportedObject] = [:]
     var managers: Set<DBusObjectPath> = []
+    /// Method handlers still running, cancelled when the connection closes.
+    var handlers: [UInt64: Task<Void, Never>] = [:]
+    var nextHandler: UInt64 = 0
+    var closed = false
 }
 
 /// Exported objects and object managers of one connection; method calls to them are answered here.
 final class ObjectRegistry: Sendable {
     let state = Mutex(RegistryState())
 
+    /// Drops every object and cancels running handlers (connection closed).
     func removeAll() {
-        state.withLock { $0 = RegistryState() }
+        let running = state.withLock { s -> [Task<Void, Never>] in
+            let tasks = Array(s.handlers.values)
+            s = RegistryState()
+            s.closed = true
+            return tasks
+        }
+        for t in running { t.cancel() }
     }
 
     func add(_ object: DBusExportedObject, core: ConnectionCore) throws {
@@ -506,7 +517,8 @@ final class ObjectRegistry: Sendable {
         let (object, isManager, children) = state.withLock { s in
             (s.objects[path], s.managers.contains(path), self.childNames(of: path, s))
         }
-        guard object != nil || isManager || !children.isEmpty else { return false }
+        let isIntrospect = member == "Introspect" && (interface == nil || interface == "org.freedesktop.DBus.Introspectable")
+        guard object != nil || isManager || !children.isEmpty || isIntrospect else { return false }
         let msg = DBusMessage(retaining: raw)
 
         func reply(_ args: [DBusValue]) {
@@ -613,21 +625,37 @@ final class ObjectRegistry: Sendable {
         let call = DBusMethodCall(message: msg, arguments: args, object: object)
         let outSig = method.outSignature
         let handler = method.handler
-        Task {
-            do {
-                let result = try await handler(call)
-                let got = result.map(\.signatureString).joined()
-                guard outSig == nil || got == outSig else {
-                    replyError(DBusError(name: DBusError.failed,
-                                         message: "handler returned '\(got)', declared '\(outSig ?? "")'"))
-                    return
-                }
-                reply(result)
-            } catch {
-                replyError(error)
+        let id = state.withLock { s -> UInt64? in
+            guard !s.closed else { return nil }
+            s.nextHandler &+= 1
+            return s.nextHandler
+        }
+        guard let id else { return true }
+        // The task is registered before it can finish (the lock is held across creation), so its
+        // own removal below always finds it.
+        state.withLock { s in
+            s.handlers[id] = Task {
+                defer { _ = self.state.withLock { $0.handlers.removeValue(forKey: id) } }
+                await self.runHandler(handler, call: call, outSig: outSig, reply: reply, replyError: replyError)
             }
         }
         return true
+    }
+
+    private func runHandler(_ handler: @Sendable (DBusMethodCall) async throws -> [DBusValue], call: DBusMethodCall,
+                            outSig: String?, reply: ([DBusValue]) -> Void, replyError: (Error) -> Void) async {
+        do {
+            let result = try await handler(call)
+            let got = result.map(\.signatureString).joined()
+            guard outSig == nil || got == outSig else {
+                replyError(DBusError(name: DBusError.failed,
+                                     message: "handler returned '\(got)', declared '\(outSig ?? "")'"))
+                return
+            }
+            reply(result)
+        } catch {
+            replyError(error)
+        }
     }
 }
 

@@ -38,6 +38,13 @@ public final class DBusMessage: @unchecked Sendable, CustomStringConvertible {
         dbus_message_get_path(raw).map { DBusObjectPath(unchecked: String(cString: $0)) }
     }
 
+    /// Calls `body` with the object path's bytes (no allocation); an empty buffer if there is no path.
+    /// The buffer is only valid inside `body`.
+    public func withPathBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        guard let p = dbus_message_get_path(raw) else { return try body(UnsafeRawBufferPointer(start: nil, count: 0)) }
+        return try body(UnsafeRawBufferPointer(start: UnsafeRawPointer(p), count: strlenC(p)))
+    }
+
     /// The interface (calls and signals; may be absent on calls).
     public var interface: String? { dbus_message_get_interface(raw).map { String(cString: $0) } }
 

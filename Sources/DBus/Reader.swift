@@ -8,40 +8,35 @@ import CDBus
 public struct DBusMessageReader {
     @usableFromInline var iter: DBusMessageIter
     @usableFromInline let message: DBusMessage
-    /// False when the message has no body at all.
-    @usableFromInline var hasBody: Bool
+    /// The libdbus type code under the cursor (0 at the end or for an empty body), cached so that each
+    /// value costs one type query.
+    @usableFromInline var type: Int32
 
     init(message: DBusMessage) {
         self.message = message
         self.iter = DBusMessageIter()
-        self.hasBody = dbus_message_iter_init(message.raw, &iter) != 0
+        let hasBody = dbus_message_iter_init(message.raw, &iter) != 0
+        self.type = hasBody ? dbus_message_iter_get_arg_type(&iter) : 0
     }
 
     init(sub: DBusMessageIter, message: DBusMessage) {
         self.iter = sub
         self.message = message
-        self.hasBody = true
+        self.type = dbus_message_iter_get_arg_type(&iter)
     }
 
     /// The type code of the value under the cursor, or `nil` at the end.
     public var currentType: DBusTypeCode? {
-        mutating get {
-            guard hasBody else { return nil }
-            let t = dbus_message_iter_get_arg_type(&iter)
-            if t == 0 { return nil }
-            return DBusTypeCode(rawValue: UInt8(truncatingIfNeeded: t))
-        }
+        type == 0 ? nil : DBusTypeCode(rawValue: UInt8(truncatingIfNeeded: type))
     }
 
     /// Whether all values have been consumed.
-    public var isAtEnd: Bool {
-        mutating get { !hasBody || dbus_message_iter_get_arg_type(&iter) == 0 }
-    }
+    public var isAtEnd: Bool { type == 0 }
 
     /// The signature of the value under the cursor (`""` at the end).
     public var currentSignature: String {
         mutating get {
-            guard hasBody, dbus_message_iter_get_arg_type(&iter) != 0 else { return "" }
+            guard type != 0 else { return "" }
             guard let p = dbus_message_iter_get_signature(&iter) else { return "?" }
             defer { dbus_free(p) }
             return String(cString: p)
@@ -50,8 +45,7 @@ public struct DBusMessageReader {
 
     @inline(__always) @usableFromInline
     mutating func expect(_ t: DBusTypeCode) throws {
-        let actual = hasBody ? dbus_message_iter_get_arg_type(&iter) : 0
-        if actual != t.cValue { throw mismatch(String(UnicodeScalar(t.rawValue))) }
+        if type != t.cValue { throw mismatch(String(UnicodeScalar(t.rawValue))) }
     }
 
     @usableFromInline
@@ -61,7 +55,9 @@ public struct DBusMessageReader {
     }
 
     @inline(__always) @usableFromInline
-    mutating func advance() { _ = dbus_message_iter_next(&iter) }
+    mutating func advance() {
+        type = dbus_message_iter_next(&iter) != 0 ? dbus_message_iter_get_arg_type(&iter) : 0
+    }
 
     @inline(__always) @usableFromInline
     mutating func basic<T>(_ t: DBusTypeCode, _ zero: T) throws -> T {
@@ -108,15 +104,13 @@ public struct DBusMessageReader {
     /// Calls `body` with the UTF-8 bytes (no terminator) of the string or object path under the cursor,
     /// without allocating. The buffer is only valid inside `body`.
     public mutating func withStringBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
-        let t = hasBody ? dbus_message_iter_get_arg_type(&iter) : 0
-        let code: DBusTypeCode
-        switch t {
-        case DBusTypeCode.string.cValue: code = .string
-        case DBusTypeCode.objectPath.cValue: code = .objectPath
-        case DBusTypeCode.signature.cValue: code = .signature
+        switch type {
+        case DBusTypeCode.string.cValue, DBusTypeCode.objectPath.cValue, DBusTypeCode.signature.cValue: break
         default: throw mismatch("s")
         }
-        let p = try cString(code)
+        var cp: UnsafePointer<CChar>? = nil
+        withUnsafeMutablePointer(to: &cp) { dbus_message_iter_get_basic(&iter, UnsafeMutableRawPointer($0)) }
+        guard let p = cp else { throw DBusDecodingError(expected: "s", found: "null string") }
         let n = strlenC(p)
         let r = try body(UnsafeRawBufferPointer(start: UnsafeRawPointer(p), count: n))
         advance()
@@ -207,7 +201,10 @@ public struct DBusMessageReader {
     public mutating func forEachDictEntry(_ body: (inout DBusMessageReader) throws -> Void) throws {
         try expect(.array)
         guard dbus_message_iter_get_element_type(&iter) == DBusTypeCode.dictEntry.cValue else { throw mismatch("a{..}") }
-        var arr = try enterArray()
+        var sub = DBusMessageIter()
+        dbus_message_iter_recurse(&iter, &sub)
+        advance()
+        var arr = DBusMessageReader(sub: sub, message: message)
         while !arr.isAtEnd {
             var entry = try arr.enterDictEntry()
             try body(&entry)

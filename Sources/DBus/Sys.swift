@@ -87,3 +87,15 @@ func getenvString(_ name: String) -> String? {
     let s = String(cString: p)
     return s.isEmpty ? nil : s
 }
+
+/// The CPU-time clock of the calling thread.
+func currentThreadCPUClock() -> Int32? {
+    var clock = clockid_t()
+    return pthread_getcpuclockid(pthread_self(), &clock) == 0 ? clock : nil
+}
+
+func cpuNanos(of clock: Int32) -> UInt64? {
+    var ts = timespec()
+    guard clock_gettime(clock, &ts) == 0 else { return nil }
+    return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
+}

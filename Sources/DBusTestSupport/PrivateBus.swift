@@ -61,15 +61,33 @@ public final class PrivateBus: @unchecked Sendable {
         self.process = p
         self.directory = dir
         self.address = "unix:path=\(socket)"
-        // Wait for the socket to appear (up to 10 s).
+        // Wait until the socket accepts connections (up to 10 s; the file exists before listen()).
         let deadline = Date().addingTimeInterval(10)
-        while !FileManager.default.fileExists(atPath: socket) {
+        while !Self.canConnect(socket) {
             guard p.isRunning, Date() < deadline else {
                 stop()
                 throw TestEnvironmentError("dbus-daemon did not start (config \(configURL.path))")
             }
             usleep(5_000)
         }
+    }
+
+    static func canConnect(_ path: String) -> Bool {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var addr = sockaddr_un()
+        addr.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: addr.sun_path) else { return false }
+        withUnsafeMutableBytes(of: &addr.sun_path) { buf in
+            for (i, b) in bytes.enumerated() { buf[i] = b }
+            buf[bytes.count] = 0
+        }
+        let rc = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        return rc == 0
     }
 
     /// The daemon's process id.

@@ -7,7 +7,7 @@ import Glibc
 #endif
 
 /// Values covering every basic type and the container shapes BlueZ and the tally daemon use.
-let roundTripSamples: [[DBusValue]] = [
+var roundTripSamples: [[DBusValue]] { [
     [.byte(255)], [.byte(0)], [.boolean(true)], [.boolean(false)],
     [.int16(.min)], [.int16(.max)], [.uint16(.max)], [.int32(.min)], [.uint32(.max)],
     [.int64(.min)], [.uint64(.max)], [.double(-3.25e-7)], [.double(.infinity)],
@@ -35,7 +35,7 @@ let roundTripSamples: [[DBusValue]] = [
     [.variant(.int32(5))], [.variant(.variant(.string("deep")))], [.variant(.bytes([1]))],
     [.variant(.stringVariantDictionary(["k": .boolean(true)]))],
     [.string("a"), .int32(2), .boolean(false), .objectPath("/x")],
-]
+] }
 
 final class MarshallingTests: XCTestCase {
     var bus: PrivateBus!
