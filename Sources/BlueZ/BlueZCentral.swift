@@ -640,18 +640,22 @@ final class CentralEngine: Sendable {
     /// Handles one batch of decoded signals (called for every burst read from the bus).
     func handle(_ batch: [BlueZSignal]) {
         var controls: [Control] = []
+        // Reports are yielded after the lock is released, in one tight loop per batch, so a waiting
+        // consumer is woken about once per batch rather than once per report.
+        var out: [(AdvertisementReport, AsyncThrowingStream<AdvertisementReport, any Error>.Continuation)] = []
+        out.reserveCapacity(batch.count)
         state.withLock { s in
             for sig in batch {
                 switch sig {
                 case .advert(let a):
-                    deliver(a, &s)
+                    deliver(a, &s, &out)
                 case .propertiesChanged(let path, let iface, let changed, let invalidated, let advert):
                     if s.acquiring { s.pending.append(sig) }
                     s.mirror.propertiesChanged(path, iface, changed, invalidated)
                     if iface == BlueZ.adapter, path == s.adapterPath, case .boolean(let on)? = changed["Powered"]?.unwrapped {
                         controls.append(.powered(on))
                     }
-                    if let advert { deliver(advert, &s) }
+                    if let advert { deliver(advert, &s, &out) }
                 case .interfacesAdded(let path, let ifaces, let advert):
                     if s.acquiring { s.pending.append(sig) }
                     s.mirror.interfacesAdded(path, ifaces)
@@ -661,7 +665,7 @@ final class CentralEngine: Sendable {
                         if !paired && !connected { s.caused[path] = RadioInstant.now() }
                     }
                     if ifaces[BlueZ.adapter] != nil { controls.append(.adapterAdded) }
-                    if let advert { deliver(advert, &s) }
+                    if let advert { deliver(advert, &s, &out) }
                 case .interfacesRemoved(let path, let names):
                     if s.acquiring { s.pending.append(sig) }
                     s.mirror.interfacesRemoved(path, names)
@@ -676,6 +680,7 @@ final class CentralEngine: Sendable {
                 }
             }
         }
+        for (report, continuation) in out { continuation.yield(report) }
         if !controls.isEmpty {
             let cont = state.withLock { $0.control }
             for c in controls { cont?.yield(c) }
@@ -683,7 +688,8 @@ final class CentralEngine: Sendable {
     }
 
     @inline(__always)
-    func deliver(_ a: Advert, _ s: inout State) {
+    func deliver(_ a: Advert, _ s: inout State,
+                 _ out: inout [(AdvertisementReport, AsyncThrowingStream<AdvertisementReport, any Error>.Continuation)]) {
         var rssi = a.rssi
         if let i = s.heard.index(forKey: a.address) {
             if let r = rssi { s.heard.values[i].rssi = r } else { rssi = s.heard.values[i].rssi }
@@ -695,8 +701,8 @@ final class CentralEngine: Sendable {
         let rssi8 = rssi.map { Int8(clamping: $0) }
         for sub in s.subscriberList {
             guard let data = a.manufacturerData(sub.company) else { continue }
-            sub.continuation.yield(AdvertisementReport(address: a.address, rssi: rssi8, companyID: sub.company,
-                                                       data: data, timestamp: a.timestamp))
+            out.append((AdvertisementReport(address: a.address, rssi: rssi8, companyID: sub.company, data: data,
+                                            timestamp: a.timestamp), sub.continuation))
             s.stats.reports += 1
         }
     }
