@@ -65,17 +65,20 @@ let package = Package(
         ),
         // D-Bus ingest: CPU per PropertiesChanged signal turned into a report by the BlueZ central,
         // against bluez-loadgen playing bluetoothd on a private bus.
-        // Run: swift run --package-path Benchmarks -c release DBusIngest   (see Benchmarks/DBusIngest/README.md)
+        // Run: swift build --package-path Benchmarks -c release --product bluez-loadgen &&
+        //      swift run --package-path Benchmarks -c release DBusIngest
         .systemLibrary(name: "CDBusLoadGen", path: "Benchmarks/CDBusLoadGen", pkgConfig: "dbus-1",
                        providers: [.apt(["libdbus-1-dev"])]),
-        .executableTarget(name: "bluez-loadgen", dependencies: ["CDBusLoadGen"], path: "Benchmarks/BlueZLoadGen",
-                          cSettings: [.unsafeFlags(["-O2"])]),
+        .executableTarget(name: "bluez-loadgen", dependencies: ["CDBusLoadGen"], path: "Benchmarks/BlueZLoadGen"),
         .executableTarget(
             name: "DBusIngest",
             dependencies: [
                 "bluez-loadgen",
                 .product(name: "BlueZ", package: "clicker"),
                 .product(name: "ClickerTransport", package: "clicker"),
+                .product(name: "DBus", package: "clicker"),
+                .product(name: "ClickerWire", package: "clicker"),
+                .product(name: "ClickerTally", package: "clicker"),
             ],
             path: "Benchmarks/DBusIngest"
         ),

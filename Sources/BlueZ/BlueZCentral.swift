@@ -386,13 +386,13 @@ final class CentralEngine: Sendable {
     }
 
     func controlLoop(_ conn: DBusConnection, _ control: AsyncStream<Control>) async -> Outcome {
-        var lastAttempt = BackendClock.now()
+        var lastAttempt = RadioInstant.now()
         if let e = await acquire(conn) {
             if !state.withLock({ $0.everReady }) && !options.waitForRadio { return .failed(e) }
             noteTrouble(e)
         }
-        var lastRestart = BackendClock.now()
-        var lastSweep = BackendClock.now()
+        var lastRestart = RadioInstant.now()
+        var lastSweep = RadioInstant.now()
         for await event in control {
             if Task.isCancelled { return .shutdown }
             switch event {
@@ -409,7 +409,7 @@ final class CentralEngine: Sendable {
                     noteTrouble(.bluetoothdNotRunning)
                 } else {
                     logger.info("bluetoothd (re)appeared as \(newOwner); rebuilding the object mirror")
-                    lastAttempt = BackendClock.now()
+                    lastAttempt = RadioInstant.now()
                     if let e = await acquire(conn) { noteTrouble(e) }
                 }
             case .adapterRemoved:
@@ -420,11 +420,11 @@ final class CentralEngine: Sendable {
                 }
                 noteTrouble(.noAdapter(options.adapter.description, []))
                 logger.warning("adapter \(name) went away")
-                lastAttempt = BackendClock.now()
+                lastAttempt = RadioInstant.now()
                 if let e = await acquire(conn) { noteTrouble(e) }
             case .adapterAdded:
                 if state.withLock({ $0.adapterPath == nil }) {
-                    lastAttempt = BackendClock.now()
+                    lastAttempt = RadioInstant.now()
                     if let e = await acquire(conn) { noteTrouble(e) }
                 }
             case .powered(let on):
@@ -442,7 +442,7 @@ final class CentralEngine: Sendable {
             case .subscribersChanged:
                 await syncDiscovery(conn)
             case .tick:
-                let now = BackendClock.now()
+                let now = RadioInstant.now()
                 let (haveAdapter, ready) = state.withLock { ($0.adapterPath != nil, $0.ready) }
                 if (!haveAdapter || !ready) && now - lastAttempt >= options.retryInterval {
                     lastAttempt = now
@@ -537,7 +537,7 @@ final class CentralEngine: Sendable {
             updateStatus {
                 $0.state = .scanning
                 $0.lastError = nil
-                $0.lastDiscoveryRestart = BackendClock.now()
+                $0.lastDiscoveryRestart = RadioInstant.now()
             }
         } else if !want && discovering {
             _ = try? await conn.call(destination: BlueZ.service, path: adapter, interface: BlueZ.adapter,
@@ -584,13 +584,13 @@ final class CentralEngine: Sendable {
         updateStatus {
             $0.state = .scanning
             $0.lastError = nil
-            $0.lastDiscoveryRestart = BackendClock.now()
+            $0.lastDiscoveryRestart = RadioInstant.now()
         }
     }
 
     /// RemoveDevice on devices discovery created that have not been heard for `olderThan`.
     func sweepStale(_ conn: DBusConnection, olderThan: Duration) async {
-        let now = BackendClock.now()
+        let now = RadioInstant.now()
         let (adapter, victims): (DBusObjectPath?, [DBusObjectPath]) = state.withLock { s in
             guard let adapter = s.adapterPath else { return (nil, []) }
             let victims = s.caused.compactMap { path, appeared -> DBusObjectPath? in
@@ -640,28 +640,32 @@ final class CentralEngine: Sendable {
     /// Handles one batch of decoded signals (called for every burst read from the bus).
     func handle(_ batch: [BlueZSignal]) {
         var controls: [Control] = []
+        // Reports are yielded after the lock is released, in one tight loop per batch, so a waiting
+        // consumer is woken about once per batch rather than once per report.
+        var out: [(AdvertisementReport, AsyncThrowingStream<AdvertisementReport, any Error>.Continuation)] = []
+        out.reserveCapacity(batch.count)
         state.withLock { s in
             for sig in batch {
                 switch sig {
                 case .advert(let a):
-                    deliver(a, &s)
+                    deliver(a, &s, &out)
                 case .propertiesChanged(let path, let iface, let changed, let invalidated, let advert):
                     if s.acquiring { s.pending.append(sig) }
                     s.mirror.propertiesChanged(path, iface, changed, invalidated)
                     if iface == BlueZ.adapter, path == s.adapterPath, case .boolean(let on)? = changed["Powered"]?.unwrapped {
                         controls.append(.powered(on))
                     }
-                    if let advert { deliver(advert, &s) }
+                    if let advert { deliver(advert, &s, &out) }
                 case .interfacesAdded(let path, let ifaces, let advert):
                     if s.acquiring { s.pending.append(sig) }
                     s.mirror.interfacesAdded(path, ifaces)
                     if let dev = ifaces[BlueZ.device], s.discovering {
                         let paired = dev["Paired"]?.unwrapped == .boolean(true)
                         let connected = dev["Connected"]?.unwrapped == .boolean(true)
-                        if !paired && !connected { s.caused[path] = BackendClock.now() }
+                        if !paired && !connected { s.caused[path] = RadioInstant.now() }
                     }
                     if ifaces[BlueZ.adapter] != nil { controls.append(.adapterAdded) }
-                    if let advert { deliver(advert, &s) }
+                    if let advert { deliver(advert, &s, &out) }
                 case .interfacesRemoved(let path, let names):
                     if s.acquiring { s.pending.append(sig) }
                     s.mirror.interfacesRemoved(path, names)
@@ -676,6 +680,7 @@ final class CentralEngine: Sendable {
                 }
             }
         }
+        for (report, continuation) in out { continuation.yield(report) }
         if !controls.isEmpty {
             let cont = state.withLock { $0.control }
             for c in controls { cont?.yield(c) }
@@ -683,7 +688,8 @@ final class CentralEngine: Sendable {
     }
 
     @inline(__always)
-    func deliver(_ a: Advert, _ s: inout State) {
+    func deliver(_ a: Advert, _ s: inout State,
+                 _ out: inout [(AdvertisementReport, AsyncThrowingStream<AdvertisementReport, any Error>.Continuation)]) {
         var rssi = a.rssi
         if let i = s.heard.index(forKey: a.address) {
             if let r = rssi { s.heard.values[i].rssi = r } else { rssi = s.heard.values[i].rssi }
@@ -695,8 +701,8 @@ final class CentralEngine: Sendable {
         let rssi8 = rssi.map { Int8(clamping: $0) }
         for sub in s.subscriberList {
             guard let data = a.manufacturerData(sub.company) else { continue }
-            sub.continuation.yield(AdvertisementReport(address: a.address, rssi: rssi8, companyID: sub.company,
-                                                       data: data, timestamp: a.timestamp))
+            out.append((AdvertisementReport(address: a.address, rssi: rssi8, companyID: sub.company, data: data,
+                                            timestamp: a.timestamp), sub.continuation))
             s.stats.reports += 1
         }
     }
@@ -705,9 +711,9 @@ final class CentralEngine: Sendable {
 
     func readCharacteristic(device: DeviceAddress, service: UUID128, characteristic: UUID128,
                             timeout: Duration) async throws -> [UInt8] {
-        let deadline = BackendClock.now() + timeout
+        let deadline = RadioInstant.now() + timeout
         func remaining(_ what: String) throws -> Duration {
-            let left = deadline - BackendClock.now()
+            let left = deadline - RadioInstant.now()
             if left <= .zero { throw TransportError.timeout("\(what) \(device)") }
             return left
         }

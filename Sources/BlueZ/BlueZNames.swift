@@ -82,18 +82,3 @@ extension String {
     }
 }
 
-/// The backend's clock for report timestamps.
-///
-/// `RadioInstant.now()` in ClickerTransport reads `ContinuousClock.now` before its lazily initialised
-/// origin, so its very first call in a process computes a negative duration and traps. Until that is
-/// fixed there, this clock does the same with the origin read first.
-/// TODO: use `RadioInstant.now()` once Transport.swift initialises its origin before reading the clock.
-enum BackendClock {
-    static let origin = ContinuousClock.now
-
-    static func now() -> RadioInstant {
-        let start = origin
-        let (s, atto) = (ContinuousClock.now - start).components
-        return RadioInstant(nanoseconds: UInt64(max(0, s)) * 1_000_000_000 + UInt64(max(0, atto / 1_000_000_000)))
-    }
-}

@@ -256,6 +256,7 @@ actor PeripheralEngine {
     // MARK: Advertising
 
     func advertise(_ payload: AdvertisingPayload) async throws {
+        if advertisementRegistered, self.payload == payload, connection?.isConnected == true { return }
         let (conn, adapter) = try await ensureReady()
         guard adapterInterfaces[BlueZ.advertisingManager] != nil else { throw fail(.advertisingUnsupported(adapterName)) }
         noteIntervalSupport(payload.interval)

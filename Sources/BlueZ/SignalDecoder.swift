@@ -43,9 +43,11 @@ enum SignalDecoder {
     /// Runs on the dispatch thread for every signal: the common case (a device's advertisement)
     /// reads the message in place and allocates only the report's data.
     @Sendable static func decode(_ msg: DBusMessage, _ r: inout DBusMessageReader) throws -> BlueZSignal? {
-        guard let member = msg.member else { return nil }
-        switch member {
-        case "PropertiesChanged":
+        // Classify by the first argument's type, without building the member name on the hot path:
+        // PropertiesChanged starts with a string, InterfacesAdded/Removed with an object path.
+        switch r.currentType {
+        case .string?:
+            guard msg.signature.rawValue == "sa{sv}as" else { return nil }  // PropertiesChanged (a short, inline string)
             let isDevice = try r.readStringEquals("org.bluez.Device1")
             if isDevice, let fast = try fastDeviceChange(msg, &r) { return .advert(fast) }
             var full = msg.reader()
@@ -56,16 +58,21 @@ enum SignalDecoder {
             var advert: Advert? = nil
             if interface == BlueZ.device { advert = advertFrom(path: path, properties: changed) }
             return .propertiesChanged(path, interface, changed, invalidated, advert)
-        case "InterfacesAdded":
-            let path = try r.readObjectPath()
-            let interfaces = try [String: [String: DBusValue]](from: &r)
-            var advert: Advert? = nil
-            if let dev = interfaces[BlueZ.device] { advert = advertFrom(path: path, properties: dev) }
-            return .interfacesAdded(path, interfaces, advert)
-        case "InterfacesRemoved":
-            let path = try r.readObjectPath()
-            let names = try [String](from: &r)
-            return .interfacesRemoved(path, names)
+        case .objectPath?:
+            switch msg.member {
+            case "InterfacesAdded":
+                let path = try r.readObjectPath()
+                let interfaces = try [String: [String: DBusValue]](from: &r)
+                var advert: Advert? = nil
+                if let dev = interfaces[BlueZ.device] { advert = advertFrom(path: path, properties: dev) }
+                return .interfacesAdded(path, interfaces, advert)
+            case "InterfacesRemoved":
+                let path = try r.readObjectPath()
+                let names = try [String](from: &r)
+                return .interfacesRemoved(path, names)
+            default:
+                return nil
+            }
         default:
             return nil
         }
@@ -75,7 +82,7 @@ enum SignalDecoder {
     /// has other properties too (the caller then decodes it fully), or the path is not a device path.
     static func fastDeviceChange(_ msg: DBusMessage, _ r: inout DBusMessageReader) throws -> Advert? {
         guard let path = msg.path, let address = DevicePath.address(of: path.rawValue) else { return nil }
-        var advert = Advert(address: address, rssi: nil, timestamp: BackendClock.now())
+        var advert = Advert(address: address, rssi: nil, timestamp: RadioInstant.now())
         var other = false
         try r.forEachDictEntry { e in
             if other {
@@ -103,24 +110,23 @@ enum SignalDecoder {
         return advert
     }
 
-    /// Reads an `a{qv}` whose values are `ay`, ignoring entries of any other shape.
+    /// Reads an `a{qv}` whose values are `ay`, skipping entries of any other shape.
     static func readManufacturerData(_ r: inout DBusMessageReader, into advert: inout Advert) throws {
-        guard (try? r.arrayElementSignature()) == "{qv}" else {
-            try r.skip()
-            return
-        }
-        try r.forEachDictEntry { e in
-            let company = try e.readUInt16()
-            var v = try e.enterVariant()
-            guard v.currentType == .array, (try? v.arrayElementSignature()) == "y" else { return }
-            advert.addManufacturer(company, try v.readBytes())
+        do {
+            try r.forEachDictEntry { e in
+                let company = try e.readUInt16()
+                var v = try e.enterVariant()
+                if let bytes = try? v.readBytes() { advert.addManufacturer(company, bytes) }
+            }
+        } catch is DBusDecodingError {
+            // Not an a{q…}: not manufacturer data as BlueZ sends it; ignore it.
         }
     }
 
     /// The advertisement part of a decoded Device1 property set (InterfacesAdded, a mixed change).
     static func advertFrom(path: DBusObjectPath, properties: [String: DBusValue]) -> Advert? {
         guard let address = DevicePath.address(of: path.rawValue) else { return nil }
-        var advert = Advert(address: address, rssi: nil, timestamp: BackendClock.now())
+        var advert = Advert(address: address, rssi: nil, timestamp: RadioInstant.now())
         var any = false
         if case .int16(let rssi)? = properties["RSSI"]?.unwrapped {
             advert.rssi = rssi

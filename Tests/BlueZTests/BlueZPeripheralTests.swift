@@ -75,6 +75,8 @@ final class BlueZPeripheralTests: XCTestCase {
         XCTAssertEqual(props["Type"]?.unwrapped, .string("broadcast"))
         XCTAssertEqual(Self.manufacturerData(props), [0xFFFF: changed])
         XCTAssertEqual(props["MinInterval"]?.unwrapped, .uint32(250))
+        // The same payload again changes nothing.
+        try await p.advertise(AdvertisingPayload(companyID: 0xFFFF, data: changed, interval: .milliseconds(250), connectable: false))
         let calls = try await mock.calls("/org/bluez/hci0")
         XCTAssertEqual(calls.filter { $0 == "RegisterAdvertisement" }.count, 2)
         XCTAssertEqual(calls.filter { $0 == "UnregisterAdvertisement" }.count, 1)

@@ -1,1 +1,351 @@
-print("placeholder")
+// DBusIngest: CPU per PropertiesChanged signal turned into an AdvertisementReport by the BlueZ central.
+//
+// For each rate: a private dbus-daemon, bluez-loadgen playing bluetoothd with N devices (each
+// advertising a real sealed clicker ballot), and BlueZCentral in this process consuming the
+// advertisement stream. Measured over the sending window: CPU of this process (getrusage) per report,
+// whether every signal sent became a report, RSS. After measuring, every device's last payload is
+// verified and tallied with ClickerWire/ClickerTally (outside the measured window).
+//
+// Run: swift run --package-path Benchmarks -c release DBusIngest [--rates 2000,20000,60000,0]
+//          [--devices 1000] [--seconds 5] [--saturation-count 400000]
+// (rate 0 = as fast as the bus takes them). Needs dbus-daemon and libdbus-1-dev.
+
+import BlueZ
+import ClickerTally
+import ClickerTransport
+import ClickerWire
+import DBus
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+struct Options {
+    var rates: [Int] = [2000, 20000, 60000, 0]
+    var devices = 1000
+    var seconds = 5.0
+    var saturationCount = 400_000
+    var loadgen: String? = nil
+    /// `bluez`: the BlueZ central (the figure that matters). `binding`: the D-Bus binding alone, with a
+    /// decoder that only counts (the floor under the central: libdbus, dispatch thread, batching).
+    var mode = "bluez"
+
+    init(_ args: [String]) {
+        var i = 1
+        while i < args.count {
+            let a = args[i]
+            let v = i + 1 < args.count ? args[i + 1] : ""
+            switch a {
+            case "--rates": rates = v.split(separator: ",").compactMap { Int($0) }
+            case "--devices": devices = Int(v) ?? devices
+            case "--seconds": seconds = Double(v) ?? seconds
+            case "--saturation-count": saturationCount = Int(v) ?? saturationCount
+            case "--loadgen": loadgen = v
+            case "--mode": mode = v
+            default:
+                FileHandle.standardError.write("unknown option \(a)\n".data(using: .utf8)!)
+                exit(2)
+            }
+            i += 2
+        }
+    }
+}
+
+/// A child process (posix_spawn), its stdout read line by line on a thread.
+final class Child: @unchecked Sendable {
+    // @unchecked Sendable: pid/fds set once in init; `lines` is a Mutex; stdin fd closed once in stop().
+    let pid: pid_t
+    let lines = Lines()
+    private var stdinFD: Int32
+
+    init(_ path: String, _ args: [String]) throws {
+        var fa = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&fa)
+        defer { posix_spawn_file_actions_destroy(&fa) }
+        var out: [Int32] = [-1, -1]
+        var inp: [Int32] = [-1, -1]
+        guard pipe(&out) == 0, pipe(&inp) == 0 else { throw Failure("pipe failed") }
+        posix_spawn_file_actions_adddup2(&fa, out[1], 1)
+        posix_spawn_file_actions_adddup2(&fa, inp[0], 0)
+        for fd in [out[0], out[1], inp[0], inp[1]] { posix_spawn_file_actions_addclose(&fa, fd) }
+        let argv: [UnsafeMutablePointer<CChar>?] = ([path] + args).map { strdup($0) } + [nil]
+        defer { for a in argv { free(a) } }
+        var child: pid_t = 0
+        let rc = posix_spawn(&child, path, &fa, nil, argv, environ)
+        close(out[1])
+        close(inp[0])
+        guard rc == 0 else { throw Failure("cannot start \(path): error \(rc)") }
+        pid = child
+        stdinFD = inp[1]
+        let fd = out[0]
+        let thread = Thread { [lines] in
+            var buffer: [UInt8] = []
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let n = read(fd, &chunk, chunk.count)
+                if n <= 0 { break }
+                buffer += chunk[0..<n]
+                while let nl = buffer.firstIndex(of: 0x0A) {
+                    let line = String(decoding: buffer[0..<nl], as: UTF8.self)
+                    buffer.removeSubrange(0...nl)
+                    lines.m.withLock { $0.append(line) }
+                }
+            }
+            close(fd)
+        }
+        thread.start()
+    }
+
+    func waitLine(_ prefix: String, timeout: Double) throws -> String {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if let l = lines.m.withLock({ $0.first { $0.hasPrefix(prefix) } }) { return l }
+            usleep(2000)
+        }
+        throw Failure("no '\(prefix)' line from pid \(pid) within \(timeout) s; got \(lines.m.withLock { $0 })")
+    }
+
+    func stop() {
+        if stdinFD >= 0 {
+            close(stdinFD)
+            stdinFD = -1
+        }
+        kill(pid, SIGTERM)
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+    }
+}
+
+final class Lines: Sendable {
+    let m = Mutex<[String]>([])
+}
+
+struct Failure: Error, CustomStringConvertible {
+    var description: String
+    init(_ s: String) { description = s }
+}
+
+func cpuSeconds() -> Double {
+    var ru = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &ru)
+    return Double(ru.ru_utime.tv_sec) + Double(ru.ru_utime.tv_usec) / 1e6 + Double(ru.ru_stime.tv_sec)
+        + Double(ru.ru_stime.tv_usec) / 1e6
+}
+
+func rssMB() -> (current: Double, peak: Double) {
+    guard let s = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return (0, 0) }
+    func field(_ name: String) -> Double {
+        for line in s.split(separator: "\n") where line.hasPrefix(name) {
+            let kb = line.split(separator: " ").compactMap { Double($0) }.first ?? 0
+            return kb / 1024
+        }
+        return 0
+    }
+    return (field("VmRSS:"), field("VmHWM:"))
+}
+
+/// The repository root, found from this source file (Benchmarks/Benchmarks/DBusIngest/main.swift).
+let repoRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent().deletingLastPathComponent()
+
+/// One poll, N voters with sealed ballots; returns (hex lines file content, join code, expected answers).
+func makeBallots(devices: Int) throws -> (String, JoinCode, [Answer: Int]) {
+    let code = try JoinCode(voteID: 0x0BEE, secret: 0x2_1234_5678_9ABC)
+    var lines: [String] = []
+    var expected: [Answer: Int] = [:]
+    let letters: [Character] = ["A", "B", "C", "D"]
+    for i in 0..<devices {
+        var keyBytes = [UInt8](repeating: 0, count: 32)
+        for j in 0..<32 { keyBytes[j] = UInt8(truncatingIfNeeded: (i &* 131 &+ j &* 7 &+ 1) ^ (i >> 8)) }
+        guard let key = DeviceKey(bytes: keyBytes), let answer = Answer.letter(letters[i % 4]) else {
+            throw Failure("cannot build voter \(i)")
+        }
+        let sealer = BallotSealer(joinCode: code, deviceKey: key)
+        let payload = sealer.advertisement(question: 1, sequence: 1, answer: answer)
+        expected[answer, default: 0] += 1
+        let address = String(format: "C0:00:00:00:%02X:%02X", (i >> 8) & 0xFF, i & 0xFF)
+        lines.append(address + " " + payload.map { String(format: "%02x", $0) }.joined())
+    }
+    return (lines.joined(separator: "\n") + "\n", code, expected)
+}
+
+struct RunResult {
+    var rate: Int
+    var sent: Int
+    var sendSeconds: Double
+    var received: Int
+    var cpuPerSignalMicros: Double
+    var rssMB: Double
+    var peakRSSMB: Double
+    var baselineRSSMB: Double
+    var validBallots: Int
+    var tallyMatches: Bool
+}
+
+final class Counter: Sendable {
+    let count = Atomic<Int>(0)
+    let last = Mutex<[DeviceAddress: [UInt8]]>([:])
+}
+
+func runOnce(rate: Int, options: Options, payloadFile: String, code: JoinCode, expected: [Answer: Int],
+             loadgen: String) async throws -> RunResult {
+    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("dbus-ingest-\(UUID().uuidString.prefix(8))")
+    try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: dir) }
+    let daemon = try Child(repoRoot.appendingPathComponent("Tests/Harness/private-bus.sh").path, [dir.path])
+    defer { daemon.stop() }
+    let address = try daemon.waitLine("unix:", timeout: 10)
+
+    let count = rate > 0 ? Int(Double(rate) * options.seconds) : options.saturationCount
+    var args = ["--address", address, "--payloads", payloadFile, "--devices", String(options.devices), "--count", String(count),
+                "--rate", String(rate)]
+    args += []
+    let gen = try Child(loadgen, args)
+    defer { gen.stop() }
+    _ = try gen.waitLine("ready", timeout: 10)
+
+    let baseline = rssMB().current
+    let counter = Counter()
+    var central: BlueZCentral? = nil
+    var rawConnection: DBusConnection? = nil
+    let consumer: Task<Void, Never>
+    if options.mode == "binding" {
+        let conn = try await DBusConnection.connect(.address(address))
+        rawConnection = conn
+        let batches = try await conn.signalBatches(
+            matching: .propertiesChanged(sender: "org.bluez", interface: "org.bluez.Device1"),
+            maxBatch: 1024, bufferLimit: 1 << 16) { _, _ in 1 }
+        consumer = Task {
+            var n = 0
+            for await batch in batches {
+                n += batch.count
+                counter.count.store(n, ordering: .relaxed)
+            }
+        }
+        _ = try await conn.call(destination: "org.bluez", path: "/org/bluez/hci0", interface: "org.bluez.Adapter1",
+                                method: "StartDiscovery")
+    } else {
+        let c = BlueZCentral(options: BlueZCentralOptions(bus: .address(address), discoveryRestartInterval: nil,
+                                                          staleDeviceTimeout: nil, waitForRadio: false,
+                                                          reportBufferLimit: 1 << 20))
+        central = c
+        let stream = c.advertisements(companyID: BallotFormat.companyID)
+        consumer = Task {
+            var n = 0
+            var last: [DeviceAddress: [UInt8]] = [:]
+            do {
+                for try await report in stream {
+                    n += 1
+                    last[report.address] = report.data
+                    if n & 1023 == 0 { counter.count.store(n, ordering: .relaxed) }
+                }
+            } catch {
+                FileHandle.standardError.write("stream failed: \(error)\n".data(using: .utf8)!)
+            }
+            counter.count.store(n, ordering: .relaxed)
+            counter.last.withLock { $0 = last }
+        }
+    }
+    _ = try gen.waitLine("started", timeout: 20)
+    let cpu0 = cpuSeconds()
+    // Sending ends with the loadgen's JSON line; then wait until the reports stop growing.
+    let summary = try gen.waitLine("{", timeout: options.seconds * 20 + 120)
+    var seen = -1
+    let drainDeadline = Date().addingTimeInterval(30)
+    while Date() < drainDeadline {
+        let now = counter.count.load(ordering: .relaxed)
+        if now >= count { break }
+        if now == seen && now > 0 { break }
+        seen = now
+        try await Task.sleep(for: .milliseconds(250))
+    }
+    await central?.shutdown()
+    rawConnection?.close()
+    await consumer.value
+    let cpu1 = cpuSeconds()
+    let rss = rssMB()
+    let received = counter.count.load(ordering: .relaxed)
+
+    // Parse {"sent":N,"seconds":S,...}
+    func number(_ key: String) -> Double {
+        guard let r = summary.range(of: "\"\(key)\":") else { return 0 }
+        let tail = summary[r.upperBound...].prefix { "0123456789.eE+-".contains($0) }
+        return Double(tail) ?? 0
+    }
+    let sent = Int(number("sent"))
+
+    // Verify and tally the last payload of every device (outside the measured CPU).
+    var pipeline = IngestPipeline(joinCode: code)
+    pipeline.tally.open(QuestionSpec(number: 1, options: 4))
+    var last = counter.last.withLock { $0 }
+    if options.mode == "binding" {
+        // The binding-only consumer keeps no payloads: verify the ballots as sent.
+        for line in (try? String(contentsOfFile: payloadFile, encoding: .utf8))?.split(separator: "\n") ?? [] {
+            let parts = line.split(separator: " ")
+            guard parts.count == 2, let a = DeviceAddress(parts[0]) else { continue }
+            var bytes: [UInt8] = []
+            var i = parts[1].startIndex
+            while i < parts[1].endIndex, let j = parts[1].index(i, offsetBy: 2, limitedBy: parts[1].endIndex),
+                  let b = UInt8(parts[1][i..<j], radix: 16) {
+                bytes.append(b)
+                i = j
+            }
+            last[a] = bytes
+        }
+    }
+    var valid = 0
+    for (addr, data) in last {
+        let r = pipeline.ingest(AdvertisementReport(address: addr, rssi: -50, companyID: BallotFormat.companyID, data: data,
+                                                    timestamp: RadioInstant(nanoseconds: 1)))
+        if r.ballot != nil { valid += 1 }
+    }
+    var matches = false
+    if let results = pipeline.tally.results(question: 1) {
+        matches = results.countTable == expected
+    }
+    // The received reports include none of the CPU spent verifying above: cpu1 was taken before.
+    return RunResult(rate: rate, sent: sent, sendSeconds: number("seconds"), received: received,
+                     cpuPerSignalMicros: received > 0 ? (cpu1 - cpu0) / Double(received) * 1e6 : .nan,
+                     rssMB: rss.current, peakRSSMB: rss.peak, baselineRSSMB: baseline, validBallots: valid, tallyMatches: matches)
+}
+
+let options = Options(CommandLine.arguments)
+let loadgen = options.loadgen ?? URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    .appendingPathComponent("bluez-loadgen").path
+guard FileManager.default.isExecutableFile(atPath: loadgen) else {
+    print("bluez-loadgen not found at \(loadgen); build it: swift build --package-path Benchmarks -c release --product bluez-loadgen")
+    exit(2)
+}
+let (ballots, code, expected) = try makeBallots(devices: options.devices)
+let payloadFile = FileManager.default.temporaryDirectory.appendingPathComponent("dbus-ingest-ballots-\(getpid()).txt").path
+try ballots.write(toFile: payloadFile, atomically: true, encoding: .utf8)
+defer { try? FileManager.default.removeItem(atPath: payloadFile) }
+
+print("DBusIngest (\(options.mode)): \(options.devices) devices, sealed ballots (\(BallotFormat.advertisementLength) bytes), "
+      + "\(options.seconds) s per fixed rate, \(options.saturationCount) signals at saturation")
+print("rate/s(target)  sent/s(actual)      sent  received  lost  CPU µs/signal  RSS MB (peak)  before  ballots ok  tally ok")
+var allGood = true
+for rate in options.rates {
+    let r = try await runOnce(rate: rate, options: options, payloadFile: payloadFile, code: code, expected: expected,
+                              loadgen: loadgen)
+    let target = rate == 0 ? "saturation" : String(rate)
+    let actual = r.sendSeconds > 0 ? Double(r.sent) / r.sendSeconds : 0
+    let line = [
+        target.padding(toLength: 14, withPad: " ", startingAt: 0),
+        String(format: "%14.0f", actual),
+        String(format: "%9d", r.sent),
+        String(format: "%9d", r.received),
+        String(format: "%5d", r.sent - r.received),
+        String(format: "%14.2f", r.cpuPerSignalMicros),
+        String(format: "%8.1f (%5.1f)", r.rssMB, r.peakRSSMB),
+        String(format: "%6.1f", r.baselineRSSMB),
+        String(format: "%7d/%d", r.validBallots, options.devices),
+        r.tallyMatches ? "yes" : "NO",
+    ].joined(separator: "  ")
+    print(line)
+    if r.sent != r.received || r.validBallots != options.devices || !r.tallyMatches { allGood = false }
+}
+print(allGood ? "every signal counted; every ballot verified and tallied" : "LOSS OR INVALID BALLOTS (see table)")
+exit(allGood ? 0 : 1)
