@@ -75,12 +75,13 @@ adapters_ready() {  # all NCTRL adapters known to bluetoothd and powered
 # start_bluetoothd: starts it and waits until it has all NCTRL adapters powered. On a loaded
 # host btvirt may answer an HCI command after the kernel's 2 s timeout and an adapter stays
 # down; adapters still down are powered on again every 15 s.
-start_bluetoothd() {
+start_bluetoothd() {  # [TIMEOUT_S, default 120]
   /usr/libexec/bluetooth/bluetoothd -n -d >> /tmp/e2e/bluetoothd.log 2>&1 &
   echo $! > /run/bluetoothd.pid
-  local end=$(( SECONDS + 120 )) next=$(( SECONDS + 15 )) i
+  local t=${1:-120} i
+  local end=$(( SECONDS + t )) next=$(( SECONDS + 15 ))
   until adapters_ready; do
-    if [ $SECONDS -ge $end ]; then log "TIMEOUT after 120s waiting for bluetoothd with $NCTRL powered adapters"; return 1; fi
+    if [ $SECONDS -ge $end ]; then log "TIMEOUT after ${t}s waiting for bluetoothd with $NCTRL powered adapters"; return 1; fi
     if [ $SECONDS -ge $next ]; then
       for i in $(seq 0 $((NCTRL - 1))); do
         [ "$(bprop /org/bluez/hci$i org.bluez.Adapter1 Powered)" = true ] && continue
@@ -112,7 +113,7 @@ stop_controllers() {
 bring_up() {
   local try
   for try in 1 2 3; do
-    start_controllers && start_bluetoothd && return 0
+    start_controllers && start_bluetoothd 60 && return 0
     log "attempt $try failed; kernel says: $(dmesg | grep -i bluetooth | tail -n3 | tr '\n' ' ')"
     stop_bluetoothd KILL; stop_controllers
   done
@@ -135,7 +136,7 @@ stack_reset() {
   pkill -KILL -x bluetoothctl 2>/dev/null
   stop_bluetoothd TERM
   rm -rf /var/lib/bluetooth/*
-  start_bluetoothd && return 0
+  start_bluetoothd 60 && return 0
   log "bluetoothd did not get its adapters back: fresh controllers"
   stop_bluetoothd KILL; stop_controllers
   bring_up
