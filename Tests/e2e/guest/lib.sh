@@ -54,7 +54,7 @@ isnt() { local v; v=$("${@:2}"); echo "$v"; [ "$v" != "$1" ]; }
 # fail WHY: records a failed check without a command (setup trouble inside a scenario).
 fail() { echo "FAIL: $*" >> "$D/checks"; log "FAIL: $*"; }
 # note TEXT: evidence that is not a check.
-note() { echo "note: $*" >> "$D/checks"; log "note: $*"; }
+note() { local t; t=$(printf '%s' "$*" | tr '\n' ' '); echo "note: $t" >> "$D/checks"; log "note: $t"; }
 
 # ---- the Bluetooth stack ------------------------------------------------------
 
@@ -99,11 +99,19 @@ stop_bluetoothd() {  # SIG (default TERM)
   kill -0 "$pid" 2>/dev/null && { kill -KILL "$pid"; sleep 0.5; }
   rm -f /run/bluetoothd.pid
 }
+# start_controllers: btvirt, then waits until the kernel has initialised all NCTRL controllers
+# (they are then listed by the management interface). Fails at once when the kernel reports an
+# HCI command timeout: btvirt was too slow to answer, and that controller stays unusable.
 start_controllers() {
+  dmesg -C 2>/dev/null
   btvirt -L -l$NCTRL >> /tmp/e2e/btvirt.log 2>&1 &
   echo $! > /run/btvirt.pid
-  wait_until 60 "$NCTRL controllers" test -e /sys/class/bluetooth/hci$((NCTRL - 1))
+  wait_until 60 "$NCTRL controllers initialised" controllers_settled || return 1
+  if hci_timeout; then log "kernel: $(dmesg | grep -E 'failed: -110' | tail -n2 | tr '\n' ' ')"; return 1; fi
 }
+mgmt_indexes() { btmgmt info 2>/dev/null | grep -cE '^hci[0-9]+:'; }
+hci_timeout() { dmesg 2>/dev/null | grep -qE 'Bluetooth: hci[0-9]+: .*failed: -110'; }
+controllers_settled() { hci_timeout || [ "$(mgmt_indexes)" = "$NCTRL" ]; }
 stop_controllers() {
   local pid; pid=$(cat /run/btvirt.pid 2>/dev/null) || return 0
   kill -KILL "$pid" 2>/dev/null; rm -f /run/btvirt.pid
