@@ -22,12 +22,21 @@ since() { awk -v a="$1" -v b="$(up)" 'BEGIN{printf "%.1f", b-a}'; }
 
 # wait_until TIMEOUT_S DESCRIPTION CMD...: polls CMD every 0.5 s until it succeeds; 1 when
 # TIMEOUT_S seconds of wall time have passed (logged).
+# Gives up early when a process named in $WATCH (the scenario's tally and voters, see
+# start_tally/start_voter/unwatch) has exited: nothing would then make CMD succeed.
+WATCH=""
 wait_until() {
   local t=$1 what=$2; shift 2
-  local end=$(( SECONDS + t ))
+  local end=$(( SECONDS + t )) n
   while :; do
     "$@" >/dev/null 2>&1 && return 0
     [ $SECONDS -ge $end ] && break
+    for n in $WATCH; do
+      if ! kill -0 "$(pid_of "$n")" 2>/dev/null; then
+        log "gave up waiting for: $what -- $n has exited: $(tail -n2 "$D/$n.err" 2>/dev/null | tr '\n' ' ')"
+        return 1
+      fi
+    done
     sleep 0.5
   done
   log "TIMEOUT after ${t}s waiting for: $what"
@@ -175,6 +184,7 @@ start_tally() {
   XDG_STATE_HOME="$D/$name.state" "$E2E_BIN/clicker-tally" "$@" > "$D/$name.out" 2> "$D/$name.err" < /dev/null &
   eval "PID_$name=$!"
   echo $! >> "$D/pids"
+  WATCH="$WATCH $name"
 }
 
 # start_voter NAME ADAPTER JOIN ANSWER [ARGS...]: clicker-vote (on --radio $VOTER_RADIO, default
@@ -189,6 +199,7 @@ start_voter() {
     "$join" "$answer" < "$D/$name.in" > "$D/$name.out" 2> "$D/$name.err" &
   eval "PID_$name=$!"
   echo $! >> "$D/pids"
+  WATCH="$WATCH $name"
   local fd; exec {fd}> "$D/$name.in"
   eval "VFD_$name=$fd"
 }
@@ -204,6 +215,7 @@ alive() { local p; p=$(pid_of "$1"); kill -0 "$p" 2>/dev/null && echo "pid $p ru
 # status ("timeout" when it did not exit; it is then killed). Not in $(...): only this
 # shell can wait for its children.
 stop() {
+  unwatch "$1"
   local pid; pid=$(pid_of "$1")
   kill -"$2" "$pid" 2>/dev/null
   local end=$(( SECONDS + $3 ))
@@ -223,12 +235,9 @@ mfr() {
 }
 seen() { [ -n "$(mfr "$1" "$2")" ]; }
 # wait_seen ADAPTER ADDRESS [TIMEOUT]: waits for it (the tally's discovery is what makes it appear).
-# Gives up early when the scenario's tally has exited (nothing would make it appear).
 wait_seen() {
-  wait_until "${3:-120}" "$1 to hold an advertisement from $2" seen_or_no_tally "$1" "$2"
-  if seen "$1" "$2"; then log "$1 sees $2: $(mfr "$1" "$2")"; return 0; fi
-  [ -n "${PID_tally:-}" ] && ! kill -0 "$PID_tally" 2>/dev/null && log "the tally has exited: $(tail -n3 "$D/tally.err" "$D/tally.out" 2>/dev/null | tr '\n' ' ')"
-  return 1
+  wait_until "${3:-120}" "$1 to hold an advertisement from $2" seen "$1" "$2" || return 1
+  log "$1 sees $2: $(mfr "$1" "$2")"
 }
 # voter_id NAME: the voter ID the voter printed ("voting B as voter 1a2b3c4d (sequence 1)").
 voter_id() { sed -n 's/.* as voter \([0-9a-fr]*\).*/\1/p' "$D/$1.out" | head -n1; }
@@ -236,7 +245,7 @@ voter_id() { sed -n 's/.* as voter \([0-9a-fr]*\).*/\1/p' "$D/$1.out" | head -n1
 release() { btmgmt --index "${1#hci}" power off; }
 gone_from_bluez() { ! dbus-send --system --print-reply --dest=org.bluez "/org/bluez/$1" \
   org.freedesktop.DBus.Properties.Get string:org.bluez.Adapter1 string:Address >/dev/null 2>&1; }
-seen_or_no_tally() { seen "$1" "$2" || { [ -n "${PID_tally:-}" ] && ! kill -0 "$PID_tally" 2>/dev/null; }; }
+unwatch() { local n w=""; for n in $WATCH; do [ "$n" = "$1" ] || w="$w $n"; done; WATCH=$w; }
 
 # json NAME EXPR: EXPR (python) over the JSON object on NAME.out's last line; true when truthy.
 json() { py json "$D/$1.out" "$2"; }

@@ -177,6 +177,7 @@ bluetoothd_restart() {
   start_voter before hci1 "$JOIN" A --question 1
   wait_seen hci0 "$A1" || fail "hci0 never received the first voter's advertisement"
   sleep "$SETTLE"
+  unwatch before   # how the first voter takes bluetoothd's death is not this scenario's concern
   log "killing bluetoothd (SIGKILL)"
   stop_bluetoothd KILL
   sleep 3
