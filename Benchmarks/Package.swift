@@ -63,5 +63,21 @@ let package = Package(
             ],
             path: "Benchmarks/TimeToCollect"
         ),
+        // D-Bus ingest: CPU per PropertiesChanged signal turned into a report by the BlueZ central,
+        // against bluez-loadgen playing bluetoothd on a private bus.
+        // Run: swift run --package-path Benchmarks -c release DBusIngest   (see Benchmarks/DBusIngest/README.md)
+        .systemLibrary(name: "CDBusLoadGen", path: "Benchmarks/CDBusLoadGen", pkgConfig: "dbus-1",
+                       providers: [.apt(["libdbus-1-dev"])]),
+        .executableTarget(name: "bluez-loadgen", dependencies: ["CDBusLoadGen"], path: "Benchmarks/BlueZLoadGen",
+                          cSettings: [.unsafeFlags(["-O2"])]),
+        .executableTarget(
+            name: "DBusIngest",
+            dependencies: [
+                "bluez-loadgen",
+                .product(name: "BlueZ", package: "clicker"),
+                .product(name: "ClickerTransport", package: "clicker"),
+            ],
+            path: "Benchmarks/DBusIngest"
+        ),
     ]
 )

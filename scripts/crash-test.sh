@@ -14,9 +14,9 @@ VOTERS=300; KILLS=20; SEED=${SEED:-$RANDOM}
 [ "${1:-}" = "--small" ] && { VOTERS=60; KILLS=5; }
 command -v dbus-daemon >/dev/null || { echo "dbus-daemon missing: apt-get install dbus-daemon"; echo "crash-safety: 0 passed, 1 failed"; exit 1; }
 swift build --product clicker-tally >/dev/null 2>&1 || { echo "build failed"; echo "crash-safety: 0 passed, 1 failed"; exit 1; }
-BIN=$(swift build --show-bin-path)/clicker-tally
-
 W=$(mktemp -d)
+# A private copy, so a rebuild during the run cannot disturb it.
+cp "$(swift build --show-bin-path)/clicker-tally" "$W/clicker-tally"; BIN=$W/clicker-tally
 cat > "$W/bus.conf" <<EOF
 <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN" "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
 <busconfig><type>custom</type><listen>unix:path=$W/bus</listen><auth>EXTERNAL</auth>
@@ -41,7 +41,7 @@ results() { "$BIN" results --json 2>/dev/null; }
 rows() { python3 -c 'import json,sys
 for b in json.load(sys.stdin)["ballots"]: print(b["voter"], b["sequence"], b["answer"])'; }
 
-pass=0; fail=0; checked=0; lost=0
+pass=0; fail=0; checked=0; lost=0; kills=0
 start_daemon 0 || { echo "crash-safety: 0 passed, 1 failed"; exit 1; }
 for round in $(seq 1 "$KILLS"); do
   # Let votes arrive for a random 0.5-3.5 s, reading results all the while.
@@ -52,7 +52,7 @@ for round in $(seq 1 "$KILLS"); do
     sleep 0.$((RANDOM % 3))
   done
   sort -u "$W/seen" > "$W/reported"
-  kill -9 "$DPID"; wait "$DPID" 2>/dev/null; DPID=
+  kill -9 "$DPID"; wait "$DPID" 2>/dev/null; DPID=; kills=$((kills + 1))
   start_daemon "$round" || { fail=$((fail + 1)); break; }
   results | rows > "$W/after"
   n=$(wc -l < "$W/reported")
@@ -81,6 +81,6 @@ PY
     fail=$((fail + 1)); echo "kill $round: FAIL, $missing of $n reported ballots lost"
   fi
 done
-echo "crash-safety totals: $KILLS kills, $checked reported ballot observations checked, $lost lost (voters $VOTERS per round, seed $SEED)"
+echo "crash-safety totals: $kills kills, $checked reported ballot observations checked, $lost lost (voters $VOTERS per round, seed $SEED)"
 echo "crash-safety: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -86,8 +86,11 @@ final class HCIController: Sendable {
         self.adapter = adapter
         self.clock = clock
         self.onFailure = onFailure
-        let thread = Thread { [self] in readLoop() }
-        thread.name = "hci-reader-\(adapter)"
+        let name = "\(adapter)-reader"   // ≤ 15 characters: the kernel's thread-name limit
+        let thread = Thread { [self] in
+            Thread.current.name = name   // best effort, for debuggers and `top -H`
+            readLoop()
+        }
         thread.start()
     }
 

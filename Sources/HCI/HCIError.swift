@@ -22,6 +22,8 @@ public enum HCIError: Error, Sendable, Hashable, CustomStringConvertible {
     case noSuchAdapter(String)
     /// The adapter is up, i.e. managed by the kernel and probably bluetoothd; this backend refuses to share it.
     case adapterBusy(adapter: String, bluetoothdRunning: Bool)
+    /// The adapter is down but the kernel has not finished (or failed) setting it up.
+    case adapterNotReady(String)
     /// Another process holds the adapter's HCI user channel.
     case adapterInUse(String)
     /// The adapter is blocked by rfkill.
@@ -54,10 +56,13 @@ public enum HCIError: Error, Sendable, Hashable, CustomStringConvertible {
         case .noSuchAdapter(let a): return "no Bluetooth adapter \(a) (see `btmgmt info` or `ls /sys/class/bluetooth`)"
         case .adapterBusy(let a, let bluez):
             let index = a.hasPrefix("hci") ? String(a.dropFirst(3)) : a
-            return "\(a) is up, so the kernel\(bluez ? " and bluetoothd (running)" : "") manage it; the raw HCI "
+            return "\(a) is up, so \(bluez ? "the kernel and bluetoothd (running) manage" : "the kernel manages") it; the raw HCI "
                 + "backend needs the adapter to itself and will not fight over it. Power it off first: "
                 + "`btmgmt --index \(index) power off` (with bluetoothd) or `hciconfig \(a) down`, "
                 + "or use --radio bluez"
+        case .adapterNotReady(let a):
+            return "\(a) is down but the kernel is still setting it up, or its setup failed (see `dmesg`, e.g. "
+                + "'Opcode 0x0c03 failed'); wait and retry, or re-plug / re-create the adapter"
         case .adapterInUse(let a): return "\(a) is already held by another raw HCI user (HCI user channel busy)"
         case .rfkillBlocked(let a): return "\(a) is blocked by rfkill: `rfkill unblock bluetooth`"
         case .systemCall(let call, let e): return "\(call) failed: \(errnoText(e))"
@@ -109,11 +114,14 @@ public enum HCIError: Error, Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// Maps a failed `bind` to the HCI user channel of `adapter`.
-    public static func forBind(errno e: Int32, adapter: String, program: String, bluetoothdRunning: Bool) -> HCIError {
+    /// Maps a failed `bind` to the HCI user channel of `adapter`. `adapterUp`: whether the
+    /// adapter's HCI_UP flag is set (the kernel also refuses while it sets an adapter up).
+    public static func forBind(errno e: Int32, adapter: String, program: String, bluetoothdRunning: Bool,
+                               adapterUp: Bool = true) -> HCIError {
         switch e {
         case EPERM, EACCES: .permissionDenied(capability: "CAP_NET_ADMIN", fix: setcapCommand(program: program))
         case ENODEV: .noSuchAdapter(adapter)
+        case EBUSY where !adapterUp: .adapterNotReady(adapter)
         case EBUSY: .adapterBusy(adapter: adapter, bluetoothdRunning: bluetoothdRunning)
         case EUSERS, EALREADY: .adapterInUse(adapter)
         case ERFKILL: .rfkillBlocked(adapter)

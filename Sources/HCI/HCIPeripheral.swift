@@ -20,7 +20,8 @@ import Synchronization
 public final class HCIPeripheral: PeripheralTransport {
     /// Advertising options.
     public struct Options: Sendable {
-        /// PDU type used for the (always non-connectable) advertising.
+        /// PDU type used for the (always non-connectable) advertising; `.connectableUndirected`
+        /// is replaced by `.nonConnectableUndirected` (no GATT server to connect to).
         public var advertisingType: LegacyAdvertisingType
         /// Advertising channels (bit 0 = 37, bit 1 = 38, bit 2 = 39).
         public var channelMap: UInt8
@@ -128,7 +129,9 @@ public final class HCIPeripheral: PeripheralTransport {
         if HCITimeSlots.duration(slots: slots) != payload.interval {
             notes.append("interval \(payload.interval) rounded to \(HCITimeSlots.duration(slots: slots))")
         }
-        let requested = AdvertisingParameters(intervalMin: slots, intervalMax: slots, type: options.advertisingType,
+        let type: LegacyAdvertisingType = options.advertisingType == .connectableUndirected
+            ? .nonConnectableUndirected : options.advertisingType
+        let requested = AdvertisingParameters(intervalMin: slots, intervalMax: slots, type: type,
                                               ownAddressType: state.withLock { $0.ownAddressType },
                                               channelMap: options.channelMap)
         let (current, currentData, advertising) = state.withLock { ($0.requested, $0.data, $0.advertising) }

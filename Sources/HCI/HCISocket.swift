@@ -62,8 +62,10 @@ public final class HCISocket: HCIChannel {
         }
         guard rc == 0 else {
             let e = errno
+            let up = e == EBUSY ? isAdapterUp(fd: fd, index: index) : true
             _ = Glibc.close(fd)
-            throw HCIError.forBind(errno: e, adapter: adapter, program: program, bluetoothdRunning: isBluetoothdRunning())
+            throw HCIError.forBind(errno: e, adapter: adapter, program: program, bluetoothdRunning: isBluetoothdRunning(),
+                                   adapterUp: up)
         }
         return HCISocket(fd: fd)
     }
@@ -98,7 +100,7 @@ public final class HCISocket: HCIChannel {
         let n = buffer.withUnsafeMutableBytes { Glibc.read(readFD, $0.baseAddress, $0.count) }
         if n < 0 {
             if errno == EINTR || errno == EAGAIN { return nil }
-            if errno == ENODEV || errno == ENETDOWN || errno == EBADFD { throw .closed("the adapter went away") }
+            if errno == ENODEV || errno == ENETDOWN || errno == EBADFD || errno == EPIPE { throw .closed("the adapter went away") }
             throw .systemCall(call: "read(HCI)", errno: errno)
         }
         if n == 0 { throw .closed("end of stream") }
@@ -112,6 +114,17 @@ public final class HCISocket: HCIChannel {
             fd = nil
         }
     }
+}
+
+/// HCIGETDEVINFO, `_IOR('H', 211, int)`.
+private let hciGetDevInfo: UInt = 0x8004_48D3
+
+/// Whether the adapter's HCI_UP flag is set (HCIGETDEVINFO needs no capability). True when unknown.
+func isAdapterUp(fd: Int32, index: UInt16) -> Bool {
+    var info = hci_dev_info()
+    info.dev_id = index
+    guard ioctl(fd, hciGetDevInfo, &info) == 0 else { return true }
+    return info.flags & (1 << UInt32(HCI_UP)) != 0
 }
 
 /// Whether a process named `bluetoothd` runs (scans /proc/*/comm), for error messages only.

@@ -8,10 +8,9 @@ import Logging
 /// How a poll is run.
 public struct PollOptions: Sendable {
     public var joinCode: JoinCode
-    /// Enrolled device keys (roster mode). Empty for anonymous polls.
-    public var roster: [DeviceKey]
-    /// Count only roster voters; anonymous ballots are kept apart as "unregistered".
-    public var rosterOnly: Bool
+    /// The class list (roster mode): only its students are counted; anonymous ballots are kept
+    /// apart as "unregistered". Nil for anonymous polls.
+    public var roster: Roster?
     public var policy: ChangePolicy
     /// Answers offered per question (A…).
     public var options: Int
@@ -24,13 +23,12 @@ public struct PollOptions: Sendable {
     public var maxConcurrentReads: Int
     public var title: String?
 
-    public init(joinCode: JoinCode, roster: [DeviceKey] = [], rosterOnly: Bool = false,
+    public init(joinCode: JoinCode, roster: Roster? = nil,
                 policy: ChangePolicy = .latestWins, options: Int = 4, firstQuestion: UInt8 = 1,
                 confirmByGATT: Bool = true, gattTimeout: Duration = .seconds(10), maxConcurrentReads: Int = 2,
                 title: String? = nil) {
         self.joinCode = joinCode
         self.roster = roster
-        self.rosterOnly = rosterOnly
         self.policy = policy
         self.options = options
         self.firstQuestion = firstQuestion
@@ -38,6 +36,17 @@ public struct PollOptions: Sendable {
         self.gattTimeout = gattTimeout
         self.maxConcurrentReads = maxConcurrentReads
         self.title = title
+    }
+}
+
+/// Writes a file readable by its owner only.
+func writePrivate(_ path: String, _ text: String) throws {
+    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+    guard fd >= 0 else { throw PollError.storage("cannot write \(path): \(String(cString: strerror(errno)))") }
+    defer { close(fd) }
+    let bytes = Array(text.utf8)
+    guard bytes.withUnsafeBytes({ write(fd, $0.baseAddress, $0.count) }) == bytes.count else {
+        throw PollError.storage("cannot write \(path): \(String(cString: strerror(errno)))")
     }
 }
 
@@ -89,6 +98,7 @@ public actor PollController {
     private var radioErrors = 0
     public private(set) var storageError: String?
     public private(set) var gattReads = (ok: 0, failed: 0)
+    private var gattUnsupported = false
     /// Increments on every change a view could show.
     public private(set) var version = 0
     /// The radio clock's latest reading (from reports), used to time GATT results on the same clock.
@@ -124,7 +134,7 @@ public actor PollController {
         }
         self.options = options
         self.joinCode = options.joinCode
-        var tally = Tally(voteID: options.joinCode.voteID, policy: options.policy, rosterOnly: options.rosterOnly)
+        var tally = Tally(voteID: options.joinCode.voteID, policy: options.policy, rosterOnly: options.roster != nil)
         let now = Date()
         if let s = restored {
             pollID = s.poll.id
@@ -146,7 +156,7 @@ public actor PollController {
                 let poll = try store?.createPoll(
                     voteID: Data([UInt8(options.joinCode.voteID >> 8), UInt8(options.joinCode.voteID & 0xFF)]),
                     joinCode: options.joinCode.description, joinSecret: nil,
-                    mode: options.roster.isEmpty ? .anonymous : .roster, title: options.title)
+                    mode: options.roster == nil ? .anonymous : .roster, title: options.title)
                 pollID = poll?.id
                 if let id = pollID { try store?.openQuestion(poll: id, number: Int(question), at: now) }
             } catch {
@@ -154,7 +164,8 @@ public actor PollController {
             }
             tally.open(.choice(question, options: options.options))
         }
-        pipeline = IngestPipeline(keyring: PollKeyring(joinCode: options.joinCode, roster: options.roster), tally: tally)
+        pipeline = IngestPipeline(keyring: PollKeyring(joinCode: options.joinCode, roster: options.roster?.deviceKeys ?? []),
+                                  tally: tally)
     }
 
     /// Rebuilds the tally from stored ballots (any order gives the same tally).
@@ -281,7 +292,8 @@ public actor PollController {
     public func flush() { commit([]) }
 
     private func confirm(_ r: GATTRequest, central: any CentralTransport) async {
-        // Skip when a newer ballot of this voter was already confirmed.
+        // Skip when the radio cannot read, or a newer ballot of this voter was already confirmed.
+        if gattUnsupported { return }
         if let have = confirmed[r.question]?[r.voter], have >= r.sequence { return }
         do {
             let value = try await central.readCharacteristic(
@@ -296,6 +308,10 @@ public actor PollController {
                 gattReads.failed += 1
                 accept(result, address: r.address)
             }
+        } catch TransportError.unsupported(let why) {
+            // This radio cannot read GATT (raw HCI): stop asking, count from advertisements alone.
+            if !gattUnsupported { logger.notice("GATT confirmation off: \(why)") }
+            gattUnsupported = true
         } catch {
             gattReads.failed += 1
             logger.debug("GATT read of \(r.address) failed: \(error)")
@@ -352,7 +368,30 @@ public actor PollController {
     public func export(to directory: String) throws -> [String] {
         flush()
         guard let store, let pollID else { throw PollError.storage("no database: run without --no-store to export") }
-        do { return try store.export(poll: pollID, to: directory) } catch { throw PollError.storage("\(error)") }
+        do {
+            var files = try store.export(poll: pollID, to: directory)
+            if let roster = options.roster {
+                let path = directory + "/poll-\(pollID)-roster.csv"
+                try writePrivate(path, rosterCSV(roster))
+                files.append(path)
+            }
+            return files
+        } catch { throw PollError.storage("\(error)") }
+    }
+
+    /// One row per enrolled student, one column per question: the counted answer, or empty.
+    func rosterCSV(_ roster: Roster) -> String {
+        let numbers = pipeline.tally.questions.keys.sorted()
+        var columns: [[Answer?]] = []
+        for q in numbers {
+            guard let r = pipeline.tally.results(question: q) else { continue }
+            columns.append(roster.answers(r, keyring: pipeline.keyring).map(\.answer))
+        }
+        var rows = [["name", "student_id"] + numbers.map { "q\($0)" }]
+        for (i, e) in roster.entries.enumerated() {
+            rows.append([e.name, e.studentID] + columns.map { $0[i]?.description ?? "" })
+        }
+        return Exporter.csv(rows)
     }
 
     // MARK: Reading
@@ -368,13 +407,20 @@ public actor PollController {
         let rows = (tally.questions[q]?.voters ?? [:]).sorted { $0.key < $1.key }.map { key, v in
             PollResults.BallotRow(voter: key.hex, answer: v.answer.description, sequence: Int(v.sequence),
                                   address: v.address.description,
-                                  gattVerified: (confirmed[q]?[key] ?? 0) >= v.sequence)
+                                  gattVerified: (confirmed[q]?[key] ?? 0) >= v.sequence, student: student(key))
         }
         var rejected: [String: Int] = [:]
         for (reason, n) in tally.rejections { rejected[reason.rawValue] = n }
         return PollResults(voteID: Int(joinCode.voteID), question: Int(q), open: q == question && isOpen,
                            counts: counts, voters: r?.voters ?? 0, changes: r?.changedVoters ?? 0,
                            unregistered: r?.unregisteredVoters ?? 0, rejected: rejected, ballots: rows)
+    }
+
+    /// "Name (student ID)" of a roster voter.
+    func student(_ key: VoterKey) -> String? {
+        guard key.mode == .roster, let roster = options.roster,
+              let i = pipeline.keyring.rosterIndex(ofVoter: key.voterID), i < roster.entries.count else { return nil }
+        return "\(roster.entries[i].name) (\(roster.entries[i].studentID))"
     }
 
     /// Accepted ballots per second over the last five seconds.

@@ -12,6 +12,8 @@ public struct PollResults: Codable, Sendable, Equatable {
         public var address: String
         /// The full-tag ballot was read back over GATT and matched.
         public var gattVerified: Bool
+        /// "Name (student ID)" in roster polls.
+        public var student: String?
     }
 
     public var voteID: Int

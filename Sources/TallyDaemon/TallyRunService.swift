@@ -9,8 +9,10 @@ import TerminalView
 public enum ViewMode: Sendable {
     /// Full-screen live view on this terminal.
     case live(TerminalSession, exportDirectory: String)
-    /// Plain log lines through `write` (stdout not a terminal, journal).
+    /// Plain log lines through `write` (stdout not a terminal).
     case plain(@Sendable (String) -> Void)
+    /// Plain log lines for a log others may read (the journal): the join secret is left out.
+    case log(@Sendable (String) -> Void)
     /// Nothing while running (scripts that want only the final `--json`).
     case none
 }
@@ -63,6 +65,8 @@ public struct TallyRunService: Service {
                                            environment: ProcessInfo.processInfo.environment)
                     case .plain(let write):
                         await PlainView.run(controller, write: write)
+                    case .log(let write):
+                        await PlainView.run(controller, redactSecret: true, write: write)
                     case .none:
                         await Self.forever()
                     }

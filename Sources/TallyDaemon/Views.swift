@@ -22,7 +22,7 @@ extension PollController {
         if floodAlert { alert = "flood of forged votes: rejected, honest votes still counted" }
         if let e = storageError { alert = "STORAGE ERROR, votes kept in memory: \(e)" }
         return TallyViewModel(
-            title: options.title ?? "Clicker", joinCode: joinCode.description, anonymous: options.roster.isEmpty,
+            title: options.title ?? "Clicker", joinCode: joinCode.description, anonymous: options.roster == nil,
             question: .init(number: Int(question), isOpen: isOpen, elapsed: elapsed(now: now)),
             answers: answers, voters: r.voters, votesPerSecond: votesPerSecond(now: now), changes: r.changes,
             rejections: rejections, radio: radioModel, alert: alert, status: status)
@@ -97,14 +97,17 @@ public enum LiveView {
 /// Plain log lines (stdout not a terminal, or under systemd): events as they happen and a status
 /// line every `every` while votes arrive.
 public enum PlainView {
-    public static func run(_ controller: PollController, every: Duration = .seconds(2),
+    /// - Parameter redactSecret: show only the vote ID of the join code (logs that others may read,
+    ///   such as the journal); the instructor gets the whole code from `clicker-tally status`.
+    public static func run(_ controller: PollController, every: Duration = .seconds(2), redactSecret: Bool = false,
                            write: @Sendable (String) -> Void) async {
         let formatter = PlainLineFormatter()
         var last: TallyViewModel?
         var lastVersion = -1
         var lastStatus = ContinuousClock.now
         while !Task.isCancelled {
-            let model = await controller.viewModel()
+            var model = await controller.viewModel()
+            if redactSecret { model.joinCode = "\(controller.joinCode.voteID)-(secret not logged)" }
             for line in formatter.eventLines(from: last, to: model) { write(line) }
             let version = await controller.version
             if version != lastVersion, ContinuousClock.now - lastStatus >= every {

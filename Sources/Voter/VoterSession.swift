@@ -8,16 +8,16 @@ import Logging
 /// voter still outranks its own earlier ballot), advertises it and serves the full ballot
 /// on the GATT ballot characteristic.
 public actor VoterSession {
-    public let joinCode: JoinCode
     public let question: UInt8
-    public let voterID: UInt32
-    public let mode: BallotMode
-    private let key: BallotKey
+    private let sealer: BallotSealer
+    public var joinCode: JoinCode { sealer.joinCode }
+    public var voterID: UInt32 { sealer.voterID }
     private let transport: any PeripheralTransport
     private let sequences: SequenceStore?
     private let interval: Duration
     private let logger: Logger
     private(set) public var current: Ballot?
+    private var gattUnsupportedLogged = false
 
     /// - Parameters:
     ///   - state: where the last sequence number is kept across runs; nil keeps it in memory only
@@ -27,11 +27,8 @@ public actor VoterSession {
     public init(joinCode: JoinCode, question: UInt8, identity: DeviceKey, roster: Bool = false,
                 transport: any PeripheralTransport, state: StateDirectory?,
                 interval: Duration = .milliseconds(100), logger: Logger = Logger(label: "clicker.voter")) {
-        self.joinCode = joinCode
         self.question = question
-        self.mode = roster ? .roster : .anonymous
-        self.voterID = roster ? identity.rosterVoterID(for: joinCode) : identity.anonymousVoterID(for: joinCode)
-        self.key = roster ? BallotKey.roster(deviceKey: identity, joinCode: joinCode) : BallotKey.anonymous(joinCode)
+        self.sealer = BallotSealer(joinCode: joinCode, deviceKey: identity, mode: roster ? .roster : .anonymous)
         self.transport = transport
         self.sequences = state.map(SequenceStore.init(state:))
         self.interval = interval
@@ -43,14 +40,21 @@ public actor VoterSession {
     public func cast(_ answer: Answer) async throws -> Ballot {
         let last = current?.sequence ?? sequences?.last(voteID: joinCode.voteID, question: question, voterID: voterID) ?? 0
         guard last < UInt16.max else { throw VoterError.sequenceExhausted }
-        let ballot = Ballot(mode: mode, voteID: joinCode.voteID, question: question, voterID: voterID,
-                            sequence: last + 1, answer: answer)
+        let ballot = sealer.ballot(question: question, sequence: last + 1, answer: answer)
         // Persist first: if we crash after advertising, the next run must still go higher.
         try sequences?.record(voteID: joinCode.voteID, question: question, voterID: voterID, sequence: ballot.sequence)
-        let advert = BallotCodec.sealAdvertisement(ballot, key: key)
-        let full = BallotCodec.sealGATT(ballot, key: key)
-        try await transport.publish(service: BallotFormat.serviceUUID,
-                                    characteristic: BallotFormat.ballotCharacteristicUUID, value: full)
+        let advert = sealer.advertisement(question: question, sequence: ballot.sequence, answer: answer)
+        let full = sealer.gattValue(question: question, sequence: ballot.sequence, answer: answer)
+        do {
+            try await transport.publish(service: BallotFormat.serviceUUID,
+                                        characteristic: BallotFormat.ballotCharacteristicUUID, value: full)
+        } catch TransportError.unsupported(let why) {
+            // A radio without GATT (raw HCI): the vote still counts from the advertisement alone.
+            if !gattUnsupportedLogged {
+                logger.notice("no GATT ballot on this radio (\(why)); the tally counts the advertisement alone")
+                gattUnsupportedLogged = true
+            }
+        }
         try await transport.advertise(AdvertisingPayload(companyID: BallotFormat.companyID, data: advert,
                                                          interval: interval, connectable: true))
         current = ballot

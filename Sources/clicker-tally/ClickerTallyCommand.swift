@@ -1,6 +1,7 @@
 import ArgumentParser
 import ClickerSim
 import ClickerStore
+import ClickerTally
 import ClickerTransport
 import ClickerWire
 import Foundation
@@ -20,7 +21,7 @@ struct ClickerTallyCommand: AsyncParsableCommand {
             and counts the votes that arrive. `--simulate 300` fills the room with simulated students.
             """,
         subcommands: [Run.self, Daemon.self, Watch.self, Status.self, Open.self, Close.self, Next.self, Results.self,
-                      Export.self],
+                      Export.self, RosterCommand.self],
         defaultSubcommand: Run.self
     )
 }
@@ -48,17 +49,28 @@ struct PollArguments: ParsableArguments {
     @Flag(help: "Keep nothing on disk (demos).")
     var noStore = false
 
+    @Flag(help: "Roster poll: count only enrolled students (see `clicker-tally roster import`).")
+    var roster = false
+
     func validate() throws {
         guard (2...8).contains(options) else { throw ValidationError("--options must be between 2 and 8") }
         guard question >= 1 else { throw ValidationError("--question starts at 1") }
         if let j = joinCode {
             do { _ = try JoinCode(parsing: j) } catch { throw ValidationError("--join-code: \(error)") }
         }
+        if roster && noStore { throw ValidationError("--roster needs the database (drop --no-store)") }
     }
 
-    func pollOptions() throws -> PollOptions {
+    func pollOptions(store: ClickerStore?) throws -> PollOptions {
         let code = try joinCode.map { try JoinCode(parsing: $0) } ?? JoinCode.random()
-        return PollOptions(joinCode: code, policy: firstResponseOnly ? .firstResponseOnly : .latestWins,
+        var students: Roster?
+        if roster {
+            guard let store, let r = try RosterBook.load(from: store) else {
+                throw Failure("no roster: import one first with `clicker-tally roster import FILE.csv`")
+            }
+            students = r
+        }
+        return PollOptions(joinCode: code, roster: students, policy: firstResponseOnly ? .firstResponseOnly : .latestWins,
                            options: options, firstQuestion: question, confirmByGATT: gattConfirm)
     }
 
@@ -93,9 +105,9 @@ struct Run: AsyncParsableCommand {
         var logger = Logger(label: "clicker.tally")
         logger.logLevel = .info
         let kind: RadioKind = room.simulate != nil ? .sim : radio.radio
-        let options = try poll.pollOptions()
         let store: ClickerStore?
         do { store = try poll.openStore() } catch { throw Failure("cannot open the database: \(error)") }
+        let options = try poll.pollOptions(store: store)
         let controller: PollController
         do {
             controller = try PollController(options: options, store: store, resume: poll.joinCode == nil && room.simulate == nil,
@@ -128,6 +140,7 @@ struct Run: AsyncParsableCommand {
         await opened.close()
 
         let results = await controller.results()
+        if let e = service.radioFailure, results.voters == 0 { throw Failure("radio failed: \(e)") }
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys]

@@ -44,7 +44,7 @@ struct Daemon: AsyncParsableCommand {
         }
         let controller: PollController
         do {
-            controller = try PollController(options: try poll.pollOptions(), store: store, resume: poll.joinCode == nil,
+            controller = try PollController(options: try poll.pollOptions(store: store), store: store, resume: poll.joinCode == nil,
                                             logger: logger)
         } catch { throw Failure("\(error)") }
         let exports = (store.path as NSString).deletingLastPathComponent + "/exports"
@@ -56,14 +56,15 @@ struct Daemon: AsyncParsableCommand {
         } catch { throw Failure("D-Bus: \(error)") }
         logger.info("serving \(TallyBus.name); poll \(controller.joinCode.voteID) open, database \(store.path)")
         let opened: OpenedCentral
-        do { opened = try await radio.open(room.simulate != nil ? .sim : radio.radio, seed: room.seed, logger: logger) } catch {
+        do { opened = try await radio.open(room.simulate != nil ? .sim : radio.radio, seed: room.seed, logger: logger,
+                                          keepTrying: true) } catch {
             throw Failure("\(error)")
         }
         let students = room.companions(air: opened.air, controller: controller, options: poll.options,
                                        question: poll.question, logger: logger)
         let service = TallyRunService(
             controller: controller, central: opened.central,
-            view: .plain { logger.info("\($0)") }, companions: [{ await api.emitChanges() }] + students, logger: logger)
+            view: .log { logger.info("\($0)") }, companions: [{ await api.emitChanges() }] + students, logger: logger)
         let group = ServiceGroup(configuration: ServiceGroupConfiguration(
             services: [.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup)],
             gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))

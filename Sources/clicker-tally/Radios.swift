@@ -22,14 +22,20 @@ struct CentralRadioArguments: ParsableArguments {
     @Option(help: "Adapter: a name (hci0) or an address. Default: the first powered adapter.")
     var adapter: String?
 
-    @Option(help: "Restart discovery every this many seconds, so changed votes are reported (BlueZ).")
+    @Option(help: "Restart discovery every this many seconds, so changed votes are reported (BlueZ); 0 never.")
     var discoveryRestart: Double = 10
+
+    func validate() throws {
+        guard discoveryRestart == 0 || (0.5...3600).contains(discoveryRestart) else {
+            throw ValidationError("--discovery-restart is 0 (never) or 0.5 to 3600 seconds")
+        }
+    }
 
     @Option(help: "Socket of the simulated air (--radio sim).")
     var air: String = SimulatedAir.defaultSocketPath
 
     /// Opens the central side of the chosen radio.
-    func open(_ kind: RadioKind, seed: UInt64, logger: Logger) async throws -> OpenedCentral {
+    func open(_ kind: RadioKind, seed: UInt64, logger: Logger, keepTrying: Bool = false) async throws -> OpenedCentral {
         switch kind {
         case .sim:
             let air = SimulatedAir(AirConfiguration(seed: seed, clock: .realTime()))
@@ -46,11 +52,12 @@ struct CentralRadioArguments: ParsableArguments {
             }
         case .hci:
             let name = adapter ?? "hci0"
-            let socket = try HCISocket.open(adapter: name, program: "clicker-tally")
-            let central = HCICentral(channel: socket, adapter: name)
+            let central = try HCICentral(adapter: name, options: HCICentral.Options(
+                clock: RadioInstant.now,
+                scanRestartInterval: discoveryRestart > 0 ? .milliseconds(Int64(discoveryRestart * 1000)) : nil))
             return OpenedCentral(central: central, air: nil) { await central.shutdown() }
         case .bluez:
-            return try await openBlueZ(logger: logger)
+            return try await openBlueZ(logger: logger, keepTrying: keepTrying)
         }
     }
 }

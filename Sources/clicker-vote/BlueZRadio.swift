@@ -1,8 +1,10 @@
+import BlueZ
 import ClickerTransport
 import Logging
 
 extension PeripheralRadioArguments {
+    /// The BlueZ peripheral on the system bus: an LEAdvertisement1 and a GATT application.
     func openBlueZ(logger: Logger) async throws -> any PeripheralTransport {
-        throw Failure("the BlueZ backend is not wired yet; use --radio sim")
+        BlueZPeripheral(options: BlueZPeripheralOptions(adapter: AdapterSelection(argument: adapter)), logger: logger)
     }
 }

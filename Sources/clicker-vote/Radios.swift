@@ -30,9 +30,9 @@ struct PeripheralRadioArguments: ParsableArguments {
         case .sim:
             return try await SimulatedAir.connect(path: air)
         case .hci:
-            let name = adapter ?? "hci0"
-            let socket = try HCISocket.open(adapter: name, program: "clicker-vote")
-            return HCIPeripheral(channel: socket, adapter: name)
+            // Re-enabling advertising on each change makes emulated controllers (btvirt) report it;
+            // real ones would report the new data anyway.
+            return try HCIPeripheral(adapter: adapter ?? "hci0", options: HCIPeripheral.Options(reenableOnUpdate: true))
         case .bluez:
             return try await openBlueZ(logger: logger)
         }

@@ -139,3 +139,33 @@ except Exception as e:
 print("DONE", ok, fail, flush=True)
 """#
 }
+
+extension PythonScripts {
+    /// Plays bluetoothd against a Swift GATT application and advertisement exported by argv[1]:
+    /// GetManagedObjects on /app, ReadValue on the characteristic, GetAll + Release on /adv.
+    static let gattClient = #"""
+import sys, dbus
+bus = dbus.SessionBus()
+owner = sys.argv[1]
+om = dbus.Interface(bus.get_object(owner, "/app", introspect=False), "org.freedesktop.DBus.ObjectManager")
+objs = om.GetManagedObjects()
+for path in sorted(objs):
+    for iface in sorted(objs[path]):
+        props = objs[path][iface]
+        print("OBJ", str(path), str(iface), ",".join(sorted(str(k) for k in props)), flush=True)
+ch = objs[dbus.ObjectPath("/app/service0/char0")]["org.bluez.GattCharacteristic1"]
+print("CHAR-UUID", str(ch["UUID"]), flush=True)
+print("CHAR-SERVICE", str(ch["Service"]), flush=True)
+print("CHAR-FLAGS", ",".join(str(f) for f in ch["Flags"]), flush=True)
+char = dbus.Interface(bus.get_object(owner, "/app/service0/char0", introspect=False), "org.bluez.GattCharacteristic1")
+value = char.ReadValue({"offset": dbus.UInt16(2, variant_level=1)}, byte_arrays=True)
+print("READ", bytes(value).hex(), flush=True)
+props = dbus.Interface(bus.get_object(owner, "/adv", introspect=False), "org.freedesktop.DBus.Properties")
+adv = props.GetAll("org.bluez.LEAdvertisement1")
+md = adv["ManufacturerData"]
+print("ADV-TYPE", str(adv["Type"]), flush=True)
+print("ADV-MD", ",".join("%04x=%s" % (int(k), bytes(bytearray(v)).hex()) for k, v in md.items()), flush=True)
+dbus.Interface(bus.get_object(owner, "/adv", introspect=False), "org.bluez.LEAdvertisement1").Release()
+print("RELEASED", flush=True)
+"""#
+}

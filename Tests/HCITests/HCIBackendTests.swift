@@ -52,6 +52,25 @@ final class HCIBackendTests: XCTestCase {
         await fake.wait("channel closed") { $0.isClosed }
     }
 
+    func testReadsRunOnADedicatedThreadAndStopAtShutdown() async throws {
+        let fake = FakeController()
+        let central = HCICentral(channel: fake, adapter: "hci3")
+        await fake.wait("several reads") { $0.state.withLock { $0.reads } >= 3 }
+        XCTAssertFalse(fake.state.withLock { $0.readInsideTask },
+                       "the blocking read loop must run on its own thread, not in a task on the cooperative pool")
+        await central.shutdown()
+        await fake.wait("channel closed by the reader") { $0.isClosed }
+    }
+
+    func testHCIClockIsMonotonic() {
+        var last = HCIClock.now()
+        for _ in 0..<1000 {
+            let t = HCIClock.now()
+            XCTAssertGreaterThanOrEqual(t, last)
+            last = t
+        }
+    }
+
     func testCentralScanOptionsReachTheController() async throws {
         let fake = FakeController()
         let central = HCICentral(channel: fake, adapter: "hci0", options: .init(

@@ -42,6 +42,11 @@ final class HCIErrorAndSocketTests: XCTestCase {
         XCTAssertTrue(e.description.contains("--radio bluez"))
         let quiet = HCIError.forBind(errno: EBUSY, adapter: "hci0", program: "x", bluetoothdRunning: false)
         XCTAssertFalse(quiet.description.contains("bluetoothd (running)"))
+        XCTAssertTrue(quiet.description.hasPrefix("hci0 is up, so the kernel manages it"), quiet.description)
+        // Down, yet refused: the kernel is still setting it up (or its setup failed).
+        let setup = HCIError.forBind(errno: EBUSY, adapter: "hci0", program: "x", bluetoothdRunning: false, adapterUp: false)
+        XCTAssertEqual(setup, .adapterNotReady("hci0"))
+        XCTAssertTrue(setup.description.contains("dmesg"))
     }
 
     func testOtherBindAndSocketErrors() {
@@ -82,7 +87,7 @@ final class HCIErrorAndSocketTests: XCTestCase {
                 XCTAssertEqual(error, .bluetoothUnavailable(errno: EAFNOSUPPORT))
             } else {
                 switch error {
-                case .noSuchAdapter, .adapterBusy, .adapterInUse, .permissionDenied, .rfkillBlocked: break
+                case .noSuchAdapter, .adapterBusy, .adapterNotReady, .adapterInUse, .permissionDenied, .rfkillBlocked: break
                 default: XCTFail("undocumented error \(error)")
                 }
             }

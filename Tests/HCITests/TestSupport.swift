@@ -74,6 +74,9 @@ final class FakeController: HCIChannel {
         var bdaddr: [UInt8] = [0x06, 0x05, 0x04, 0x03, 0x02, 0x01]   // 01:02:03:04:05:06
         var silent: Set<UInt16> = []                                 // opcodes never answered
         var statusFor: @Sendable (UInt16, [UInt8]) -> UInt8 = { _, _ in 0 }
+        /// Whether `read` was ever called from inside a Swift task (i.e. on the cooperative pool).
+        var readInsideTask = false
+        var reads = 0
     }
     let state = Mutex(State())
 
@@ -93,6 +96,8 @@ final class FakeController: HCIChannel {
     }
 
     func read(timeoutMilliseconds: Int32) throws(HCIError) -> [UInt8]? {
+        let inTask = withUnsafeCurrentTask { $0 != nil }
+        state.withLock { $0.reads += 1; $0.readInsideTask = $0.readInsideTask || inTask }
         let deadline = ContinuousClock.now + .milliseconds(Int(timeoutMilliseconds))
         while true {
             let (packet, closed) = state.withLock { s -> ([UInt8]?, Bool) in

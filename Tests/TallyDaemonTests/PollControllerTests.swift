@@ -110,6 +110,65 @@ final class PollControllerTests: XCTestCase {
         XCTAssertEqual(r.rejected["truncated"], 1)
     }
 
+    // MARK: Secrets
+
+    /// The daemon's journal lines name the poll by vote ID only, never the join secret.
+    func testDaemonLogLinesNeverContainTheJoinSecret() async throws {
+        let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: nil)
+        let lines = LineSink()
+        let logging = Task { await PlainView.run(controller, every: .milliseconds(1), redactSecret: true) { lines.add($0) } }
+        await controller.ingest(report(voter: 1, answer: .choice(0)))
+        try await Task.sleep(for: .milliseconds(600))
+        logging.cancel()
+        _ = await logging.value
+        let text = lines.all.joined(separator: "\n")
+        XCTAssertTrue(text.contains("4821"), text)
+        XCTAssertTrue(text.contains("voters=1"), text)
+        XCTAssertFalse(text.contains(code.secretText), text)
+        XCTAssertFalse(text.contains("ABCDE"), text)
+    }
+
+    // MARK: Roster polls
+
+    func testRosterPollCountsEnrolledStudentsByNameAndExportsThem() async throws {
+        let ada = DeviceKey.generate(), alan = DeviceKey.generate(), stranger = DeviceKey.generate()
+        let roster = try Roster(entries: [
+            RosterEntry(name: "Ada, Countess", studentID: "s1", enrollment: ada.enrollmentCode),
+            RosterEntry(name: "Alan", studentID: "s2", enrollment: alan.enrollmentCode),
+        ])
+        let dir = NSTemporaryDirectory() + "clicker-roster-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let store = try ClickerStore(path: dir + "/db.sqlite", durability: .normal)
+        try RosterBook.save(roster, to: store)
+        let loaded = try XCTUnwrap(try RosterBook.load(from: store))
+        XCTAssertEqual(loaded.entries.map(\.studentID).sorted(), ["s1", "s2"])
+        let controller = try PollController(options: PollOptions(joinCode: code, roster: loaded, confirmByGATT: false),
+                                            store: store)
+        func vote(_ key: DeviceKey, _ mode: BallotMode, _ a: Answer) -> AdvertisementReport {
+            let s = BallotSealer(joinCode: code, deviceKey: key, mode: mode)
+            return AdvertisementReport(address: DeviceAddress(rawValue: UInt64(s.voterID)), rssi: nil, companyID: 0xFFFF,
+                                       data: s.advertisement(question: 1, sequence: 1, answer: a), timestamp: .zero)
+        }
+        await controller.ingest(vote(ada, .roster, .choice(0)))
+        await controller.ingest(vote(alan, .roster, .choice(2)))
+        await controller.ingest(vote(stranger, .roster, .choice(3)))     // not enrolled
+        await controller.ingest(vote(stranger, .anonymous, .choice(3)))  // anonymous in a roster poll
+        let r = await controller.results()
+        XCTAssertEqual(r.voters, 2)
+        XCTAssertEqual(r.counts, ["A": 1, "B": 0, "C": 1, "D": 0])
+        XCTAssertEqual(r.unregistered, 1, "the anonymous ballot is kept apart")
+        XCTAssertEqual(r.rejected["unknownVoter"], 1)
+        XCTAssertEqual(Set(r.ballots.compactMap(\.student)), ["Ada, Countess (s1)", "Alan (s2)"])
+        let files = try await controller.export(to: dir)
+        let csvPath = try XCTUnwrap(files.first { $0.hasSuffix("-roster.csv") })
+        let csv = try String(contentsOfFile: csvPath, encoding: .utf8)
+        XCTAssertTrue(csv.contains("\"Ada, Countess\",s1,A"), csv)
+        XCTAssertTrue(csv.contains("Alan,s2,C"), csv)
+        var st = stat()
+        XCTAssertEqual(stat(csvPath, &st), 0)
+        XCTAssertEqual(st.st_mode & 0o777, 0o600)
+    }
+
     // MARK: Questions
 
     func testClosedQuestionRejectsLateBallotsAndNextQuestionCountsAfresh() async throws {
@@ -197,6 +256,13 @@ final class PollControllerTests: XCTestCase {
         let floodSeen = await controller.floodAlert
         XCTAssertTrue(floodSeen, "the view shows a flood alert")
     }
+}
+
+/// Collects lines from a view.
+final class LineSink: Sendable {
+    private let storage = Mutex<[String]>([])
+    func add(_ s: String) { storage.withLock { $0.append(s) } }
+    var all: [String] { storage.withLock { $0 } }
 }
 
 /// A thread-safe counter for script actions.

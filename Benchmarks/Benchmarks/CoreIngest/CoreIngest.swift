@@ -44,7 +44,8 @@ extension JoinCode {
 }
 
 let benchmarks: @Sendable () -> Void = {
-    Benchmark.defaultConfiguration = .init(metrics: [.throughput, .wallClock, .mallocCountTotal],
+    // Malloc counts and CPU time survive a loaded machine better than wall-clock throughput.
+    Benchmark.defaultConfiguration = .init(metrics: [.throughput, .wallClock, .cpuTotal, .mallocCountTotal],
                                            scalingFactor: .kilo, maxDuration: .seconds(5), maxIterations: 100_000)
 
     // (a) Exact repeats of 500 known ballots: the cache path, no cryptography.

@@ -1,0 +1,495 @@
+// bluez-loadgen: plays bluetoothd on a (private) bus for the DBusIngest benchmark.
+//
+// Owns org.bluez, answers GetManagedObjects with one adapter (hci0) and N devices
+// (/org/bluez/hci0/dev_XX_XX_XX_XX_XX_XX, Device1 with Address, RSSI, ManufacturerData), answers the
+// adapter methods a central calls (SetDiscoveryFilter, StartDiscovery, StopDiscovery, RemoveDevice,
+// Properties.Get/GetAll), and after the first StartDiscovery emits
+//   PropertiesChanged("org.bluez.Device1", {ManufacturerData: a{qv}, RSSI: n}, [])
+// round-robin over the devices at a fixed rate or as fast as the bus takes them.
+//
+// It must not be the bottleneck: libdbus does the handshake and method calls; the signals are
+// marshalled by hand into one reusable buffer (no allocation per signal) and written to the socket
+// in batches. Every message is written whole before libdbus touches the socket again.
+//
+// Payloads (the manufacturer data after the company ID) come from a file, one per line in hex,
+// optionally preceded by the device address: "AA:BB:CC:DD:EE:FF 0102ab..." . Device d in round r
+// sends payload[(r * devices + d) % lines]. Without addresses, device d is C0:00:00:00:HH:LL.
+//
+// Output (stdout, one line each): "ready <unique-name>" once org.bluez is owned, "started" when
+// sending begins, and at the end a JSON line {"sent":..,"seconds":..,"rate":..,"cpu_seconds":..}.
+// It then keeps serving method calls until stdin closes or SIGTERM/SIGINT.
+
+#define _GNU_SOURCE
+#include <dbus/dbus.h>
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_PAYLOAD 240
+#define BATCH 256
+#define MSG_MAX 512
+
+typedef struct {
+    char address[18];
+    char path[64];
+} device_t;
+
+typedef struct {
+    uint8_t bytes[MAX_PAYLOAD];
+    size_t len;
+} payload_t;
+
+static device_t *devices;
+static size_t ndevices = 1000;
+static payload_t *payloads;
+static size_t npayloads;
+static uint16_t company = 0xFFFF;
+static volatile sig_atomic_t stop_requested;
+static int discovery_started;
+static unsigned long removed_devices;
+
+static void die(const char *msg) {
+    fprintf(stderr, "bluez-loadgen: %s\n", msg);
+    exit(2);
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static double cpu_s(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec
+        + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+// ---------------------------------------------------------------- hand marshalling (little endian)
+
+typedef struct {
+    uint8_t *p;
+    size_t n;
+} buf_t;
+
+static void pad(buf_t *b, size_t a) {
+    while (b->n % a) b->p[b->n++] = 0;
+}
+static void put_u8(buf_t *b, uint8_t v) { b->p[b->n++] = v; }
+static void put_u16(buf_t *b, uint16_t v) {
+    pad(b, 2);
+    b->p[b->n++] = (uint8_t)v;
+    b->p[b->n++] = (uint8_t)(v >> 8);
+}
+static void put_u32_at(uint8_t *p, uint32_t v) {
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+    p[2] = (uint8_t)(v >> 16);
+    p[3] = (uint8_t)(v >> 24);
+}
+static void put_u32(buf_t *b, uint32_t v) {
+    pad(b, 4);
+    put_u32_at(b->p + b->n, v);
+    b->n += 4;
+}
+static void put_str(buf_t *b, const char *s) { // 's' and 'o'
+    size_t l = strlen(s);
+    put_u32(b, (uint32_t)l);
+    memcpy(b->p + b->n, s, l + 1);
+    b->n += l + 1;
+}
+static void put_sig(buf_t *b, const char *s) { // 'g'
+    size_t l = strlen(s);
+    put_u8(b, (uint8_t)l);
+    memcpy(b->p + b->n, s, l + 1);
+    b->n += l + 1;
+}
+static void header_field(buf_t *b, uint8_t code, const char *sig, const char *value) {
+    pad(b, 8);
+    put_u8(b, code);
+    put_sig(b, sig);
+    if (sig[0] == 'g') put_sig(b, value);
+    else put_str(b, value);
+}
+
+// One PropertiesChanged signal into out; returns its length.
+static size_t build_signal(uint8_t *out, const char *path, uint32_t serial, const payload_t *pl, int16_t rssi) {
+    buf_t b = {out, 0};
+    put_u8(&b, 'l');
+    put_u8(&b, 4); // SIGNAL
+    put_u8(&b, 1); // NO_REPLY_EXPECTED
+    put_u8(&b, 1); // protocol version
+    put_u32(&b, 0); // body length, patched below
+    put_u32(&b, serial);
+    put_u32(&b, 0); // header fields array length, patched below
+    size_t fields_start = b.n;
+    header_field(&b, 1, "o", path);
+    header_field(&b, 2, "s", "org.freedesktop.DBus.Properties");
+    header_field(&b, 3, "s", "PropertiesChanged");
+    header_field(&b, 8, "g", "sa{sv}as");
+    put_u32_at(out + 12, (uint32_t)(b.n - fields_start));
+    pad(&b, 8);
+    size_t body_start = b.n;
+    put_str(&b, "org.bluez.Device1");
+    put_u32(&b, 0); // a{sv} length
+    size_t dict_len_at = b.n - 4;
+    pad(&b, 8);
+    size_t dict_start = b.n;
+    // {"ManufacturerData": <a{qv}>}
+    pad(&b, 8);
+    put_str(&b, "ManufacturerData");
+    put_sig(&b, "a{qv}");
+    put_u32(&b, 0);
+    size_t md_len_at = b.n - 4;
+    pad(&b, 8);
+    size_t md_start = b.n;
+    pad(&b, 8);
+    put_u16(&b, company);
+    put_sig(&b, "ay");
+    put_u32(&b, (uint32_t)pl->len);
+    memcpy(b.p + b.n, pl->bytes, pl->len);
+    b.n += pl->len;
+    put_u32_at(out + md_len_at, (uint32_t)(b.n - md_start));
+    // {"RSSI": <n>}
+    pad(&b, 8);
+    put_str(&b, "RSSI");
+    put_sig(&b, "n");
+    put_u16(&b, (uint16_t)rssi);
+    put_u32_at(out + dict_len_at, (uint32_t)(b.n - dict_start));
+    put_u32(&b, 0); // as: empty
+    put_u32_at(out + 4, (uint32_t)(b.n - body_start));
+    return b.n;
+}
+
+// ---------------------------------------------------------------- input
+
+static int hexval(int c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+static void load_payloads(const char *file, int *have_addresses) {
+    FILE *f = fopen(file, "r");
+    if (!f) die("cannot open the payload file");
+    size_t cap = 1024;
+    payloads = calloc(cap, sizeof *payloads);
+    devices = calloc(cap, sizeof *devices);
+    char line[4096];
+    *have_addresses = -1;
+    while (fgets(line, sizeof line, f)) {
+        char *s = line;
+        while (*s == ' ' || *s == '\t') s++;
+        if (*s == '#' || *s == '\n' || *s == 0) continue;
+        if (npayloads == cap) {
+            cap *= 2;
+            payloads = realloc(payloads, cap * sizeof *payloads);
+            devices = realloc(devices, cap * sizeof *devices);
+        }
+        int with_addr = strlen(s) > 18 && s[2] == ':' && s[17] == ' ';
+        if (*have_addresses == -1) *have_addresses = with_addr;
+        else if (*have_addresses != with_addr) die("payload lines must all have an address, or none");
+        if (with_addr) {
+            memcpy(devices[npayloads].address, s, 17);
+            devices[npayloads].address[17] = 0;
+            s += 18;
+        }
+        payload_t *p = &payloads[npayloads];
+        p->len = 0;
+        while (hexval(s[0]) >= 0 && hexval(s[1]) >= 0) {
+            if (p->len == MAX_PAYLOAD) die("payload longer than 240 bytes");
+            p->bytes[p->len++] = (uint8_t)(hexval(s[0]) << 4 | hexval(s[1]));
+            s += 2;
+        }
+        npayloads++;
+    }
+    fclose(f);
+    if (npayloads == 0) die("the payload file has no payload lines");
+}
+
+// ---------------------------------------------------------------- method calls
+
+static void append_variant_str(DBusMessageIter *dict, const char *key, int type, const void *value) {
+    DBusMessageIter entry, var;
+    char sig[2] = {(char)type, 0};
+    dbus_message_iter_open_container(dict, DBUS_TYPE_DICT_ENTRY, NULL, &entry);
+    dbus_message_iter_append_basic(&entry, DBUS_TYPE_STRING, &key);
+    dbus_message_iter_open_container(&entry, DBUS_TYPE_VARIANT, sig, &var);
+    dbus_message_iter_append_basic(&var, type, value);
+    dbus_message_iter_close_container(&entry, &var);
+    dbus_message_iter_close_container(dict, &entry);
+}
+
+static void append_adapter_props(DBusMessageIter *props) {
+    const char *addr = "00:11:22:33:44:55", *name = "loadgen";
+    dbus_bool_t yes = 1, discovering = discovery_started ? 1 : 0;
+    append_variant_str(props, "Address", DBUS_TYPE_STRING, &addr);
+    append_variant_str(props, "Name", DBUS_TYPE_STRING, &name);
+    append_variant_str(props, "Alias", DBUS_TYPE_STRING, &name);
+    append_variant_str(props, "Powered", DBUS_TYPE_BOOLEAN, &yes);
+    append_variant_str(props, "Discovering", DBUS_TYPE_BOOLEAN, &discovering);
+}
+
+static DBusMessage *managed_objects(DBusMessage *call) {
+    DBusMessage *reply = dbus_message_new_method_return(call);
+    DBusMessageIter it, objs, obj, ifaces, iface, props, entry, var, md, mdentry, mdvar, bytes;
+    dbus_message_iter_init_append(reply, &it);
+    dbus_message_iter_open_container(&it, DBUS_TYPE_ARRAY, "{oa{sa{sv}}}", &objs);
+
+    const char *adapter_path = "/org/bluez/hci0", *adapter_iface = "org.bluez.Adapter1";
+    dbus_message_iter_open_container(&objs, DBUS_TYPE_DICT_ENTRY, NULL, &obj);
+    dbus_message_iter_append_basic(&obj, DBUS_TYPE_OBJECT_PATH, &adapter_path);
+    dbus_message_iter_open_container(&obj, DBUS_TYPE_ARRAY, "{sa{sv}}", &ifaces);
+    dbus_message_iter_open_container(&ifaces, DBUS_TYPE_DICT_ENTRY, NULL, &iface);
+    dbus_message_iter_append_basic(&iface, DBUS_TYPE_STRING, &adapter_iface);
+    dbus_message_iter_open_container(&iface, DBUS_TYPE_ARRAY, "{sv}", &props);
+    append_adapter_props(&props);
+    dbus_message_iter_close_container(&iface, &props);
+    dbus_message_iter_close_container(&ifaces, &iface);
+    dbus_message_iter_close_container(&obj, &ifaces);
+    dbus_message_iter_close_container(&objs, &obj);
+
+    for (size_t d = 0; d < ndevices; d++) {
+        const char *path = devices[d].path, *dev_iface = "org.bluez.Device1";
+        const char *address = devices[d].address, *atype = "random";
+        int16_t rssi = -60;
+        dbus_bool_t no = 0;
+        dbus_message_iter_open_container(&objs, DBUS_TYPE_DICT_ENTRY, NULL, &obj);
+        dbus_message_iter_append_basic(&obj, DBUS_TYPE_OBJECT_PATH, &path);
+        dbus_message_iter_open_container(&obj, DBUS_TYPE_ARRAY, "{sa{sv}}", &ifaces);
+        dbus_message_iter_open_container(&ifaces, DBUS_TYPE_DICT_ENTRY, NULL, &iface);
+        dbus_message_iter_append_basic(&iface, DBUS_TYPE_STRING, &dev_iface);
+        dbus_message_iter_open_container(&iface, DBUS_TYPE_ARRAY, "{sv}", &props);
+        append_variant_str(&props, "Address", DBUS_TYPE_STRING, &address);
+        append_variant_str(&props, "AddressType", DBUS_TYPE_STRING, &atype);
+        append_variant_str(&props, "Adapter", DBUS_TYPE_OBJECT_PATH, &adapter_path);
+        append_variant_str(&props, "RSSI", DBUS_TYPE_INT16, &rssi);
+        append_variant_str(&props, "Connected", DBUS_TYPE_BOOLEAN, &no);
+        append_variant_str(&props, "ServicesResolved", DBUS_TYPE_BOOLEAN, &no);
+        // ManufacturerData {company: payload of round 0}
+        const char *mdkey = "ManufacturerData";
+        const payload_t *pl = &payloads[d % npayloads];
+        const uint8_t *pb = pl->bytes;
+        dbus_message_iter_open_container(&props, DBUS_TYPE_DICT_ENTRY, NULL, &entry);
+        dbus_message_iter_append_basic(&entry, DBUS_TYPE_STRING, &mdkey);
+        dbus_message_iter_open_container(&entry, DBUS_TYPE_VARIANT, "a{qv}", &var);
+        dbus_message_iter_open_container(&var, DBUS_TYPE_ARRAY, "{qv}", &md);
+        dbus_message_iter_open_container(&md, DBUS_TYPE_DICT_ENTRY, NULL, &mdentry);
+        dbus_message_iter_append_basic(&mdentry, DBUS_TYPE_UINT16, &company);
+        dbus_message_iter_open_container(&mdentry, DBUS_TYPE_VARIANT, "ay", &mdvar);
+        dbus_message_iter_open_container(&mdvar, DBUS_TYPE_ARRAY, "y", &bytes);
+        dbus_message_iter_append_fixed_array(&bytes, DBUS_TYPE_BYTE, &pb, (int)pl->len);
+        dbus_message_iter_close_container(&mdvar, &bytes);
+        dbus_message_iter_close_container(&mdentry, &mdvar);
+        dbus_message_iter_close_container(&md, &mdentry);
+        dbus_message_iter_close_container(&var, &md);
+        dbus_message_iter_close_container(&entry, &var);
+        dbus_message_iter_close_container(&props, &entry);
+        dbus_message_iter_close_container(&iface, &props);
+        dbus_message_iter_close_container(&ifaces, &iface);
+        dbus_message_iter_close_container(&obj, &ifaces);
+        dbus_message_iter_close_container(&objs, &obj);
+    }
+    dbus_message_iter_close_container(&it, &objs);
+    return reply;
+}
+
+static DBusHandlerResult handle(DBusConnection *conn, DBusMessage *msg, void *data) {
+    (void)data;
+    if (dbus_message_get_type(msg) != DBUS_MESSAGE_TYPE_METHOD_CALL) return DBUS_HANDLER_RESULT_NOT_YET_HANDLED;
+    const char *iface = dbus_message_get_interface(msg), *member = dbus_message_get_member(msg);
+    const char *path = dbus_message_get_path(msg);
+    DBusMessage *reply = NULL;
+    if (!iface) iface = "";
+    if (!strcmp(member, "GetManagedObjects") && !strcmp(path, "/")) {
+        reply = managed_objects(msg);
+    } else if (!strcmp(iface, "org.bluez.Adapter1") && !strcmp(path, "/org/bluez/hci0")) {
+        if (!strcmp(member, "StartDiscovery")) discovery_started = 1;
+        if (!strcmp(member, "RemoveDevice")) removed_devices++;
+        reply = dbus_message_new_method_return(msg);
+    } else if (!strcmp(iface, "org.freedesktop.DBus.Properties") && !strcmp(path, "/org/bluez/hci0")
+               && !strcmp(member, "GetAll")) {
+        DBusMessageIter it, props;
+        reply = dbus_message_new_method_return(msg);
+        dbus_message_iter_init_append(reply, &it);
+        dbus_message_iter_open_container(&it, DBUS_TYPE_ARRAY, "{sv}", &props);
+        append_adapter_props(&props);
+        dbus_message_iter_close_container(&it, &props);
+    } else {
+        reply = dbus_message_new_error(msg, "org.freedesktop.DBus.Error.UnknownMethod", "not served by bluez-loadgen");
+    }
+    dbus_connection_send(conn, reply, NULL);
+    dbus_message_unref(reply);
+    return DBUS_HANDLER_RESULT_HANDLED;
+}
+
+// Lets libdbus read and answer whatever arrived, then writes its replies out completely.
+static void service_libdbus(DBusConnection *conn) {
+    dbus_connection_read_write(conn, 0);
+    while (dbus_connection_dispatch(conn) == DBUS_DISPATCH_DATA_REMAINS) {}
+    dbus_connection_flush(conn);
+}
+
+// Writes all of buf to fd (non-blocking socket: waits for room), serving nothing in between.
+static void write_all(int fd, const uint8_t *buf, size_t len) {
+    while (len > 0) {
+        ssize_t w = write(fd, buf, len);
+        if (w > 0) {
+            buf += w;
+            len -= (size_t)w;
+        } else if (w < 0 && (errno == EAGAIN || errno == EINTR)) {
+            struct pollfd p = {fd, POLLOUT, 0};
+            poll(&p, 1, 100);
+        } else {
+            die("write to the bus failed");
+        }
+    }
+}
+
+static void on_signal(int s) {
+    (void)s;
+    stop_requested = 1;
+}
+
+static void usage(void) {
+    fprintf(stderr,
+            "usage: bluez-loadgen --address BUS --payloads FILE [--devices N] [--rate PER_S (0: as fast as possible)]\n"
+            "                     [--count N | --seconds S] [--company ID]\n");
+    exit(2);
+}
+
+int main(int argc, char **argv) {
+    const char *address = NULL, *payload_file = NULL;
+    double rate = 0, seconds = 0;
+    unsigned long long count = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!v) usage();
+        if (!strcmp(a, "--address")) address = v;
+        else if (!strcmp(a, "--payloads")) payload_file = v;
+        else if (!strcmp(a, "--devices")) ndevices = strtoul(v, NULL, 0);
+        else if (!strcmp(a, "--rate")) rate = strtod(v, NULL);
+        else if (!strcmp(a, "--count")) count = strtoull(v, NULL, 0);
+        else if (!strcmp(a, "--seconds")) seconds = strtod(v, NULL);
+        else if (!strcmp(a, "--company")) company = (uint16_t)strtoul(v, NULL, 0);
+        else usage();
+        i++;
+    }
+    if (!address || !payload_file || ndevices == 0 || (count == 0 && seconds <= 0)) usage();
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    signal(SIGTERM, on_signal);
+    signal(SIGINT, on_signal);
+    signal(SIGPIPE, SIG_IGN);
+
+    int have_addresses;
+    load_payloads(payload_file, &have_addresses);
+    if (have_addresses && ndevices > npayloads) ndevices = npayloads;
+    devices = realloc(devices, (ndevices > npayloads ? ndevices : npayloads) * sizeof *devices);
+    for (size_t d = 0; d < ndevices; d++) {
+        if (!have_addresses)
+            snprintf(devices[d].address, sizeof devices[d].address, "C0:00:00:00:%02X:%02X",
+                     (unsigned)((d >> 8) & 0xFF), (unsigned)(d & 0xFF));
+        char *a = devices[d].address;
+        snprintf(devices[d].path, sizeof devices[d].path, "/org/bluez/hci0/dev_%c%c_%c%c_%c%c_%c%c_%c%c_%c%c", a[0],
+                 a[1], a[3], a[4], a[6], a[7], a[9], a[10], a[12], a[13], a[15], a[16]);
+    }
+
+    // Self-check: libdbus must accept the hand-marshalled signal.
+    uint8_t probe[MSG_MAX];
+    size_t probe_len = build_signal(probe, devices[0].path, 1, &payloads[0], -42);
+    DBusError err;
+    dbus_error_init(&err);
+    DBusMessage *parsed = dbus_message_demarshal((const char *)probe, (int)probe_len, &err);
+    if (!parsed) {
+        fprintf(stderr, "bluez-loadgen: hand-marshalled signal rejected: %s\n", err.message);
+        return 2;
+    }
+    if (strcmp(dbus_message_get_signature(parsed), "sa{sv}as") != 0) die("hand-marshalled signal has a wrong signature");
+    dbus_message_unref(parsed);
+
+    DBusConnection *conn = dbus_connection_open_private(address, &err);
+    if (!conn || !dbus_bus_register(conn, &err)) {
+        fprintf(stderr, "bluez-loadgen: cannot connect to %s: %s\n", address, err.message);
+        return 2;
+    }
+    int r = dbus_bus_request_name(conn, "org.bluez", DBUS_NAME_FLAG_DO_NOT_QUEUE, &err);
+    if (r != DBUS_REQUEST_NAME_REPLY_PRIMARY_OWNER) die("cannot own org.bluez");
+    DBusObjectPathVTable vt = {.message_function = handle};
+    dbus_connection_register_fallback(conn, "/", &vt, NULL);
+    int fd = -1;
+    if (!dbus_connection_get_unix_fd(conn, &fd)) die("no socket");
+    printf("ready %s\n", dbus_bus_get_unique_name(conn));
+
+    // Wait for the central to start discovery (it has subscribed and mirrored the tree by then).
+    while (!discovery_started && !stop_requested) {
+        struct pollfd p = {fd, POLLIN, 0};
+        poll(&p, 1, 50);
+        service_libdbus(conn);
+    }
+    service_libdbus(conn);
+    printf("started\n");
+
+    uint8_t *batch = malloc((size_t)BATCH * MSG_MAX);
+    unsigned long long sent = 0;
+    uint32_t serial = 0x40000000u; // away from libdbus's own serials
+    double t0 = now_s(), c0 = cpu_s();
+    for (;;) {
+        if (stop_requested) break;
+        double elapsed = now_s() - t0;
+        if (count && sent >= count) break;
+        if (!count && elapsed >= seconds) break;
+        unsigned long long due = BATCH;
+        if (rate > 0) {
+            double target = rate * elapsed;
+            due = target > (double)sent ? (unsigned long long)(target - (double)sent) : 0;
+            if (due == 0) {
+                struct pollfd p = {fd, POLLIN, 0};
+                if (poll(&p, 1, 1) > 0) service_libdbus(conn);
+                continue;
+            }
+            if (due > BATCH) due = BATCH;
+        }
+        if (count && due > count - sent) due = count - sent;
+        size_t len = 0;
+        for (unsigned long long i = 0; i < due; i++) {
+            unsigned long long k = sent + i;
+            size_t d = (size_t)(k % ndevices), round = (size_t)(k / ndevices);
+            const payload_t *pl = &payloads[(round * ndevices + d) % npayloads];
+            len += build_signal(batch + len, devices[d].path, serial++, pl, (int16_t)(-40 - (int)(k % 50)));
+            if (serial == 0) serial = 0x40000000u;
+        }
+        write_all(fd, batch, len);
+        sent += due;
+        struct pollfd p = {fd, POLLIN, 0};
+        if (poll(&p, 1, 0) > 0) service_libdbus(conn);
+    }
+    double elapsed = now_s() - t0, cpu = cpu_s() - c0;
+    printf("{\"sent\":%llu,\"seconds\":%.6f,\"rate\":%.1f,\"cpu_seconds\":%.6f,\"removed_devices\":%lu}\n", sent,
+           elapsed, elapsed > 0 ? (double)sent / elapsed : 0.0, cpu, removed_devices);
+
+    // Keep serving (discovery restarts, RemoveDevice) until told to stop or stdin closes.
+    while (!stop_requested) {
+        struct pollfd p[2] = {{fd, POLLIN, 0}, {0, POLLIN, 0}};
+        if (poll(p, 2, 100) < 0 && errno != EINTR) break;
+        if (p[1].revents & (POLLIN | POLLHUP)) {
+            char c[64];
+            if (read(0, c, sizeof c) <= 0) break;
+        }
+        if (p[0].revents & (POLLHUP | POLLERR)) break;
+        service_libdbus(conn);
+    }
+    dbus_connection_close(conn);
+    dbus_connection_unref(conn);
+    free(batch);
+    return 0;
+}

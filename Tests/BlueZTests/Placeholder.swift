@@ -1,1 +1,0 @@
-// Placeholder: delete when the first real test lands.
