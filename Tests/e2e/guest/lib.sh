@@ -22,12 +22,21 @@ since() { awk -v a="$1" -v b="$(up)" 'BEGIN{printf "%.1f", b-a}'; }
 
 # wait_until TIMEOUT_S DESCRIPTION CMD...: polls CMD every 0.5 s until it succeeds; 1 when
 # TIMEOUT_S seconds of wall time have passed (logged).
+# Gives up early when a process named in $WATCH (the scenario's tally and voters, see
+# start_tally/start_voter/unwatch) has exited: nothing would then make CMD succeed.
+WATCH=""
 wait_until() {
   local t=$1 what=$2; shift 2
-  local end=$(( SECONDS + t ))
+  local end=$(( SECONDS + t )) n
   while :; do
     "$@" >/dev/null 2>&1 && return 0
     [ $SECONDS -ge $end ] && break
+    for n in $WATCH; do
+      if ! kill -0 "$(pid_of "$n")" 2>/dev/null; then
+        log "gave up waiting for: $what -- $n has exited: $(tail -n2 "$D/$n.err" 2>/dev/null | tr '\n' ' ')"
+        return 1
+      fi
+    done
     sleep 0.5
   done
   log "TIMEOUT after ${t}s waiting for: $what"
@@ -54,7 +63,7 @@ isnt() { local v; v=$("${@:2}"); echo "$v"; [ "$v" != "$1" ]; }
 # fail WHY: records a failed check without a command (setup trouble inside a scenario).
 fail() { echo "FAIL: $*" >> "$D/checks"; log "FAIL: $*"; }
 # note TEXT: evidence that is not a check.
-note() { echo "note: $*" >> "$D/checks"; log "note: $*"; }
+note() { local t; t=$(printf '%s' "$*" | tr '\n' ' '); echo "note: $t" >> "$D/checks"; log "note: $t"; }
 
 # ---- the Bluetooth stack ------------------------------------------------------
 
@@ -75,12 +84,13 @@ adapters_ready() {  # all NCTRL adapters known to bluetoothd and powered
 # start_bluetoothd: starts it and waits until it has all NCTRL adapters powered. On a loaded
 # host btvirt may answer an HCI command after the kernel's 2 s timeout and an adapter stays
 # down; adapters still down are powered on again every 15 s.
-start_bluetoothd() {
+start_bluetoothd() {  # [TIMEOUT_S, default 120]
   /usr/libexec/bluetooth/bluetoothd -n -d >> /tmp/e2e/bluetoothd.log 2>&1 &
   echo $! > /run/bluetoothd.pid
-  local end=$(( SECONDS + 120 )) next=$(( SECONDS + 15 )) i
+  local t=${1:-120} i
+  local end=$(( SECONDS + t )) next=$(( SECONDS + 15 ))
   until adapters_ready; do
-    if [ $SECONDS -ge $end ]; then log "TIMEOUT after 120s waiting for bluetoothd with $NCTRL powered adapters"; return 1; fi
+    if [ $SECONDS -ge $end ]; then log "TIMEOUT after ${t}s waiting for bluetoothd with $NCTRL powered adapters"; return 1; fi
     if [ $SECONDS -ge $next ]; then
       for i in $(seq 0 $((NCTRL - 1))); do
         [ "$(bprop /org/bluez/hci$i org.bluez.Adapter1 Powered)" = true ] && continue
@@ -98,11 +108,19 @@ stop_bluetoothd() {  # SIG (default TERM)
   kill -0 "$pid" 2>/dev/null && { kill -KILL "$pid"; sleep 0.5; }
   rm -f /run/bluetoothd.pid
 }
+# start_controllers: btvirt, then waits until the kernel has initialised all NCTRL controllers
+# (they are then listed by the management interface). Fails at once when the kernel reports an
+# HCI command timeout: btvirt was too slow to answer, and that controller stays unusable.
 start_controllers() {
+  dmesg -C 2>/dev/null
   btvirt -L -l$NCTRL >> /tmp/e2e/btvirt.log 2>&1 &
   echo $! > /run/btvirt.pid
-  wait_until 60 "$NCTRL controllers" test -e /sys/class/bluetooth/hci$((NCTRL - 1))
+  wait_until 60 "$NCTRL controllers initialised" controllers_settled || return 1
+  if hci_timeout; then log "kernel: $(dmesg | grep -E 'failed: -110' | tail -n2 | tr '\n' ' ')"; return 1; fi
 }
+mgmt_indexes() { btmgmt info 2>/dev/null | grep -cE '^hci[0-9]+:'; }
+hci_timeout() { dmesg 2>/dev/null | grep -qE 'Bluetooth: hci[0-9]+: .*failed: -110'; }
+controllers_settled() { hci_timeout || [ "$(mgmt_indexes)" = "$NCTRL" ]; }
 stop_controllers() {
   local pid; pid=$(cat /run/btvirt.pid 2>/dev/null) || return 0
   kill -KILL "$pid" 2>/dev/null; rm -f /run/btvirt.pid
@@ -112,7 +130,7 @@ stop_controllers() {
 bring_up() {
   local try
   for try in 1 2 3; do
-    start_controllers && start_bluetoothd && return 0
+    start_controllers && start_bluetoothd 60 && return 0
     log "attempt $try failed; kernel says: $(dmesg | grep -i bluetooth | tail -n3 | tr '\n' ' ')"
     stop_bluetoothd KILL; stop_controllers
   done
@@ -135,7 +153,7 @@ stack_reset() {
   pkill -KILL -x bluetoothctl 2>/dev/null
   stop_bluetoothd TERM
   rm -rf /var/lib/bluetooth/*
-  start_bluetoothd && return 0
+  start_bluetoothd 60 && return 0
   log "bluetoothd did not get its adapters back: fresh controllers"
   stop_bluetoothd KILL; stop_controllers
   bring_up
@@ -166,6 +184,7 @@ start_tally() {
   XDG_STATE_HOME="$D/$name.state" "$E2E_BIN/clicker-tally" "$@" > "$D/$name.out" 2> "$D/$name.err" < /dev/null &
   eval "PID_$name=$!"
   echo $! >> "$D/pids"
+  WATCH="$WATCH $name"
 }
 
 # start_voter NAME ADAPTER JOIN ANSWER [ARGS...]: clicker-vote (on --radio $VOTER_RADIO, default
@@ -180,6 +199,7 @@ start_voter() {
     "$join" "$answer" < "$D/$name.in" > "$D/$name.out" 2> "$D/$name.err" &
   eval "PID_$name=$!"
   echo $! >> "$D/pids"
+  WATCH="$WATCH $name"
   local fd; exec {fd}> "$D/$name.in"
   eval "VFD_$name=$fd"
 }
@@ -195,6 +215,7 @@ alive() { local p; p=$(pid_of "$1"); kill -0 "$p" 2>/dev/null && echo "pid $p ru
 # status ("timeout" when it did not exit; it is then killed). Not in $(...): only this
 # shell can wait for its children.
 stop() {
+  unwatch "$1"
   local pid; pid=$(pid_of "$1")
   kill -"$2" "$pid" 2>/dev/null
   local end=$(( SECONDS + $3 ))
@@ -214,12 +235,9 @@ mfr() {
 }
 seen() { [ -n "$(mfr "$1" "$2")" ]; }
 # wait_seen ADAPTER ADDRESS [TIMEOUT]: waits for it (the tally's discovery is what makes it appear).
-# Gives up early when the scenario's tally has exited (nothing would make it appear).
 wait_seen() {
-  wait_until "${3:-120}" "$1 to hold an advertisement from $2" seen_or_no_tally "$1" "$2"
-  if seen "$1" "$2"; then log "$1 sees $2: $(mfr "$1" "$2")"; return 0; fi
-  [ -n "${PID_tally:-}" ] && ! kill -0 "$PID_tally" 2>/dev/null && log "the tally has exited: $(tail -n3 "$D/tally.err" "$D/tally.out" 2>/dev/null | tr '\n' ' ')"
-  return 1
+  wait_until "${3:-120}" "$1 to hold an advertisement from $2" seen "$1" "$2" || return 1
+  log "$1 sees $2: $(mfr "$1" "$2")"
 }
 # voter_id NAME: the voter ID the voter printed ("voting B as voter 1a2b3c4d (sequence 1)").
 voter_id() { sed -n 's/.* as voter \([0-9a-fr]*\).*/\1/p' "$D/$1.out" | head -n1; }
@@ -227,7 +245,7 @@ voter_id() { sed -n 's/.* as voter \([0-9a-fr]*\).*/\1/p' "$D/$1.out" | head -n1
 release() { btmgmt --index "${1#hci}" power off; }
 gone_from_bluez() { ! dbus-send --system --print-reply --dest=org.bluez "/org/bluez/$1" \
   org.freedesktop.DBus.Properties.Get string:org.bluez.Adapter1 string:Address >/dev/null 2>&1; }
-seen_or_no_tally() { seen "$1" "$2" || { [ -n "${PID_tally:-}" ] && ! kill -0 "$PID_tally" 2>/dev/null; }; }
+unwatch() { local n w=""; for n in $WATCH; do [ "$n" = "$1" ] || w="$w $n"; done; WATCH=$w; }
 
 # json NAME EXPR: EXPR (python) over the JSON object on NAME.out's last line; true when truthy.
 json() { py json "$D/$1.out" "$2"; }
