@@ -45,6 +45,15 @@ final class CrossProcessTests: XCTestCase {
         let rc = withCStrings(args) { argv in withCStrings(env) { envp in posix_spawn(&pid, exe, &actions, nil, argv, envp) } }
         XCTAssertEqual(rc, 0, "spawning the child test process")
         guard rc == 0 else { return }
+        var reaped = false
+        defer {
+            // Never leave the child behind, whatever failed.
+            if !reaped {
+                kill(pid, SIGKILL)
+                var st: Int32 = 0
+                waitpid(pid, &st, 0)
+            }
+        }
 
         let child = DeviceAddress(rawValue: 0x00AA_0100_0777)
         let heard = Task {
@@ -65,7 +74,13 @@ final class CrossProcessTests: XCTestCase {
 
         host.close()  // the child sees the air vanish and its test ends
         var status: Int32 = 0
-        XCTAssertEqual(waitpid(pid, &status, 0), pid)
+        var waited = 0
+        while waitpid(pid, &status, WNOHANG) == 0 && waited < 1000 {
+            try await Task.sleep(for: .milliseconds(20))
+            waited += 1
+        }
+        reaped = waited < 1000
+        XCTAssertTrue(reaped, "child test process did not end within 20 s")
         XCTAssertEqual(status, 0, "child test process exit status")
         XCTAssertFalse(air.devices.contains(child))
     }
