@@ -193,7 +193,17 @@ public struct Tally: Sendable {
     public var policy: ChangePolicy
     /// A roster poll counts only roster-mode ballots; anonymous ones are kept apart as unregistered.
     public var rosterOnly: Bool
-    public private(set) var questions: [UInt8: QuestionTally] = [:]
+    /// Question number → its tally (a flat table: the hot path avoids dictionary accessors).
+    var slots: [QuestionTally?] = Array(repeating: nil, count: 256)
+    /// One question's tally, or nil.
+    public func question(_ number: UInt8) -> QuestionTally? { slots[Int(number)] }
+
+    /// The known questions by number.
+    public var questions: [UInt8: QuestionTally] {
+        var d: [UInt8: QuestionTally] = [:]
+        for (i, q) in slots.enumerated() { if let q { d[UInt8(i)] = q } }
+        return d
+    }
     /// Questions that accept ballots now.
     public private(set) var openQuestions: Set<UInt8> = []
     /// Reports not counted, by reason (wire-level reasons included when reported via ``reject(_:)``).
@@ -209,14 +219,14 @@ public struct Tally: Sendable {
 
     /// Adds a question (replacing nothing if it exists) and opens it.
     public mutating func open(_ spec: QuestionSpec) {
-        if questions[spec.number] == nil { questions[spec.number] = QuestionTally(spec: spec) }
+        if slots[Int(spec.number)] == nil { slots[Int(spec.number)] = QuestionTally(spec: spec) }
         openQuestions.insert(spec.number)
     }
 
     /// Re-opens a known question. Returns false if there is no such question.
     @discardableResult
     public mutating func reopen(question: UInt8) -> Bool {
-        guard questions[question] != nil else { return false }
+        guard slots[Int(question)] != nil else { return false }
         openQuestions.insert(question)
         return true
     }
@@ -240,14 +250,15 @@ public struct Tally: Sendable {
         }
         let key = VoterKey(mode: ballot.mode, voterID: ballot.voterID)
         let apart = rosterOnly && ballot.mode == .anonymous
-        guard let offered = questions[ballot.question]?.spec.offers(ballot.answer) else {
+        let q = Int(ballot.question)
+        guard let offered = slots[q]?.spec.offers(ballot.answer) else {
             rejections[.otherQuestion, default: 0] += 1
             return .rejected(.otherQuestion)
         }
         let outcome: RecordOutcome
         if offered {
-            outcome = questions[ballot.question]?.apply(ballot, key: key, address: address, at: time, policy: policy,
-                                                       apart: apart) ?? .rejected(.otherQuestion)
+            outcome = slots[q]?.apply(ballot, key: key, address: address, at: time, policy: policy, apart: apart)
+                ?? .rejected(.otherQuestion)
         } else {
             outcome = .rejected(.answerNotOffered)
         }
@@ -261,7 +272,7 @@ public struct Tally: Sendable {
 
     /// A snapshot of one question's results, or nil for an unknown question.
     public func results(question: UInt8) -> QuestionResults? {
-        guard let q = questions[question] else { return nil }
+        guard let q = slots[Int(question)] else { return nil }
         return QuestionResults(q)
     }
 }

@@ -80,4 +80,23 @@ final class ProtocolVectorTests: XCTestCase {
         // The whole advertisement (flags 3 + header 2 + company 2 + payload) fits legacy 31 bytes.
         XCTAssertLessThanOrEqual(3 + 2 + 2 + BallotFormat.advertisementLength, 31)
     }
+
+    /// The independent Python implementation (docs/vectors.py) recomputes every vector in
+    /// PROTOCOL.md. Needs python3 on PATH; fails (does not skip) without it.
+    func testIndependentReferenceImplementationAgrees() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = ["python3", root.appendingPathComponent("docs/vectors.py").path, "--check",
+                       root.appendingPathComponent("docs/PROTOCOL.md").path]
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardError = out
+        try p.run()
+        p.waitUntilExit()
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        XCTAssertEqual(p.terminationStatus, 0, "python3 docs/vectors.py --check failed (is python3 installed?): \(text)")
+        XCTAssertTrue(text.contains("vectors match"), text)
+    }
 }
