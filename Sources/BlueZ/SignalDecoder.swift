@@ -81,7 +81,7 @@ enum SignalDecoder {
     /// The hot path: `{ManufacturerData: a{qv}, RSSI: n}` and nothing else. Returns nil when the change
     /// has other properties too (the caller then decodes it fully), or the path is not a device path.
     static func fastDeviceChange(_ msg: DBusMessage, _ r: inout DBusMessageReader) throws -> Advert? {
-        guard let path = msg.path, let address = DevicePath.address(of: path.rawValue) else { return nil }
+        guard let address = msg.withPathBytes({ DevicePath.address(ofBytes: $0) }) else { return nil }
         var advert = Advert(address: address, rssi: nil, timestamp: RadioInstant.now())
         var other = false
         try r.forEachDictEntry { e in
