@@ -47,7 +47,9 @@ for round in $(seq 1 "$KILLS"); do
   # Let votes arrive for a random 0.5-3.5 s, reading results all the while.
   end=$(( $(date +%s%N) + (500 + RANDOM % 3000) * 1000000 ))
   : > "$W/seen"
-  while [ "$(date +%s%N)" -lt "$end" ]; do
+  # (and at least until something has been reported, so that every kill has ballots to check)
+  deadline=$(( $(date +%s%N) + 20 * 1000000000 ))
+  while [ "$(date +%s%N)" -lt "$end" ] || { [ ! -s "$W/seen" ] && [ "$(date +%s%N)" -lt "$deadline" ]; }; do
     r=$(results) && echo "$r" | rows > "$W/last" && cat "$W/last" >> "$W/seen"
     sleep 0.$((RANDOM % 3))
   done
