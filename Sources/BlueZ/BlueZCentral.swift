@@ -103,6 +103,8 @@ final class CentralEngine: Sendable {
     let options: BlueZCentralOptions
     let logger: Logger
     let state: Mutex<State>
+    /// The radio status shown by `status()`.
+    let statusHub: RadioStatusBroadcaster
     let slots: AsyncSemaphore
 
     enum Control: Sendable {
@@ -138,8 +140,6 @@ final class CentralEngine: Sendable {
         var heard: [DeviceAddress: Heard] = [:]
         var caused: [DBusObjectPath: RadioInstant] = [:]
         var busy: [DBusObjectPath: Int] = [:]
-        var status: RadioStatus
-        var statusWatchers: [Int: AsyncStream<RadioStatus>.Continuation] = [:]
         var runTask: Task<Void, Never>?
         var control: AsyncStream<Control>.Continuation?
         var startupError: BlueZError?
@@ -156,7 +156,8 @@ final class CentralEngine: Sendable {
         case .address(let a): a.description
         case .firstPowered: "bluez"
         }
-        state = Mutex(State(adapterName: name, status: RadioStatus(adapter: name, state: .stopped)))
+        state = Mutex(State(adapterName: name))
+        statusHub = RadioStatusBroadcaster(RadioStatus(adapter: name, state: .stopped))
         slots = AsyncSemaphore(permits: options.maxConcurrentConnections)
     }
 
@@ -200,33 +201,9 @@ final class CentralEngine: Sendable {
         signal(.subscribersChanged)
     }
 
-    func statusStream() -> AsyncStream<RadioStatus> {
-        let (stream, cont) = AsyncStream<RadioStatus>.makeStream(bufferingPolicy: .bufferingNewest(16))
-        let id: Int? = state.withLock { s in
-            cont.yield(s.status)
-            if s.shutDown { return nil }
-            let id = s.nextID
-            s.nextID += 1
-            s.statusWatchers[id] = cont
-            return id
-        }
-        if let id {
-            cont.onTermination = { [weak self] _ in self?.state.withLock { _ = $0.statusWatchers.removeValue(forKey: id) } }
-        } else {
-            cont.finish()
-        }
-        return stream
-    }
+    func statusStream() -> AsyncStream<RadioStatus> { statusHub.stream() }
 
-    func updateStatus(_ change: (inout RadioStatus) -> Void) {
-        state.withLock { s in
-            var st = s.status
-            change(&st)
-            guard st != s.status else { return }
-            s.status = st
-            for w in s.statusWatchers.values { w.yield(st) }
-        }
-    }
+    func updateStatus(_ change: (inout RadioStatus) -> Void) { statusHub.update(change) }
 
     func noteTrouble(_ e: BlueZError) {
         logger.warning("\(e)")
@@ -251,18 +228,17 @@ final class CentralEngine: Sendable {
     }
 
     func beginShutdown() {
-        let (task, subs, watchers) = state.withLock { s -> (Task<Void, Never>?, [Subscriber], [AsyncStream<RadioStatus>.Continuation]) in
+        let (task, subs) = state.withLock { s -> (Task<Void, Never>?, [Subscriber]) in
             s.shutDown = true
-            let r = (s.runTask, Array(s.subscribers.values), Array(s.statusWatchers.values))
+            let r = (s.runTask, Array(s.subscribers.values))
             s.subscribers = [:]
             s.subscriberList = []
-            s.statusWatchers = [:]
             s.control?.finish()
             return r
         }
         task?.cancel()
         for sub in subs { sub.continuation.finish() }
-        for w in watchers { w.finish() }
+        statusHub.close()
     }
 
     func shutdown() async {

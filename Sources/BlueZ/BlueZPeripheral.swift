@@ -56,52 +56,6 @@ public final class BlueZPeripheral: PeripheralTransport {
     public var intervalSupport: AdvertisingIntervalSupport { engine.intervalSupport.withLock { $0 } }
 }
 
-/// Status broadcasting shared by the backends.
-final class StatusHub: Sendable {
-    private let state: Mutex<(status: RadioStatus, watchers: [Int: AsyncStream<RadioStatus>.Continuation], next: Int, closed: Bool)>
-
-    init(_ initial: RadioStatus) { state = Mutex((initial, [:], 0, false)) }
-
-    var current: RadioStatus { state.withLock { $0.status } }
-
-    func stream() -> AsyncStream<RadioStatus> {
-        let (stream, cont) = AsyncStream<RadioStatus>.makeStream(bufferingPolicy: .bufferingNewest(16))
-        let id: Int? = state.withLock { s in
-            cont.yield(s.status)
-            if s.closed { return nil }
-            let id = s.next
-            s.next += 1
-            s.watchers[id] = cont
-            return id
-        }
-        if let id {
-            cont.onTermination = { [weak self] _ in self?.state.withLock { _ = $0.watchers.removeValue(forKey: id) } }
-        } else {
-            cont.finish()
-        }
-        return stream
-    }
-
-    func update(_ change: (inout RadioStatus) -> Void) {
-        state.withLock { s in
-            var st = s.status
-            change(&st)
-            guard st != s.status else { return }
-            s.status = st
-            for w in s.watchers.values { w.yield(st) }
-        }
-    }
-
-    func close() {
-        let watchers = state.withLock { s -> [AsyncStream<RadioStatus>.Continuation] in
-            s.closed = true
-            defer { s.watchers = [:] }
-            return Array(s.watchers.values)
-        }
-        for w in watchers { w.finish() }
-    }
-}
-
 /// The served characteristic value, shared with ReadValue handlers.
 final class ValueCell: Sendable {
     private let bytes = Mutex<[UInt8]>([])
@@ -112,7 +66,7 @@ final class ValueCell: Sendable {
 actor PeripheralEngine {
     let options: BlueZPeripheralOptions
     let logger: Logger
-    nonisolated let status: StatusHub
+    nonisolated let status: RadioStatusBroadcaster
     nonisolated let intervalSupport = Mutex<AdvertisingIntervalSupport>(.unknown)
     /// The served characteristic value, read by ReadValue on the dispatch thread.
     nonisolated let value = ValueCell()
@@ -139,7 +93,7 @@ actor PeripheralEngine {
         case .firstPowered: "bluez"
         }
         adapterName = name
-        status = StatusHub(RadioStatus(adapter: name, state: .stopped))
+        status = RadioStatusBroadcaster(RadioStatus(adapter: name, state: .stopped))
     }
 
     var advertisementPath: DBusObjectPath { (try? options.objectPath.appending("advertisement0")) ?? options.objectPath }

@@ -31,7 +31,7 @@ public final class HCICentral: CentralTransport {
         public var commandTimeout: Duration
         /// Executable name used in the `setcap` advice of permission errors.
         public var programName: String
-        /// Clock that timestamps reports (and status changes); `HCIClock.now` by default.
+        /// Clock that timestamps reports (and status changes); `RadioInstant.now` by default.
         public var clock: @Sendable () -> RadioInstant
         /// When set, scanning is disabled and re-enabled this often. Real controllers report every
         /// advertisement without it; emulated ones (BlueZ's btvirt) report an advertiser only when
@@ -41,7 +41,7 @@ public final class HCICentral: CentralTransport {
         public init(scanInterval: Duration = .milliseconds(100), scanWindow: Duration? = nil,
                     activeScanning: Bool = false, filterDuplicates: Bool = false, resetController: Bool = true,
                     commandTimeout: Duration = .seconds(2), programName: String = "clicker-tally",
-                    clock: @escaping @Sendable () -> RadioInstant = HCIClock.now,
+                    clock: @escaping @Sendable () -> RadioInstant = RadioInstant.now,
                     scanRestartInterval: Duration? = nil) {
             self.clock = clock
             self.scanRestartInterval = scanRestartInterval
@@ -66,7 +66,7 @@ public final class HCICentral: CentralTransport {
     public let adapter: String
     public let options: Options
     private let controller: HCIController
-    private let broadcaster: StatusBroadcaster
+    private let broadcaster: RadioStatusBroadcaster
     private let state = Mutex(State())
     private let opLock = AsyncLock()
     private let logger: Logger
@@ -85,7 +85,7 @@ public final class HCICentral: CentralTransport {
         self.adapter = adapter
         self.options = options
         self.logger = logger
-        let broadcaster = StatusBroadcaster(RadioStatus(adapter: adapter, state: .starting))
+        let broadcaster = RadioStatusBroadcaster(RadioStatus(adapter: adapter, state: .starting))
         self.broadcaster = broadcaster
         controller = HCIController(channel: channel, adapter: adapter, clock: options.clock) { error in
             logger.error("HCI controller failed: \(error)")
@@ -232,7 +232,7 @@ public final class HCICentral: CentralTransport {
         controller.stop()
         await opLock.unlock()
         broadcaster.update { $0.state = .stopped }
-        broadcaster.finish()
+        broadcaster.close()
     }
 }
 

@@ -80,7 +80,7 @@ final class HCIController: Sendable {
     /// Timestamps reports as they are read.
     private let clock: @Sendable () -> RadioInstant
 
-    init(channel: any HCIChannel, adapter: String, clock: @escaping @Sendable () -> RadioInstant = HCIClock.now,
+    init(channel: any HCIChannel, adapter: String, clock: @escaping @Sendable () -> RadioInstant = RadioInstant.now,
          onFailure: @escaping @Sendable (HCIError) -> Void) {
         self.channel = channel
         self.adapter = adapter

@@ -71,7 +71,7 @@ public final class HCIPeripheral: PeripheralTransport {
     public let adapter: String
     public let options: Options
     private let controller: HCIController
-    private let broadcaster: StatusBroadcaster
+    private let broadcaster: RadioStatusBroadcaster
     private let state = Mutex(State())
     private let opLock = AsyncLock()
     private let logger: Logger
@@ -90,7 +90,7 @@ public final class HCIPeripheral: PeripheralTransport {
         self.adapter = adapter
         self.options = options
         self.logger = logger
-        let broadcaster = StatusBroadcaster(RadioStatus(adapter: adapter, state: .starting))
+        let broadcaster = RadioStatusBroadcaster(RadioStatus(adapter: adapter, state: .starting))
         self.broadcaster = broadcaster
         controller = HCIController(channel: channel, adapter: adapter) { error in
             logger.error("HCI controller failed: \(error)")
@@ -236,7 +236,7 @@ public final class HCIPeripheral: PeripheralTransport {
             controller.stop()
         }
         broadcaster.update { $0.state = .stopped }
-        broadcaster.finish()
+        broadcaster.close()
     }
 
     public func status() -> AsyncStream<RadioStatus> { broadcaster.stream() }

@@ -62,10 +62,10 @@ final class HCIBackendTests: XCTestCase {
         await fake.wait("channel closed by the reader") { $0.isClosed }
     }
 
-    func testHCIClockIsMonotonic() {
-        var last = HCIClock.now()
+    func testReportClockIsMonotonic() {
+        var last = RadioInstant.now()
         for _ in 0..<1000 {
-            let t = HCIClock.now()
+            let t = RadioInstant.now()
             XCTAssertGreaterThanOrEqual(t, last)
             last = t
         }
