@@ -213,8 +213,7 @@ struct CoreState {
 final class ConnectionCore: Sendable {
     let raw: RawConnection
     let socketFD: Int32
-    let wakeRead: Int32
-    let wakeWrite: Int32
+    let waker: Waker
     let state = Mutex(CoreState())
     /// Snapshot read once per incoming signal.
     let subscribers = Mutex<[SignalSubscriber]>([])
@@ -230,15 +229,13 @@ final class ConnectionCore: Sendable {
         liveCores.add(1, ordering: .relaxed)
         self.raw = RawConnection(ptr: conn)
         self.socketFD = socketFD
-        self.wakeRead = wake.0
-        self.wakeWrite = wake.1
+        self.waker = Waker(read: wake.0, write: wake.1)
     }
 
     deinit {
         liveCores.subtract(1, ordering: .relaxed)
+        dbus_connection_set_wakeup_main_function(raw.ptr, nil, nil, nil)
         dbus_connection_unref(raw.ptr)
-        _ = closeFD(wakeRead)
-        _ = closeFD(wakeWrite)
     }
 
     var isClosed: Bool { state.withLock { $0.closed } }
@@ -247,7 +244,7 @@ final class ConnectionCore: Sendable {
         threadClock.withLock { clock in clock.flatMap { cpuNanos(of: $0) } }
     }
 
-    func wake() { pokeFD(wakeWrite) }
+    func wake() { waker.wake() }
 
     func requestClose() {
         state.withLock { $0.stopRequested = true }
@@ -310,11 +307,11 @@ final class ConnectionCore: Sendable {
     }
 
     func installCallbacks() {
-        // The wake-up callbacks get the pipe's descriptor number, not a pointer, so they stay valid for
-        // as long as libdbus may call them (the pipe is closed only after the connection is released).
-        let token = UnsafeMutableRawPointer(bitPattern: Int(wakeWrite) + 1)
-        // Only other threads' sends need waking the loop: nothing but the dispatch thread ever reads,
-        // so no dispatch-status callback is needed (it would cost a syscall per read).
+        // libdbus calls this when another thread queues a message to send (and also for every message
+        // it reads, on the dispatch thread itself, where it is ignored). The waker outlives the
+        // connection: the callback is removed before the core releases the connection. Nothing but
+        // the dispatch thread ever reads, so no dispatch-status callback is needed.
+        let token = Unmanaged.passUnretained(waker).toOpaque()
         dbus_connection_set_wakeup_main_function(conn, wakeupMain, token, nil)
     }
 
@@ -322,6 +319,7 @@ final class ConnectionCore: Sendable {
     /// next reply deadline, then read and write without blocking.
     func run() {
         liveThreads.add(1, ordering: .relaxed)
+        waker.dispatchThread.store(currentThreadID(), ordering: .releasing)
         threadClock.withLock { $0 = currentThreadCPUClock() }
         defer {
             threadClock.withLock { $0 = nil }
@@ -350,8 +348,8 @@ final class ConnectionCore: Sendable {
                     timeoutMs = Int32(clamping: (nextDeadline &- min(now, nextDeadline)) / 1_000_000 + 1)
                 }
                 let wantWrite = dbus_connection_has_messages_to_send(conn) != 0
-                let r = pollConnection(socketFD, wantWrite: wantWrite, wakeFD: wakeRead, timeoutMs: timeoutMs)
-                if r.woken { drainFD(wakeRead) }
+                let r = pollConnection(socketFD, wantWrite: wantWrite, wakeFD: waker.readFD, timeoutMs: timeoutMs)
+                if r.woken { waker.reset() }
                 if r.error { break }
             }
             _ = dbus_connection_read_write(conn, 0)
@@ -597,5 +595,39 @@ final class DispatchThreadBox<T>: @unchecked Sendable {
 
 private let wakeupMain: DBusWakeupMainFunction = { token in
     guard let token else { return }
-    pokeFD(Int32(Int(bitPattern: token) - 1))
+    Unmanaged<Waker>.fromOpaque(token).takeUnretainedValue().wakeFromCallback()
+}
+
+/// Wakes the dispatch thread's poll through a self-pipe, writing at most one byte per wake-up.
+final class Waker: Sendable {
+    let readFD: Int32
+    let writeFD: Int32
+    let pending = Atomic<Bool>(false)
+    let dispatchThread = Atomic<UInt>(0)
+
+    init(read: Int32, write: Int32) {
+        readFD = read
+        writeFD = write
+    }
+
+    deinit {
+        _ = closeFD(readFD)
+        _ = closeFD(writeFD)
+    }
+
+    func wake() {
+        if !pending.exchange(true, ordering: .acquiringAndReleasing) { pokeFD(writeFD) }
+    }
+
+    func wakeFromCallback() {
+        // Reading a message on the dispatch thread also triggers the callback; that thread is awake.
+        if dispatchThread.load(ordering: .relaxed) == currentThreadID() { return }
+        wake()
+    }
+
+    /// Called by the dispatch thread after poll reported the pipe readable, before it does its work.
+    func reset() {
+        pending.store(false, ordering: .releasing)
+        drainFD(readFD)
+    }
 }

@@ -99,3 +99,5 @@ func cpuNanos(of clock: Int32) -> UInt64? {
     guard clock_gettime(clock, &ts) == 0 else { return nil }
     return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
 }
+
+@inline(__always) func currentThreadID() -> UInt { UInt(pthread_self()) }

@@ -22,10 +22,11 @@ public final class PrivateBus: @unchecked Sendable {
 
     public static let daemonPath = "/usr/bin/dbus-daemon"
 
-    /// Starts the daemon and waits until its socket accepts connections.
-    public init() throws {
-        guard FileManager.default.isExecutableFile(atPath: Self.daemonPath) else {
-            throw TestEnvironmentError("\(Self.daemonPath) not found: install the Debian package 'dbus-daemon' (apt-get install dbus-daemon)")
+    /// Starts the daemon and waits until its socket accepts connections. Throws a
+    /// ``TestEnvironmentError`` naming the Debian package if `daemonPath` is missing.
+    public init(daemonPath: String = PrivateBus.daemonPath) throws {
+        guard FileManager.default.isExecutableFile(atPath: daemonPath) else {
+            throw TestEnvironmentError("\(daemonPath) not found: install the Debian package 'dbus-daemon' (apt-get install dbus-daemon)")
         }
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("dbus-test-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
@@ -51,7 +52,7 @@ public final class PrivateBus: @unchecked Sendable {
         let configURL = dir.appendingPathComponent("bus.conf")
         try config.write(to: configURL, atomically: true, encoding: .utf8)
         let p = Process()
-        p.executableURL = URL(fileURLWithPath: Self.daemonPath)
+        p.executableURL = URL(fileURLWithPath: daemonPath)
         p.arguments = ["--config-file=\(configURL.path)", "--nofork", "--nopidfile", "--nosyslog"]
         p.standardOutput = FileHandle.nullDevice
         let logURL = dir.appendingPathComponent("daemon.log")
@@ -225,7 +226,7 @@ public enum SystemPython {
     public static let path = "/usr/bin/python3"
 
     /// Throws (naming the packages) unless `/usr/bin/python3` can import `dbus` and `gi.repository.GLib`.
-    public static func requireDBus() throws {
+    public static func requireDBus(python path: String = SystemPython.path) throws {
         guard FileManager.default.isExecutableFile(atPath: path) else {
             throw TestEnvironmentError("\(path) not found: install the Debian packages 'python3', 'python3-dbus' and 'python3-gi'")
         }

@@ -121,3 +121,28 @@ func XCTAssertThrowsAsync(_ body: () async throws -> Void, file: StaticString = 
         XCTFail("expected an error", file: file, line: line)
     } catch {}
 }
+
+/// The harness fails loudly, naming the package, when a tool is missing (it never skips).
+final class HarnessTests: XCTestCase {
+    func testMissingDaemonNamesThePackage() {
+        XCTAssertThrowsError(try PrivateBus(daemonPath: "/nonexistent/dbus-daemon")) { error in
+            XCTAssertTrue("\(error)".contains("'dbus-daemon'"), "\(error)")
+        }
+    }
+
+    func testPythonWithoutDBusNamesThePackages() {
+        // /bin/false stands in for an interpreter that cannot import dbus (like pyenv's python3).
+        XCTAssertThrowsError(try SystemPython.requireDBus(python: "/bin/false")) { error in
+            XCTAssertTrue("\(error)".contains("python3-dbus"), "\(error)")
+        }
+        XCTAssertThrowsError(try SystemPython.requireDBus(python: "/nonexistent/python3")) { error in
+            XCTAssertTrue("\(error)".contains("python3-dbus"), "\(error)")
+        }
+    }
+
+    func testRealToolsArePresent() throws {
+        let bus = try PrivateBus()
+        bus.stop()
+        try SystemPython.requireDBus()
+    }
+}

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Measures the CPU cost of receiving BlueZ-shaped PropertiesChanged signals through the DBus
+# binding's batched fast path, in a release build. The receiver is stopped (SIGSTOP) while the sender
+# queues N signals in a private dbus-daemon, then resumed, so it drains them at full speed: the
+# figure is the dispatch thread's CPU time (read + libdbus parse/validate + routing + decode +
+# batching) divided by N, plus the consumer's per-signal CPU.
+# Usage: scripts/dbus-receive-cost.sh [N=100000] [runs=3]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N="${1:-100000}"
+RUNS="${2:-3}"
+WORK="$(mktemp -d -t dbus-receive-cost.XXXXXX)"
+DAEMON=""
+RECV=""
+cleanup() {
+    [ -n "$RECV" ] && kill "$RECV" 2>/dev/null || true
+    [ -n "$DAEMON" ] && kill "$DAEMON" 2>/dev/null || true
+}
+trap cleanup EXIT
+
+SWIFTC="$(command -v swiftc || echo /opt/swift/usr/bin/swiftc)"
+"$SWIFTC" -O -swift-version 6 -module-name exp -I Sources/CDBus \
+    $(pkg-config --cflags dbus-1 | sed 's/-I/-Xcc -I/g') \
+    Sources/DBus/*.swift scripts/dbus-receive-cost/main.swift -ldbus-1 -o "$WORK/exp"
+
+cc -O2 scripts/dbus-receive-cost/libdbus-floor.c $(pkg-config --cflags --libs dbus-1) -o "$WORK/floor"
+
+cat >"$WORK/bus.conf" <<CONF
+<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>session</type>
+  <listen>unix:path=$WORK/bus</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow send_destination="*" eavesdrop="true"/>
+    <allow eavesdrop="true"/>
+    <allow own="*"/>
+  </policy>
+  <limit name="max_incoming_bytes">1000000000</limit>
+  <limit name="max_outgoing_bytes">1000000000</limit>
+</busconfig>
+CONF
+dbus-daemon --config-file="$WORK/bus.conf" --nofork --nopidfile 2>/dev/null &
+DAEMON=$!
+for _ in $(seq 100); do [ -S "$WORK/bus" ] && break; sleep 0.05; done
+ADDR="unix:path=$WORK/bus"
+
+echo "libdbus floor: $("$WORK/floor" 100000 | tail -1)"
+"$WORK/exp" "$ADDR" 200000 micro
+for mode in fast null; do
+    for _ in $(seq "$RUNS"); do
+        "$WORK/exp" "$ADDR" "$N" recv "$mode" >"$WORK/recv.out" 2>&1 &
+        RECV=$!
+        for _ in $(seq 300); do grep -q READY "$WORK/recv.out" 2>/dev/null && break; sleep 0.1; done
+        kill -STOP "$RECV"
+        "$WORK/exp" "$ADDR" "$N" send
+        kill -CONT "$RECV"
+        wait "$RECV"
+        RECV=""
+        echo "$mode: $(grep n= "$WORK/recv.out")"
+    done
+done
