@@ -8,7 +8,7 @@ set -euo pipefail
 pkgs=(libdbus-1-dev libbluetooth-dev pkg-config)
 if [ "${1:-}" = "--test" ]; then
   pkgs+=(dbus-daemon dbus-bin python3-dbus python3-dbusmock tmux valgrind util-linux passwd
-         systemd qemu-system-x86 debootstrap cpio libdbus-1-3 sqlite3)
+         python3-gi binutils systemd qemu-system-x86 debootstrap cpio libdbus-1-3 sqlite3)
 fi
 
 missing=()
