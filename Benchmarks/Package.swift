@@ -54,12 +54,14 @@ let package = Package(
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
         // Virtual seconds until N simulated voters are heard, against the analytic model (prints a table;
-        // measures simulated air time, not CPU). Run: swift run -c release --package-path Benchmarks TimeToCollect
+        // measures simulated air time, not CPU; --pipeline adds counted through the real ingest pipeline). Run: swift run -c release --package-path Benchmarks TimeToCollect
         .executableTarget(
             name: "TimeToCollect",
             dependencies: [
                 .product(name: "ClickerSim", package: "clicker"),
                 .product(name: "ClickerTransport", package: "clicker"),
+                .product(name: "ClickerWire", package: "clicker"),
+                .product(name: "ClickerTally", package: "clicker"),
             ],
             path: "Benchmarks/TimeToCollect"
         ),

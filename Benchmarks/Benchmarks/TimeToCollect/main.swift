@@ -6,13 +6,17 @@
 // at least once; the table shows medians over the seeds next to the analytic model.
 //
 // Run: swift run -c release --package-path Benchmarks TimeToCollect [--seeds 20] [--quick]
-//      [--synchronized] [--quiet-when-heard]
+//      [--synchronized] [--quiet-when-heard] [--pipeline]
 //
 // "Heard" is pluggable (`HeardDetector`): the default takes a report as a vote when its data is the
-// voter's payload; integration can substitute decode + verify + tally.
+// voter's payload. With --pipeline every voter advertises a real sealed ballot, every report also goes
+// through the real `IngestPipeline`, and the table shows "counted" (the tally's first `.new`) next to
+// "heard" for the same runs, with the pipeline's CPU cost per report.
 
 import ClickerSim
+import ClickerTally
 import ClickerTransport
+import ClickerWire
 
 #if canImport(Glibc)
 import Glibc
@@ -34,6 +38,49 @@ struct PayloadIndexDetector: HeardDetector {
     }
 }
 
+/// Pipeline mode: a report is the voter heard when its data is exactly the voter's sealed ballot.
+struct BallotPayloadDetector: HeardDetector {
+    let index: [[UInt8]: Int]
+    func voter(in report: AdvertisementReport) -> Int? { index[report.data] }
+}
+
+/// A poll of real voters: a seeded join code, one seeded device key per voter (distinct voter IDs),
+/// each voter's sealed advertisement for question 1.
+struct RealPoll {
+    let joinCode: JoinCode
+    let advertisements: [[UInt8]]
+    let voterIndex: [UInt32: Int]
+
+    init(voters n: Int, seed: UInt64) {
+        var rng = SplitMix64(seed: seed ^ 0x5EA1_ED00)
+        joinCode = JoinCode.random(using: &rng)
+        var ads: [[UInt8]] = []
+        var index: [UInt32: Int] = [:]
+        while ads.count < n {
+            let sealer = BallotSealer(joinCode: joinCode, deviceKey: DeviceKey.generate(using: &rng))
+            guard index[sealer.voterID] == nil else { continue }  // two voters must not share an ID
+            index[sealer.voterID] = ads.count
+            ads.append(sealer.advertisement(question: 1, sequence: 1, answer: .choice(UInt8(ads.count % 4))))
+        }
+        advertisements = ads
+        voterIndex = index
+    }
+
+    /// A fresh pipeline for this poll with question 1 open.
+    func pipeline() -> IngestPipeline {
+        var p = IngestPipeline(joinCode: joinCode)
+        p.tally.open(.choice(1))
+        return p
+    }
+}
+
+/// CPU time of the calling thread, in nanoseconds.
+func threadCPUNanoseconds() -> UInt64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
+    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+}
+
 func votePayload(_ i: Int, interval: Duration) -> AdvertisingPayload {
     var data = [UInt8](repeating: 0xA5, count: 24)  // 24 bytes + flags + MSD header = 31 bytes of AD
     for k in 0..<4 { data[k] = UInt8(truncatingIfNeeded: i >> (8 * k)) }
@@ -46,6 +93,18 @@ struct RoundResult {
     var t100: Double?
     var heardFraction: Double
     var cleanFraction: Double
+    /// Pipeline mode: the same, counted by the tally.
+    var counted50: Double? = nil
+    var counted99: Double? = nil
+    var counted100: Double? = nil
+    var countedFraction: Double = 0
+    /// Voters counted later than first heard (or heard but never counted), and the largest lag (s).
+    var lateVoters = 0
+    var maxLag = 0.0
+    /// Reports ingested, CPU nanoseconds spent in `ingest`, reports rejected.
+    var ingested = 0
+    var ingestCPU: UInt64 = 0
+    var rejected = 0
 }
 
 struct Options {
@@ -53,19 +112,31 @@ struct Options {
     var quick = false
     var synchronized = false
     var quietWhenHeard = false
+    var pipeline = false
 }
 
 /// One round: returns the first-heard times (virtual seconds) of the voters, as the central's stream shows them.
+/// With `poll`, the voters advertise its ballots and every report also goes through its pipeline.
 func runRound(voters n: Int, interval: Duration, seed: UInt64, horizon: Double, options: Options,
-              detector: some HeardDetector) async throws -> RoundResult {
+              detector: some HeardDetector, poll: RealPoll? = nil) async throws -> RoundResult {
     var detector = detector
+    var pipeline = poll?.pipeline()
+    var firstCounted = [Double?](repeating: nil, count: n)
+    var counted = 0
+    var batch: [AdvertisementReport] = []
+    var stream: [AdvertisementReport] = []  // pipeline mode: every report of the round, in order
     let air = SimulatedAir(AirConfiguration(seed: seed, firstEventPhase: options.synchronized ? .immediate : .randomWithinInterval))
     let central = air.central()
     var reports = central.advertisements(companyID: 0xFFFF).makeAsyncIterator()
     var addresses: [DeviceAddress] = []
     for i in 0..<n {
         let p = air.addPeripheral()
-        try await p.advertise(votePayload(i, interval: interval))
+        if let poll {
+            try await p.advertise(AdvertisingPayload(companyID: BallotFormat.companyID, data: poll.advertisements[i],
+                                                     interval: interval))
+        } else {
+            try await p.advertise(votePayload(i, interval: interval))
+        }
         addresses.append(p.address)
     }
     var firstHeard = [Double?](repeating: nil, count: n)
@@ -73,13 +144,30 @@ func runRound(voters n: Int, interval: Duration, seed: UInt64, horizon: Double, 
     var delivered = 0
     let step = 0.05
     var t = 0.0
-    while heard < n && t < horizon {
+    while (heard < n || (pipeline != nil && counted < n)) && t < horizon {
         t = min(horizon, t + step)
         air.run(until: RadioInstant(nanoseconds: UInt64(t * 1e9)))
         // Drain exactly what this step delivered: never blocks, and the order is the air's.
         let now = air.statistics.reportsDelivered
+        batch.removeAll(keepingCapacity: true)
         for _ in delivered..<now {
             guard let r = try await reports.next() else { break }
+            batch.append(r)
+        }
+        if let poll, var pl = pipeline.take() {
+            // Taken out of the optional so that ingest mutates in place (a second reference would make
+            // every step copy the pipeline's tables).
+            for r in batch {
+                let o = pl.ingest(r)
+                guard o.outcome == .new, let b = o.ballot, let v = poll.voterIndex[b.voterID], firstCounted[v] == nil
+                else { continue }
+                firstCounted[v] = r.timestamp.seconds
+                counted += 1
+            }
+            pipeline = pl
+            stream.append(contentsOf: batch)
+        }
+        for r in batch {
             guard let v = detector.voter(in: r), firstHeard[v] == nil else { continue }
             firstHeard[v] = r.timestamp.seconds
             heard += 1
@@ -91,14 +179,39 @@ func runRound(voters n: Int, interval: Duration, seed: UInt64, horizon: Double, 
         delivered = now
     }
     air.finishAdvertisementStreams()
-    let times = firstHeard.compactMap { $0 }.sorted()
-    func at(_ f: Double) -> Double? {
+    func at(_ f: Double, _ all: [Double?]) -> Double? {
+        let times = all.compactMap { $0 }.sorted()
         let k = Int((f * Double(n)).rounded(.up))
         return k <= times.count ? times[max(0, k - 1)] : nil
     }
     let s = air.statistics
-    return RoundResult(t50: at(0.5), t99: at(0.99), t100: at(1.0), heardFraction: Double(times.count) / Double(n),
-                       cleanFraction: s.pdusListened > 0 ? Double(s.pdusReceived) / Double(s.pdusListened) : 0)
+    var result = RoundResult(t50: at(0.5, firstHeard), t99: at(0.99, firstHeard), t100: at(1.0, firstHeard),
+                             heardFraction: Double(heard) / Double(n),
+                             cleanFraction: s.pdusListened > 0 ? Double(s.pdusReceived) / Double(s.pdusListened) : 0)
+    if let pl = pipeline {
+        result.counted50 = at(0.5, firstCounted)
+        result.counted99 = at(0.99, firstCounted)
+        result.counted100 = at(1.0, firstCounted)
+        result.countedFraction = Double(counted) / Double(n)
+        for (h, c) in zip(firstHeard, firstCounted) {
+            guard let h else { continue }
+            guard let c else { result.lateVoters += 1; result.maxLag = .infinity; continue }
+            if c > h { result.lateVoters += 1; result.maxLag = max(result.maxLag, c - h) }
+        }
+        // CPU: the round's reports, in the same order, through a fresh pipeline in one timed loop (timing each
+        // 50 ms step instead would mostly measure the clock: most steps hold a handful of reports).
+        if let poll {
+            var fresh = poll.pipeline()
+            var newVoters = 0
+            let c0 = threadCPUNanoseconds()
+            for r in stream where fresh.ingest(r).outcome == .new { newVoters += 1 }
+            result.ingestCPU = threadCPUNanoseconds() - c0
+            precondition(newVoters == counted && fresh.stats == pl.stats, "the replay must do what the round did")
+        }
+        result.ingested = pl.stats.reports
+        result.rejected = pl.tally.rejectionCount
+    }
+    return result
 }
 
 func median(_ xs: [Double?]) -> Double? {
@@ -136,8 +249,9 @@ func parseOptions() -> Options {
         case "--quick": o.quick = true
         case "--synchronized": o.synchronized = true
         case "--quiet-when-heard": o.quietWhenHeard = true
+        case "--pipeline": o.pipeline = true
         default:
-            print("usage: TimeToCollect [--seeds N] [--quick] [--synchronized] [--quiet-when-heard]")
+            print("usage: TimeToCollect [--seeds N] [--quick] [--synchronized] [--quiet-when-heard] [--pipeline]")
             exit(2)
         }
     }
@@ -145,6 +259,10 @@ func parseOptions() -> Options {
 }
 
 let options = parseOptions()
+if options.pipeline {
+    try await pipelineTable(options)
+    exit(0)
+}
 let airTime = LegacyAdvertising.airTime(of: votePayload(0, interval: .milliseconds(100)))
 var configs: [(n: Int, ms: Int)] = []
 for ms in [20, 100, 1280] { for n in [30, 100, 300, 1000] { configs.append((n, ms)) } }
@@ -214,3 +332,73 @@ for s in 0..<5 {
 }
 print("")
 print("wall time of one 300-voter round (stopped when all heard, ≤ 10 s virtual), median of 5: \(format1(1000 * walls.sorted()[2])) ms")
+
+/// --pipeline: heard and counted (through the real `IngestPipeline`) for the same runs, and the pipeline's CPU.
+func pipelineTable(_ options: Options) async throws {
+    var configs: [(n: Int, ms: Int)] = [(30, 100), (100, 100), (300, 100), (1000, 100), (300, 225), (1000, 750)]
+    if options.quick { configs = [(30, 100), (300, 100)] }
+    let a = LegacyAdvertising.airTime(of: AdvertisingPayload(companyID: BallotFormat.companyID,
+                                                             data: [UInt8](repeating: 0, count: BallotFormat.advertisementLength),
+                                                             interval: .milliseconds(100)))
+    print("TimeToCollect --pipeline: virtual seconds until 50 / 99 / 100 % of N voters are heard (their sealed")
+    print("ballot delivered intact) and counted (the real IngestPipeline's first .new for them), same runs.")
+    print("one scanner at 100 % duty, legacy ADV_IND with a \(BallotFormat.advertisementLength)-byte ballot (a = \(a)),"
+          + " capture and loss off, \(options.seeds) seeds per row, medians.")
+    print("ratio: median counted / median heard.  late: voters (all seeds) counted after first heard, or never.")
+    print("CPU: thread CPU time inside ingest() only, each round's reports replayed in order through a fresh pipeline.")
+    print("")
+    let groups = ["t50 %", "t99 %", "t100 %"]
+    print(pad("", 15) + " " + groups.map { pad("─ " + $0 + " ─", 17) }.joined(separator: " ")
+          + " " + pad("── counted/heard ──", 20))
+    var header = [pad("N", 5), pad("interval", 9)]
+    for _ in groups { header += [pad("heard", 8), pad("counted", 8)] }
+    header += [pad("50 %", 6), pad("99 %", 6), pad("100 %", 6), pad("late", 5), pad("counted", 8), pad("reports", 9),
+               pad("ns/rep", 7), pad("rep/s CPU", 10)]
+    print(header.joined(separator: " "))
+    var allReports = 0
+    var allCPU: UInt64 = 0
+    for c in configs {
+        let interval = Duration.milliseconds(c.ms)
+        let horizon = min(60, 400 * Double(c.ms + 5) / 1000)
+        var results: [RoundResult] = []
+        for s in 0..<options.seeds {
+            let seed = UInt64(c.n * 100_000 + c.ms * 100 + s)
+            let poll = RealPoll(voters: c.n, seed: seed)
+            let detector = BallotPayloadDetector(index: Dictionary(uniqueKeysWithValues: poll.advertisements.enumerated().map { ($1, $0) }))
+            results.append(try await runRound(voters: c.n, interval: interval, seed: seed, horizon: horizon,
+                                              options: options, detector: detector, poll: poll))
+        }
+        var row = [pad(String(c.n), 5), pad("\(c.ms) ms", 9)]
+        let pairs: [(heard: Double?, counted: Double?)] = [
+            (median(results.map(\.t50)), median(results.map(\.counted50))),
+            (median(results.map(\.t99)), median(results.map(\.counted99))),
+            (median(results.map(\.t100)), median(results.map(\.counted100))),
+        ]
+        for p in pairs { row += [pad(fmt(p.heard, horizon: horizon), 8), pad(fmt(p.counted, horizon: horizon), 8)] }
+        for p in pairs {
+            if let h = p.heard, let c = p.counted, h > 0 { row.append(pad(String(format2(c / h)), 6)) } else { row.append(pad("-", 6)) }
+        }
+        let reports = results.map(\.ingested).reduce(0, +)
+        let cpu = results.map(\.ingestCPU).reduce(0, +)
+        allReports += reports
+        allCPU += cpu
+        row += [pad(String(results.map(\.lateVoters).reduce(0, +)), 5),
+                pad(format1(100 * results.map(\.countedFraction).sorted()[results.count / 2]) + " %", 8),
+                pad(String(reports), 9),
+                pad(reports > 0 ? String(Int((Double(cpu) / Double(reports)).rounded())) : "-", 7),
+                pad(cpu > 0 ? String(Int((Double(reports) / (Double(cpu) / 1e9)).rounded())) : "-", 10)]
+        print(row.joined(separator: " "))
+    }
+    print("")
+    if allCPU > 0 {
+        let perSecond = Double(allReports) / (Double(allCPU) / 1e9)
+        print("pipeline CPU over all rows: \(allReports) reports in \(format1(Double(allCPU) / 1e6)) ms of thread CPU = "
+              + "\(Int(perSecond.rounded())) reports/s, \(format1(perSecond / 3000))× the 3,000 reports/s of 300 voters at 10 ads/s")
+    }
+}
+
+func format2(_ x: Double) -> String {
+    let r = Int((x * 100).rounded())
+    let frac = r % 100
+    return "\(r / 100)." + (frac < 10 ? "0" : "") + String(frac)
+}
