@@ -1,5 +1,4 @@
 import ClickerSim
-import ClickerTally
 import ClickerTransport
 import ClickerWire
 import Foundation
