@@ -74,7 +74,7 @@ let package = Package(
         .testTarget(name: "ClickerSimTests", dependencies: ["ClickerSim", "ClickerTransport", "ClickerWire", "ClickerTally"]),
         .testTarget(name: "HCITests", dependencies: ["HCI", "CBluetooth", "ClickerTransport"]),
         .testTarget(name: "ClickerStoreTests", dependencies: ["ClickerStore"]),
-        .testTarget(name: "TerminalViewTests", dependencies: ["TerminalView"], exclude: ["Snapshots"]),
+        .testTarget(name: "TerminalViewTests", dependencies: ["TerminalView", "ClickerWire"], exclude: ["Snapshots"]),
         // Tier 2: real dbus-daemon + python-dbusmock standing in for bluetoothd
         .testTarget(name: "DBusTests", dependencies: ["DBus", "DBusTestSupport"]),
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "ClickerWire", "ClickerTally"]),

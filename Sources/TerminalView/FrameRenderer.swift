@@ -32,21 +32,24 @@ public enum FrameRenderer {
 
         // Join code, large, with the question panel to its right.
         let code = m.joinCode
-        let bigWidth = BigFont.width(of: code)
-        var panelColumn = 2
-        if !code.isEmpty, BigFont.canDraw(code), 2 + bigWidth + 4 + 20 <= W {
-            for (i, line) in BigFont.rows(code).enumerated() {
-                g.put(line, row: 2 + i, column: 2, style: CellStyle(bold: true))
-            }
-            panelColumn = 2 + bigWidth + 4
-            g.put("JOIN CODE", row: 2, column: panelColumn, style: CellStyle(dim: true))
-        } else {
-            let end = g.put("JOIN CODE  ", row: 2, column: 2, style: CellStyle(dim: true))
-            g.put(code, row: 2, column: end, style: CellStyle(bold: true), maxWidth: W - end - 2)
-            panelColumn = 2
-        }
-        let panelRow = panelColumn == 2 ? 3 : 3
+        let layout = JoinCodeLayout.make(code: code, width: W, height: H)
+        let panelColumn = layout.panelColumn
+        var panelRow = layout.panelRow
         let panelWidth = W - panelColumn - 1
+        if layout.isLarge {
+            for line in layout.lines {
+                for (i, text) in BigFont.rows(line.text, gap: layout.gap).enumerated() {
+                    g.put(text, row: line.row + i, column: line.column, style: CellStyle(bold: true))
+                }
+            }
+            g.put("JOIN CODE", row: panelRow, column: panelColumn, style: CellStyle(dim: true), maxWidth: panelWidth)
+            g.put(code, row: panelRow + 1, column: panelColumn, style: CellStyle(bold: true), maxWidth: panelWidth)
+            panelRow += 2
+        } else {
+            let end = g.put("JOIN CODE  ", row: panelRow, column: panelColumn, style: CellStyle(dim: true))
+            g.put(code, row: panelRow, column: end, style: CellStyle(bold: true), maxWidth: W - end - 2)
+            panelRow += 1
+        }
         if let q = m.question {
             g.put("Question \(q.number)", row: panelRow, column: panelColumn, style: CellStyle(bold: true), maxWidth: panelWidth)
             if q.isOpen {
@@ -89,8 +92,13 @@ public enum FrameRenderer {
         }
         stats(&g, m, row: statsRow)
 
-        // Bars fill the space between the code and the stats.
-        let top = 8, bottom = statsRow - 2
+        // Bars fill the space between the code and the stats; without a blank row around them
+        // when that is the only way to show every answer.
+        var top = layout.bottom + 2, bottom = statsRow - 2
+        if bottom - top + 1 < m.answers.count {
+            top -= 1
+            bottom += 1
+        }
         bars(&g, m, hidden: state.barsHidden, top: top, bottom: bottom)
     }
 
@@ -201,6 +209,64 @@ public enum FrameRenderer {
         }
         lines.append(line)
         return Array(lines.prefix(maxLines))
+    }
+
+    // MARK: Join code placement
+
+    /// Where the full layout draws the join code: one large line when it fits next to the question
+    /// panel, else two large lines split after the first '-' (vote ID, then secret), else small text.
+    public struct JoinCodeLayout: Sendable, Equatable {
+        /// One line of large glyphs.
+        public struct Line: Sendable, Equatable {
+            public var text: String
+            public var row: Int
+            public var column: Int
+        }
+
+        /// Large lines, empty when the code is shown as small text.
+        public var lines: [Line]
+        /// Columns between large glyphs.
+        public var gap: Int
+        /// Where the panel (label, code as text, question state) starts.
+        public var panelColumn: Int
+        public var panelRow: Int
+        /// Last row used by the code or the panel.
+        public var bottom: Int
+
+        /// Whether the code is drawn with ``BigFont``.
+        public var isLarge: Bool { !lines.isEmpty }
+
+        /// Narrowest panel kept to the right of the first large line.
+        public static let panelWidth = 16
+
+        /// The placement for `code` in a `width` × `height` full layout.
+        public static func make(code: String, width: Int, height: Int) -> JoinCodeLayout {
+            let small = JoinCodeLayout(lines: [], gap: BigFont.gap, panelColumn: 2, panelRow: 2, bottom: 6)
+            guard !code.isEmpty, BigFont.canDraw(code) else { return small }
+            let chars = Array(code)
+            for gap in [BigFont.gap, 1] {
+                let w = BigFont.width(of: code, gap: gap)
+                if 2 + w + 4 + panelWidth <= width {
+                    return JoinCodeLayout(lines: [Line(text: code, row: 2, column: 2)], gap: gap,
+                                          panelColumn: 2 + w + 4, panelRow: 2, bottom: 2 + BigFont.height - 1)
+                }
+            }
+            guard chars.count > 1 else { return small }
+            let cut = (chars.firstIndex(of: "-").map { $0 + 1 }) ?? (chars.count + 1) / 2
+            let first = String(chars[..<min(cut, chars.count - 1)]), second = String(chars[min(cut, chars.count - 1)...])
+            // On a 24-row screen the code starts right under the header to leave the bars room.
+            let top = height >= minimumHeight + 2 ? 2 : 1
+            for gap in [BigFont.gap, 1] {
+                let w1 = BigFont.width(of: first, gap: gap), w2 = BigFont.width(of: second, gap: gap)
+                if 2 + w2 + 2 <= width, 2 + w1 + 4 + panelWidth <= width {
+                    let secondRow = top + BigFont.height + 1
+                    return JoinCodeLayout(lines: [Line(text: first, row: top, column: 2), Line(text: second, row: secondRow, column: 2)],
+                                          gap: gap, panelColumn: 2 + w1 + 4, panelRow: top,
+                                          bottom: secondRow + BigFont.height - 1)
+                }
+            }
+            return small
+        }
     }
 
     // MARK: Compact layout (terminal smaller than 80×24)

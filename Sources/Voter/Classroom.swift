@@ -17,6 +17,8 @@ public struct Classroom: Sendable {
     }
 
     public let students: [Student]
+    /// Answers offered per question.
+    public let options: Int
 
     /// Builds `count` students drawn from `rng` (a seeded generator gives a reproducible room).
     public init<G: RandomNumberGenerator>(count: Int, options: Int = 4, abstainRate: Double = 0.03, using rng: inout G) {
@@ -42,12 +44,42 @@ public struct Classroom: Sendable {
             out.append(Student(thinkTime: .milliseconds(Int64(t * 1000)), answer: first, change: change))
         }
         students = out
+        self.options = max(1, options)
+    }
+
+    /// Steady answer changes for load tests: after their own answers every student changes answer
+    /// once per ``period``, phases spread evenly, so about `votesPerSecond` ballots arrive in all.
+    public struct Churn: Sendable, Equatable {
+        /// Time between two changes of one student.
+        public let period: Duration
+        let students: Int
+
+        /// Nil when there is no student or the rate is not positive.
+        public init?(votesPerSecond: Double, students: Int) {
+            guard students > 0, votesPerSecond > 0, votesPerSecond.isFinite else { return nil }
+            let seconds = Double(students) / votesPerSecond
+            period = .nanoseconds(Int64(min(seconds, 86_400) * 1e9))
+            self.students = students
+        }
+
+        /// Delay before student `i`'s first change, in `0..<period`.
+        public func phase(of i: Int) -> Duration {
+            period * (Double(i % students) / Double(students))
+        }
+
+        /// The answer a churning student moves to from `answer`.
+        public static func next(after answer: Answer, options: Int) -> Answer {
+            .choice(UInt8((Int(answerIndex(answer)) + 1) % max(1, min(options, 256))))
+        }
     }
 
     /// Runs the room in real time until every student is done, then keeps them advertising
     /// until the task is cancelled. `makeRadio(i)` gives student `i` its own peripheral radio.
-    public func run(joinCode: JoinCode, question: UInt8, timeScale: Double = 1,
+    /// With `churn` (votes per second in all, in real time) students keep changing answers.
+    public func run(joinCode: JoinCode, question: UInt8, timeScale: Double = 1, churn votesPerSecond: Double? = nil,
                     makeRadio: @Sendable @escaping (Int) -> any PeripheralTransport) async {
+        let churn = votesPerSecond.flatMap { Churn(votesPerSecond: $0, students: students.count) }
+        let options = options
         await withTaskGroup(of: Void.self) { group in
             for (i, s) in students.enumerated() {
                 group.addTask {
@@ -60,6 +92,15 @@ public struct Classroom: Sendable {
                         if let c = s.change {
                             try await Task.sleep(for: c.after * timeScale)
                             try await session.cast(c.to)
+                        }
+                        if let churn {
+                            var answer = s.change?.to ?? s.answer
+                            try await Task.sleep(for: churn.phase(of: i))
+                            while !Task.isCancelled {
+                                answer = Churn.next(after: answer, options: options)
+                                try await session.cast(answer)
+                                try await Task.sleep(for: churn.period)
+                            }
                         }
                         // Keep advertising until the demo ends.
                         while !Task.isCancelled { try await Task.sleep(for: .seconds(3600)) }

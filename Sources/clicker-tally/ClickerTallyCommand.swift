@@ -185,7 +185,12 @@ struct SimulationArguments: ParsableArguments {
     @Option(help: "Speed of the simulated students: 10 makes them answer ten times sooner.")
     var simulateSpeed: Double = 1
 
+    @Option(help: ArgumentHelp("After answering, simulated students keep changing answers so that about N votes/s arrive (load tests).",
+                               valueName: "N"))
+    var simulateChurn: Double?
+
     func validate() throws {
+        if let c = simulateChurn, !(c > 0 && c <= 10_000) { throw ValidationError("--simulate-churn is above 0, up to 10000 votes/s") }
         if let n = simulate, !(0...5000).contains(n) { throw ValidationError("--simulate takes 0 to 5000 students") }
         guard simulateSpeed > 0, simulateSpeed <= 1000 else { throw ValidationError("--simulate-speed is above 0, up to 1000") }
     }
@@ -198,6 +203,7 @@ struct SimulationArguments: ParsableArguments {
         let room = Classroom(count: n, options: options, using: &rng)
         let code = controller.joinCode, scale = 1 / simulateSpeed
         logger.info("simulating \(room.students.count) students voting on the simulated air")
-        return [{ await room.run(joinCode: code, question: question, timeScale: scale) { _ in air.addPeripheral() } }]
+        let churn = simulateChurn
+        return [{ await room.run(joinCode: code, question: question, timeScale: scale, churn: churn) { _ in air.addPeripheral() } }]
     }
 }

@@ -5,7 +5,7 @@ enum Fixtures {
     static let radioOK = TallyViewModel.Radio(adapter: "hci0", scanning: true, sinceDiscoveryRestart: .seconds(12), errors: 0)
 
     static var openWithVotes: TallyViewModel {
-        TallyViewModel(title: "Physics 101 - week 3", joinCode: "482913", anonymous: true,
+        TallyViewModel(title: "Physics 101 - week 3", joinCode: "4821-K7QXM-3PF9A", anonymous: true,
                        question: .init(number: 3, isOpen: true, elapsed: .seconds(135)),
                        answers: [.init(label: "A", count: 42), .init(label: "B", count: 30),
                                  .init(label: "C", count: 28), .init(label: "D", count: 20)],

@@ -1,3 +1,4 @@
+import ClickerWire
 import TerminalView
 import XCTest
 
@@ -40,7 +41,8 @@ final class RenderTests: XCTestCase {
         let shown = FrameRenderer.render(m, state: ViewState(), width: 80, height: 24)
         let hidden = FrameRenderer.render(m, state: ViewState(barsHidden: true), width: 80, height: 24)
         XCTAssertFalse(rows(containing: "35.0%", in: shown).isEmpty)
-        for r in 8..<hidden.height {
+        let codeBottom = FrameRenderer.JoinCodeLayout.make(code: m.joinCode, width: 80, height: 24).bottom
+        for r in codeBottom + 1..<hidden.height {
             let t = rowText(hidden, r)
             XCTAssertFalse(t.contains("%"), "row \(r) shows a percentage while hidden: \(t)")
             XCTAssertFalse(t.contains("█ ") || t.contains("▏"), "row \(r) shows a bar while hidden")
@@ -51,17 +53,126 @@ final class RenderTests: XCTestCase {
         XCTAssertFalse(rows(containing: "show votes", in: hidden).isEmpty, "legend offers to reveal")
     }
 
-    func testJoinCodeDrawnLarge() {
-        let g = FrameRenderer.render(Fixtures.openWithVotes, state: ViewState(), width: 80, height: 24)
-        let big = BigFont.rows("482913")
-        for (i, line) in big.enumerated() {
-            XCTAssertEqual(String(rowText(g, 2 + i).dropFirst(2).prefix(line.count)), line)
+    /// Reads the large join code back from the grid, line by line, using only the glyph patterns.
+    func readBigCode(_ g: Grid, _ layout: FrameRenderer.JoinCodeLayout) -> String? {
+        var text = ""
+        for line in layout.lines {
+            let w = BigFont.width(of: line.text, gap: layout.gap)
+            let rows = (0..<BigFont.height).map { i in
+                String(String.UnicodeScalarView((line.column..<line.column + w).map { g[line.row + i, $0].scalar }))
+            }
+            // The cells on either side are blank, so the glyphs read are all there is.
+            for i in 0..<BigFont.height {
+                XCTAssertEqual(g[line.row + i, line.column - 1].scalar, " ")
+                if line.column + w < g.width { XCTAssertEqual(g[line.row + i, line.column + w].scalar, " ") }
+            }
+            guard let part = BigFont.read(rows, gap: layout.gap) else { return nil }
+            text += part
         }
-        XCTAssertTrue(big.allSatisfy { $0.count == BigFont.width(of: "482913") })
-        // Every digit glyph differs from every other.
-        let digits = "0123456789".map { BigFont.rows(String($0)) }
-        XCTAssertEqual(Set(digits.map { $0.joined() }).count, 10)
-        XCTAssertTrue(digits.allSatisfy { $0.count == BigFont.height && $0.allSatisfy { $0.count == BigFont.glyphWidth } })
+        return text
+    }
+
+    /// Codes that together use every character a join code can contain.
+    static var everyCodeCharacter: [String] {
+        let alphabet = Array("0123456789ABCDEFGHJKMNPQRSTVWXYZ")
+        var codes: [String] = []
+        for start in stride(from: 0, to: alphabet.count, by: 10) {
+            let s = (0..<10).map { alphabet[(start + $0) % alphabet.count] }
+            codes.append("\(1000 + start * 271)-" + String(s[0..<5]) + "-" + String(s[5..<10]))
+        }
+        codes.append("65535-00000-ZZZZZ")
+        return codes
+    }
+
+    func testEveryJoinCodeCharacterIsDrawnLargeAndReadsBack() {
+        let codes = Self.everyCodeCharacter
+        XCTAssertEqual(Set(codes.joined().filter { $0 != "-" }), Set("0123456789ABCDEFGHJKMNPQRSTVWXYZ"))
+        for code in codes {
+            XCTAssertEqual((try? JoinCode(parsing: code))?.description, code, "fixture \(code) is not a join code")
+            for (w, h) in [(80, 24), (100, 30), (120, 40), (200, 60)] {
+                let layout = FrameRenderer.JoinCodeLayout.make(code: code, width: w, height: h)
+                XCTAssertTrue(layout.isLarge, "\(code) fell back to small text at \(w)x\(h)")
+                // A four-digit vote ID (what the tally picks) fits one line from 120 columns on.
+                XCTAssertEqual(layout.lines.count, w >= 200 || (w >= 120 && code.count == 16) ? 1 : 2, "\(code) at \(w)x\(h)")
+                var m = Fixtures.openWithVotes
+                m.joinCode = code
+                let g = FrameRenderer.render(m, state: ViewState(), width: w, height: h)
+                XCTAssertEqual(readBigCode(g, layout), code, "\(w)x\(h)")
+                // Every glyph lies inside the screen, above the bars, left of the panel.
+                for line in layout.lines {
+                    XCTAssertLessThanOrEqual(line.column + BigFont.width(of: line.text, gap: layout.gap), w - 2)
+                    XCTAssertLessThan(line.row + BigFont.height - 1, rows(containing: "Voters", in: g).first ?? 0)
+                }
+                // The code is also printed as plain text in the panel.
+                XCTAssertFalse(rows(containing: code, in: g).isEmpty, "\(code) as text at \(w)x\(h)")
+            }
+        }
+    }
+
+    func testRandomJoinCodesReadBack() {
+        var rng = SplitMix64(seed: 7)
+        for _ in 0..<200 {
+            let code = JoinCode.random(using: &rng).description
+            for (w, h) in [(80, 24), (100, 30)] {
+                var m = Fixtures.openWithVotes
+                m.joinCode = code
+                let layout = FrameRenderer.JoinCodeLayout.make(code: code, width: w, height: h)
+                let g = FrameRenderer.render(m, state: ViewState(), width: w, height: h)
+                XCTAssertEqual(readBigCode(g, layout), code, "\(w)x\(h)")
+            }
+        }
+    }
+
+    func testTwoLineCodeLeavesRoomForEverythingAt80x24() {
+        var m = Fixtures.openWithVotes
+        m.joinCode = "4821-K7QXM-3PF9A"
+        for state in [ViewState(), ViewState(showRejections: true)] {
+            let g = FrameRenderer.render(m, state: state, width: 80, height: 24)
+            let layout = FrameRenderer.JoinCodeLayout.make(code: m.joinCode, width: 80, height: 24)
+            XCTAssertEqual(layout.lines.map(\.text), ["4821-", "K7QXM-3PF9A"])
+            XCTAssertEqual(readBigCode(g, layout), m.joinCode)
+            for label in ["A", "B", "C", "D"] {
+                XCTAssertTrue((layout.bottom + 1..<g.height).contains { r in rowText(g, r).hasPrefix("  \(label) ") && rowText(g, r).contains("%") },
+                              "answer \(label) bar missing")
+            }
+            XCTAssertFalse(rows(containing: "Voters 120", in: g).isEmpty)
+            XCTAssertFalse(rows(containing: "Radio  hci0", in: g).isEmpty)
+            XCTAssertFalse(rows(containing: "q  quit", in: g).isEmpty)
+            XCTAssertFalse(rows(containing: "open for 2:15", in: g).isEmpty)
+            XCTAssertFalse(rows(containing: "more", in: g).contains { $0 > layout.bottom })
+        }
+    }
+
+    func testGlyphsAreUniqueAndWellFormed() {
+        let chars = Array(BigFont.characters)
+        XCTAssertTrue(Set("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ- ").isSubset(of: BigFont.characters))
+        let patterns = chars.map { BigFont.rows(String($0)) }
+        XCTAssertEqual(Set(patterns.map { $0.joined() }).count, chars.count, "two characters share a glyph")
+        XCTAssertTrue(patterns.allSatisfy { $0.count == BigFont.height && $0.allSatisfy { $0.count == BigFont.glyphWidth } })
+        for c in chars {
+            XCTAssertEqual(BigFont.read(BigFont.rows(String(c))), String(c))
+        }
+        // Glyphs that differ in a single cell are easy to misread from far away.
+        for i in chars.indices {
+            for j in chars.indices where i < j && chars[i] != " " && chars[j] != " " {
+                let a = Array(patterns[i].joined()), b = Array(patterns[j].joined())
+                let diff = zip(a, b).filter { $0 != $1 }.count
+                XCTAssertGreaterThanOrEqual(diff, 2, "\(chars[i]) and \(chars[j]) differ in \(diff) cell(s)")
+            }
+        }
+        XCTAssertEqual(BigFont.read(BigFont.rows("4821-k7qxm", gap: 1), gap: 1), "4821-K7QXM")
+        XCTAssertNil(BigFont.read(BigFont.rows("48", gap: 1), gap: 2), "wrong pitch does not read")
+        XCTAssertNil(BigFont.read(["x"]))
+        XCTAssertFalse(BigFont.canDraw("48!"))
+    }
+
+    func testUndrawableCodeFallsBackToText() {
+        var m = Fixtures.openWithVotes
+        m.joinCode = "48?21"
+        XCTAssertFalse(FrameRenderer.JoinCodeLayout.make(code: m.joinCode, width: 80, height: 24).isLarge)
+        let g = FrameRenderer.render(m, state: ViewState(), width: 80, height: 24)
+        XCTAssertTrue(rowText(g, 2).contains("JOIN CODE  48?21"))
+        XCTAssertFalse(FrameRenderer.JoinCodeLayout.make(code: String(repeating: "A", count: 40), width: 80, height: 24).isLarge)
     }
 
     func testAlertAndRadioErrorAreStyled() {
@@ -94,7 +205,7 @@ final class RenderTests: XCTestCase {
         XCTAssertEqual(f.statusLine(Fixtures.openWithVotes),
                        "q3 open 2:15 voters=120 A=42(35.0%) B=30(25.0%) C=28(23.3%) D=20(16.7%) rate=12.5/s changes=8 rejected=14")
         let first = f.eventLines(from: nil, to: Fixtures.openWithVotes)
-        XCTAssertTrue(first.contains("poll \"Physics 101 - week 3\" join code 482913 (anonymous)"))
+        XCTAssertTrue(first.contains("poll \"Physics 101 - week 3\" join code 4821-K7QXM-3PF9A (anonymous)"))
         XCTAssertTrue(first.contains("question 3 opened"))
         XCTAssertTrue(first.contains("radio: adapter hci0, scanning"))
         XCTAssertTrue(first.contains("rejected 10 bad-tag (total 10)"))

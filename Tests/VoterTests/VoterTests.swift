@@ -115,4 +115,60 @@ final class VoterTests: XCTestCase {
             if let c = s.change { XCTAssertNotEqual(c.to, s.answer) }
         }
     }
+
+    func testChurnSpreadsTheRequestedRate() {
+        XCTAssertNil(Classroom.Churn(votesPerSecond: 0, students: 10))
+        XCTAssertNil(Classroom.Churn(votesPerSecond: 10, students: 0))
+        XCTAssertNil(Classroom.Churn(votesPerSecond: .nan, students: 10))
+        let c = try! XCTUnwrap(Classroom.Churn(votesPerSecond: 100, students: 300))
+        XCTAssertEqual(c.period, .seconds(3), "300 students at 100 votes/s: each changes every 3 s")
+        let phases = (0..<300).map { c.phase(of: $0) }
+        XCTAssertTrue(phases.allSatisfy { $0 >= .zero && $0 < c.period })
+        XCTAssertEqual(Set(phases).count, 300, "phases spread, not bunched")
+        // In any one-second window a third of the students change: 100 votes.
+        XCTAssertTrue((99...101).contains(phases.filter { $0 < .seconds(1) }.count))
+        var a = Answer.choice(3)
+        for _ in 0..<8 {
+            let b = Classroom.Churn.next(after: a, options: 4)
+            XCTAssertNotEqual(a, b)
+            guard case .choice(let i) = b else { return XCTFail("not a choice") }
+            XCTAssertLessThan(i, 4)
+            a = b
+        }
+    }
+
+    /// Real time, loose bounds: sleeps never end early, so the upper bound holds on any machine.
+    func testChurningRoomKeepsCasting() async throws {
+        var rng = SplitMix64(seed: 9)
+        let room = Classroom(count: 4, abstainRate: 0, using: &rng)
+        let counter = AdvertCounter()
+        let code = self.code
+        let task = Task {
+            await room.run(joinCode: code, question: 1, timeScale: 0.0001, churn: 20) { _ in CountingPeripheral(counter: counter) }
+        }
+        try await Task.sleep(for: .seconds(1))
+        task.cancel()
+        await task.value
+        let n = counter.count
+        let first = room.students.count + room.students.filter { $0.change != nil }.count
+        XCTAssertGreaterThanOrEqual(n - first, 5, "about 20 changes expected in a second, got \(n - first)")
+        XCTAssertLessThanOrEqual(n - first, 30)
+    }
+}
+
+final class AdvertCounter: @unchecked Sendable {
+    // Safe: every access holds `lock`.
+    private let lock = NSLock()
+    private var n = 0
+    func add() { lock.lock(); n += 1; lock.unlock() }
+    var count: Int { lock.lock(); defer { lock.unlock() }; return n }
+}
+
+struct CountingPeripheral: PeripheralTransport {
+    let counter: AdvertCounter
+    func advertise(_ payload: AdvertisingPayload) async throws { counter.add() }
+    func stopAdvertising() async throws {}
+    func publish(service: UUID128, characteristic: UUID128, value: [UInt8]) async throws {}
+    func shutdown() async {}
+    func status() -> AsyncStream<RadioStatus> { AsyncStream { $0.finish() } }
 }

@@ -10,7 +10,7 @@ let benchmarks: @Sendable () -> Void = {
 
     for (w, h) in [(80, 24), (200, 60)] {
         Benchmark("render + diff one frame, 300 voters, \(w)x\(h)") { benchmark in
-            var model = TallyViewModel(title: "Physics 101", joinCode: "482913", anonymous: true,
+            var model = TallyViewModel(title: "Physics 101", joinCode: "4821-K7QXM-3PF9A", anonymous: true,
                                        question: .init(number: 1, isOpen: true, elapsed: .seconds(0)),
                                        voters: 0, votesPerSecond: 0,
                                        radio: .init(adapter: "hci0", scanning: true, sinceDiscoveryRestart: .seconds(3)))
