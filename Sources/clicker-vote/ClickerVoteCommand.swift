@@ -84,7 +84,7 @@ struct VoterService: Service {
         let session = self.session, failure = self.failure, logger = self.logger
         do {
             let b = try await session.cast(first)
-            print("voting \(b.answer) as voter \(hex8(b.voterID)) (sequence \(b.sequence))")
+            say("voting \(b.answer) as voter \(hex8(b.voterID)) (sequence \(b.sequence))")
         } catch {
             failure.set(error)
             await session.stop()
@@ -97,7 +97,7 @@ struct VoterService: Service {
                 do {
                     let answer = try Answer(parsing: text)
                     let b = try await session.cast(answer)
-                    print("changed to \(b.answer) (sequence \(b.sequence))")
+                    say("changed to \(b.answer) (sequence \(b.sequence))")
                 } catch {
                     logger.error("\(text): \(error)")
                 }
@@ -106,7 +106,7 @@ struct VoterService: Service {
             while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
         }
         await session.stop()
-        print("stopped advertising")
+        say("stopped advertising")
     }
 }
 
@@ -153,4 +153,9 @@ final class ErrorBox: Sendable {
 func hex8(_ v: UInt32) -> String {
     let h = String(v, radix: 16)
     return String(repeating: "0", count: 8 - h.count) + h
+}
+
+/// One line to stdout, written at once (a board's script reads it through a pipe).
+func say(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
 }
