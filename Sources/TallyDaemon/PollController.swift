@@ -396,15 +396,17 @@ public actor PollController {
 
     // MARK: Reading
 
-    /// Results of `question` (default: the current one).
-    public func results(question q: UInt8? = nil) -> PollResults {
+    /// Results of `question` (default: the current one). `ballots: false` leaves out the per-voter
+    /// rows (the live view needs only the counts).
+    public func results(question q: UInt8? = nil, ballots withRows: Bool = true) -> PollResults {
         let q = q ?? question
         let tally = pipeline.tally
         let r = tally.results(question: q)
         var counts: [String: Int] = [:]
         for (answer, n) in r?.countTable ?? [:] { counts[answer.description] = n }
         if r == nil { for i in 0..<options.options { counts[Answer.choice(UInt8(i)).description] = 0 } }
-        let rows = (tally.questions[q]?.voters ?? [:]).sorted { $0.key < $1.key }.map { key, v in
+        let voters = withRows ? (tally.questions[q]?.voters ?? [:]) : [:]
+        let rows = voters.sorted { $0.key < $1.key }.map { key, v in
             PollResults.BallotRow(voter: key.hex, answer: v.answer.description, sequence: Int(v.sequence),
                                   address: v.address.description,
                                   gattVerified: (confirmed[q]?[key] ?? 0) >= v.sequence, student: student(key))

@@ -46,7 +46,7 @@ public struct TallyRunService: Service {
     public func run() async throws {
         let controller = self.controller, central = self.central, view = self.view
         let failure = self.failure, logger = self.logger
-        try await cancelWhenGracefulShutdown {
+        await cancelWhenGracefulShutdown {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask {
                     do {

@@ -6,7 +6,7 @@ import TerminalView
 extension PollController {
     /// What the live view shows, derived from the tally now.
     public func viewModel(status: String? = nil, now: Date = Date()) -> TallyViewModel {
-        let r = results()
+        let r = results(ballots: false)
         let answers = (0..<options.options).map { i -> TallyViewModel.Answer in
             let label = Answer.choice(UInt8(i)).description
             return TallyViewModel.Answer(label: label, count: r.counts[label] ?? 0)
