@@ -748,11 +748,19 @@ final class CentralEngine: Sendable {
             _ = try remaining("resolving GATT services of")
             try await Task.sleep(for: .milliseconds(10))
         }
-        guard let charPath = state.withLock({
-            $0.mirror.characteristicPath(device: path, service: service, characteristic: characteristic)
-        }) else {
-            throw TransportError.characteristicNotFound(characteristic)
+        // bluetoothd may set ServicesResolved before the InterfacesAdded of the GATT objects reach us
+        // (seen on bluez 5.66): give them a moment, within the read's own timeout.
+        let lookupEnd = ContinuousClock.now + .seconds(3)
+        var found: DBusObjectPath?
+        while true {
+            found = state.withLock {
+                $0.mirror.characteristicPath(device: path, service: service, characteristic: characteristic)
+            }
+            if found != nil || ContinuousClock.now >= lookupEnd { break }
+            _ = try remaining("finding the ballot characteristic of")
+            try await Task.sleep(for: .milliseconds(10))
         }
+        guard let charPath = found else { throw TransportError.characteristicNotFound(characteristic) }
         do {
             let options = DBusValue.stringVariantDictionary([:])
             return try await conn.call([UInt8].self, destination: BlueZ.service, path: charPath,

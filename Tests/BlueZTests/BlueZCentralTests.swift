@@ -265,6 +265,24 @@ final class BlueZCentralTests: XCTestCase {
         XCTAssertEqual(v5.unwrapped, .boolean(false))
     }
 
+    /// bluetoothd 5.66 may set ServicesResolved before announcing the GATT objects (seen in the QEMU
+    /// guest): the read must wait for the characteristic instead of giving up at once.
+    func testReadWaitsForCharacteristicAnnouncedAfterServicesResolved() async throws {
+        try await mock.addAdapter()
+        try await mock.addDevice(Self.voter1)
+        let central = makeCentral()
+        let device = DeviceAddress(Self.voter1)!, service = Self.service, char = Self.ballotChar
+        let read = Task {
+            try await central.readCharacteristic(device: device, service: service, characteristic: char,
+                                                 timeout: .seconds(8))
+        }
+        // Connect resolves services at once; the ballot characteristic only appears a little later.
+        try await Task.sleep(for: .milliseconds(800))
+        try await mock.addCharacteristic(Self.voter1, service: Self.service, characteristic: Self.ballotChar, value: [7, 7])
+        let value = try await read.value
+        XCTAssertEqual(value, [7, 7])
+    }
+
     func testGattReadFailuresAreTypedAndBounded() async throws {
         try await mock.addAdapter()
         try await mock.addDevice(Self.voter1)
