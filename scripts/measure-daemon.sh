@@ -128,7 +128,7 @@ EOF
 
 voters() { "$BIN" results --json 2>/dev/null | python3 -c 'import json,sys; d = json.load(sys.stdin); print(d.get("voters", len(d.get("ballots", []))))' 2>/dev/null; }
 
-rss_run() {  # N -> prints "rss_kB hwm_kB voters"
+rss_run() {  # N -> prints "rss_kB hwm_kB voters anon_kB file_kB"
   local n=$1 last=-1 same=0 v
   rm -rf "$W/state"
   "$BIN" daemon --simulate "$n" --simulate-speed 10 --seed "$SEED" --bus "unix:path=$W/bus" --air "$W/air.sock" \
@@ -142,7 +142,8 @@ rss_run() {  # N -> prints "rss_kB hwm_kB voters"
     [ "$same" -ge 3 ] && break
   done
   sleep 1
-  echo "$(awk '/^VmRSS/ { print $2 }' /proc/$DPID/status) $(awk '/^VmHWM/ { print $2 }' /proc/$DPID/status) $last"
+  local st=/proc/$DPID/status
+  echo "$(awk '/^VmRSS/ { print $2 }' $st) $(awk '/^VmHWM/ { print $2 }' $st) $last $(awk '/^RssAnon/ { print $2 }' $st) $(awk '/^RssFile/ { print $2 }' $st)"
   kill "$DPID"; wait "$DPID" 2>/dev/null; DPID=
 }
 
@@ -152,10 +153,12 @@ rss() {
     : > "$W/rss.$n"
     for i in $(seq "$RSS_REPEATS"); do
       r=$(rss_run "$n"); echo "$r" >> "$W/rss.$n"
-      echo "  daemon --simulate $n, run $i: VmRSS $(echo "$r" | awk '{ print $1 }') kB, VmHWM $(echo "$r" | awk '{ print $2 }') kB, $(echo "$r" | awk '{ print $3 }') voters counted"
+      echo "  daemon --simulate $n, run $i: VmRSS $(echo "$r" | awk '{ print $1 }') kB (anonymous $(echo "$r" | awk '{ print $4 }') kB," \
+           "file-backed $(echo "$r" | awk '{ print $5 }') kB), VmHWM $(echo "$r" | awk '{ print $2 }') kB, $(echo "$r" | awk '{ print $3 }') voters counted"
     done
-    printf 'daemon RSS, --simulate %d: median VmRSS %.1f MB, VmHWM %.1f MB (MB = 1,000,000 bytes; %s voters counted)\n' "$n" \
+    printf 'daemon RSS, --simulate %d: median VmRSS %.1f MB (anonymous %.1f MB), VmHWM %.1f MB (MB = 1,000,000 bytes; %s voters counted)\n' "$n" \
       "$(awk '{ print $1 }' "$W/rss.$n" | median | awk '{ print $1 * 1024 / 1e6 }')" \
+      "$(awk '{ print $4 }' "$W/rss.$n" | median | awk '{ print $1 * 1024 / 1e6 }')" \
       "$(awk '{ print $2 }' "$W/rss.$n" | median | awk '{ print $1 * 1024 / 1e6 }')" \
       "$(awk '{ print $3 }' "$W/rss.$n" | median)"
   done

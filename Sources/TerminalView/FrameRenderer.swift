@@ -218,7 +218,9 @@ public enum FrameRenderer {
     public struct JoinCodeLayout: Sendable, Equatable {
         /// One line of large glyphs.
         public struct Line: Sendable, Equatable {
+            /// The characters drawn on this line.
             public var text: String
+            /// Top row and left column of the first glyph.
             public var row: Int
             public var column: Int
         }
