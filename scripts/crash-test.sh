@@ -17,15 +17,12 @@ swift build --product clicker-tally >/dev/null 2>&1 || { echo "build failed"; ec
 W=$(mktemp -d)
 # A private copy, so a rebuild during the run cannot disturb it.
 cp "$(swift build --show-bin-path)/clicker-tally" "$W/clicker-tally"; BIN=$W/clicker-tally
-cat > "$W/bus.conf" <<EOF
-<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN" "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig><type>custom</type><listen>unix:path=$W/bus</listen><auth>EXTERNAL</auth>
-<policy context="default"><allow send_destination="*" eavesdrop="true"/><allow eavesdrop="true"/><allow own="*"/></policy></busconfig>
-EOF
-dbus-daemon --config-file="$W/bus.conf" --fork --print-pid > "$W/bus.pid"
+Tests/Harness/private-bus.sh "$W" > "$W/bus.addr" 2>"$W/bus.log" &
+BUSPID=$!
+for _ in $(seq 100); do [ -S "$W/bus" ] && break; sleep 0.05; done
 export DBUS_SYSTEM_BUS_ADDRESS=unix:path=$W/bus XDG_STATE_HOME=$W/state XDG_RUNTIME_DIR=$W
 DPID=
-cleanup() { [ -n "$DPID" ] && kill -9 "$DPID" 2>/dev/null; kill "$(cat "$W/bus.pid")" 2>/dev/null; rm -rf "$W"; }
+cleanup() { [ -n "$DPID" ] && kill -9 "$DPID" 2>/dev/null; kill "$BUSPID" 2>/dev/null; rm -rf "$W"; }
 trap cleanup EXIT
 
 start_daemon() {  # ROUND

@@ -25,23 +25,7 @@ SWIFTC="$(command -v swiftc || echo /opt/swift/usr/bin/swiftc)"
 
 cc -O2 scripts/dbus-receive-cost/libdbus-floor.c $(pkg-config --cflags --libs dbus-1) -o "$WORK/floor"
 
-cat >"$WORK/bus.conf" <<CONF
-<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>session</type>
-  <listen>unix:path=$WORK/bus</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow send_destination="*" eavesdrop="true"/>
-    <allow eavesdrop="true"/>
-    <allow own="*"/>
-  </policy>
-  <limit name="max_incoming_bytes">1000000000</limit>
-  <limit name="max_outgoing_bytes">1000000000</limit>
-</busconfig>
-CONF
-dbus-daemon --config-file="$WORK/bus.conf" --nofork --nopidfile 2>/dev/null &
+Tests/Harness/private-bus.sh "$WORK" > "$WORK/bus.addr" 2>/dev/null &
 DAEMON=$!
 for _ in $(seq 100); do [ -S "$WORK/bus" ] && break; sleep 0.05; done
 ADDR="unix:path=$WORK/bus"

@@ -27,21 +27,7 @@ trap cleanup EXIT
 objcopy --strip-debug "$BIN" "$WORK/tests.xctest"
 
 # Valgrind cannot spawn children through Foundation's Process, so the private bus runs outside it.
-cat >"$WORK/bus.conf" <<CONF
-<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>session</type>
-  <listen>unix:path=$WORK/bus</listen>
-  <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow send_destination="*" eavesdrop="true"/>
-    <allow eavesdrop="true"/>
-    <allow own="*"/>
-  </policy>
-</busconfig>
-CONF
-dbus-daemon --config-file="$WORK/bus.conf" --nofork --nopidfile 2>"$WORK/daemon.log" &
+Tests/Harness/private-bus.sh "$WORK" > "$WORK/bus.addr" 2>"$WORK/daemon.log" &
 DAEMON_PID=$!
 for _ in $(seq 100); do [ -S "$WORK/bus" ] && break; sleep 0.05; done
 
