@@ -65,6 +65,18 @@ let package = Package(
             ],
             path: "Benchmarks/TimeToCollect"
         ),
+        // CPU of the live view's own loop (real pseudo-terminal, real PollController) at 300 voters and
+        // 100 ballots/s. Run: swift run --package-path Benchmarks -c release ViewLoop
+        .executableTarget(
+            name: "ViewLoop",
+            dependencies: [
+                .product(name: "TallyDaemon", package: "clicker"),
+                .product(name: "TerminalView", package: "clicker"),
+                .product(name: "ClickerWire", package: "clicker"),
+                .product(name: "ClickerTransport", package: "clicker"),
+            ],
+            path: "Benchmarks/ViewLoop"
+        ),
         // D-Bus ingest: CPU per PropertiesChanged signal turned into a report by the BlueZ central,
         // against bluez-loadgen playing bluetoothd on a private bus.
         // Run: swift build --package-path Benchmarks -c release --product bluez-loadgen &&

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Independent reference implementation of docs/PROTOCOL.md, written from the spec (standard
 library only). Prints the ```vector blocks of PROTOCOL.md §8; with --check, verifies that every
-block in PROTOCOL.md matches what this implementation computes. The Swift tests check the same
+block in PROTOCOL.md matches what this implementation computes; with --room N, prints sealed ballots
+of N voters for load generators. The Swift tests check the same
 blocks against ClickerWire, so the document, this script and the Swift code cannot drift apart."""
 import hashlib, hmac, re, sys
 
@@ -141,5 +142,17 @@ if __name__ == "__main__":
             print("PROTOCOL.md vectors differ from the reference implementation", file=sys.stderr)
             sys.exit(1)
         print(f"{len(found)} vectors match")
+    elif len(sys.argv) > 1 and sys.argv[1] == "--room":
+        # A room of N anonymous voters for load generators: "ADDRESS ADVERTISEMENT-HEX" per line.
+        # --room N [JOIN-CODE [QUESTION]]; voter i has device key sha256("room" || i) and answers A-D in turn.
+        n = int(sys.argv[2])
+        code = sys.argv[3] if len(sys.argv) > 3 else CODE
+        q = int(sys.argv[4]) if len(sys.argv) > 4 else 1
+        vid, _ = parse_join(code)
+        km = poll_km(code)
+        for i in range(n):
+            dev = hashlib.sha256(b"room" + i.to_bytes(4, "big")).digest()
+            adv, _ = seal(km, 0, vid, q, voter_id(dev, b"anon-id", code), 1, answer_bytes("ABCD"[i % 4]))
+            print(f"C0:00:00:{i >> 16 & 255:02X}:{i >> 8 & 255:02X}:{i & 255:02X} {adv.hex()}")
     else:
         sys.stdout.write(render(all_vectors()))

@@ -48,48 +48,79 @@ extension PollController {
 
 /// The full-screen live view on a terminal: keys drive the poll, frames are redrawn only on change,
 /// at most ten a second, writing only the changed cells.
-public enum LiveView {
+///
+/// `run` is the whole loop; `step` is one pass of it, so a benchmark or a test can drive the loop
+/// itself, pass by pass, and measure or check what each pass does.
+public struct LiveView {
+    /// How long `run` waits between passes.
+    public static let passInterval: Duration = .milliseconds(50)
+
+    private var screen: LiveScreen
+    private var state = ViewState()
+    private var decoder = KeyDecoder()
+    private var status: String?
+    private var model: TallyViewModel?
+    private let start = ContinuousClock.now
+
+    /// A view that honours NO_COLOR (and TERM=dumb) from `environment`.
+    public init(environment: [String: String]) {
+        screen = LiveScreen(encoder: ANSIEncoder(color: ANSIEncoder.colorAllowed(environment: environment)))
+    }
+
+    /// What one pass did.
+    public enum Pass: Sendable, Equatable {
+        /// Nothing to show yet (no answer from the poll so far).
+        case waiting
+        /// A frame of this many bytes was written (0: throttled or unchanged).
+        case shown(bytes: Int)
+        /// The operator quit.
+        case quit
+    }
+
+    /// One pass: handles pending keys and resizes, reads the poll, writes the changed cells.
+    public mutating func step(_ poll: any PollControl, terminal: TerminalSession, exportDirectory: String) async -> Pass {
+        for event in terminal.readEvents(timeout: .zero, decoder: &decoder) {
+            switch event {
+            case .key(let key):
+                let open = model?.question?.isOpen ?? false
+                if let action = state.handle(key, questionOpen: open) {
+                    if action == .quit { return .quit }
+                    status = await poll.perform(action, exportDirectory: exportDirectory)
+                }
+            case .resize:
+                screen.invalidate()
+            case .endOfInput:
+                break
+            }
+        }
+        do {
+            model = try await poll.viewModel(status: status)
+        } catch {
+            // The daemon went away (watch): keep the last picture and say so.
+            model?.alert = "lost the daemon: \(error)"
+        }
+        guard let shown = model else { return .waiting }
+        let size = terminal.size() ?? TerminalSize(width: 80, height: 24)
+        switch screen.tick(model: shown, state: state, width: size.width, height: size.height,
+                           now: ContinuousClock.now - start) {
+        case .draw(let bytes):
+            if !bytes.isEmpty { terminal.write(bytes) }
+            return .shown(bytes: bytes.count)
+        case .throttled, .unchanged:
+            return .shown(bytes: 0)
+        }
+    }
+
     /// Runs until the operator quits (returns) or the task is cancelled.
     public static func run(_ poll: any PollControl, terminal: TerminalSession, exportDirectory: String,
                            environment: [String: String]) async {
-        var screen = LiveScreen(encoder: ANSIEncoder(color: ANSIEncoder.colorAllowed(environment: environment)))
-        var state = ViewState()
-        var decoder = KeyDecoder()
-        var status: String?
-        var model: TallyViewModel?
-        let start = ContinuousClock.now
+        var view = LiveView(environment: environment)
         while !Task.isCancelled {
-            for event in terminal.readEvents(timeout: .zero, decoder: &decoder) {
-                switch event {
-                case .key(let key):
-                    let open = model?.question?.isOpen ?? false
-                    if let action = state.handle(key, questionOpen: open) {
-                        if action == .quit { return }
-                        status = await poll.perform(action, exportDirectory: exportDirectory)
-                    }
-                case .resize:
-                    screen.invalidate()
-                case .endOfInput:
-                    break
-                }
+            switch await view.step(poll, terminal: terminal, exportDirectory: exportDirectory) {
+            case .quit: return
+            case .waiting: try? await Task.sleep(for: .milliseconds(200))
+            case .shown: try? await Task.sleep(for: passInterval)
             }
-            do {
-                model = try await poll.viewModel(status: status)
-            } catch {
-                // The daemon went away (watch): keep the last picture and say so.
-                model?.alert = "lost the daemon: \(error)"
-            }
-            guard let shown = model else {
-                try? await Task.sleep(for: .milliseconds(200))
-                continue
-            }
-            let size = terminal.size() ?? TerminalSize(width: 80, height: 24)
-            switch screen.tick(model: shown, state: state, width: size.width, height: size.height,
-                               now: ContinuousClock.now - start) {
-            case .draw(let bytes): if !bytes.isEmpty { terminal.write(bytes) }
-            case .throttled, .unchanged: break
-            }
-            try? await Task.sleep(for: .milliseconds(50))
         }
     }
 }

@@ -97,9 +97,16 @@ final class HCIBackendTests: XCTestCase {
         for (i, w) in scans.enumerated() { XCTAssertEqual(w, i % 2 == 0 ? on : off, "write \(i)") }
         consumer.cancel()
         await fake.wait("scan disabled") { f in f.written.last == off }
-        let settled = fake.written.count
-        try await Task.sleep(for: .milliseconds(100))
+        // A restart may have been under way when the stream ended (its "off" written, its "on" not yet);
+        // the stop waits for it and writes the last "off". So wait for the writes to go quiet: with a
+        // 20 ms restart interval they never do while restarts go on.
+        var settled = -1
+        for _ in 0..<20 where fake.written.count != settled {
+            settled = fake.written.count
+            try await Task.sleep(for: .milliseconds(100))
+        }
         XCTAssertEqual(fake.written.count, settled, "no restarts after the last stream ended")
+        XCTAssertEqual(fake.written.last, off, "scanning left disabled")
         await central.shutdown()
     }
 

@@ -1,0 +1,120 @@
+import TallyDaemon
+import TerminalView
+import XCTest
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The live view's loop driven pass by pass on a real pseudo-terminal, with a stand-in poll.
+final class LiveViewTests: XCTestCase {
+    /// A poll that shows a fixed model, records the actions asked of it, and can fail like a lost daemon.
+    actor StubPoll: PollControl {
+        var model: TallyViewModel
+        var failing: Bool
+        private(set) var actions: [ViewAction] = []
+
+        init(model: TallyViewModel, failing: Bool = false) {
+            self.model = model
+            self.failing = failing
+        }
+
+        func setFailing(_ f: Bool) { failing = f }
+        func setVoters(_ n: Int) { model.voters = n; model.answers[0].count = n }
+
+        func viewModel(status: String?) async throws -> TallyViewModel {
+            if failing { throw TerminalError.notATerminal }
+            var m = model
+            m.status = status
+            return m
+        }
+
+        func perform(_ action: ViewAction, exportDirectory: String) async -> String? {
+            actions.append(action)
+            return "did \(action)"
+        }
+    }
+
+    static let model = TallyViewModel(title: "Physics 101", joinCode: "4821-K7QXM-3PF9A", anonymous: true,
+                                      question: .init(number: 3, isOpen: true, elapsed: .seconds(12)),
+                                      voters: 7, radio: .init(adapter: "hci0", scanning: true))
+
+    /// Whether `text` sets a foreground or background colour (SGR 30–49).
+    static func hasColour(_ text: String) -> Bool {
+        guard let sgr = try? Regex("\u{1B}\\[(?:[0-9]+;)*[34][0-9](?:;[0-9]+)*m") else { return true }
+        return text.contains(sgr)
+    }
+
+    /// Types `text` and waits until the terminal has it for the view to read.
+    func type(_ text: String, into pty: PseudoTerminal) {
+        pty.type(Array(text.utf8))
+        var p = pollfd(fd: pty.secondary, events: Int16(POLLIN), revents: 0)
+        XCTAssertEqual(poll(&p, 1, 2000), 1, "typed keys did not reach the terminal")
+    }
+
+    func testPassesDrawOnChangeOnlyAndKeysDriveThePoll() async throws {
+        let pty = try PseudoTerminal(width: 80, height: 24)
+        let terminal = try TerminalSession(input: pty.secondary, output: pty.secondary, restoreOnSignals: false)
+        XCTAssertEqual(pty.readAvailable(), TerminalSequences.enter)
+        let poll = StubPoll(model: Self.model)
+        var view = LiveView(environment: ["NO_COLOR": "1"])
+
+        // First pass: the whole frame.
+        let first = await view.step(poll, terminal: terminal, exportDirectory: "/x")
+        guard case .shown(let bytes) = first, bytes > 0 else { return XCTFail("first pass drew nothing: \(first)") }
+        let screen = String(decoding: pty.readAvailable(), as: UTF8.self)
+        XCTAssertEqual(screen.utf8.count, bytes)
+        XCTAssertTrue(screen.contains("Physics 101"), screen)
+        XCTAssertFalse(Self.hasColour(screen), "NO_COLOR: no colour codes")
+
+        // Nothing changed: nothing written.
+        try await Task.sleep(for: .milliseconds(120))
+        let idle = await view.step(poll, terminal: terminal, exportDirectory: "/x")
+        XCTAssertEqual(idle, .shown(bytes: 0))
+        XCTAssertEqual(pty.readAvailable(), [])
+
+        // A vote arrives: only the changed cells are written, far less than a frame.
+        await poll.setVoters(8)
+        guard case .shown(let delta) = await view.step(poll, terminal: terminal, exportDirectory: "/x"), delta > 0 else {
+            return XCTFail("the change was not drawn")
+        }
+        XCTAssertLessThan(delta, bytes / 4)
+        XCTAssertEqual(pty.readAvailable().count, delta)
+
+        // Keys: close, then quit, which asks first while the question is open; y confirms.
+        type("c", into: pty)
+        _ = await view.step(poll, terminal: terminal, exportDirectory: "/x")
+        type("q", into: pty)
+        let asked = await view.step(poll, terminal: terminal, exportDirectory: "/x")
+        XCTAssertNotEqual(asked, .quit)
+        type("y", into: pty)
+        let confirmed = await view.step(poll, terminal: terminal, exportDirectory: "/x")
+        XCTAssertEqual(confirmed, .quit)
+        let actions = await poll.actions
+        XCTAssertEqual(actions, [.closeQuestion])
+        withExtendedLifetime(terminal) {}
+    }
+
+    func testWaitsForAFirstModelAndKeepsTheLastOneWhenThePollIsLost() async throws {
+        let pty = try PseudoTerminal(width: 80, height: 24)
+        let terminal = try TerminalSession(input: pty.secondary, output: pty.secondary, restoreOnSignals: false)
+        _ = pty.readAvailable()
+        let poll = StubPoll(model: Self.model, failing: true)
+        var view = LiveView(environment: ["TERM": "xterm-256color"])
+        let before = await view.step(poll, terminal: terminal, exportDirectory: "/x")
+        XCTAssertEqual(before, .waiting)
+        XCTAssertEqual(pty.readAvailable(), [])
+
+        await poll.setFailing(false)
+        _ = await view.step(poll, terminal: terminal, exportDirectory: "/x")
+        XCTAssertTrue(Self.hasColour(String(decoding: pty.readAvailable(), as: UTF8.self)), "colour unless NO_COLOR")
+        await poll.setFailing(true)
+        try await Task.sleep(for: .milliseconds(120))
+        guard case .shown(let n) = await view.step(poll, terminal: terminal, exportDirectory: "/x"), n > 0 else {
+            return XCTFail("a lost poll must be said on screen")
+        }
+        let screen = String(decoding: pty.readAvailable(), as: UTF8.self)
+        XCTAssertTrue(screen.contains("lost the daemon"), screen)
+        withExtendedLifetime(terminal) {}
+    }
+}
