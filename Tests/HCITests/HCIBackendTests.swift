@@ -163,19 +163,21 @@ final class HCIBackendTests: XCTestCase {
     func testCentralHardwareErrorEndsTheStreamWithAReason() async throws {
         let fake = FakeController()
         let central = HCICentral(channel: fake, adapter: "hci0")
+        let seenSoFar = Mutex<[RadioStatus]>([])
         let statuses = Task { () -> [RadioStatus] in
-            var seen: [RadioStatus] = []
             for await s in central.status() {
-                seen.append(s)
+                seenSoFar.withLock { $0.append(s) }
                 if s.lastError != nil && s.state == .stopped { break }
             }
-            return seen
+            return seenSoFar.withLock { $0 }
         }
         let consumer = Task { () -> (any Error)? in
             do { for try await _ in central.advertisements(companyID: 0xFFFF) {} } catch { return error }
             return nil
         }
-        await fake.wait("scan enable") { $0.commandOpcodes.last == 0x200C }
+        // The central reports "scanning" once Scan Enable completes, a moment after the command is
+        // written: fail the controller only once it has, or a loaded machine skips that state.
+        await fake.wait("scanning") { _ in seenSoFar.withLock { $0.contains { $0.state == .scanning } } }
         fake.inject([0x04, 0x10, 0x01, 0x42])
         let error = await consumer.value
         XCTAssertEqual(error as? HCIError, .hardwareError(code: 0x42))
