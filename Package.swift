@@ -100,12 +100,12 @@ let package = Package(
         ], linkerSettings: lean),
 
         // Tier 1: pure core and simulated radio
-        .testTarget(name: "ClickerWireTests", dependencies: ["ClickerWire", "ClickerTransport"]),
-        .testTarget(name: "ClickerTallyTests", dependencies: ["ClickerTally", "ClickerWire", "ClickerTransport"]),
+        .testTarget(name: "ClickerWireTests", dependencies: ["ClickerWire", "ClickerTransport", "ClickerSim"]),
+        .testTarget(name: "ClickerTallyTests", dependencies: ["ClickerTally", "ClickerWire", "ClickerTransport", "ClickerSim"]),
         .testTarget(name: "ClickerSimTests", dependencies: ["ClickerSim", "ClickerTransport", "ClickerWire", "ClickerTally"]),
-        .testTarget(name: "HCITests", dependencies: ["HCI", "CBluetooth", "ClickerTransport"]),
-        .testTarget(name: "ClickerStoreTests", dependencies: ["ClickerStore"]),
-        .testTarget(name: "TerminalViewTests", dependencies: ["TerminalView", "ClickerWire"], exclude: ["Snapshots"]),
+        .testTarget(name: "HCITests", dependencies: ["HCI", "CBluetooth", "ClickerTransport", "ClickerSim"]),
+        .testTarget(name: "ClickerStoreTests", dependencies: ["ClickerStore", "ClickerSim"]),
+        .testTarget(name: "TerminalViewTests", dependencies: ["TerminalView", "ClickerWire", "ClickerSim"], exclude: ["Snapshots"]),
         // Tier 2: real dbus-daemon + python-dbusmock standing in for bluetoothd
         .testTarget(name: "DBusTests", dependencies: ["DBus", "DBusTestSupport"]),
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "ClickerWire", "ClickerTally"]),

@@ -1,3 +1,4 @@
+import struct ClickerSim.SplitMix64
 @testable import ClickerStore
 import Foundation
 import XCTest

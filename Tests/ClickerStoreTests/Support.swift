@@ -10,19 +10,6 @@ func makeTempDir(_ test: XCTestCase) throws -> String {
     return dir
 }
 
-/// Small deterministic generator (SplitMix64) for seeded tests.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// Voter ID bytes for a voter number (8 bytes big-endian).
 func voterID(_ n: UInt64) -> Data {
     Data((0..<8).map { UInt8(truncatingIfNeeded: n >> (56 - 8 * UInt64($0))) })

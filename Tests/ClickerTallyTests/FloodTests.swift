@@ -1,3 +1,4 @@
+import struct ClickerSim.SplitMix64
 import ClickerTally
 import ClickerTransport
 import ClickerWire
@@ -8,7 +9,7 @@ import XCTest
 final class FloodTests: XCTestCase {
     let poll = TestPoll()
 
-    func forged(_ rng: inout SeededGenerator, at ms: UInt64, address: UInt64) -> AdvertisementReport {
+    func forged(_ rng: inout SplitMix64, at ms: UInt64, address: UInt64) -> AdvertisementReport {
         var r = poll.report(voter: UInt32.random(in: 0...UInt32.max, using: &rng), answer: .choice(0), at: ms, address: address)
         for i in 14..<22 { r.data[i] = UInt8.random(in: 0...255, using: &rng) }  // guessed tag
         return r
@@ -20,7 +21,7 @@ final class FloodTests: XCTestCase {
         policy.untrustedBurst = 2_000
         var p = IngestPipeline(joinCode: poll.code, policy: policy)
         p.tally.open(.choice(1))
-        var rng = SeededGenerator(seed: 31)
+        var rng = SplitMix64(seed: 31)
         var forgedCount = 0
         // 10 seconds; each millisecond: 10 forgeries from fresh random addresses (10,000/s),
         // and 50 honest voters each advertising every 100 ms.
@@ -49,7 +50,7 @@ final class FloodTests: XCTestCase {
     func testOneAddressFloodingIsRateLimitedPerAddress() {
         var p = IngestPipeline(joinCode: poll.code)
         p.tally.open(.choice(1))
-        var rng = SeededGenerator(seed: 32)
+        var rng = SplitMix64(seed: 32)
         for ms in UInt64(0)..<1000 {
             for _ in 0..<5 { _ = p.ingest(forged(&rng, at: ms, address: 42)) }
         }
@@ -63,7 +64,7 @@ final class FloodTests: XCTestCase {
     func testAlertRisesAndFallsWithTheReportClock() {
         var p = IngestPipeline(joinCode: poll.code)
         p.tally.open(.choice(1))
-        var rng = SeededGenerator(seed: 33)
+        var rng = SplitMix64(seed: 33)
         XCTAssertFalse(p.flood.alert)
         for i in 0..<49 { _ = p.ingest(forged(&rng, at: 100, address: UInt64(i))) }
         XCTAssertFalse(p.flood.alert, "below threshold")

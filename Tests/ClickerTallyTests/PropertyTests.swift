@@ -1,3 +1,4 @@
+import struct ClickerSim.SplitMix64
 import ClickerTally
 import ClickerTransport
 import ClickerWire
@@ -8,7 +9,7 @@ final class PropertyTests: XCTestCase {
     let poll = TestPoll()
 
     /// Honest voters who change their minds, over two questions, plus noise.
-    func scenario(_ rng: inout SeededGenerator) -> [AdvertisementReport] {
+    func scenario(_ rng: inout SplitMix64) -> [AdvertisementReport] {
         var reports: [AdvertisementReport] = []
         for voter in UInt32(1)...UInt32(40) {
             var seq: UInt16 = 0
@@ -46,7 +47,7 @@ final class PropertyTests: XCTestCase {
 
     func testReorderingAndDuplicationDoNotChangeResults() {
         for seed in UInt64(1)...12 {
-            var rng = SeededGenerator(seed: seed)
+            var rng = SplitMix64(seed: seed)
             let reports = scenario(&rng)
             for policy in ChangePolicy.allCases {
                 let reference = run(reports, policy: policy)
@@ -67,7 +68,7 @@ final class PropertyTests: XCTestCase {
 
     func testResultsMatchAnIndependentModel() {
         // Latest wins = each voter's highest-sequence ballot; first-only = lowest.
-        var rng = SeededGenerator(seed: 99)
+        var rng = SplitMix64(seed: 99)
         let reports = scenario(&rng)
         let keyring = PollKeyring(joinCode: poll.code)
         var ballots: [Ballot] = []

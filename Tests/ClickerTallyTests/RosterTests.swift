@@ -1,3 +1,4 @@
+import struct ClickerSim.SplitMix64
 import ClickerTally
 import ClickerTransport
 import ClickerWire
@@ -5,7 +6,7 @@ import XCTest
 
 final class RosterTests: XCTestCase {
     func keys(_ n: Int, seed: UInt64 = 41) -> [DeviceKey] {
-        var rng = SeededGenerator(seed: seed)
+        var rng = SplitMix64(seed: seed)
         return (0..<n).map { _ in DeviceKey.generate(using: &rng) }
     }
 
@@ -46,7 +47,7 @@ final class RosterTests: XCTestCase {
     }
 
     func testCSVParserNeverTraps() {
-        var rng = SeededGenerator(seed: 42)
+        var rng = SplitMix64(seed: 42)
         let alphabet = Array("ab,\"\n\r \t1CE-é")
         for _ in 0..<5000 {
             let s = String((0..<Int.random(in: 0...40, using: &rng)).map { _ in alphabet.randomElement(using: &rng) ?? "a" })

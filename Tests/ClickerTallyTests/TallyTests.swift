@@ -1,3 +1,4 @@
+import struct ClickerSim.SplitMix64
 import ClickerTally
 import ClickerTransport
 import ClickerWire
@@ -89,7 +90,7 @@ final class TallyTests: XCTestCase {
 
     func testCountsNeverGoNegativeOrDrift() {
         // Random ballots from 30 voters; counts always equal a recount of the voters' answers.
-        var rng = SeededGenerator(seed: 21)
+        var rng = SplitMix64(seed: 21)
         var t = Tally(voteID: 4821)
         t.open(.choice(1))
         for _ in 0..<5000 {

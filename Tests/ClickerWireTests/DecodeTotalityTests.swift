@@ -1,3 +1,4 @@
+import struct ClickerSim.SplitMix64
 import ClickerWire
 import XCTest
 
@@ -8,7 +9,7 @@ final class DecodeTotalityTests: XCTestCase {
     lazy var keyring = PollKeyring(joinCode: code, roster: [device])
     let device = DeviceKey(bytes: Array(0x20..<0x40).map { UInt8($0) })!  // 32 bytes, constant
 
-    func sampleBallots(_ rng: inout SeededGenerator, count: Int) -> [(Ballot, [UInt8], [UInt8])] {
+    func sampleBallots(_ rng: inout SplitMix64, count: Int) -> [(Ballot, [UInt8], [UInt8])] {
         let anon = BallotKey.anonymous(code)
         let roster = BallotKey.roster(deviceKey: device, joinCode: code)
         return (0..<count).map { i in
@@ -25,7 +26,7 @@ final class DecodeTotalityTests: XCTestCase {
     }
 
     func testSealedBallotsOpen() {
-        var rng = SeededGenerator(seed: 1)
+        var rng = SplitMix64(seed: 1)
         for (b, adv, gatt) in sampleBallots(&rng, count: 500) {
             XCTAssertEqual(try BallotCodec.openAdvertisement(adv, keyring: keyring).get(), b)
             XCTAssertEqual(try BallotCodec.openGATT(gatt, keyring: keyring).get(), b)
@@ -34,7 +35,7 @@ final class DecodeTotalityTests: XCTestCase {
     }
 
     func testEverySingleBitFlipIsRejected() {
-        var rng = SeededGenerator(seed: 2)
+        var rng = SplitMix64(seed: 2)
         for (_, adv, gatt) in sampleBallots(&rng, count: 60) {
             for payload in [adv, gatt] {
                 for bit in 0..<(payload.count * 8) {
@@ -49,7 +50,7 @@ final class DecodeTotalityTests: XCTestCase {
     }
 
     func testRandomAndMutatedBytesNeverTrapAndNeverVerify() {
-        var rng = SeededGenerator(seed: 3)
+        var rng = SplitMix64(seed: 3)
         let samples = sampleBallots(&rng, count: 50)
         var reasons: [Rejection: Int] = [:]
         for i in 0..<100_000 {

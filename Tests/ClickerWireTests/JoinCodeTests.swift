@@ -1,3 +1,4 @@
+import struct ClickerSim.SplitMix64
 import ClickerWire
 import XCTest
 
@@ -39,7 +40,7 @@ final class JoinCodeTests: XCTestCase {
     }
 
     func testRandomCodesRoundTrip() throws {
-        var rng = SeededGenerator(seed: 7)
+        var rng = SplitMix64(seed: 7)
         var secrets = Set<UInt64>()
         for _ in 0..<2000 {
             let c = JoinCode.random(using: &rng)
@@ -54,7 +55,7 @@ final class JoinCodeTests: XCTestCase {
     }
 
     func testParserNeverTrapsOnRandomText() {
-        var rng = SeededGenerator(seed: 11)
+        var rng = SplitMix64(seed: 11)
         let alphabet = Array("0123456789-ABCDEFGHIJKLMNOPQRSTUVWXYZabcz é٤\n")
         var parsed = 0
         for _ in 0..<20_000 {

@@ -1,9 +1,10 @@
+import struct ClickerSim.SplitMix64
 import ClickerWire
 import XCTest
 
 final class KeyTests: XCTestCase {
     func testDeviceKeyEncodingRoundTrips() throws {
-        var rng = SeededGenerator(seed: 5)
+        var rng = SplitMix64(seed: 5)
         let k = DeviceKey.generate(using: &rng)
         XCTAssertEqual(k.bytes.count, 32)
         XCTAssertEqual(try DeviceKey(encoded: k.encoded), k)
@@ -20,7 +21,7 @@ final class KeyTests: XCTestCase {
     }
 
     func testEnrollmentCodeRoundTripsAndCatchesTypos() throws {
-        var rng = SeededGenerator(seed: 6)
+        var rng = SplitMix64(seed: 6)
         for _ in 0..<200 {
             let k = DeviceKey.generate(using: &rng)
             let text = k.enrollmentCode.description
@@ -48,7 +49,7 @@ final class KeyTests: XCTestCase {
 
     /// SECURITY.md: anonymous voter IDs cannot be linked across polls.
     func testAnonymousVoterIDsDifferAcrossPollsAndDevices() throws {
-        var rng = SeededGenerator(seed: 8)
+        var rng = SplitMix64(seed: 8)
         let devices = (0..<50).map { _ in DeviceKey.generate(using: &rng) }
         let polls = (0..<20).map { _ in JoinCode.random(using: &rng) }
         var seen = Set<UInt32>()

@@ -1,3 +1,4 @@
+import struct ClickerSim.SplitMix64
 import ClickerWire
 import XCTest
 
@@ -68,7 +69,7 @@ final class ManufacturerDataTests: XCTestCase {
     }
 
     func testRandomBytesNeverTrap() {
-        var rng = SeededGenerator(seed: 77)
+        var rng = SplitMix64(seed: 77)
         for _ in 0..<50_000 {
             let b = (0..<Int.random(in: 0...64, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
             _ = ManufacturerData.entries(advertisingData: b)

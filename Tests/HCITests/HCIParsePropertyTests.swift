@@ -1,3 +1,4 @@
+import struct ClickerSim.SplitMix64
 import ClickerTransport
 @testable import HCI
 import XCTest
