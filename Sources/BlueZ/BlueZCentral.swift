@@ -446,12 +446,11 @@ final class CentralEngine: Sendable {
             s.acquiring = true
             s.pending = []
         }
-        let managed: [DBusObjectPath: [String: [String: DBusValue]]]
+        var mirror: ObjectMirror
         do {
-            managed = try await conn.call([DBusObjectPath: [String: [String: DBusValue]]].self,
-                                          destination: BlueZ.service, path: BlueZ.root,
-                                          interface: BlueZ.objectManager, method: "GetManagedObjects",
-                                          timeout: options.callTimeout)
+            mirror = try await conn.call(ObjectMirror.self, destination: BlueZ.service, path: BlueZ.root,
+                                         interface: BlueZ.objectManager, method: "GetManagedObjects",
+                                         timeout: options.callTimeout)
         } catch {
             state.withLock { s in
                 s.acquiring = false
@@ -462,7 +461,6 @@ final class CentralEngine: Sendable {
             if let e = error as? DBusError { return .rejected("GetManagedObjects", e) }
             return .rejected("GetManagedObjects", DBusError(name: DBusError.failed, message: "\(error)"))
         }
-        var mirror = ObjectMirror(managedObjects: managed)
         let adapters = mirror.adapters()
         let chosen: (path: DBusObjectPath, name: String, address: DeviceAddress?, powered: Bool)? =
             switch options.adapter {
@@ -493,7 +491,7 @@ final class CentralEngine: Sendable {
         let name = state.withLock { $0.adapterName }
         updateStatus { $0.adapter = name }
         if let problem { return problem }
-        logger.info("using adapter \(name); \(managed.count) objects mirrored")
+        logger.info("using adapter \(name); \(mirror.count) objects mirrored")
         await syncDiscovery(conn)
         return nil
     }

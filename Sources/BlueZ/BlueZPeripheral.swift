@@ -131,18 +131,16 @@ actor PeripheralEngine {
             connection = conn
             watchOwner(conn)
         }
-        let managed: [DBusObjectPath: [String: [String: DBusValue]]]
+        let mirror: ObjectMirror
         do {
-            managed = try await conn.call([DBusObjectPath: [String: [String: DBusValue]]].self,
-                                          destination: BlueZ.service, path: BlueZ.root,
-                                          interface: BlueZ.objectManager, method: "GetManagedObjects",
-                                          timeout: options.callTimeout)
+            mirror = try await conn.call(ObjectMirror.self, destination: BlueZ.service, path: BlueZ.root,
+                                         interface: BlueZ.objectManager, method: "GetManagedObjects",
+                                         timeout: options.callTimeout)
         } catch let e as DBusError where e.meansBluetoothdGone {
             throw fail(.bluetoothdNotRunning)
         } catch let e as DBusError {
             throw fail(.rejected("GetManagedObjects", e))
         }
-        let mirror = ObjectMirror(managedObjects: managed)
         let adapters = mirror.adapters()
         let chosen = switch options.adapter {
         case .firstPowered: adapters.first { $0.powered } ?? adapters.first

@@ -4,15 +4,25 @@ import DBus
 /// A local copy of BlueZ's object tree (bleak's model): filled once from GetManagedObjects, then kept
 /// current from InterfacesAdded, InterfacesRemoved and PropertiesChanged. Pure value, no I/O.
 ///
-/// The advertising blobs of devices (ManufacturerData, ServiceData, AdvertisingData) are not kept:
-/// they change with every advertisement, are delivered as reports instead, and would only cost memory.
+/// Devices are what grows with the room, so of each Device1 only the properties the backends read
+/// are kept (`keptDeviceProperties`); bluetoothd sends about fourteen, among them advertising blobs
+/// that change with every advertisement and are delivered as reports instead. The freedesktop
+/// interfaces every object lists (Introspectable, Properties) are not kept either. Adapters and GATT
+/// objects, few and small, are kept whole.
 struct ObjectMirror: Sendable {
     typealias Properties = [String: DBusValue]
     typealias Interfaces = [String: Properties]
 
     private(set) var objects: [DBusObjectPath: Interfaces] = [:]
 
-    static let droppedDeviceProperties: Set<String> = ["ManufacturerData", "ServiceData", "AdvertisingData"]
+    /// The Device1 properties the backends look up. Add a name here before reading it from the mirror.
+    static let keptDeviceProperties: Set<String> = ["Address", "Connected", "Paired", "ServicesResolved"]
+
+    static func keeps(_ interface: String) -> Bool { interface.hasPrefix("org.bluez.") }
+
+    static func keeps(_ property: String, of interface: String) -> Bool {
+        interface != BlueZ.device || keptDeviceProperties.contains(property)
+    }
 
     init() {}
 
@@ -30,14 +40,12 @@ struct ObjectMirror: Sendable {
 
     mutating func interfacesAdded(_ path: DBusObjectPath, _ interfaces: Interfaces) {
         var entry = objects[path] ?? [:]
-        for (name, props) in interfaces {
+        for (name, props) in interfaces where Self.keeps(name) {
             var kept = entry[name] ?? [:]
-            for (k, v) in props where !(name == BlueZ.device && Self.droppedDeviceProperties.contains(k)) {
-                kept[k] = v.unwrapped
-            }
+            for (k, v) in props where Self.keeps(k, of: name) { kept[k] = v.unwrapped }
             entry[name] = kept
         }
-        objects[path] = entry
+        if !entry.isEmpty { objects[path] = entry }
     }
 
     /// Returns true when the object is gone entirely.
@@ -58,9 +66,7 @@ struct ObjectMirror: Sendable {
     mutating func propertiesChanged(_ path: DBusObjectPath, _ interface: String, _ changed: Properties,
                                     _ invalidated: [String]) {
         guard objects[path]?[interface] != nil else { return }
-        for (k, v) in changed where !(interface == BlueZ.device && Self.droppedDeviceProperties.contains(k)) {
-            objects[path]?[interface]?[k] = v.unwrapped
-        }
+        for (k, v) in changed where Self.keeps(k, of: interface) { objects[path]?[interface]?[k] = v.unwrapped }
         for k in invalidated { objects[path]?[interface]?[k] = nil }
     }
 
@@ -132,4 +138,33 @@ struct ObjectMirror: Sendable {
     }
 
     var count: Int { objects.count }
+}
+
+extension ObjectMirror: DBusDecodable {
+    /// Reads a GetManagedObjects reply (`a{oa{sa{sv}}}`) straight into a mirror, decoding only what the
+    /// mirror keeps: no intermediate copy of every property of every object (with a room of devices,
+    /// that copy was the daemon's largest allocation, and glibc keeps such peaks resident).
+    init(from reader: inout DBusMessageReader) throws {
+        self.init()
+        try reader.forEachDictEntry { object in
+            let path = try object.readObjectPath()
+            var entry: Interfaces = [:]
+            try object.forEachDictEntry { iface in
+                let name = try iface.readString()
+                guard Self.keeps(name) else { return try iface.skip() }
+                var props: Properties = [:]
+                try iface.forEachDictEntry { prop in
+                    let key = try prop.readString()
+                    guard Self.keeps(key, of: name) else { return try prop.skip() }
+                    props[key] = try prop.read().unwrapped
+                }
+                entry[name] = props
+            }
+            if !entry.isEmpty { objects[path] = entry }
+        }
+    }
+
+    init(dbusValue: DBusValue) throws {
+        self.init(managedObjects: try [DBusObjectPath: Interfaces](dbusValue: dbusValue))
+    }
 }

@@ -1,6 +1,6 @@
 @testable import BlueZ
 import ClickerTransport
-import DBus
+@testable import DBus
 import XCTest
 
 /// Pure parts of the central: device paths and the object mirror.
@@ -26,13 +26,19 @@ final class ObjectMirrorTests: XCTestCase {
         XCTAssertEqual(m.adapters().map(\.name), ["hci0"])
         XCTAssertEqual(m.adapters().first?.powered, true)
         m.interfacesAdded(dev, ["org.bluez.Device1": ["Address": .variant(.string("00:AA:01:00:00:01")), "RSSI": .int16(-40),
-                                                       "ManufacturerData": .dictionary(key: .uint16, value: .variant, [])]])
+                                                       "Paired": .boolean(false), "Alias": .string("00-AA-01-00-00-01"),
+                                                       "ManufacturerData": .dictionary(key: .uint16, value: .variant, [])],
+                                "org.freedesktop.DBus.Introspectable": [:], "org.freedesktop.DBus.Properties": [:]])
         XCTAssertEqual(m.devicePath(adapter: adapter, address: DeviceAddress("00:AA:01:00:00:01")!), dev)
-        XCTAssertNil(m.properties(dev, "org.bluez.Device1")?["ManufacturerData"], "advertising blobs are not mirrored")
-        XCTAssertEqual(m.properties(dev, "org.bluez.Device1")?["Address"], .string("00:AA:01:00:00:01"), "variants unwrapped")
-        m.propertiesChanged(dev, "org.bluez.Device1", ["ServicesResolved": .variant(.boolean(true))], ["RSSI"])
+        XCTAssertEqual(m.properties(dev, "org.bluez.Device1"), ["Address": .string("00:AA:01:00:00:01"), "Paired": .boolean(false)],
+                       "only the device properties the backends read, variants unwrapped")
+        XCTAssertEqual(m.objects[dev].map { Set($0.keys) }, ["org.bluez.Device1"], "freedesktop interfaces are not mirrored")
+        m.propertiesChanged(dev, "org.bluez.Device1", ["ServicesResolved": .variant(.boolean(true)), "RSSI": .int16(-50)], ["Paired"])
         XCTAssertEqual(m.bool(dev, "org.bluez.Device1", "ServicesResolved"), true)
-        XCTAssertNil(m.properties(dev, "org.bluez.Device1")?["RSSI"])
+        XCTAssertNil(m.properties(dev, "org.bluez.Device1")?["RSSI"], "changes to properties nobody reads are not kept")
+        XCTAssertNil(m.properties(dev, "org.bluez.Device1")?["Paired"], "invalidated")
+        m.interfacesAdded("/org/bluez/hci0/dev_00_AA_01_00_00_02", ["org.freedesktop.DBus.Properties": [:]])
+        XCTAssertNil(m.objects["/org/bluez/hci0/dev_00_AA_01_00_00_02"], "no object for interfaces that are not kept")
         m.propertiesChanged("/org/bluez/hci0/dev_unknown", "org.bluez.Device1", ["Connected": .boolean(true)], [])
         XCTAssertEqual(m.count, 2, "changes to unknown objects are ignored")
 
@@ -49,5 +55,36 @@ final class ObjectMirrorTests: XCTestCase {
         XCTAssertNil(m.properties(dev, "org.bluez.Device1"))
         m.removeSubtree(adapter)
         XCTAssertEqual(m.count, 0)
+    }
+
+    /// GetManagedObjects decoded straight into the mirror keeps exactly what building it from the
+    /// decoded dictionary keeps, through real libdbus marshalling.
+    func testDecodingAReplyKeepsWhatTheMirrorKeeps() throws {
+        let managed: [DBusObjectPath: [String: [String: DBusValue]]] = [
+            "/org/bluez/hci0": ["org.bluez.Adapter1": ["Address": .string("00:01:02:03:04:05"), "Powered": .boolean(true),
+                                                       "Name": .string("laptop")],
+                                "org.bluez.LEAdvertisingManager1": ["SupportedInstances": .byte(4)],
+                                "org.freedesktop.DBus.Properties": [:]],
+            "/org/bluez/hci0/dev_C0_00_00_00_00_01": [
+                "org.bluez.Device1": ["Address": .string("C0:00:00:00:00:01"), "AddressType": .string("random"),
+                                      "Alias": .string("C0-00-00-00-00-01"), "Paired": .boolean(false),
+                                      "Connected": .boolean(false), "RSSI": .int16(-60),
+                                      "UUIDs": .array("s", []), "ServicesResolved": .boolean(false),
+                                      "ManufacturerData": .dictionary(key: "q", value: "v", [
+                                          DBusDictEntry(.uint16(0xFFFF), .variant(.bytes([1, 2, 3])))])],
+                "org.freedesktop.DBus.Introspectable": [:]],
+            "/org/bluez": ["org.bluez.AgentManager1": [:]],
+            "/org/bluez/hci0/dev_C0_00_00_00_00_02": ["org.freedesktop.DBus.Properties": [:]],
+        ]
+        let message = try DBusMessage.methodCall(destination: nil, path: "/", interface: "org.example.T", member: "Reply",
+                                                 arguments: [managed.dbusValue])
+        let decoded = try message.decode(ObjectMirror.self)
+        XCTAssertEqual(decoded.objects, ObjectMirror(managedObjects: managed).objects)
+        XCTAssertEqual(Set(decoded.objects.keys), ["/org/bluez/hci0", "/org/bluez/hci0/dev_C0_00_00_00_00_01", "/org/bluez"])
+        XCTAssertEqual(decoded.properties("/org/bluez/hci0/dev_C0_00_00_00_00_01", "org.bluez.Device1"),
+                       ["Address": .string("C0:00:00:00:00:01"), "Paired": .boolean(false), "Connected": .boolean(false),
+                        "ServicesResolved": .boolean(false)])
+        XCTAssertEqual(decoded.properties("/org/bluez/hci0", "org.bluez.Adapter1")?.count, 3, "adapters are kept whole")
+        XCTAssertNotNil(decoded.properties("/org/bluez/hci0", "org.bluez.LEAdvertisingManager1"))
     }
 }

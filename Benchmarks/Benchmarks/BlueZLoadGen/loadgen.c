@@ -1,7 +1,8 @@
 // bluez-loadgen: plays bluetoothd on a (private) bus for the DBusIngest benchmark.
 //
 // Owns org.bluez, answers GetManagedObjects with one adapter (hci0) and N devices
-// (/org/bluez/hci0/dev_XX_XX_XX_XX_XX_XX, Device1 with Address, RSSI, ManufacturerData), answers the
+// (/org/bluez/hci0/dev_XX_XX_XX_XX_XX_XX: Device1 with the properties bluetoothd 5.66 gives an unnamed
+// LE advertiser, ManufacturerData among them, plus the two freedesktop interfaces), answers the
 // adapter methods a central calls (SetDiscoveryFilter, StartDiscovery, StopDiscovery, RemoveDevice,
 // Properties.Get/GetAll), and after the first StartDiscovery emits
 //   PropertiesChanged("org.bluez.Device1", {ManufacturerData: a{qv}, RSSI: n}, [])
@@ -229,6 +230,31 @@ static void append_variant_str(DBusMessageIter *dict, const char *key, int type,
     dbus_message_iter_close_container(dict, &entry);
 }
 
+// An `as` or `ay` property (UUIDs, AdvertisingFlags).
+static void append_variant_array(DBusMessageIter *dict, const char *key, int element, const void *items, int n) {
+    DBusMessageIter entry, var, arr;
+    char sig[3] = {'a', (char)element, 0}, el[2] = {(char)element, 0};
+    dbus_message_iter_open_container(dict, DBUS_TYPE_DICT_ENTRY, NULL, &entry);
+    dbus_message_iter_append_basic(&entry, DBUS_TYPE_STRING, &key);
+    dbus_message_iter_open_container(&entry, DBUS_TYPE_VARIANT, sig, &var);
+    dbus_message_iter_open_container(&var, DBUS_TYPE_ARRAY, el, &arr);
+    if (element == DBUS_TYPE_BYTE) dbus_message_iter_append_fixed_array(&arr, DBUS_TYPE_BYTE, &items, n);
+    else for (int i = 0; i < n; i++) dbus_message_iter_append_basic(&arr, element, &((const char *const *)items)[i]);
+    dbus_message_iter_close_container(&var, &arr);
+    dbus_message_iter_close_container(&entry, &var);
+    dbus_message_iter_close_container(dict, &entry);
+}
+
+// An interface with no properties (bluetoothd lists Introspectable and Properties on every object).
+static void append_empty_interface(DBusMessageIter *ifaces, const char *name) {
+    DBusMessageIter iface, props;
+    dbus_message_iter_open_container(ifaces, DBUS_TYPE_DICT_ENTRY, NULL, &iface);
+    dbus_message_iter_append_basic(&iface, DBUS_TYPE_STRING, &name);
+    dbus_message_iter_open_container(&iface, DBUS_TYPE_ARRAY, "{sv}", &props);
+    dbus_message_iter_close_container(&iface, &props);
+    dbus_message_iter_close_container(ifaces, &iface);
+}
+
 static void append_adapter_props(DBusMessageIter *props) {
     const char *addr = "00:11:22:33:44:55", *name = "loadgen";
     dbus_bool_t yes = 1, discovering = discovery_started ? 1 : 0;
@@ -269,12 +295,26 @@ static DBusMessage *managed_objects(DBusMessage *call) {
         dbus_message_iter_open_container(&ifaces, DBUS_TYPE_DICT_ENTRY, NULL, &iface);
         dbus_message_iter_append_basic(&iface, DBUS_TYPE_STRING, &dev_iface);
         dbus_message_iter_open_container(&iface, DBUS_TYPE_ARRAY, "{sv}", &props);
+        // The Device1 properties bluetoothd 5.66 gives an unnamed LE advertiser, in its order.
+        char alias[18];
+        snprintf(alias, sizeof alias, "%.2s-%.2s-%.2s-%.2s-%.2s-%.2s", address, address + 3, address + 6, address + 9,
+                 address + 12, address + 15);
+        const char *alias_p = alias;
+        const uint8_t flags[] = {0x06};
         append_variant_str(&props, "Address", DBUS_TYPE_STRING, &address);
         append_variant_str(&props, "AddressType", DBUS_TYPE_STRING, &atype);
-        append_variant_str(&props, "Adapter", DBUS_TYPE_OBJECT_PATH, &adapter_path);
+        append_variant_str(&props, "Alias", DBUS_TYPE_STRING, &alias_p);
+        append_variant_str(&props, "Paired", DBUS_TYPE_BOOLEAN, &no);
+        append_variant_str(&props, "Bonded", DBUS_TYPE_BOOLEAN, &no);
+        append_variant_str(&props, "Trusted", DBUS_TYPE_BOOLEAN, &no);
+        append_variant_str(&props, "Blocked", DBUS_TYPE_BOOLEAN, &no);
+        append_variant_str(&props, "LegacyPairing", DBUS_TYPE_BOOLEAN, &no);
         append_variant_str(&props, "RSSI", DBUS_TYPE_INT16, &rssi);
         append_variant_str(&props, "Connected", DBUS_TYPE_BOOLEAN, &no);
+        append_variant_array(&props, "UUIDs", DBUS_TYPE_STRING, NULL, 0);
+        append_variant_str(&props, "Adapter", DBUS_TYPE_OBJECT_PATH, &adapter_path);
         append_variant_str(&props, "ServicesResolved", DBUS_TYPE_BOOLEAN, &no);
+        append_variant_array(&props, "AdvertisingFlags", DBUS_TYPE_BYTE, flags, 1);
         // ManufacturerData {company: payload of round 0}
         const char *mdkey = "ManufacturerData";
         const payload_t *pl = &payloads[d % npayloads];
@@ -296,6 +336,8 @@ static DBusMessage *managed_objects(DBusMessage *call) {
         dbus_message_iter_close_container(&props, &entry);
         dbus_message_iter_close_container(&iface, &props);
         dbus_message_iter_close_container(&ifaces, &iface);
+        append_empty_interface(&ifaces, "org.freedesktop.DBus.Introspectable");
+        append_empty_interface(&ifaces, "org.freedesktop.DBus.Properties");
         dbus_message_iter_close_container(&obj, &ifaces);
         dbus_message_iter_close_container(&objs, &obj);
     }
