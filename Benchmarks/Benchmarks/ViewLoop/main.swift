@@ -89,7 +89,7 @@ struct Room {
 
 func main() async throws {
     let o = Options(CommandLine.arguments)
-    let (seconds, rate, voters, width, height) = (o.seconds, o.rate, o.voters, o.width, o.height)
+    let (rate, voters, width, height) = (o.rate, o.voters, o.width, o.height)
     var room = try Room(voters: voters)
     let controller = try PollController(options: PollOptions(joinCode: room.code, confirmByGATT: false), store: nil)
     let pty = try PseudoTerminal(width: width, height: height)
@@ -97,17 +97,19 @@ func main() async throws {
     let exports = FileManager.default.temporaryDirectory.path
     var view = LiveView(environment: [:])
 
-    let passes = Int(seconds / 0.05)
+    func seconds(_ d: Duration) -> Double { Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 }
+    let pass = seconds(LiveView.passInterval)
+    let passes = Int(o.seconds / pass)
     var carry = 0.0
     var inPasses = 0.0, feeding = 0.0, draining = 0.0
     var frames = 0, written = 0, read = 0
     let clock = ContinuousClock()
     let t0 = clock.now
     let cpu0 = processCPU()
-    for pass in 0..<passes {
-        // Feed this pass's share of ballots (rate per second, 20 passes per second).
+    for i in 0..<passes {
+        // Feed this pass's share of the ballots of a second.
         var c = processCPU()
-        carry += Double(rate) * 0.05
+        carry += Double(rate) * pass
         while carry >= 1 {
             await controller.ingest(room.ballot())
             carry -= 1
@@ -125,9 +127,9 @@ func main() async throws {
         read += pty.readAvailable().count
         draining += processCPU() - c
 
-        try await Task.sleep(until: t0 + LiveView.passInterval * (pass + 1), clock: clock)
+        try await Task.sleep(until: t0 + LiveView.passInterval * (i + 1), clock: clock)
     }
-    let wall = Double((clock.now - t0).components.seconds) + Double((clock.now - t0).components.attoseconds) / 1e18
+    let wall = seconds(clock.now - t0)
     let total = processCPU() - cpu0
     let results = await controller.results(ballots: false)
 
