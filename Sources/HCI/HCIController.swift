@@ -1,4 +1,5 @@
 import ClickerTransport
+import Logging
 import Foundation
 import Synchronization
 
@@ -274,5 +275,19 @@ final class HCIController: Sendable {
             if notify { s.continuation.finish(throwing: error) } else { s.continuation.finish() }
         }
         if first && notify { onFailure(error) }
+    }
+}
+
+extension HCIController {
+    /// A controller for a backend (central or peripheral), with the backend's status: the status starts
+    /// as `starting`, and a controller failure is logged and shows there as `stopped` with its reason.
+    static func withStatus(channel: any HCIChannel, adapter: String, clock: @escaping @Sendable () -> RadioInstant = RadioInstant.now,
+                           logger: Logger) -> (HCIController, RadioStatusBroadcaster) {
+        let broadcaster = RadioStatusBroadcaster(RadioStatus(adapter: adapter, state: .starting))
+        let controller = HCIController(channel: channel, adapter: adapter, clock: clock) { error in
+            logger.error("HCI controller failed: \(error)")
+            broadcaster.update { $0.state = .stopped; $0.lastError = error.description }
+        }
+        return (controller, broadcaster)
     }
 }

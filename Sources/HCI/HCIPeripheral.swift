@@ -90,12 +90,7 @@ public final class HCIPeripheral: PeripheralTransport {
         self.adapter = adapter
         self.options = options
         self.logger = logger
-        let broadcaster = RadioStatusBroadcaster(RadioStatus(adapter: adapter, state: .starting))
-        self.broadcaster = broadcaster
-        controller = HCIController(channel: channel, adapter: adapter) { error in
-            logger.error("HCI controller failed: \(error)")
-            broadcaster.update { $0.state = .stopped; $0.lastError = error.description }
-        }
+        (controller, broadcaster) = HCIController.withStatus(channel: channel, adapter: adapter, logger: logger)
     }
 
     deinit { controller.stop() }
