@@ -21,7 +21,7 @@ trap cleanup EXIT
 SWIFTC="$(command -v swiftc || echo /opt/swift/usr/bin/swiftc)"
 "$SWIFTC" -O -swift-version 6 -module-name exp -I Sources/CDBus \
     $(pkg-config --cflags dbus-1 | sed 's/-I/-Xcc -I/g') \
-    Sources/DBus/*.swift scripts/dbus-receive-cost/main.swift -ldbus-1 -o "$WORK/exp"
+    Sources/DBus/*.swift Tests/DBusTests/AdvReportDecoder.swift scripts/dbus-receive-cost/main.swift -ldbus-1 -o "$WORK/exp"
 
 cc -O2 scripts/dbus-receive-cost/libdbus-floor.c $(pkg-config --cflags --libs dbus-1) -o "$WORK/floor"
 

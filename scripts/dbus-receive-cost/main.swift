@@ -1,67 +1,11 @@
 // Receive-cost experiment for the DBus binding (built by scripts/dbus-receive-cost.sh together with
-// Sources/DBus, optimised). Modes:
+// Sources/DBus and the test's decoder, Tests/DBusTests/AdvReportDecoder.swift, optimised). Modes:
 //   recv N [null]  subscribe to BlueZ-shaped PropertiesChanged through the batched fast path, print the
 //                  dispatch thread's CPU per signal once N signals arrived ("null": skip decoding)
 //   send N         emit N such signals (200 device paths, RSSI n + ManufacturerData a{qv})
 //   micro N        decoder / matcher / wrapper cost on one in-memory message
 import Foundation
 import Synchronization
-
-struct AdvReport: Sendable {
-    var address: UInt64
-    var rssi: Int16
-    var company: UInt16
-    var payload: (UInt64, UInt64)
-    var length: Int
-}
-
-@Sendable func decodeAdvReport(_ msg: DBusMessage, _ r: inout DBusMessageReader) throws -> AdvReport? {
-    let address: UInt64 = msg.withPathBytes { p in
-        guard p.count >= 17 else { return 0 }
-        var a: UInt64 = 0
-        var i = p.count - 17
-        while i < p.count {
-            let c = p[i]
-            if c != UInt8(ascii: "_") {
-                let v: UInt8 = c <= 57 ? c &- 48 : (c | 0x20) &- 87
-                a = (a << 4) | UInt64(v & 0xF)
-            }
-            i += 1
-        }
-        return a
-    }
-    guard try r.readStringEquals("org.bluez.Device1") else { return nil }
-    var rep = AdvReport(address: address, rssi: 0, company: 0, payload: (0, 0), length: 0)
-    var any = false
-    try r.forEachDictEntry { e in
-        let key = try e.withStringBytes { b -> Int in
-            if b.count == 4 && b.elementsEqual("RSSI".utf8) { return 1 }
-            if b.count == 16 && b.elementsEqual("ManufacturerData".utf8) { return 2 }
-            return 0
-        }
-        switch key {
-        case 1:
-            var v = try e.enterVariant()
-            rep.rssi = try v.readInt16()
-        case 2:
-            var v = try e.enterVariant()
-            try v.forEachDictEntry { m in
-                rep.company = try m.readUInt16()
-                var inner = try m.enterVariant()
-                try inner.withBytes { b in
-                    rep.length = b.count
-                    var words: (UInt64, UInt64) = (0, 0)
-                    withUnsafeMutableBytes(of: &words) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: b.prefix(16))) }
-                    rep.payload = words
-                }
-                any = true
-            }
-        default:
-            try e.skip()
-        }
-    }
-    return any ? rep : nil
-}
 
 let address = CommandLine.arguments[1]
 let total = Int(CommandLine.arguments[2]) ?? 100_000
