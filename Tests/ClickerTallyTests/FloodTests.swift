@@ -22,29 +22,36 @@ final class FloodTests: XCTestCase {
         var p = IngestPipeline(joinCode: poll.code, policy: policy)
         p.tally.open(.choice(1))
         var rng = SplitMix64(seed: 31)
-        var forgedCount = 0
+        var forgedCount = 0, forgedRejected = 0, honestTurnedAway = 0
         // 10 seconds; each millisecond: 10 forgeries from fresh random addresses (10,000/s),
         // and 50 honest voters each advertising every 100 ms.
         for ms in UInt64(0)..<10_000 {
             for _ in 0..<10 {
-                _ = p.ingest(forged(&rng, at: ms, address: UInt64.random(in: 1 << 40..<1 << 47, using: &rng)))
+                if case .rejected = p.ingest(forged(&rng, at: ms, address: UInt64.random(in: 1 << 40..<1 << 47, using: &rng))).outcome {
+                    forgedRejected += 1
+                }
                 forgedCount += 1
             }
             if ms % 2 == 0 {
                 let voter = UInt32((ms / 2) % 50)
-                _ = p.ingest(poll.report(voter: 100 + voter, answer: .choice(UInt8(voter % 4)), at: ms, address: UInt64(100 + voter)))
+                // Before its first report is admitted, an honest voter is untrusted and may be turned away.
+                if case .rejected = p.ingest(poll.report(voter: 100 + voter, answer: .choice(UInt8(voter % 4)), at: ms,
+                                                         address: UInt64(100 + voter))).outcome {
+                    honestTurnedAway += 1
+                }
             }
         }
         let r = p.tally.results(question: 1)
         XCTAssertEqual(r?.voters, 50, "every honest voter counted")
         XCTAssertEqual(r?.countTable.values.reduce(0, +), 50)
         let rej = p.tally.rejections
-        XCTAssertEqual((rej[.badTag] ?? 0) + (rej[.rateLimited] ?? 0), forgedCount, "every forgery rejected and counted")
+        XCTAssertEqual(forgedRejected, forgedCount, "every forgery rejected")
+        XCTAssertEqual((rej[.badTag] ?? 0) + (rej[.rateLimited] ?? 0), forgedCount + honestTurnedAway, "and counted by reason")
         // Verification work bounded by the untrusted budget (2,000/s over 10 s, plus the burst) + honest.
         XCTAssertLessThanOrEqual(p.stats.verifications, 2_000 * 11 + 50)
         XCTAssertGreaterThan(rej[.rateLimited] ?? 0, 0)
         XCTAssertTrue(p.flood.alert)
-        XCTAssertEqual(p.flood.suspiciousTotal, forgedCount)
+        XCTAssertEqual(p.flood.suspiciousTotal, forgedCount + honestTurnedAway)
     }
 
     func testOneAddressFloodingIsRateLimitedPerAddress() {
