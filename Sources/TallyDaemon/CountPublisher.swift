@@ -10,6 +10,12 @@ import Foundation
 /// and at least `minInterval` since it. Each change an observer sees mixes the answers of at least
 /// `minVoters` voters (a voter who sends many ballots in one epoch counts once, so an enrolled
 /// student cannot fill an epoch alone by changing their own answer).
+///
+/// What remains: the observer's best guess for a voter is the answer that gained most in that
+/// voter's epoch, right for about 1/4 + 0.45/√K of K voters with four even answers (0.39 for
+/// K = 10, against 0.33 from a class of 40's final results alone); the final results name the
+/// voters after the last epoch only as a group of fewer than K; in anonymous polls, whoever has the
+/// join code can fill an epoch with made-up voters whose answers they know.
 public struct PublishRule: Sendable, Hashable {
     public var minVoters: Int
     public var minInterval: Duration
