@@ -12,8 +12,8 @@ import Foundation
 /// student cannot fill an epoch alone by changing their own answer).
 ///
 /// What remains: the observer's best guess for a voter is the answer that gained most in that
-/// voter's epoch, right for about 1/4 + 0.45/√K of K voters with four even answers (0.39 for
-/// K = 10, against 0.33 from a class of 40's final results alone); the final results name the
+/// voter's epoch, right for E[largest of K answers]/K of them: 0.42 for K = 10 and four even
+/// answers, against 0.33 from a class of 40's final results alone (K = 40); the final results name the
 /// voters after the last epoch only as a group of fewer than K; in anonymous polls, whoever has the
 /// join code can fill an epoch with made-up voters whose answers they know.
 public struct PublishRule: Sendable, Hashable {
