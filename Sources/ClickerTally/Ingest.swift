@@ -7,9 +7,16 @@ public struct FloodPolicy: Sendable, Hashable {
     public var perAddressBurst: Double = 16
     public var perAddressPerSecond: Double = 8
     /// Tag verifications per second, shared by all addresses that never sent an authentic ballot.
-    /// Addresses that did (honest voters) are not held to it.
+    /// Addresses that did (honest voters) are not held to it. When more are offered, each request is
+    /// admitted at random with probability `untrustedPerSecond / offered rate`, so a voter who starts
+    /// late into a flood gets through as often as one who started before it; the bucket
+    /// (`untrustedBurst`) stays as a hard cap.
     public var untrustedPerSecond: Double = 50_000
     public var untrustedBurst: Double = 50_000
+    /// The window, on the report clock, over which the offered rate of untrusted requests is counted.
+    public var admissionWindow: Duration = .milliseconds(100)
+    /// Seed of the admission draws; nil: seeded from the system's random source. Set only in tests.
+    public var admissionSeed: UInt64?
     /// Suspicious rejections (bad tag, unknown voter, malformed answer, rate-limited) within one
     /// second that raise the flood alert, and how long the alert stays up after the last such second.
     public var alertThreshold: Int = 50
@@ -72,6 +79,8 @@ public struct IngestPipeline: Sendable {
     var buckets: [DeviceAddress: TokenBucket] = [:]
     var trusted: Set<DeviceAddress> = []
     var untrusted: TokenBucket
+    var offered = OfferedRate()
+    var draws: AdmissionRandom
     var windowSecond: UInt64 = .max
     var windowCount = 0
     var suspiciousTotal = 0
@@ -85,6 +94,7 @@ public struct IngestPipeline: Sendable {
         self.tally = tally
         self.policy = policy
         untrusted = TokenBucket(tokens: policy.untrustedBurst, last: 0)
+        draws = AdmissionRandom(seed: policy.admissionSeed ?? UInt64.random(in: .min ... .max))
     }
 
     /// A pipeline with a fresh tally for the join code's poll.
@@ -175,7 +185,8 @@ public struct IngestPipeline: Sendable {
         return BallotCodec.verifyAndDecrypt(p, header: h, key: key)
     }
 
-    /// Takes one verification token for `address` (and from the shared budget if it is untrusted).
+    /// Takes one verification token for `address`; an untrusted address must also win the admission
+    /// draw and take a token from the shared budget.
     mutating func admit(_ address: DeviceAddress, at t: RadioInstant) -> Bool {
         let ns = t.nanoseconds
         if buckets.count >= policy.addressLimit && buckets[address] == nil { buckets.removeAll(keepingCapacity: true) }
@@ -183,6 +194,14 @@ public struct IngestPipeline: Sendable {
         b.refill(at: ns, rate: policy.perAddressPerSecond, burst: policy.perAddressBurst)
         guard b.tokens >= 1 else { buckets[address] = b; return false }
         if !trusted.contains(address) {
+            let (sec, atto) = policy.admissionWindow.components
+            let window = UInt64(max(1, sec * 1_000_000_000 + atto / 1_000_000_000))
+            let offeredInWindow = offered.count(at: ns, window: window)
+            let allowed = policy.untrustedPerSecond * Double(window) / 1e9
+            if Double(offeredInWindow) > allowed, !draws.chance(allowed / Double(offeredInWindow)) {
+                buckets[address] = b
+                return false
+            }
             untrusted.refill(at: ns, rate: policy.untrustedPerSecond, burst: policy.untrustedBurst)
             guard untrusted.tokens >= 1 else { buckets[address] = b; return false }
             untrusted.tokens -= 1
@@ -211,6 +230,47 @@ public struct IngestPipeline: Sendable {
             break
         }
         return IngestResult(outcome: .rejected(r), ballot: nil)
+    }
+}
+
+/// Untrusted verification requests per window on the report clock: the larger of the previous
+/// window's count and the current one's so far, so a sudden flood lowers the admission probability
+/// within its first window.
+struct OfferedRate: Sendable, Hashable {
+    var windowStart: UInt64 = 0
+    var current = 0
+    var previous = 0
+
+    /// Counts one request at `ns`; returns the offered count per window to admit against.
+    @inline(__always)
+    mutating func count(at ns: UInt64, window: UInt64) -> Int {
+        if ns >= windowStart &+ window {
+            let elapsed = (ns - windowStart) / window
+            previous = elapsed == 1 ? current : 0
+            current = 0
+            windowStart += elapsed * window
+        }
+        current += 1
+        return max(previous, current)
+    }
+}
+
+/// The admission draws: SplitMix64, seeded once per pipeline. Not cryptographic; a flooder cannot
+/// see which of its forgeries were verified, so it cannot learn the stream.
+struct AdmissionRandom: Sendable, Hashable {
+    var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    /// True with probability `p` (0...1).
+    @inline(__always)
+    mutating func chance(_ p: Double) -> Bool {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        z ^= z >> 31
+        return Double(z >> 11) * 0x1p-53 < p
     }
 }
 

@@ -28,9 +28,13 @@ public enum TallyBus {
 /// | `CloseQuestion()` | → | closes it |
 /// | `NextQuestion()` | → `u` | closes it and opens the next; returns its number |
 /// | `Status()` | → `s` | the live view's model as JSON (aggregates, no per-student rows) |
+/// | `ShowCounts(b show)` | → | shows or hides the live counts of open questions |
 /// | `Results(u question)` | → `s` | results JSON with per-voter rows (0 = current question) |
 /// | `Export(s directory)` | → `as` | writes CSV and JSON; "" = the daemon's own export directory |
 /// | signal `TallyChanged(u question, u voters, a{su} counts)` | | at most 4 a second, on change |
+///
+/// `Status` and `TallyChanged` carry the live counts (`PollController.liveCounts`): batched while a
+/// question is open, empty while hidden, exact once it is closed.
 ///
 /// Who may call what is the D-Bus policy's job (`dbus-policy/`), not this code's.
 public final class TallyBusService: Sendable {
@@ -71,6 +75,13 @@ public final class TallyBusService: Sendable {
                 let model = await c.viewModel(status: nil, now: Date())
                 return [.string(String(decoding: try TallyBus.encoder.encode(model), as: UTF8.self))]
             },
+            DBusMethod("ShowCounts", in: [DBusArgument("show", .boolean)]) { call in
+                guard case .boolean(let show)? = call.arguments.first else {
+                    throw DBusError(name: TallyBus.errorInvalid, message: "show must be a boolean")
+                }
+                await c.setCountsShown(show)
+                return []
+            },
             DBusMethod("Results", in: [DBusArgument("question", .uint32)], out: [DBusArgument("json", .string)]) { call in
                 guard case .uint32(let q)? = call.arguments.first, q <= 255 else {
                     throw DBusError(name: TallyBus.errorInvalid, message: "question must be 0 (current) to 255")
@@ -91,19 +102,19 @@ public final class TallyBusService: Sendable {
         ])
     }
 
-    /// Emits `TallyChanged` when the tally changed, at most every `interval`, until cancelled.
+    /// Emits `TallyChanged` when the live counts changed, at most every `interval`, until cancelled.
     public func emitChanges(every interval: Duration = .milliseconds(250)) async {
-        var last = -1
+        var last: (question: UInt8, counts: LiveCounts)?
         while !Task.isCancelled {
-            let version = await controller.version
-            if version != last {
-                last = version
-                let r = await controller.results()
-                let counts = r.counts.sorted { $0.key < $1.key }.map {
+            let question = await controller.question
+            let live = await controller.liveCounts(now: Date())
+            if last?.question != question || last?.counts != live {
+                last = (question, live)
+                let counts = live.counts.sorted { $0.key < $1.key }.map {
                     DBusDictEntry(.string($0.key), .uint32(UInt32(max(0, $0.value))))
                 }
                 try? connection.emitSignal(path: TallyBus.path, interface: TallyBus.interface, name: "TallyChanged",
-                                           arguments: [.uint32(UInt32(r.question)), .uint32(UInt32(r.voters)),
+                                           arguments: [.uint32(UInt32(question)), .uint32(UInt32(live.voters)),
                                                        .dictionary(key: .string, value: .uint32, counts)])
             }
             try? await Task.sleep(for: interval)
@@ -165,6 +176,10 @@ public struct RemotePoll: PollControl {
             case .closeQuestion: try await closeQuestion(); return "question closed"
             case .nextQuestion: return "question \(try await nextQuestion()) open"
             case .export: return "exported " + (try await export(to: "")).joined(separator: ", ")
+            case .toggleCounts:
+                let hidden = try await viewModel(status: nil).countsHidden
+                _ = try await call("ShowCounts", [.boolean(hidden)])
+                return hidden ? "counts shown" : "counts hidden while a question is open"
             case .quit: return nil
             }
         } catch {

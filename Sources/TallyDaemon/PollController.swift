@@ -22,6 +22,8 @@ public struct PollOptions: Sendable {
     /// GATT reads in flight at once (controllers allow only a few connections).
     public var maxConcurrentReads: Int
     public var title: String?
+    /// When live counts of an open question move (see `PublishRule`); final results are exact.
+    public var publishRule = PublishRule()
 
     public init(joinCode: JoinCode, roster: Roster? = nil,
                 policy: ChangePolicy = .latestWins, options: Int = 4, firstQuestion: UInt8 = 1,
@@ -103,6 +105,10 @@ public actor PollController {
     public private(set) var version = 0
     /// The radio clock's latest reading (from reports), used to time GATT results on the same clock.
     private var radioNow = RadioInstant.zero
+    /// The live counts of the open question, moved in epochs; every live consumer reads them.
+    private var publisher: CountPublisher
+    /// Whether live counts of an open question are shown; roster polls start with them hidden.
+    public private(set) var countsShown: Bool
 
     struct GATTRequest: Sendable {
         var address: DeviceAddress
@@ -166,6 +172,9 @@ public actor PollController {
         }
         pipeline = IngestPipeline(keyring: PollKeyring(joinCode: options.joinCode, roster: options.roster?.deviceKeys ?? []),
                                   tally: tally)
+        countsShown = options.roster == nil
+        publisher = CountPublisher(rule: options.publishRule,
+                                   start: Self.exactCounts(tally, question: question, options: options.options), at: now)
     }
 
     /// Rebuilds the tally from stored ballots (any order gives the same tally).
@@ -234,6 +243,7 @@ public actor PollController {
             guard let b = r.ballot else { return }
             commit([record(b, address: address, gattVerified: gattVerified)])
             acceptedTimes.append(Date())
+            if b.question == question { publisher.note(VoterKey(mode: b.mode, voterID: b.voterID)) }
             if !gattVerified, options.confirmByGATT {
                 gattQueue?.yield(GATTRequest(address: address, voter: VoterKey(mode: b.mode, voterID: b.voterID),
                                              question: b.question, sequence: b.sequence))
@@ -330,6 +340,7 @@ public actor PollController {
         }
         isOpen = true
         closedAt = nil
+        resetPublished()
         version &+= 1
     }
 
@@ -341,6 +352,7 @@ public actor PollController {
         pipeline.tally.close(question: question)
         isOpen = false
         closedAt = Date()
+        resetPublished()
         version &+= 1
     }
 
@@ -356,6 +368,7 @@ public actor PollController {
         openedAt = Date()
         closedAt = nil
         acceptedTimes.removeAll()
+        resetPublished()
         version &+= 1
     }
 
@@ -423,6 +436,37 @@ public actor PollController {
         guard key.mode == .roster, let roster = options.roster,
               let i = pipeline.keyring.rosterIndex(ofVoter: key.voterID), i < roster.entries.count else { return nil }
         return "\(roster.entries[i].name) (\(roster.entries[i].studentID))"
+    }
+
+    /// The counts every live consumer shows: while the question is open, hidden unless shown, and
+    /// moved only at epochs of `options.publishRule`; once it is closed, exact.
+    public func liveCounts(now: Date = Date()) -> LiveCounts {
+        let tally = pipeline.tally, q = question, n = options.options
+        guard isOpen else { return Self.exactCounts(tally, question: q, options: n) }
+        var live = publisher.read(at: now) { Self.exactCounts(tally, question: q, options: n) }
+        if !countsShown {
+            live.counts = [:]
+            live.hidden = true
+        }
+        return live
+    }
+
+    /// Shows or hides the live counts of open questions (the `h` key, D-Bus `ShowCounts`).
+    public func setCountsShown(_ shown: Bool) {
+        countsShown = shown
+        version &+= 1
+    }
+
+    private func resetPublished() {
+        publisher.reset(to: Self.exactCounts(pipeline.tally, question: question, options: options.options), at: Date())
+    }
+
+    static func exactCounts(_ tally: Tally, question q: UInt8, options: Int) -> LiveCounts {
+        let r = tally.results(question: q)
+        var counts: [String: Int] = [:]
+        for i in 0..<options { counts[Answer.choice(UInt8(i)).description] = 0 }
+        for (answer, n) in r?.countTable ?? [:] { counts[answer.description] = n }
+        return LiveCounts(counts: counts, voters: r?.voters ?? 0, changes: r?.changedVoters ?? 0)
     }
 
     /// Accepted ballots per second over the last five seconds.

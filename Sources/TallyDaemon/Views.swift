@@ -7,9 +7,10 @@ extension PollController {
     /// What the live view shows, derived from the tally now.
     public func viewModel(status: String? = nil, now: Date = Date()) -> TallyViewModel {
         let r = results(ballots: false)
+        let live = liveCounts(now: now)
         let answers = (0..<options.options).map { i -> TallyViewModel.Answer in
             let label = Answer.choice(UInt8(i)).description
-            return TallyViewModel.Answer(label: label, count: r.counts[label] ?? 0)
+            return TallyViewModel.Answer(label: label, count: live.counts[label] ?? 0)
         }
         let rejections = r.rejected.filter { $0.value > 0 }.sorted { $0.key < $1.key }
             .map { TallyViewModel.Rejection(reason: $0.key, count: $0.value) }
@@ -24,7 +25,8 @@ extension PollController {
         return TallyViewModel(
             title: options.title ?? "Clicker", joinCode: joinCode.description, anonymous: options.roster == nil,
             question: .init(number: Int(question), isOpen: isOpen, elapsed: elapsed(now: now)),
-            answers: answers, voters: r.voters, votesPerSecond: votesPerSecond(now: now), changes: r.changes,
+            answers: answers, countsHidden: live.hidden, voters: live.voters, votesPerSecond: votesPerSecond(now: now),
+            changes: live.changes,
             rejections: rejections, radio: radioModel, alert: alert, status: status)
     }
 
@@ -35,6 +37,9 @@ extension PollController {
             case .openQuestion: try openQuestion(); return "question \(question) open"
             case .closeQuestion: try closeQuestion(); return "question \(question) closed"
             case .nextQuestion: try nextQuestion(); return "question \(question) open"
+            case .toggleCounts:
+                setCountsShown(!countsShown)
+                return countsShown ? "counts shown" : "counts hidden while a question is open"
             case .export:
                 let files = try export(to: exportDirectory)
                 return "exported " + files.joined(separator: ", ")

@@ -73,7 +73,7 @@ public enum FrameRenderer {
                              prefix: "Rejected by reason: ", width: W - 4, maxLines: 2)
             statsRow -= breakdown.count
         }
-        legend(&g, row: legendRow, state: state)
+        legend(&g, row: legendRow, hidden: m.countsHidden)
         if state.confirmingQuit {
             let n = m.question.map { "Question \($0.number) is open. " } ?? ""
             let text = " \(n)Quit anyway? y = quit, any other key = stay "
@@ -99,13 +99,13 @@ public enum FrameRenderer {
             top -= 1
             bottom += 1
         }
-        bars(&g, m, hidden: state.barsHidden, top: top, bottom: bottom)
+        bars(&g, m, hidden: m.countsHidden, top: top, bottom: bottom)
     }
 
-    static func legend(_ g: inout Grid, row: Int, state: ViewState) {
+    static func legend(_ g: inout Grid, row: Int, hidden: Bool) {
         var c = 1
         for (key, label) in ViewState.legend {
-            let shown = key == "h" ? (state.barsHidden ? "show votes" : "hide votes") : label
+            let shown = key == "h" ? (hidden ? "show votes" : "hide votes") : label
             if c + key.count + shown.count + 3 > g.width { break }
             c = g.put(" \(key) ", row: row, column: c, style: CellStyle(bold: true, reverse: true))
             c = g.put(" " + shown + " ", row: row, column: c)
@@ -281,7 +281,7 @@ public enum FrameRenderer {
             lines.append(("Q\(q.number) " + (q.isOpen ? "OPEN " : "CLOSED ") + Format.clock(q.elapsed), CellStyle(bold: true)))
         }
         lines.append(("Voters \(m.voters)  \(Format.oneDecimal(m.votesPerSecond))/s  rej \(m.rejectedTotal)", .plain))
-        if state.barsHidden {
+        if m.countsHidden {
             lines.append(("votes hidden", CellStyle(dim: true)))
         } else {
             let total = m.answers.reduce(0) { $0 + max(0, $1.count) }

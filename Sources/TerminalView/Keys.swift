@@ -15,20 +15,19 @@ public enum ViewAction: Sendable, Hashable {
     case closeQuestion
     case nextQuestion
     case export
+    /// Show the counts if hidden, else hide them (for the whole poll: every view and D-Bus).
+    case toggleCounts
     case quit
 }
 
 /// UI-only state driven by keys: pure, testable.
 public struct ViewState: Sendable, Equatable {
-    /// Counts and bars hidden (students can see the screen); voters counted stay visible.
-    public var barsHidden: Bool
     /// Show the rejection breakdown by reason.
     public var showRejections: Bool
     /// Waiting for y/n to quit while a question is open.
     public var confirmingQuit: Bool
 
-    public init(barsHidden: Bool = false, showRejections: Bool = false, confirmingQuit: Bool = false) {
-        self.barsHidden = barsHidden
+    public init(showRejections: Bool = false, confirmingQuit: Bool = false) {
         self.showRejections = showRejections
         self.confirmingQuit = confirmingQuit
     }
@@ -53,9 +52,7 @@ public struct ViewState: Sendable, Equatable {
         case .character("c"), .character("C"): return .closeQuestion
         case .character("n"), .character("N"): return .nextQuestion
         case .character("e"), .character("E"): return .export
-        case .character("h"), .character("H"):
-            barsHidden.toggle()
-            return nil
+        case .character("h"), .character("H"): return .toggleCounts
         case .character("r"), .character("R"):
             showRejections.toggle()
             return nil

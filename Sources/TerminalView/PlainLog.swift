@@ -13,7 +13,8 @@ public struct PlainLineFormatter: Sendable {
         }
         parts.append("voters=\(m.voters)")
         let total = m.answers.reduce(0) { $0 + max(0, $1.count) }
-        for a in m.answers {
+        if m.countsHidden { parts.append("counts=hidden") }
+        for a in m.answers where !m.countsHidden {
             parts.append("\(sanitize(a.label))=\(a.count)(\(Format.percent(max(0, a.count), of: total)))")
         }
         parts.append("rate=\(Format.oneDecimal(m.votesPerSecond))/s")

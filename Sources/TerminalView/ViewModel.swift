@@ -66,8 +66,10 @@ public struct TallyViewModel: Sendable, Equatable, Codable {
     public var anonymous: Bool
     /// Nil before the first question.
     public var question: Question?
-    /// Answers in display order (usually A–D).
+    /// Answers in display order (usually A–D); counts are 0 while `countsHidden`.
     public var answers: [Answer]
+    /// The counts are withheld (students can see the screen); voters counted stay visible.
+    public var countsHidden: Bool
     /// Distinct voters counted for the current question.
     public var voters: Int
     public var votesPerSecond: Double
@@ -83,6 +85,7 @@ public struct TallyViewModel: Sendable, Equatable, Codable {
 
     public init(title: String = "Clicker", joinCode: String, anonymous: Bool = false, question: Question? = nil,
                 answers: [Answer] = ["A", "B", "C", "D"].map { Answer(label: $0, count: 0) },
+                countsHidden: Bool = false,
                 voters: Int = 0, votesPerSecond: Double = 0, changes: Int = 0, rejections: [Rejection] = [],
                 radio: Radio = Radio(), alert: String? = nil, status: String? = nil) {
         self.title = title
@@ -90,6 +93,7 @@ public struct TallyViewModel: Sendable, Equatable, Codable {
         self.anonymous = anonymous
         self.question = question
         self.answers = answers
+        self.countsHidden = countsHidden
         self.voters = voters
         self.votesPerSecond = votesPerSecond
         self.changes = changes

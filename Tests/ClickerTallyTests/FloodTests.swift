@@ -22,29 +22,36 @@ final class FloodTests: XCTestCase {
         var p = IngestPipeline(joinCode: poll.code, policy: policy)
         p.tally.open(.choice(1))
         var rng = SplitMix64(seed: 31)
-        var forgedCount = 0
+        var forgedCount = 0, forgedRejected = 0, honestTurnedAway = 0
         // 10 seconds; each millisecond: 10 forgeries from fresh random addresses (10,000/s),
         // and 50 honest voters each advertising every 100 ms.
         for ms in UInt64(0)..<10_000 {
             for _ in 0..<10 {
-                _ = p.ingest(forged(&rng, at: ms, address: UInt64.random(in: 1 << 40..<1 << 47, using: &rng)))
+                if case .rejected = p.ingest(forged(&rng, at: ms, address: UInt64.random(in: 1 << 40..<1 << 47, using: &rng))).outcome {
+                    forgedRejected += 1
+                }
                 forgedCount += 1
             }
             if ms % 2 == 0 {
                 let voter = UInt32((ms / 2) % 50)
-                _ = p.ingest(poll.report(voter: 100 + voter, answer: .choice(UInt8(voter % 4)), at: ms, address: UInt64(100 + voter)))
+                // Before its first report is admitted, an honest voter is untrusted and may be turned away.
+                if case .rejected = p.ingest(poll.report(voter: 100 + voter, answer: .choice(UInt8(voter % 4)), at: ms,
+                                                         address: UInt64(100 + voter))).outcome {
+                    honestTurnedAway += 1
+                }
             }
         }
         let r = p.tally.results(question: 1)
         XCTAssertEqual(r?.voters, 50, "every honest voter counted")
         XCTAssertEqual(r?.countTable.values.reduce(0, +), 50)
         let rej = p.tally.rejections
-        XCTAssertEqual((rej[.badTag] ?? 0) + (rej[.rateLimited] ?? 0), forgedCount, "every forgery rejected and counted")
+        XCTAssertEqual(forgedRejected, forgedCount, "every forgery rejected")
+        XCTAssertEqual((rej[.badTag] ?? 0) + (rej[.rateLimited] ?? 0), forgedCount + honestTurnedAway, "and counted by reason")
         // Verification work bounded by the untrusted budget (2,000/s over 10 s, plus the burst) + honest.
         XCTAssertLessThanOrEqual(p.stats.verifications, 2_000 * 11 + 50)
         XCTAssertGreaterThan(rej[.rateLimited] ?? 0, 0)
         XCTAssertTrue(p.flood.alert)
-        XCTAssertEqual(p.flood.suspiciousTotal, forgedCount)
+        XCTAssertEqual(p.flood.suspiciousTotal, forgedCount + honestTurnedAway)
     }
 
     func testOneAddressFloodingIsRateLimitedPerAddress() {
@@ -79,5 +86,58 @@ final class FloodTests: XCTestCase {
         let other = TestPoll("1234-K7QXM-3PF9A")
         for i in 0..<500 { _ = p.ingest(other.report(voter: UInt32(i), answer: .choice(0), at: 20_000)) }
         XCTAssertFalse(p.flood.alert)
+    }
+
+    /// Honest voters who start 1 s into a 100,000/s flood, with the shared budget binding (20,000/s):
+    /// admission is a draw with probability p = budget / offered rate ≈ 20,000 / 100,500 ≥ 0.19 for
+    /// every report, whenever it arrives, so a voter advertising every 100 ms is still uncounted after
+    /// m reports with probability (1 − p)^m. For all 50 voters to be counted with probability at least
+    /// 1 − 10⁻⁶: 50 · 0.81^m ≤ 10⁻⁶, m ≥ ln(5·10⁷) / −ln 0.81 = 84.1, so 85 reports, 8.5 s after they
+    /// start. Each millisecond's forgeries are reported before the honest ones (one controller batch),
+    /// which is what starved them under first-come-first-served admission.
+    func testHonestVotersStartingMidFloodAreCountedWithinTheDerivedBound() {
+        var policy = FloodPolicy()
+        policy.untrustedPerSecond = 20_000
+        policy.untrustedBurst = 20_000
+        policy.admissionSeed = 7
+        var p = IngestPipeline(joinCode: poll.code, policy: policy)
+        p.tally.open(.choice(1))
+        var rng = SplitMix64(seed: 34)
+        let template = poll.report(voter: 0xDEAD_BEEF, answer: .choice(0))
+        let honest = (0..<50).map { v in poll.report(voter: 1_000 + UInt32(v), answer: .choice(UInt8(v % 4)), address: UInt64(1_000 + v)) }
+        let start: UInt64 = 1_000, end: UInt64 = start + 8_500
+        var countedAt = [UInt64?](repeating: nil, count: 50)
+        var forgedCount = 0, honestTurnedAway = 0
+        for ms in UInt64(0)..<end {
+            for _ in 0..<100 {
+                var f = template
+                f.address = DeviceAddress(rawValue: UInt64.random(in: 1 << 40..<1 << 47, using: &rng))
+                f.timestamp = .ms(ms)
+                for i in 14..<22 { f.data[i] = UInt8.random(in: 0...255, using: &rng) }
+                _ = p.ingest(f)
+                forgedCount += 1
+            }
+            guard ms >= start else { continue }
+            for v in 0..<50 where ms % 100 == UInt64(v * 2) {
+                var r = honest[v]
+                r.timestamp = .ms(ms)
+                switch p.ingest(r).outcome {
+                case .new: countedAt[v] = ms - start
+                case .rejected: honestTurnedAway += 1
+                default: break
+                }
+            }
+        }
+        let uncounted = (0..<50).filter { countedAt[$0] == nil }
+        XCTAssertEqual(uncounted, [], "honest voters never counted within 8.5 s of starting mid-flood")
+        XCTAssertEqual(p.tally.results(question: 1)?.voters, uncounted.isEmpty ? 50 : 50 - uncounted.count)
+        // The budget really binds: most forgeries are turned away, and verification work stays
+        // within the budget (20,000/s over 9.5 s, plus the burst) and the honest voters.
+        XCTAssertGreaterThan(p.tally.rejections[.rateLimited] ?? 0, forgedCount * 3 / 4)
+        XCTAssertLessThanOrEqual(p.stats.verifications, 20_000 * 10 + 20_000 + 50)
+        XCTAssertEqual((p.tally.rejections[.badTag] ?? 0) + (p.tally.rejections[.rateLimited] ?? 0),
+                       forgedCount + honestTurnedAway, "every forgery and every turned-away report is counted by reason")
+        let delays = countedAt.compactMap { $0 }.sorted()
+        if !delays.isEmpty { print("mid-flood voters counted after (ms): median \(delays[delays.count / 2]), max \(delays.last ?? 0)") }
     }
 }

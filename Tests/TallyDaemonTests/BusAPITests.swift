@@ -22,7 +22,9 @@ final class BusAPITests: XCTestCase {
     func testMethodsSignalAndErrorsOverARealBus() async throws {
         let bus = try PrivateBus()
         defer { bus.stop() }
-        let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: nil)
+        var options = PollOptions(joinCode: code, confirmByGATT: false)
+        options.publishRule = .perBallot  // every ballot shows at once: this test is about the bus
+        let controller = try PollController(options: options, store: nil)
         let server = try await DBusConnection.connect(.address(bus.address))
         defer { server.close() }
         let api = try await TallyBusService(controller: controller, connection: server, exportDirectory: "/tmp")
@@ -49,6 +51,17 @@ final class BusAPITests: XCTestCase {
         let model = try await client.viewModel(status: nil)
         XCTAssertEqual(model.joinCode, code.description)
         XCTAssertEqual(model.voters, 3)
+        XCTAssertEqual(model.answers.map(\.count), [0, 3, 0, 0])
+
+        // The h key through `watch`: ShowCounts hides the counts for every consumer, then shows them.
+        let hiddenStatus = await client.perform(.toggleCounts, exportDirectory: "")
+        XCTAssertEqual(hiddenStatus, "counts hidden while a question is open")
+        let hidden = try await client.viewModel(status: nil)
+        XCTAssertTrue(hidden.countsHidden)
+        XCTAssertEqual(hidden.answers.map(\.count), [0, 0, 0, 0], "no count leaves the daemon while hidden")
+        _ = await client.perform(.toggleCounts, exportDirectory: "")
+        let shownAgain = try await client.viewModel(status: nil)
+        XCTAssertEqual(shownAgain.answers.map(\.count), [0, 3, 0, 0])
 
         try await client.closeQuestion()
         do {

@@ -114,7 +114,9 @@ final class PollControllerTests: XCTestCase {
 
     /// The daemon's journal lines name the poll by vote ID only, never the join secret.
     func testDaemonLogLinesNeverContainTheJoinSecret() async throws {
-        let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: nil)
+        var options = PollOptions(joinCode: code, confirmByGATT: false)
+        options.publishRule = .perBallot  // the status line shows the one ballot at once
+        let controller = try PollController(options: options, store: nil)
         let lines = LineSink()
         let logging = Task { await PlainView.run(controller, every: .milliseconds(1), redactSecret: true) { lines.add($0) } }
         await controller.ingest(report(voter: 1, answer: .choice(0)))

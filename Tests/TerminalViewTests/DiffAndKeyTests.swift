@@ -14,8 +14,9 @@ final class DiffTests: XCTestCase {
                 if step % 50 == 49 { sizes.append([(100, 30), (80, 24), (120, 40)][Int(rng.next() % 3)]) }
                 let (w, h) = sizes.last!
                 if screen.grid.width != w || screen.grid.height != h { screen = VirtualScreen(width: w, height: h) }
-                let m = Fixtures.random(voters: Int(rng.next() % 300), using: &rng)
-                let state = ViewState(barsHidden: rng.next() % 5 == 0, showRejections: rng.next() % 3 == 0,
+                var m = Fixtures.random(voters: Int(rng.next() % 300), using: &rng)
+                m.countsHidden = rng.next() % 5 == 0
+                let state = ViewState(showRejections: rng.next() % 3 == 0,
                                       confirmingQuit: rng.next() % 7 == 0)
                 let next = FrameRenderer.render(m, state: state, width: w, height: h)
                 let bytes = enc.encode(from: previous, to: next)
@@ -105,10 +106,8 @@ final class KeyTests: XCTestCase {
         XCTAssertEqual(s.handle(.character("c"), questionOpen: true), .closeQuestion)
         XCTAssertEqual(s.handle(.character("n"), questionOpen: false), .nextQuestion)
         XCTAssertEqual(s.handle(.character("e"), questionOpen: true), .export)
-        XCTAssertNil(s.handle(.character("h"), questionOpen: true))
-        XCTAssertTrue(s.barsHidden)
-        XCTAssertNil(s.handle(.character("H"), questionOpen: true))
-        XCTAssertFalse(s.barsHidden)
+        XCTAssertEqual(s.handle(.character("h"), questionOpen: true), .toggleCounts)
+        XCTAssertEqual(s.handle(.character("H"), questionOpen: false), .toggleCounts)
         XCTAssertNil(s.handle(.character("r"), questionOpen: true))
         XCTAssertTrue(s.showRejections)
         XCTAssertNil(s.handle(.character("x"), questionOpen: true))

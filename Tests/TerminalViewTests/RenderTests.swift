@@ -40,7 +40,9 @@ final class RenderTests: XCTestCase {
     func testHiddenBarsShowNoCountsButVoters() {
         let m = Fixtures.openWithVotes
         let shown = FrameRenderer.render(m, state: ViewState(), width: 80, height: 24)
-        let hidden = FrameRenderer.render(m, state: ViewState(barsHidden: true), width: 80, height: 24)
+        var withheld = m
+        withheld.countsHidden = true
+        let hidden = FrameRenderer.render(withheld, state: ViewState(), width: 80, height: 24)
         XCTAssertFalse(rows(containing: "35.0%", in: shown).isEmpty)
         let codeBottom = FrameRenderer.JoinCodeLayout.make(code: m.joinCode, width: 80, height: 24).bottom
         for r in codeBottom + 1..<hidden.height {

@@ -39,7 +39,9 @@ final class SnapshotTests: XCTestCase {
     }
 
     func testHiddenBars() throws {
-        try assertSnapshot("hidden-bars-100x30", Fixtures.openWithVotes, state: ViewState(barsHidden: true), width: 100, height: 30)
+        var m = Fixtures.openWithVotes
+        m.countsHidden = true
+        try assertSnapshot("hidden-bars-100x30", m, width: 100, height: 30)
     }
 
     func testClosed() throws {

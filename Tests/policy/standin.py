@@ -63,6 +63,10 @@ class Tally(dbus.service.Object):
     def Export(self):
         return "/var/lib/clicker/poll-1.json"
 
+    @dbus.service.method("org.clicker.Tally1", in_signature="", out_signature="")
+    def ShowCounts(self):
+        pass
+
     @dbus.service.method("org.clicker.Tally1", in_signature="", out_signature="as")
     def DumpVoters(self):
         """Not a control method: the policy must not let anyone call it."""

@@ -91,7 +91,9 @@ func main() async throws {
     let o = Options(CommandLine.arguments)
     let (rate, voters, width, height) = (o.rate, o.voters, o.width, o.height)
     var room = try Room(voters: voters)
-    let controller = try PollController(options: PollOptions(joinCode: room.code, confirmByGATT: false), store: nil)
+    var pollOptions = PollOptions(joinCode: room.code, confirmByGATT: false)
+    pollOptions.publishRule = .perBallot  // the worst case: the bars move with every ballot
+    let controller = try PollController(options: pollOptions, store: nil)
     let pty = try PseudoTerminal(width: width, height: height)
     let terminal = try TerminalSession(input: pty.secondary, output: pty.secondary, restoreOnSignals: false)
     let exports = FileManager.default.temporaryDirectory.path
