@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Crash safety of the tally daemon: during a simulated poll, kill -9 the daemon at random moments
-# and restart it. Every ballot that `clicker-tally results` reported before a kill must still be
-# there afterwards (same voter, same or higher sequence).
+# and restart it with --resume. Every ballot that `clicker-tally results` reported before a kill must
+# still be there afterwards (same voter, same or higher sequence).
 #
 #   scripts/crash-test.sh            300 voters, 20 kills (the figure in the README)
 #   scripts/crash-test.sh --small    60 voters, 5 kills (CI)
@@ -25,8 +25,9 @@ DPID=
 cleanup() { [ -n "$DPID" ] && kill -9 "$DPID" 2>/dev/null; kill "$BUSPID" 2>/dev/null; rm -rf "$W"; }
 trap cleanup EXIT
 
-start_daemon() {  # ROUND
-  "$BIN" daemon --simulate "$VOTERS" --seed $((SEED + $1)) --simulate-speed 8 --no-gatt-confirm \
+start_daemon() {  # ROUND (after round 0 the daemon continues the open poll: --resume)
+  local resume=; [ "$1" -gt 0 ] && resume=--resume
+  "$BIN" daemon --simulate "$VOTERS" --seed $((SEED + $1)) --simulate-speed 8 --no-gatt-confirm $resume \
     --air "$W/air.sock" >> "$W/daemon.log" 2>&1 &
   DPID=$!
   for _ in $(seq 100); do "$BIN" status >/dev/null 2>&1 && return 0; sleep 0.1; done

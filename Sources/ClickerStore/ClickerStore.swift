@@ -34,91 +34,60 @@ public final class ClickerStore: Sendable {
         let sync = durability == .full ? "FULL" : "NORMAL"
         config.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = \(sync)")
+            // Deleted rows (the per-voter ballots of a closed anonymous question) are overwritten with
+            // zeros, not left in free pages of the file.
+            try db.execute(sql: "PRAGMA secure_delete = ON")
         }
         pool = try DatabasePool(path: resolved, configuration: config)
         self.path = resolved
-        try Self.migrator.migrate(pool)
+        let migrator = Self.migrator
+        let upToDate = try pool.read { db in try migrator.hasCompletedMigrations(db) }
+        try migrator.migrate(pool)
+        // Older WAL frames may still hold rows that a migration deleted (best effort: another
+        // process reading the file only delays it to the next seal).
+        if !upToDate { _ = try? checkpoint() }
         StoreLocation.tighten(resolved)
-    }
-
-    // MARK: Schema
-
-    static var migrator: DatabaseMigrator {
-        var m = DatabaseMigrator()
-        m.registerMigration("v1") { db in
-            try db.execute(sql: """
-                CREATE TABLE poll (
-                    id INTEGER PRIMARY KEY AUTOINCREMENT,
-                    vote_id BLOB NOT NULL,
-                    join_code TEXT,
-                    join_secret BLOB,
-                    mode TEXT NOT NULL CHECK (mode IN ('anonymous', 'roster')),
-                    title TEXT,
-                    created_at REAL NOT NULL,
-                    closed_at REAL
-                );
-                CREATE TABLE question (
-                    poll_id INTEGER NOT NULL REFERENCES poll(id) ON DELETE CASCADE,
-                    number INTEGER NOT NULL CHECK (number >= 1),
-                    state TEXT NOT NULL CHECK (state IN ('open', 'closed')),
-                    opened_at REAL NOT NULL,
-                    closed_at REAL,
-                    PRIMARY KEY (poll_id, number)
-                ) WITHOUT ROWID;
-                CREATE TABLE ballot (
-                    poll_id INTEGER NOT NULL,
-                    question INTEGER NOT NULL,
-                    voter BLOB NOT NULL,
-                    sequence INTEGER NOT NULL,
-                    answer INTEGER NOT NULL,
-                    address TEXT NOT NULL,
-                    first_heard REAL NOT NULL,
-                    last_heard REAL NOT NULL,
-                    gatt_verified INTEGER NOT NULL DEFAULT 0,
-                    PRIMARY KEY (poll_id, question, voter, sequence),
-                    FOREIGN KEY (poll_id, question) REFERENCES question(poll_id, number) ON DELETE CASCADE
-                ) WITHOUT ROWID;
-                CREATE TABLE rejection (
-                    poll_id INTEGER NOT NULL REFERENCES poll(id) ON DELETE CASCADE,
-                    question INTEGER NOT NULL,
-                    reason TEXT NOT NULL,
-                    count INTEGER NOT NULL,
-                    PRIMARY KEY (poll_id, question, reason)
-                ) WITHOUT ROWID;
-                CREATE TABLE roster (
-                    student_id TEXT PRIMARY KEY,
-                    name TEXT NOT NULL,
-                    enrollment_key BLOB
-                );
-                """)
-        }
-        return m
     }
 
     // MARK: Polls and questions
 
     /// Creates a poll. It is the open poll until `closePoll` is called.
-    public func createPoll(voteID: Data, joinCode: String?, joinSecret: Data?, mode: PollMode,
+    public func createPoll(voteID: Data, joinCode: String?, mode: PollMode, rule: CountingRule = .latestWins,
                            title: String? = nil, at date: Date = Date()) throws -> PollRecord {
         try pool.write { db in
             try db.execute(sql: """
-                INSERT INTO poll (vote_id, join_code, join_secret, mode, title, created_at)
+                INSERT INTO poll (vote_id, join_code, mode, rule, title, created_at)
                 VALUES (?, ?, ?, ?, ?, ?)
-                """, arguments: [voteID, joinCode, joinSecret, mode.rawValue, title, date.timeIntervalSince1970])
-            return PollRecord(id: db.lastInsertedRowID, voteID: voteID, joinCode: joinCode, joinSecret: joinSecret,
-                              mode: mode, title: title, createdAt: date, closedAt: nil)
+                """, arguments: [voteID, joinCode, mode.rawValue, rule.rawValue, title, date.timeIntervalSince1970])
+            return PollRecord(id: db.lastInsertedRowID, voteID: voteID, joinCode: joinCode, mode: mode, rule: rule,
+                              title: title, createdAt: date, closedAt: nil)
         }
     }
 
-    /// Marks a poll closed (it is no longer resumed); closes its open questions too.
+    /// The poll that used `joinCode` (compared as stored), if any: a code is never used for two polls.
+    public func poll(joinCode: String) throws -> PollRecord? {
+        try pool.read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM poll WHERE join_code = ? ORDER BY id LIMIT 1", arguments: [joinCode])
+                .map(Self.poll(from:))
+        }
+    }
+
+    /// Marks a poll closed (it is no longer resumed); closes its open questions too. The open questions
+    /// of an anonymous poll are sealed: only their totals remain (see `closeQuestion`).
     public func closePoll(_ poll: Int64, at date: Date = Date()) throws {
-        try pool.write { db in
+        let sealed = try pool.write { db -> Bool in
             try Self.requirePoll(db, poll)
             let t = date.timeIntervalSince1970
+            let anonymous = try Self.isAnonymous(db, poll)
+            let open = try Int.fetchAll(db, sql: "SELECT number FROM question WHERE poll_id = ? AND state = 'open'",
+                                        arguments: [poll])
             try db.execute(sql: "UPDATE question SET state = 'closed', closed_at = ? WHERE poll_id = ? AND state = 'open'",
                            arguments: [t, poll])
+            if anonymous { for n in open { try Self.seal(db, poll: poll, number: n) } }
             try db.execute(sql: "UPDATE poll SET closed_at = ? WHERE id = ? AND closed_at IS NULL", arguments: [t, poll])
+            return anonymous && !open.isEmpty
         }
+        if sealed { checkpointAfterSeal() }
     }
 
     /// Opens question `number` of `poll`, creating it if needed. Reopening a closed question keeps its
@@ -128,6 +97,9 @@ public final class ClickerStore: Sendable {
         guard number >= 1 else { throw StoreError.invalidValue("question number \(number)") }
         return try pool.write { db in
             try Self.requirePoll(db, poll)
+            if try QuestionTotals.exists(db, key: ["poll_id": poll, "question": number]) {
+                throw StoreError.sealedQuestion(poll: poll, number: number)
+            }
             try db.execute(sql: """
                 INSERT INTO question (poll_id, number, state, opened_at) VALUES (?, ?, 'open', ?)
                 ON CONFLICT (poll_id, number) DO UPDATE SET state = 'open', closed_at = NULL
@@ -139,16 +111,32 @@ public final class ClickerStore: Sendable {
         }
     }
 
-    /// Closes question `number` of `poll`.
+    /// Closes question `number` of `poll`. In an anonymous poll the question is sealed in the same
+    /// transaction: its totals are stored and its per-voter ballots (voter IDs) deleted, with
+    /// `secure_delete` and a WAL checkpoint so that they leave no trace in the files. `totals` are
+    /// the live tally's (then what is kept is what was shown); without them they are counted from
+    /// the stored ballots.
     @discardableResult
-    public func closeQuestion(poll: Int64, number: Int, at date: Date = Date()) throws -> QuestionRecord {
-        try pool.write { db in
+    public func closeQuestion(poll: Int64, number: Int, at date: Date = Date(),
+                              totals: QuestionTotals? = nil) throws -> QuestionRecord {
+        let (q, sealed) = try pool.write { db -> (QuestionRecord, Bool) in
             try db.execute(sql: "UPDATE question SET state = 'closed', closed_at = ? WHERE poll_id = ? AND number = ? AND state = 'open'",
                            arguments: [date.timeIntervalSince1970, poll, number])
             guard let q = try Self.fetchQuestion(db, poll: poll, number: number) else {
                 throw StoreError.unknownQuestion(poll: poll, number: number)
             }
-            return q
+            let anonymous = try Self.isAnonymous(db, poll)
+            if anonymous { try Self.seal(db, poll: poll, number: number, totals: totals) }
+            return (q, anonymous)
+        }
+        if sealed { checkpointAfterSeal() }
+        return q
+    }
+
+    /// The totals of the sealed (closed, anonymous) questions of a poll, by question.
+    public func totals(poll: Int64) throws -> [QuestionTotals] {
+        try pool.read { db in
+            try QuestionTotals.filter(Column("poll_id") == poll).order(Column("question")).fetchAll(db)
         }
     }
 
@@ -174,7 +162,9 @@ public final class ClickerStore: Sendable {
     // MARK: Ballots and rejections
 
     /// Commits one ballot; returns after the commit. Recording a ballot already stored (same poll,
-    /// question, voter, sequence) widens its heard interval and ORs `gattVerified`; the first answer stays.
+    /// question, voter, sequence) widens its heard interval and ORs `gattVerified`; the first answer
+    /// stays (a same-sequence conflict: the first counted ballot stands). Anonymous polls store no
+    /// address, and nothing more for a sealed question (its totals are final).
     public func record(_ ballot: BallotRecord) throws {
         try pool.write { db in try Self.upsert(db, ballot) }
     }
@@ -217,47 +207,23 @@ public final class ClickerStore: Sendable {
             return ResumeState(poll: poll,
                                questions: try Self.fetchQuestions(db, poll: poll.id),
                                ballots: try Self.fetchBallots(db, poll: poll.id, question: nil),
-                               rejections: try Self.fetchRejections(db, poll: poll.id))
+                               rejections: try Self.fetchRejections(db, poll: poll.id),
+                               totals: try QuestionTotals.filter(Column("poll_id") == poll.id)
+                                   .order(Column("question")).fetchAll(db))
         }
     }
 
     // MARK: Summary
 
-    /// Per-question summaries of a poll, by question number.
+    /// Per-question summaries of a poll, by question number, counted by the poll's rule.
     public func summary(poll: Int64) throws -> [QuestionSummary] {
         try pool.read { db in
-            try Self.requirePoll(db, poll)
-            let questions = try Self.fetchQuestions(db, poll: poll)
-            let ballots = try Self.fetchBallots(db, poll: poll, question: nil)
-            let rejections = try Self.fetchRejections(db, poll: poll)
-            return Self.summarize(questions: questions, ballots: ballots, rejections: rejections)
-        }
-    }
-
-    /// Computes summaries from records (ballots in any order).
-    public static func summarize(questions: [QuestionRecord], ballots: [BallotRecord],
-                                 rejections: [RejectionCount]) -> [QuestionSummary] {
-        var byQuestion: [Int: [Data: [BallotRecord]]] = [:]
-        for b in ballots { byQuestion[b.question, default: [:]][b.voter, default: []].append(b) }
-        return questions.sorted { $0.number < $1.number }.map { q in
-            var counts = [Int](repeating: 0, count: 4)
-            var changes = 0
-            var verified = 0
-            let voters = byQuestion[q.number] ?? [:]
-            for (_, list) in voters {
-                let sorted = list.sorted { $0.sequence < $1.sequence }
-                for (a, b) in zip(sorted, sorted.dropFirst()) where a.answer != b.answer { changes += 1 }
-                guard let current = sorted.last, current.answer >= 0 else { continue }
-                if current.answer >= counts.count {
-                    counts.append(contentsOf: [Int](repeating: 0, count: current.answer + 1 - counts.count))
-                }
-                counts[current.answer] += 1
-                if current.gattVerified { verified += 1 }
-            }
-            var rej: [String: Int] = [:]
-            for r in rejections where r.question == q.number { rej[r.reason, default: 0] += r.count }
-            return QuestionSummary(question: q, counts: counts, voters: voters.count, changes: changes,
-                                   gattVerified: verified, rejections: rej)
+            guard let record = try Row.fetchOne(db, sql: "SELECT * FROM poll WHERE id = ?", arguments: [poll])
+                .map(Self.poll(from:)) else { throw StoreError.unknownPoll(poll) }
+            return Self.summarize(questions: try Self.fetchQuestions(db, poll: poll),
+                                  ballots: try Self.fetchBallots(db, poll: poll, question: nil),
+                                  rejections: try Self.fetchRejections(db, poll: poll), rule: record.rule,
+                                  totals: try QuestionTotals.filter(Column("poll_id") == poll).fetchAll(db))
         }
     }
 
@@ -292,12 +258,23 @@ public final class ClickerStore: Sendable {
         try pool.read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check") }
     }
 
-    /// Copies the WAL into the main file (also done automatically).
+    /// After a seal: the WAL still holds the deleted rows' old pages until it is checkpointed and
+    /// truncated. The seal itself has committed, so a failure here (a reader holding the WAL past the
+    /// busy timeout) is not the caller's error: the frames go at the next seal or the next start.
+    private func checkpointAfterSeal() {
+        _ = try? checkpoint()
+    }
+
+    /// Copies the WAL into the main file and truncates the WAL (also done automatically, without truncating).
     public func checkpoint() throws {
         _ = try pool.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
     }
 
     // MARK: Internals
+
+    static func isAnonymous(_ db: Database, _ poll: Int64) throws -> Bool {
+        try String.fetchOne(db, sql: "SELECT mode FROM poll WHERE id = ?", arguments: [poll]) == PollMode.anonymous.rawValue
+    }
 
     private static func requirePoll(_ db: Database, _ poll: Int64) throws {
         guard try Bool.fetchOne(db, sql: "SELECT 1 FROM poll WHERE id = ?", arguments: [poll]) == true else {
@@ -308,7 +285,8 @@ public final class ClickerStore: Sendable {
     private static func upsert(_ db: Database, _ b: BallotRecord) throws {
         let stmt = try db.cachedStatement(sql: """
             INSERT INTO ballot (poll_id, question, voter, sequence, answer, address, first_heard, last_heard, gatt_verified)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            SELECT ?1, ?2, ?3, ?4, ?5, CASE (SELECT mode FROM poll WHERE id = ?1) WHEN 'roster' THEN ?6 ELSE '' END, ?7, ?8, ?9
+            WHERE NOT EXISTS (SELECT 1 FROM question_total WHERE poll_id = ?1 AND question = ?2)
             ON CONFLICT (poll_id, question, voter, sequence) DO UPDATE SET
                 first_heard = min(first_heard, excluded.first_heard),
                 last_heard = max(last_heard, excluded.last_heard),
@@ -335,17 +313,17 @@ public final class ClickerStore: Sendable {
         }
     }
 
-    private static func fetchQuestion(_ db: Database, poll: Int64, number: Int) throws -> QuestionRecord? {
+    static func fetchQuestion(_ db: Database, poll: Int64, number: Int) throws -> QuestionRecord? {
         try Row.fetchOne(db, sql: "SELECT * FROM question WHERE poll_id = ? AND number = ?", arguments: [poll, number])
             .map(question(from:))
     }
 
-    private static func fetchQuestions(_ db: Database, poll: Int64) throws -> [QuestionRecord] {
+    static func fetchQuestions(_ db: Database, poll: Int64) throws -> [QuestionRecord] {
         try Row.fetchAll(db, sql: "SELECT * FROM question WHERE poll_id = ? ORDER BY number", arguments: [poll])
             .map(question(from:))
     }
 
-    private static func fetchBallots(_ db: Database, poll: Int64, question: Int?) throws -> [BallotRecord] {
+    static func fetchBallots(_ db: Database, poll: Int64, question: Int?) throws -> [BallotRecord] {
         let rows: [Row]
         if let question {
             rows = try Row.fetchAll(db, sql: "SELECT * FROM ballot WHERE poll_id = ? AND question = ? ORDER BY question, voter, sequence",
@@ -357,7 +335,7 @@ public final class ClickerStore: Sendable {
         return try rows.map(ballot(from:))
     }
 
-    private static func fetchRejections(_ db: Database, poll: Int64) throws -> [RejectionCount] {
+    static func fetchRejections(_ db: Database, poll: Int64) throws -> [RejectionCount] {
         try Row.fetchAll(db, sql: "SELECT * FROM rejection WHERE poll_id = ? ORDER BY question, reason", arguments: [poll])
             .map { row in
                 guard let q: Int = row["question"], let reason: String = row["reason"], let c: Int = row["count"] else {
@@ -371,17 +349,18 @@ public final class ClickerStore: Sendable {
         (row[column] as Double?).map(Date.init(timeIntervalSince1970:))
     }
 
-    private static func poll(from row: Row) throws -> PollRecord {
+    static func poll(from row: Row) throws -> PollRecord {
         guard let id: Int64 = row["id"], let voteID: Data = row["vote_id"],
               let modeText: String = row["mode"], let mode = PollMode(rawValue: modeText),
               let created = date(row, "created_at") else {
             throw StoreError.corruptRow("poll")
         }
-        return PollRecord(id: id, voteID: voteID, joinCode: row["join_code"], joinSecret: row["join_secret"],
-                          mode: mode, title: row["title"], createdAt: created, closedAt: date(row, "closed_at"))
+        let rule = (row["rule"] as String?).flatMap(CountingRule.init(rawValue:)) ?? .latestWins
+        return PollRecord(id: id, voteID: voteID, joinCode: row["join_code"], mode: mode, rule: rule,
+                          title: row["title"], createdAt: created, closedAt: date(row, "closed_at"))
     }
 
-    private static func question(from row: Row) throws -> QuestionRecord {
+    static func question(from row: Row) throws -> QuestionRecord {
         guard let poll: Int64 = row["poll_id"], let number: Int = row["number"],
               let stateText: String = row["state"], let state = QuestionState(rawValue: stateText),
               let opened = date(row, "opened_at") else {
@@ -390,7 +369,7 @@ public final class ClickerStore: Sendable {
         return QuestionRecord(poll: poll, number: number, state: state, openedAt: opened, closedAt: date(row, "closed_at"))
     }
 
-    private static func ballot(from row: Row) throws -> BallotRecord {
+    static func ballot(from row: Row) throws -> BallotRecord {
         guard let poll: Int64 = row["poll_id"], let q: Int = row["question"], let voter: Data = row["voter"],
               let seq: Int64 = row["sequence"], let s = UInt32(exactly: seq), let answer: Int = row["answer"],
               let address: String = row["address"], let first = date(row, "first_heard"),

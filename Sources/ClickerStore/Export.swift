@@ -16,7 +16,8 @@ public struct PollExport: Sendable, Hashable {
 }
 
 extension ClickerStore {
-    /// Builds the CSV and JSON exports of a poll. The join secret is never exported.
+    /// Builds the CSV and JSON exports of a poll. The join code is never exported (only the vote ID),
+    /// and an anonymous poll exports no voter ID and no address.
     public func export(poll id: Int64) throws -> PollExport {
         guard let poll = try poll(id) else { throw StoreError.unknownPoll(id) }
         let summaries = try summary(poll: id)
@@ -81,7 +82,7 @@ public enum Exporter {
         }
 
         let doc = JSONDocument(
-            poll: JSONPoll(id: poll.id, voteID: hex(poll.voteID), joinCode: poll.joinCode, mode: poll.mode.rawValue,
+            poll: JSONPoll(id: poll.id, voteID: hex(poll.voteID), mode: poll.mode.rawValue, rule: poll.rule.rawValue,
                            title: poll.title, createdAt: timestamp(poll.createdAt), closedAt: poll.closedAt.map(timestamp)),
             questions: summaries.map { s in
                 var counts: [String: Int] = [:]
@@ -153,8 +154,8 @@ public enum Exporter {
     private struct JSONPoll: Encodable {
         var id: Int64
         var voteID: String
-        var joinCode: String?
         var mode: String
+        var rule: String
         var title: String?
         var createdAt: String
         var closedAt: String?

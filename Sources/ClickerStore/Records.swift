@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 
 /// Whether a poll's exports may name individual voters.
 public enum PollMode: String, Sendable, Hashable, Codable, CaseIterable {
@@ -14,29 +15,38 @@ public enum QuestionState: String, Sendable, Hashable, Codable, CaseIterable {
     case closed
 }
 
-/// A poll: one session of questions sharing a vote ID and join secret.
+/// Which of a voter's ballots for a question counts.
+public enum CountingRule: String, Sendable, Hashable, Codable, CaseIterable {
+    /// The highest sequence counts.
+    case latestWins
+    /// The lowest sequence counts; later ballots change nothing.
+    case firstResponseOnly
+}
+
+/// A poll: one session of questions sharing a vote ID and join code.
 public struct PollRecord: Sendable, Hashable, Identifiable {
     /// Row ID assigned by the store.
     public var id: Int64
     /// The poll's vote ID as carried on the air (opaque bytes).
     public var voteID: Data
-    /// The join code shown to students, if any.
+    /// The join code shown to students, kept so that `--resume` can continue the open poll and so that
+    /// a code is never used twice. The database file is 0600; exports never carry it.
     public var joinCode: String?
-    /// The join secret, kept so that a restarted daemon can resume the open poll. The file is 0600.
-    public var joinSecret: Data?
     public var mode: PollMode
+    /// Which ballot of a voter counts.
+    public var rule: CountingRule
     public var title: String?
     public var createdAt: Date
     /// Nil while the poll is the open (resumable) poll.
     public var closedAt: Date?
 
-    public init(id: Int64, voteID: Data, joinCode: String?, joinSecret: Data?, mode: PollMode,
+    public init(id: Int64, voteID: Data, joinCode: String?, mode: PollMode, rule: CountingRule = .latestWins,
                 title: String?, createdAt: Date, closedAt: Date?) {
         self.id = id
         self.voteID = voteID
         self.joinCode = joinCode
-        self.joinSecret = joinSecret
         self.mode = mode
+        self.rule = rule
         self.title = title
         self.createdAt = createdAt
         self.closedAt = closedAt
@@ -134,16 +144,44 @@ public struct ResumeState: Sendable, Hashable {
     /// Ordered by question, voter, sequence.
     public var ballots: [BallotRecord]
     public var rejections: [RejectionCount]
+    /// Totals of the questions already sealed (closed questions of an anonymous poll), by question.
+    public var totals: [QuestionTotals] = []
 }
 
-/// Per-question summary, computed from the stored ballots.
+/// The totals of a closed question of an anonymous poll: all that is kept of it once it closes
+/// (its per-voter ballots are deleted in the same transaction).
+public struct QuestionTotals: Codable, Sendable, Hashable, FetchableRecord, PersistableRecord {
+    public static let databaseTableName = "question_total"
+    public static let databaseColumnDecodingStrategy = DatabaseColumnDecodingStrategy.convertFromSnakeCase
+    public static let databaseColumnEncodingStrategy = DatabaseColumnEncodingStrategy.convertToSnakeCase
+
+    public var pollId: Int64
+    public var question: Int
+    public var voters: Int
+    public var changes: Int
+    public var gattVerified: Int
+    /// Count per answer index (stored as JSON).
+    public var counts: [Int]
+
+    public init(pollId: Int64, question: Int, voters: Int, changes: Int, gattVerified: Int, counts: [Int]) {
+        self.pollId = pollId
+        self.question = question
+        self.voters = voters
+        self.changes = changes
+        self.gattVerified = gattVerified
+        self.counts = counts
+    }
+}
+
+/// Per-question summary, computed from the stored ballots (or, for a closed anonymous question, its totals).
 public struct QuestionSummary: Sendable, Hashable {
     public var question: QuestionRecord
-    /// Current answers (each voter's highest-sequence ballot), indexed by answer; at least 4 entries (A–D).
+    /// Counted answers (each voter's ballot chosen by the poll's `CountingRule`), indexed by answer;
+    /// at least 4 entries (A–D).
     public var counts: [Int]
     /// Distinct voters with at least one ballot.
     public var voters: Int
-    /// Number of times a voter's answer differed from their previous ballot's answer.
+    /// Voters whose counted answer was replaced by a different answer at least once (as the live tally counts).
     public var changes: Int
     /// Ballots confirmed by a GATT read (current ballots only).
     public var gattVerified: Int
@@ -160,6 +198,8 @@ public enum StoreError: Error, Sendable, Hashable, CustomStringConvertible {
     case unknownQuestion(poll: Int64, number: Int)
     case invalidValue(String)
     case corruptRow(String)
+    /// A closed question of an anonymous poll: only its totals remain, so it cannot take ballots again.
+    case sealedQuestion(poll: Int64, number: Int)
 
     public var description: String {
         switch self {
@@ -170,6 +210,8 @@ public enum StoreError: Error, Sendable, Hashable, CustomStringConvertible {
         case let .unknownQuestion(p, n): "unknown question \(n) of poll \(p)"
         case let .invalidValue(what): "invalid value: \(what)"
         case let .corruptRow(what): "corrupt row: \(what)"
+        case let .sealedQuestion(p, n):
+            "question \(n) of anonymous poll \(p) is closed for good: its per-voter ballots were discarded when it closed, only its totals are kept"
         }
     }
 }

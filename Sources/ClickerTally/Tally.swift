@@ -64,9 +64,10 @@ public struct VoterRecord: Sendable, Hashable {
     public var lastHeard: RadioInstant
     /// Address of the device when the counted ballot was (last) heard.
     public var address: DeviceAddress
-
-    /// Whether the voter sent more than one distinct ballot for this question.
-    public var changed: Bool { lowestSequence != highestSequence }
+    /// Whether the counted answer was ever replaced by a different answer. This is what `changes`
+    /// counts, and what the store recomputes from the ballots it kept (every ballot it keeps was
+    /// counted when it arrived), so a restart gives the same figure.
+    public var changed: Bool = false
 }
 
 /// What recording one authentic ballot did.
@@ -119,9 +120,10 @@ public struct QuestionTally: Sendable {
         if let l = lastHeard { if t > l { lastHeard = t } } else { lastHeard = t }
     }
 
-    /// Applies one authentic ballot under `policy`. Order-independent: any order of the same
-    /// ballots leaves the same records (highest, or lowest, sequence wins; a same-sequence
-    /// conflict keeps the smaller answer).
+    /// Applies one authentic ballot under `policy`: the highest (latest wins) or lowest (first
+    /// response only) sequence counts. A ballot with the sequence of the counted one but another
+    /// answer is `conflictingSequence`: the first counted ballot stands. The store keeps the first
+    /// ballot of a sequence too, so the live tally, the store and a resume agree.
     @inline(__always)
     mutating func apply(_ b: Ballot, key: VoterKey, address: DeviceAddress, at t: RadioInstant,
                         policy: ChangePolicy, apart: Bool) -> RecordOutcome {
@@ -159,8 +161,9 @@ public struct QuestionTally: Sendable {
                 outcome = .repeated
                 replace = false
             } else {
+                // The first counted ballot with this sequence stands.
                 outcome = .rejected(.conflictingSequence)
-                replace = b.answer < r.answer
+                replace = false
             }
         } else if (b.sequence > r.sequence) == (policy == .latestWins) {
             outcome = b.answer == r.answer ? .repeated : .changed(from: r.answer)
@@ -175,6 +178,7 @@ public struct QuestionTally: Sendable {
             if r.answer != b.answer {
                 removed = r.answer
                 added = b.answer
+                r.changed = true
             }
             r.answer = b.answer
             r.sequence = b.sequence
@@ -233,6 +237,13 @@ public struct Tally: Sendable {
 
     /// Stops accepting ballots for a question; later ones are `otherQuestion`.
     public mutating func close(question: UInt8) { openQuestions.remove(question) }
+
+    /// Drops the per-voter records of a question (an anonymous poll keeps only totals once a
+    /// question closes); the question stays known, with no votes.
+    public mutating func forgetVoters(question: UInt8) {
+        guard let spec = slots[Int(question)]?.spec else { return }
+        slots[Int(question)] = QuestionTally(spec: spec)
+    }
 
     /// Counts a report that was rejected before reaching the tally.
     public mutating func reject(_ reason: Rejection) { rejections[reason, default: 0] += 1 }

@@ -27,10 +27,14 @@ public enum TallyBus {
 /// | `OpenQuestion()` | → | reopens the current question |
 /// | `CloseQuestion()` | → | closes it |
 /// | `NextQuestion()` | → `u` | closes it and opens the next; returns its number |
-/// | `Status()` | → `s` | the live view's model as JSON (aggregates, no per-student rows) |
+/// | `NewPoll()` | → `q` | ends the poll and starts a new one with a fresh join code; returns its vote ID |
+/// | `Status()` | → `s` | the live view's model as JSON (aggregates; the join code as vote ID only) |
+/// | `JoinCode()` | → `s` | the join code, for `watch` and `status` to show on the instructor's screen |
 /// | `ShowCounts(b show)` | → | shows or hides the live counts of open questions |
 /// | `Results(u question)` | → `s` | results JSON with per-voter rows (0 = current question) |
 /// | `Export(s directory)` | → `as` | writes CSV and JSON; "" = the daemon's own export directory |
+///
+/// `JoinCode` is the only reply that carries the join secret: no other reply, signal or log line does.
 /// | signal `TallyChanged(u question, u voters, a{su} counts)` | | at most 4 a second, on change |
 ///
 /// `Status` and `TallyChanged` carry the live counts (`PollController.liveCounts`): batched while a
@@ -71,8 +75,11 @@ public final class TallyBusService: Sendable {
                     return [.uint32(UInt32(await c.question))]
                 }
             },
+            DBusMethod("NewPoll", out: [DBusArgument("vote_id", .uint16)]) { _ in
+                try await run { [.uint16(try await c.newPoll())] }
+            },
             DBusMethod("Status", out: [DBusArgument("json", .string)]) { _ in
-                let model = await c.viewModel(status: nil, now: Date())
+                let model = await c.viewModel(status: nil, now: Date(), showJoinCode: false)
                 return [.string(String(decoding: try TallyBus.encoder.encode(model), as: UTF8.self))]
             },
             DBusMethod("ShowCounts", in: [DBusArgument("show", .boolean)]) { call in
@@ -81,6 +88,9 @@ public final class TallyBusService: Sendable {
                 }
                 await c.setCountsShown(show)
                 return []
+            },
+            DBusMethod("JoinCode", out: [DBusArgument("code", .string)]) { _ in
+                [.string(await c.joinCode.description)]
             },
             DBusMethod("Results", in: [DBusArgument("question", .uint32)], out: [DBusArgument("json", .string)]) { call in
                 guard case .uint32(let q)? = call.arguments.first, q <= 255 else {
@@ -153,8 +163,12 @@ public struct RemotePoll: PollControl {
     public func openQuestion() async throws { _ = try await call("OpenQuestion") }
     public func closeQuestion() async throws { _ = try await call("CloseQuestion") }
     public func nextQuestion() async throws -> Int { Int(try await call("NextQuestion").decode(UInt32.self)) }
-    /// The live view's model as JSON.
+    /// Starts a new poll; returns its vote ID.
+    public func newPoll() async throws -> UInt16 { try await call("NewPoll").decode(UInt16.self) }
+    /// The live view's model as JSON (the join code as vote ID only).
     public func statusJSON() async throws -> String { try await call("Status").decode(String.self) }
+    /// The join code, to show on the instructor's screen.
+    public func joinCode() async throws -> String { try await call("JoinCode").decode(String.self) }
     /// Results JSON of `question` (nil: the current one).
     public func resultsJSON(question: Int? = nil) async throws -> String {
         try await call("Results", [.uint32(UInt32(question ?? 0))]).decode(String.self)
@@ -165,6 +179,8 @@ public struct RemotePoll: PollControl {
 
     public func viewModel(status: String?) async throws -> TallyViewModel {
         var m = try JSONDecoder().decode(TallyViewModel.self, from: Data(try await statusJSON().utf8))
+        // `watch` is the instructor's screen: it shows the code.
+        m.joinCode = try await joinCode()
         if let status { m.status = status }
         return m
     }

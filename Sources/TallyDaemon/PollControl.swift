@@ -11,6 +11,7 @@ public protocol PollControl: Sendable {
 
 extension PollController: PollControl {
     public func viewModel(status: String?) async throws -> TallyViewModel {
-        viewModel(status: status, now: .now)
+        // The local live view is the instructor's own screen: it shows the join code.
+        viewModel(status: status, now: .now, showJoinCode: true)
     }
 }

@@ -5,104 +5,47 @@ import ClickerWire
 import Foundation
 import Logging
 
-/// How a poll is run.
-public struct PollOptions: Sendable {
-    public var joinCode: JoinCode
-    /// The class list (roster mode): only its students are counted; anonymous ballots are kept
-    /// apart as "unregistered". Nil for anonymous polls.
-    public var roster: Roster?
-    public var policy: ChangePolicy
-    /// Answers offered per question (A…).
-    public var options: Int
-    /// The question opened when the poll starts.
-    public var firstQuestion: UInt8
-    /// Read each new ballot back over GATT and verify its full tag.
-    public var confirmByGATT: Bool
-    public var gattTimeout: Duration
-    /// GATT reads in flight at once (controllers allow only a few connections).
-    public var maxConcurrentReads: Int
-    public var title: String?
-    /// When live counts of an open question move (see `PublishRule`); final results are exact.
-    public var publishRule = PublishRule()
-
-    public init(joinCode: JoinCode, roster: Roster? = nil,
-                policy: ChangePolicy = .latestWins, options: Int = 4, firstQuestion: UInt8 = 1,
-                confirmByGATT: Bool = true, gattTimeout: Duration = .seconds(10), maxConcurrentReads: Int = 2,
-                title: String? = nil) {
-        self.joinCode = joinCode
-        self.roster = roster
-        self.policy = policy
-        self.options = options
-        self.firstQuestion = firstQuestion
-        self.confirmByGATT = confirmByGATT
-        self.gattTimeout = gattTimeout
-        self.maxConcurrentReads = maxConcurrentReads
-        self.title = title
-    }
-}
-
-/// Writes a file readable by its owner only.
-func writePrivate(_ path: String, _ text: String) throws {
-    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-    guard fd >= 0 else { throw PollError.storage("cannot write \(path): \(String(cString: strerror(errno)))") }
-    defer { close(fd) }
-    let bytes = Array(text.utf8)
-    guard bytes.withUnsafeBytes({ write(fd, $0.baseAddress, $0.count) }) == bytes.count else {
-        throw PollError.storage("cannot write \(path): \(String(cString: strerror(errno)))")
-    }
-}
-
-/// Errors of poll control, worded for the person at the keyboard.
-public enum PollError: Error, Sendable, Equatable, CustomStringConvertible {
-    case questionAlreadyOpen(Int)
-    case noOpenQuestion
-    case lastQuestion
-    case storage(String)
-
-    public var description: String {
-        switch self {
-        case .questionAlreadyOpen(let q): "question \(q) is already open"
-        case .noOpenQuestion: "no question is open"
-        case .lastQuestion: "there is no question after 255"
-        case .storage(let why): "storage: \(why)"
-        }
-    }
-}
-
 /// Runs one poll: turns advertisement reports from any `CentralTransport` into committed, tallied,
-/// GATT-confirmed ballots, and answers the operator (keys, D-Bus, CLI).
+/// GATT-confirmed ballots, and answers the operator (keys, D-Bus, CLI). `newPoll()` replaces the
+/// poll with a fresh one (new join code) without restarting.
 ///
 /// Every accepted ballot is committed to the store inside the same actor turn that tallied it,
 /// before any reader (view, `results()`, D-Bus) can observe it.
 public actor PollController {
-    public let options: PollOptions
-    public nonisolated let joinCode: JoinCode
-    private var pipeline: IngestPipeline
-    private let store: ClickerStore?
-    private let logger: Logger
-    private let pollID: Int64?
+    public internal(set) var options: PollOptions
+    /// The current poll's join code (shown on screen; never exported, logged or sent on D-Bus except
+    /// by the instructors' `JoinCode` method).
+    public internal(set) var joinCode: JoinCode
+    var pipeline: IngestPipeline
+    let store: ClickerStore?
+    let logger: Logger
+    var pollID: Int64?
 
-    public private(set) var question: UInt8
-    public private(set) var isOpen: Bool
-    private var openedAt: Date
-    private var closedAt: Date?
+    public internal(set) var question: UInt8
+    public internal(set) var isOpen: Bool
+    var openedAt: Date
+    var closedAt: Date?
     /// Ballots read back over GATT and verified: voter → highest confirmed sequence, per question.
-    private var confirmed: [UInt8: [VoterKey: UInt16]] = [:]
-    /// Highest sequence committed per voter, per question: a re-sent ballot with a higher sequence
-    /// and the same answer changes no count but must still be stored.
-    private var committed: [UInt8: [VoterKey: UInt16]] = [:]
+    var confirmed: [UInt8: [VoterKey: UInt16]] = [:]
+    /// Sequence of each voter's counted ballot as last committed, per question: a re-sent ballot with
+    /// another sequence and the same answer changes no count but must still be stored.
+    var committed: [UInt8: [VoterKey: UInt16]] = [:]
+    /// Rejected reports by the question that was current when they arrived, then by reason.
+    var rejected: [UInt8: [String: Int]] = [:]
+    /// Totals of the closed questions of an anonymous poll, whose per-voter state is gone.
+    var sealed: [UInt8: QuestionTotals] = [:]
     /// Ballots tallied but not yet committed (only after a storage error).
-    private var unsaved: [BallotRecord] = []
-    private var pendingRejections: [Rejection: Int] = [:]
+    var unsaved: [BallotRecord] = []
+    var pendingRejections: [PendingRejection: Int] = [:]
     private var acceptedTimes: [Date] = []
     private var gattQueue: AsyncStream<GATTRequest>.Continuation?
     public private(set) var radio = RadioStatus(adapter: "-", state: .starting)
     private var radioErrors = 0
-    public private(set) var storageError: String?
+    public internal(set) var storageError: String?
     public private(set) var gattReads = (ok: 0, failed: 0)
     private var gattUnsupported = false
     /// Increments on every change a view could show.
-    public private(set) var version = 0
+    public internal(set) var version = 0
     /// The radio clock's latest reading (from reports), used to time GATT results on the same clock.
     private var radioNow = RadioInstant.zero
     /// The live counts of the open question, moved in epochs; every live consumer reads them.
@@ -117,78 +60,52 @@ public actor PollController {
         var sequence: UInt16
     }
 
-    /// Starts a new poll, or resumes the open one found in `store` when its join code matches
-    /// `options.joinCode` (or when `resume` is true and no join code was chosen by the user).
-    public init(options: PollOptions, store: ClickerStore?, resume: Bool = false,
-                logger: Logger = Logger(label: "clicker.tally")) throws {
-        var options = options
-        self.store = store
-        self.logger = logger
-        var restored: ResumeState?
-        do {
-            if let s = try store?.resume() {
-                let stored = s.poll.joinCode.flatMap { try? JoinCode(parsing: $0) }
-                if let stored, stored == options.joinCode || resume {
-                    options.joinCode = stored
-                    restored = s
-                } else {
-                    try store?.closePoll(s.poll.id)
-                }
-            }
-        } catch {
-            throw PollError.storage("\(error)")
-        }
-        self.options = options
-        self.joinCode = options.joinCode
-        var tally = Tally(voteID: options.joinCode.voteID, policy: options.policy, rosterOnly: options.roster != nil)
-        let now = Date()
-        if let s = restored {
-            pollID = s.poll.id
-            let current = s.questions.last
-            question = UInt8(clamping: current?.number ?? Int(options.firstQuestion))
-            isOpen = current?.state == .open
-            openedAt = current?.openedAt ?? now
-            closedAt = current?.closedAt
-            for q in s.questions { tally.open(.choice(UInt8(clamping: q.number), options: options.options)) }
-            Self.replay(s.ballots, into: &tally, confirmed: &confirmed, committed: &committed)
-            for q in s.questions where q.state == .closed { tally.close(question: UInt8(clamping: q.number)) }
-            if s.questions.isEmpty { tally.open(.choice(question, options: options.options)) }
-            logger.info("resumed poll \(s.poll.id) (vote \(options.joinCode.voteID)) with \(s.ballots.count) stored ballots")
-        } else {
-            question = options.firstQuestion
-            isOpen = true
-            openedAt = now
-            do {
-                let poll = try store?.createPoll(
-                    voteID: Data([UInt8(options.joinCode.voteID >> 8), UInt8(options.joinCode.voteID & 0xFF)]),
-                    joinCode: options.joinCode.description, joinSecret: nil,
-                    mode: options.roster == nil ? .anonymous : .roster, title: options.title)
-                pollID = poll?.id
-                if let id = pollID { try store?.openQuestion(poll: id, number: Int(question), at: now) }
-            } catch {
-                throw PollError.storage("\(error)")
-            }
-            tally.open(.choice(question, options: options.options))
-        }
-        pipeline = IngestPipeline(keyring: PollKeyring(joinCode: options.joinCode, roster: options.roster?.deviceKeys ?? []),
-                                  tally: tally)
-        countsShown = options.roster == nil
-        publisher = CountPublisher(rule: options.publishRule,
-                                   start: Self.exactCounts(tally, question: question, options: options.options), at: now)
+    struct PendingRejection: Hashable {
+        var question: UInt8
+        var reason: String
     }
 
-    /// Rebuilds the tally from stored ballots (any order gives the same tally).
-    static func replay(_ ballots: [BallotRecord], into tally: inout Tally, confirmed: inout [UInt8: [VoterKey: UInt16]],
-                       committed: inout [UInt8: [VoterKey: UInt16]]) {
-        for b in ballots {
-            guard let key = VoterKey(storeBytes: b.voter), let answer = Answer(storeValue: b.answer),
-                  let seq = UInt16(exactly: b.sequence), let q = UInt8(exactly: b.question) else { continue }
-            let ballot = Ballot(mode: key.mode, voteID: tally.voteID, question: q, voterID: key.voterID,
-                                sequence: seq, answer: answer)
-            _ = tally.record(ballot, from: DeviceAddress(b.address) ?? DeviceAddress(rawValue: 0), at: .zero)
-            if b.gattVerified { confirmed[q, default: [:]][key] = max(confirmed[q]?[key] ?? 0, seq) }
-            committed[q, default: [:]][key] = max(committed[q]?[key] ?? 0, seq)
+    /// Starts a new poll (`.fresh`: `options.joinCode` must not be in `store`; the open poll there is
+    /// closed), or continues the open poll of `store` (`.resume`).
+    public init(options: PollOptions, store: ClickerStore?, start: PollStart = .fresh, now: Date = Date(),
+                logger: Logger = Logger(label: "clicker.tally")) throws {
+        var options = options
+        let opening: Opening
+        switch start {
+        case .fresh:
+            opening = try Self.fresh(options: options, store: store, now: now)
+        case .resume(let maxAge):
+            let s = try Self.openPoll(store: store, maxAge: maxAge, now: now)
+            guard let code = s.poll.joinCode.flatMap({ try? JoinCode(parsing: $0) }) else {
+                throw PollError.storage("the open poll \(s.poll.id) has no readable join code")
+            }
+            guard (s.poll.mode == .roster) == (options.roster != nil) else {
+                throw PollError.resumeModeMismatch(openIsRoster: s.poll.mode == .roster)
+            }
+            options.joinCode = code
+            options.policy = ChangePolicy(s.poll.rule)
+            opening = Self.resumed(s, options: options)
+            logger.info("resumed poll \(s.poll.id) (vote \(code.voteID)) with \(s.ballots.count) stored ballots")
         }
+        self.options = options
+        self.store = store
+        self.logger = logger
+        joinCode = options.joinCode
+        pollID = opening.pollID
+        question = opening.question
+        isOpen = opening.isOpen
+        openedAt = opening.openedAt
+        closedAt = opening.closedAt
+        confirmed = opening.confirmed
+        committed = opening.committed
+        rejected = opening.rejected
+        sealed = opening.sealed
+        pipeline = IngestPipeline(keyring: Self.keyring(options), tally: opening.tally)
+        countsShown = options.roster == nil
+        publisher = CountPublisher(rule: options.publishRule,
+                                   start: Self.exactCounts(opening.tally, sealed: opening.sealed[opening.question],
+                                                           question: opening.question, options: options.options),
+                                   at: now)
     }
 
     // MARK: Radio
@@ -250,7 +167,9 @@ public actor PollController {
             }
             version &+= 1
         case .rejected(let reason):
-            pendingRejections[reason, default: 0] += 1
+            // Counted once per report, repeats included, under the question current now.
+            rejected[question, default: [:]][reason.rawValue, default: 0] += 1
+            pendingRejections[PendingRejection(question: question, reason: reason.rawValue), default: 0] += 1
             if pendingRejections.values.reduce(0, +) >= 256 { commit([]) }
             version &+= 1
         case .unregistered:
@@ -258,7 +177,8 @@ public actor PollController {
         case .repeated:
             guard let b = r.ballot else { return }
             let key = VoterKey(mode: b.mode, voterID: b.voterID)
-            if gattVerified || b.sequence > committed[b.question]?[key] ?? 0 {
+            // The same answer again: stored when its sequence became the counted one (or it was verified).
+            if gattVerified || b.sequence != committed[b.question]?[key] {
                 commit([record(b, address: address, gattVerified: gattVerified)])
             }
         }
@@ -266,26 +186,28 @@ public actor PollController {
 
     private func record(_ b: Ballot, address: DeviceAddress, gattVerified: Bool) -> BallotRecord {
         let now = Date()
+        // Anonymous polls keep no address (the store enforces it too).
         return BallotRecord(poll: pollID ?? 0, question: Int(b.question),
                             voter: VoterKey(mode: b.mode, voterID: b.voterID).storeBytes,
-                            answer: b.answer.storeValue, sequence: UInt32(b.sequence), address: address.description,
+                            answer: b.answer.storeValue, sequence: UInt32(b.sequence),
+                            address: options.roster == nil ? "" : address.description,
                             firstHeard: now, lastHeard: now, gattVerified: gattVerified)
     }
 
     /// Commits ballots (and pending rejection counters) in one transaction. On failure they are kept
     /// and retried with the next commit; the error shows in the view.
-    private func commit(_ ballots: [BallotRecord]) {
+    func commit(_ ballots: [BallotRecord]) {
         guard let store, let pollID else { return }
         let all = unsaved + ballots
         let rejections = pendingRejections.map {
-            RejectionCount(poll: pollID, question: Int(question), reason: $0.key.rawValue, count: $0.value)
+            RejectionCount(poll: pollID, question: Int($0.key.question), reason: $0.key.reason, count: $0.value)
         }
         do {
             try store.record(all, rejections: rejections)
             for b in all {
                 guard let key = VoterKey(storeBytes: b.voter), let q = UInt8(exactly: b.question),
                       let seq = UInt16(exactly: b.sequence) else { continue }
-                if seq > committed[q]?[key] ?? 0 { committed[q, default: [:]][key] = seq }
+                committed[q, default: [:]][key] = seq
             }
             unsaved.removeAll()
             pendingRejections.removeAll()
@@ -334,6 +256,9 @@ public actor PollController {
     /// Opens the current question again (after a close).
     public func openQuestion() throws {
         guard !isOpen else { throw PollError.questionAlreadyOpen(Int(question)) }
+        // An anonymous question forgets its voters when it closes: reopening it would count again
+        // voters who already voted.
+        if options.roster == nil { throw PollError.questionSealed(Int(question)) }
         try storeAction { try $0.openQuestion(poll: $1, number: Int(question)) }
         if !pipeline.tally.openQuestions.contains(question), !pipeline.tally.reopen(question: question) {
             pipeline.tally.open(.choice(question, options: options.options))
@@ -344,12 +269,19 @@ public actor PollController {
         version &+= 1
     }
 
-    /// Closes the current question: later ballots for it are rejected (`otherQuestion`).
+    /// Closes the current question: later ballots for it are rejected (`otherQuestion`). In an
+    /// anonymous poll only its totals remain, in the database and in memory.
     public func closeQuestion() throws {
         guard isOpen else { throw PollError.noOpenQuestion }
         flush()
-        try storeAction { try $0.closeQuestion(poll: $1, number: Int(question)) }
+        if options.roster == nil, !unsaved.isEmpty {
+            throw PollError.storage("votes not yet saved (\(storageError ?? "database error")): the question stays open")
+        }
+        // An anonymous question keeps the totals the live tally shows.
+        let totals = options.roster == nil ? liveTotals(question) : nil
+        try storeAction { try $0.closeQuestion(poll: $1, number: Int(question), totals: totals) }
         pipeline.tally.close(question: question)
+        if let totals { seal(question, totals) }
         isOpen = false
         closedAt = Date()
         resetPublished()
@@ -370,6 +302,28 @@ public actor PollController {
         acceptedTimes.removeAll()
         resetPublished()
         version &+= 1
+    }
+
+    /// The totals of a question as the live tally counts them.
+    private func liveTotals(_ q: UInt8) -> QuestionTotals {
+        let r = results(question: q, ballots: false)
+        var counts = [Int](repeating: 0, count: 4)
+        for (answer, n) in pipeline.tally.question(q)?.counts ?? [:] {
+            let i = answer.storeValue
+            guard (0..<256).contains(i) else { continue }
+            if i >= counts.count { counts += [Int](repeating: 0, count: i + 1 - counts.count) }
+            counts[i] += n
+        }
+        return QuestionTotals(pollId: pollID ?? 0, question: Int(q), voters: r.voters, changes: r.changes,
+                              gattVerified: r.gattVerified, counts: counts)
+    }
+
+    /// Keeps only the totals of a closed anonymous question, and forgets its voters.
+    private func seal(_ q: UInt8, _ totals: QuestionTotals) {
+        sealed[q] = totals
+        pipeline.tally.forgetVoters(question: q)
+        confirmed[q] = nil
+        committed[q] = nil
     }
 
     private func storeAction(_ body: (ClickerStore, Int64) throws -> Void) throws {
@@ -409,41 +363,12 @@ public actor PollController {
 
     // MARK: Reading
 
-    /// Results of `question` (default: the current one). `ballots: false` leaves out the per-voter
-    /// rows (the live view needs only the counts).
-    public func results(question q: UInt8? = nil, ballots withRows: Bool = true) -> PollResults {
-        let q = q ?? question
-        let tally = pipeline.tally
-        let r = tally.results(question: q)
-        var counts: [String: Int] = [:]
-        for (answer, n) in r?.countTable ?? [:] { counts[answer.description] = n }
-        if r == nil { for i in 0..<options.options { counts[Answer.choice(UInt8(i)).description] = 0 } }
-        let voters = withRows ? (tally.questions[q]?.voters ?? [:]) : [:]
-        let rows = voters.sorted { $0.key < $1.key }.map { key, v in
-            PollResults.BallotRow(voter: key.hex, answer: v.answer.description, sequence: Int(v.sequence),
-                                  address: v.address.description,
-                                  gattVerified: (confirmed[q]?[key] ?? 0) >= v.sequence, student: student(key))
-        }
-        var rejected: [String: Int] = [:]
-        for (reason, n) in tally.rejections { rejected[reason.rawValue] = n }
-        return PollResults(voteID: Int(joinCode.voteID), question: Int(q), open: q == question && isOpen,
-                           counts: counts, voters: r?.voters ?? 0, changes: r?.changedVoters ?? 0,
-                           unregistered: r?.unregisteredVoters ?? 0, rejected: rejected, ballots: rows)
-    }
-
-    /// "Name (student ID)" of a roster voter.
-    func student(_ key: VoterKey) -> String? {
-        guard key.mode == .roster, let roster = options.roster,
-              let i = pipeline.keyring.rosterIndex(ofVoter: key.voterID), i < roster.entries.count else { return nil }
-        return "\(roster.entries[i].name) (\(roster.entries[i].studentID))"
-    }
-
     /// The counts every live consumer shows: while the question is open, hidden unless shown, and
     /// moved only at epochs of `options.publishRule`; once it is closed, exact.
     public func liveCounts(now: Date = Date()) -> LiveCounts {
-        let tally = pipeline.tally, q = question, n = options.options
-        guard isOpen else { return Self.exactCounts(tally, question: q, options: n) }
-        var live = publisher.read(at: now) { Self.exactCounts(tally, question: q, options: n) }
+        let tally = pipeline.tally, q = question, n = options.options, totals = sealed[q]
+        guard isOpen else { return Self.exactCounts(tally, sealed: totals, question: q, options: n) }
+        var live = publisher.read(at: now) { Self.exactCounts(tally, sealed: totals, question: q, options: n) }
         if !countsShown {
             live.counts = [:]
             live.hidden = true
@@ -457,14 +382,23 @@ public actor PollController {
         version &+= 1
     }
 
-    private func resetPublished() {
-        publisher.reset(to: Self.exactCounts(pipeline.tally, question: question, options: options.options), at: Date())
+    func resetPublished() {
+        publisher.reset(to: Self.exactCounts(pipeline.tally, sealed: sealed[question], question: question,
+                                             options: options.options), at: Date())
     }
 
-    static func exactCounts(_ tally: Tally, question q: UInt8, options: Int) -> LiveCounts {
-        let r = tally.results(question: q)
+    /// The exact counts of a question: from the tally, or from its totals once an anonymous
+    /// question is sealed (its voters are forgotten).
+    static func exactCounts(_ tally: Tally, sealed: QuestionTotals?, question q: UInt8, options: Int) -> LiveCounts {
         var counts: [String: Int] = [:]
         for i in 0..<options { counts[Answer.choice(UInt8(i)).description] = 0 }
+        if let t = sealed {
+            for (i, n) in t.counts.enumerated() where n > 0 {
+                counts[Answer(storeValue: i)?.description ?? String(i), default: 0] += n
+            }
+            return LiveCounts(counts: counts, voters: t.voters, changes: t.changes)
+        }
+        let r = tally.results(question: q)
         for (answer, n) in r?.countTable ?? [:] { counts[answer.description] = n }
         return LiveCounts(counts: counts, voters: r?.voters ?? 0, changes: r?.changedVoters ?? 0)
     }

@@ -9,7 +9,8 @@ public struct PollResults: Codable, Sendable, Equatable {
         public var voter: String
         public var answer: String
         public var sequence: Int
-        public var address: String
+        /// The radio address the counted ballot came from; roster polls only (anonymous polls keep none).
+        public var address: String?
         /// The full-tag ballot was read back over GATT and matched.
         public var gattVerified: Bool
         /// "Name (student ID)" in roster polls.
@@ -26,9 +27,13 @@ public struct PollResults: Codable, Sendable, Equatable {
     public var changes: Int
     /// Authentic votes from devices outside the roster (roster polls only), not in the totals.
     public var unregistered: Int
-    /// Reports not counted, by reason (see PROTOCOL.md "Rejections").
+    /// Counted voters whose counted ballot was read back over GATT and matched.
+    public var gattVerified: Int
+    /// Reports not counted while this question was the current one, by reason (see PROTOCOL.md
+    /// "Rejections"); every report counts, repeats of one bad payload included.
     public var rejected: [String: Int]
-    /// One row per counted voter. Empty in anonymous exports for third parties.
+    /// One row per counted voter. In anonymous polls only while the question is open, without
+    /// addresses; a closed anonymous question has none.
     public var ballots: [BallotRow]
 }
 

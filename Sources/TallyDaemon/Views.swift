@@ -4,8 +4,12 @@ import Foundation
 import TerminalView
 
 extension PollController {
-    /// What the live view shows, derived from the tally now.
-    public func viewModel(status: String? = nil, now: Date = Date()) -> TallyViewModel {
+    /// What the join code looks like wherever it must not appear (logs, D-Bus `Status`, `--json`).
+    public static func redacted(_ code: JoinCode) -> String { "\(code.voteID)-(secret not shown)" }
+
+    /// What the live view shows, derived from the tally now. `showJoinCode` is for a screen the
+    /// instructor projects (the local live view); everything else gets the vote ID only.
+    public func viewModel(status: String? = nil, now: Date = Date(), showJoinCode: Bool = false) -> TallyViewModel {
         let r = results(ballots: false)
         let live = liveCounts(now: now)
         let answers = (0..<options.options).map { i -> TallyViewModel.Answer in
@@ -23,7 +27,8 @@ extension PollController {
         if floodAlert { alert = "flood of forged votes: rejected, honest votes still counted" }
         if let e = storageError { alert = "STORAGE ERROR, votes kept in memory: \(e)" }
         return TallyViewModel(
-            title: options.title ?? "Clicker", joinCode: joinCode.description, anonymous: options.roster == nil,
+            title: options.title ?? "Clicker",
+            joinCode: showJoinCode ? joinCode.description : Self.redacted(joinCode), anonymous: options.roster == nil,
             question: .init(number: Int(question), isOpen: isOpen, elapsed: elapsed(now: now)),
             answers: answers, countsHidden: live.hidden, voters: live.voters, votesPerSecond: votesPerSecond(now: now),
             changes: live.changes,
@@ -142,8 +147,7 @@ public enum PlainView {
         var lastVersion = -1
         var lastStatus = ContinuousClock.now
         while !Task.isCancelled {
-            var model = await controller.viewModel()
-            if redactSecret { model.joinCode = "\(controller.joinCode.voteID)-(secret not logged)" }
+            let model = await controller.viewModel(showJoinCode: !redactSecret)
             for line in formatter.eventLines(from: last, to: model) { write(line) }
             let version = await controller.version
             if version != lastVersion, ContinuousClock.now - lastStatus >= every {

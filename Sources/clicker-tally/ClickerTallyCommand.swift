@@ -17,19 +17,26 @@ struct ClickerTallyCommand: AsyncParsableCommand {
         commandName: "clicker-tally",
         abstract: "Count classroom votes from Bluetooth LE advertisements.",
         discussion: """
-            With no subcommand it runs a poll in this terminal: it picks a join code, shows it large, \
-            and counts the votes that arrive. `--simulate 300` fills the room with simulated students.
+            With no subcommand it runs a poll in this terminal: it picks a fresh join code, shows it large, \
+            and counts the votes that arrive. Every run starts a new poll; `--resume` continues the open one \
+            (if it started less than --resume-limit hours ago). `--simulate 300` fills the room with simulated students.
             """,
-        subcommands: [Run.self, Daemon.self, Watch.self, Status.self, Open.self, Close.self, Next.self, Results.self,
-                      Export.self, RosterCommand.self],
+        subcommands: [Run.self, Daemon.self, Watch.self, Status.self, New.self, Open.self, Close.self, Next.self,
+                      Results.self, Export.self, RosterCommand.self],
         defaultSubcommand: Run.self
     )
 }
 
 /// Options shared by every command that runs a poll.
 struct PollArguments: ParsableArguments {
-    @Option(help: "Join code as shown to students (VOTEID-SECRET). Default: a fresh random one, or the open poll's.")
+    @Option(help: "Join code as shown to students (VOTEID-SECRET), never used before. Default: a fresh random one.")
     var joinCode: String?
+
+    @Flag(help: "Continue the open poll (its join code, rule and votes) instead of starting a new one.")
+    var resume = false
+
+    @Option(help: ArgumentHelp("--resume refuses a poll that started more than this many hours ago.", valueName: "hours"))
+    var resumeLimit: Double = 6
 
     @Option(help: "Question to open first.")
     var question: UInt8 = 1
@@ -59,10 +66,19 @@ struct PollArguments: ParsableArguments {
             do { _ = try JoinCode(parsing: j) } catch { throw ValidationError("--join-code: \(error)") }
         }
         if roster && noStore { throw ValidationError("--roster needs the database (drop --no-store)") }
+        if resume && joinCode != nil {
+            throw ValidationError("--resume continues the open poll with its own join code: leave out --join-code")
+        }
+        if resume && noStore { throw ValidationError("--resume needs the database (drop --no-store)") }
+        guard resumeLimit > 0, resumeLimit <= 24 * 7 else { throw ValidationError("--resume-limit is above 0, up to 168 hours") }
     }
 
+    /// A new poll, or `--resume`.
+    var start: PollStart { resume ? .resume(maxAge: .seconds(Int64(resumeLimit * 3600))) : .fresh }
+
     func pollOptions(store: ClickerStore?) throws -> PollOptions {
-        let code = try joinCode.map { try JoinCode(parsing: $0) } ?? JoinCode.random()
+        // With --resume the controller takes the open poll's code instead.
+        let code = try joinCode.map { try JoinCode(parsing: $0) } ?? PollController.unusedJoinCode(store: store)
         var students: Roster?
         if roster {
             guard let store, let r = try RosterBook.load(from: store) else {
@@ -110,8 +126,7 @@ struct Run: AsyncParsableCommand {
         let options = try poll.pollOptions(store: store)
         let controller: PollController
         do {
-            controller = try PollController(options: options, store: store, resume: poll.joinCode == nil && room.simulate == nil,
-                                            logger: logger)
+            controller = try PollController(options: options, store: store, start: poll.start, logger: logger)
         } catch { throw Failure("\(error)") }
 
         let opened: OpenedCentral
@@ -128,7 +143,9 @@ struct Run: AsyncParsableCommand {
         } else if json {
             view = .none
         } else {
-            view = .plain { line in FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
+            // Lines to a file or a pipe are a log: the join secret stays out of them.
+            let write: @Sendable (String) -> Void = { line in FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
+            view = TerminalSession.isTerminal(STDOUT_FILENO) ? .plain(write) : .log(write)
         }
         let service = TallyRunService(controller: controller, central: opened.central, view: view,
                                       duration: duration.map { .milliseconds(Int64($0 * 1000)) },
@@ -201,9 +218,12 @@ struct SimulationArguments: ParsableArguments {
         guard let n = simulate, let air else { return [] }
         var rng = SplitMix64(seed: seed)
         let room = Classroom(count: n, options: options, using: &rng)
-        let code = controller.joinCode, scale = 1 / simulateSpeed
+        let scale = 1 / simulateSpeed
         logger.info("simulating \(room.students.count) students voting on the simulated air")
         let churn = simulateChurn
-        return [{ await room.run(joinCode: code, question: question, timeScale: scale, churn: churn) { _ in air.addPeripheral() } }]
+        return [{
+            let code = await controller.joinCode
+            await room.run(joinCode: code, question: question, timeScale: scale, churn: churn) { _ in air.addPeripheral() }
+        }]
     }
 }

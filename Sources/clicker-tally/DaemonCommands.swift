@@ -44,7 +44,7 @@ struct Daemon: AsyncParsableCommand {
         }
         let controller: PollController
         do {
-            controller = try PollController(options: try poll.pollOptions(store: store), store: store, resume: poll.joinCode == nil,
+            controller = try PollController(options: try poll.pollOptions(store: store), store: store, start: poll.start,
                                             logger: logger)
         } catch { throw Failure("\(error)") }
         let exports = (store.path as NSString).deletingLastPathComponent + "/exports"
@@ -54,7 +54,8 @@ struct Daemon: AsyncParsableCommand {
             connection = try await DBusConnection.connect(busArguments.target)
             api = try await TallyBusService(controller: controller, connection: connection, exportDirectory: exports)
         } catch { throw Failure("D-Bus: \(error)") }
-        logger.info("serving \(TallyBus.name); poll \(controller.joinCode.voteID) open, database \(store.path)")
+        let voteID = await controller.joinCode.voteID
+        logger.info("serving \(TallyBus.name); poll \(voteID) open, database \(store.path)")
         let opened: OpenedCentral
         do { opened = try await radio.open(room.simulate != nil ? .sim : radio.radio, seed: room.seed, logger: logger,
                                           keepTrying: true) } catch {
@@ -100,8 +101,22 @@ struct Status: AsyncParsableCommand {
         let text = try await wrap { try await remote.statusJSON() }
         if json { print(text); return }
         guard let m = try? JSONDecoder().decode(TallyViewModel.self, from: Data(text.utf8)) else { print(text); return }
-        print("join code \(m.joinCode)")
+        // The instructor's own terminal: the code is shown (never in --json).
+        print("join code \(try await wrap { try await remote.joinCode() })")
         print(PlainLineFormatter().statusLine(m))
+    }
+}
+
+struct New: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "End the daemon's poll and start a new one with a fresh join code.")
+    @OptionGroup var busArguments: BusArguments
+    @Flag(help: "Print JSON (the vote ID only, never the join code).") var json = false
+    func run() async throws {
+        let remote = try await busArguments.remote()
+        let voteID = try await wrap { try await remote.newPoll() }
+        if json { print("{\"voteID\":\(voteID)}"); return }
+        print("new poll, join code \(try await wrap { try await remote.joinCode() })")
     }
 }
 

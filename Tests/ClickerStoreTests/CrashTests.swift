@@ -42,7 +42,7 @@ final class CrashTests: XCTestCase {
         if let state = try store.resume() {
             poll = state.poll.id
         } else {
-            poll = try store.createPoll(voteID: Data([7]), joinCode: "1", joinSecret: Data([1]), mode: .roster).id
+            poll = try store.createPoll(voteID: Data([7]), joinCode: "1", mode: .roster).id
             try store.openQuestion(poll: poll, number: 1)
         }
         let out = FileHandle.standardOutput

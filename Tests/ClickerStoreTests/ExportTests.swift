@@ -8,7 +8,7 @@ final class ExportTests: XCTestCase {
     func makeStore(mode: PollMode) throws -> (ClickerStore, PollRecord, [BallotRecord]) {
         let dir = try makeTempDir(self)
         let store = try ClickerStore(path: dir + "/db.sqlite")
-        let poll = try store.createPoll(voteID: Data([0xDE, 0xAD]), joinCode: "123456", joinSecret: Data([0x42, 0x43]),
+        let poll = try store.createPoll(voteID: Data([0xDE, 0xAD]), joinCode: "123456",
                                         mode: mode, title: "Quiz, \"one\"\nline two", at: t0)
         try store.openQuestion(poll: poll.id, number: 1, at: t0)
         try store.openQuestion(poll: poll.id, number: 2, at: t0.addingTimeInterval(100))

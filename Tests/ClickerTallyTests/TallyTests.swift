@@ -65,13 +65,18 @@ final class TallyTests: XCTestCase {
         XCTAssertNil(t.results(question: 9))
     }
 
-    func testConflictingSequenceIsOrderIndependent() {
-        for order in [[0, 1], [1, 0]] {
+    /// Same sequence, different answer: the first counted ballot stands, whichever arrives first,
+    /// and the other is rejected as `conflictingSequence` (the store keeps the first one too).
+    func testConflictingSequenceKeepsTheFirstCountedBallot() {
+        for (first, second) in [(Answer.choice(2), Answer.choice(1)), (.choice(1), .choice(2))] {
             var t = Tally(voteID: 4821)
             t.open(.choice(1))
-            let bs = [ballot(1, 5, .choice(2)), ballot(1, 5, .choice(1))]
-            for i in order { _ = t.record(bs[i], from: a, at: .zero) }
-            XCTAssertEqual(t.results(question: 1)?.answers.values.first, .choice(1))
+            XCTAssertEqual(t.record(ballot(1, 5, first), from: a, at: .zero), .new)
+            XCTAssertEqual(t.record(ballot(1, 5, second), from: a, at: .zero), .rejected(.conflictingSequence))
+            XCTAssertEqual(t.record(ballot(1, 5, first), from: a, at: .zero), .repeated)
+            XCTAssertEqual(t.results(question: 1)?.answers.values.first, first)
+            XCTAssertEqual(t.results(question: 1)?.countTable[second], 0, "the conflicting answer is not shown")
+            XCTAssertEqual(t.results(question: 1)?.changedVoters, 0)
             XCTAssertEqual(t.rejections[.conflictingSequence], 1)
         }
     }

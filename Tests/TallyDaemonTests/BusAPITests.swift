@@ -49,7 +49,7 @@ final class BusAPITests: XCTestCase {
         XCTAssertEqual(results.counts["B"], 3)
         XCTAssertEqual(results.ballots.count, 3)
         let model = try await client.viewModel(status: nil)
-        XCTAssertEqual(model.joinCode, code.description)
+        XCTAssertEqual(model.joinCode, code.description, "watch fetches the code with JoinCode")
         XCTAssertEqual(model.voters, 3)
         XCTAssertEqual(model.answers.map(\.count), [0, 3, 0, 0])
 
@@ -105,6 +105,39 @@ final class BusAPITests: XCTestCase {
         let out = try run("/usr/bin/dbus-send", ["--bus=\(bus.address)", "--print-reply", "--dest=\(TallyBus.name)",
                                                  TallyBus.path.rawValue, "\(TallyBus.interface).Results", "uint32:1"])
         XCTAssertTrue(out.contains("\\\"voters\\\":3") || out.contains("\"voters\":3"), out)
+    }
+
+    /// `Status` and `Results` replies never carry the join secret; `JoinCode` (instructors only, by
+    /// the policy) is the one that does, for `watch`. `NewPoll` starts a new poll with a new code.
+    func testOnlyJoinCodeRepliesWithTheSecretAndNewPollReplacesThePoll() async throws {
+        let bus = try PrivateBus()
+        defer { bus.stop() }
+        let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: nil)
+        let server = try await DBusConnection.connect(.address(bus.address))
+        defer { server.close() }
+        _ = try await TallyBusService(controller: controller, connection: server, exportDirectory: "/tmp")
+        let client = try await RemotePoll.connect(.address(bus.address))
+        for v in UInt32(1)...3 { await controller.ingest(report(voter: v, answer: .choice(2))) }
+
+        let status = try await client.statusJSON(), results = try await client.resultsJSON()
+        for text in [status, results] {
+            for form in ["ABCDE", "abcde", "FGHJK", "fghjk", "ABCDEFGHJK", "abcdefghjk"] {
+                XCTAssertFalse(text.contains(form), "\(form) in \(text)")
+            }
+        }
+        XCTAssertTrue(status.contains("4821"), status)
+        let shown = try await client.joinCode()
+        XCTAssertEqual(shown, code.description)
+        let watched = try await client.viewModel(status: nil)
+        XCTAssertEqual(watched.joinCode, code.description, "watch shows the code on the instructor's screen")
+
+        let voteID = try await client.newPoll()
+        let newCode = try JoinCode(parsing: try await client.joinCode())
+        XCTAssertEqual(newCode.voteID, voteID)
+        XCTAssertNotEqual(newCode, code)
+        let fresh = try JSONDecoder().decode(PollResults.self, from: Data(try await client.resultsJSON().utf8))
+        XCTAssertEqual(fresh.voters, 0)
+        XCTAssertEqual(fresh.voteID, Int(voteID))
     }
 
     func testSecondDaemonCannotTakeTheName() async throws {

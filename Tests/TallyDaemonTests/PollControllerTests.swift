@@ -55,29 +55,6 @@ final class PollControllerTests: XCTestCase {
 
     // MARK: Storage
 
-    /// Every ballot results reported is still there after the controller is rebuilt from the store,
-    /// with the same counts, changes and per-voter answers.
-    func testResumeRebuildsTheSameResultsFromTheStore() async throws {
-        let path = tempDB()
-        let store = try ClickerStore(path: path, durability: .normal)
-        let first = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: store)
-        for v in UInt32(1)...30 { await first.ingest(report(voter: v, answer: .choice(UInt8(v % 4)))) }
-        for v in UInt32(1)...5 { await first.ingest(report(voter: v, answer: .choice(3), sequence: 2, at: 2)) }
-        let before = await first.results()
-        XCTAssertEqual(before.voters, 30)
-        XCTAssertEqual(before.changes, 5, "five voters sent a second ballot")
-
-        let reopened = try ClickerStore(path: path, durability: .normal)
-        let second = try PollController(options: PollOptions(joinCode: JoinCode.random(), confirmByGATT: false),
-                                        store: reopened, resume: true)
-        let after = await second.results()
-        XCTAssertEqual(second.joinCode, code, "the open poll's join code is resumed")
-        XCTAssertEqual(after.counts, before.counts)
-        XCTAssertEqual(after.voters, before.voters)
-        XCTAssertEqual(Set(after.ballots.map { "\($0.voter)=\($0.answer)/\($0.sequence)" }),
-                       Set(before.ballots.map { "\($0.voter)=\($0.answer)/\($0.sequence)" }))
-    }
-
     /// A new join code closes the stored open poll instead of mixing two polls.
     func testAnotherJoinCodeStartsAFreshPoll() async throws {
         let store = try ClickerStore(path: tempDB(), durability: .normal)

@@ -51,6 +51,16 @@ class Tally(dbus.service.Object):
         self.QuestionChanged(self.question, True)
         return self.question
 
+    @dbus.service.method("org.clicker.Tally1", in_signature="", out_signature="q")
+    def NewPoll(self):
+        self.question = 1
+        self.open = True
+        return 4821
+
+    @dbus.service.method("org.clicker.Tally1", in_signature="", out_signature="s")
+    def JoinCode(self):
+        return "4821-K7QXM-3PF9A"
+
     @dbus.service.method("org.clicker.Tally1", in_signature="", out_signature="s")
     def Status(self):
         return "question=%d open=%s" % (self.question, self.open)

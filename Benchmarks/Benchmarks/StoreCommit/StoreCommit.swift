@@ -15,7 +15,7 @@ let benchmarks: @Sendable () -> Void = {
                 let dir = FileManager.default.temporaryDirectory.appendingPathComponent("clicker-bench-\(UUID().uuidString)").path
                 defer { try? FileManager.default.removeItem(atPath: dir) }
                 let store = try ClickerStore(path: dir + "/bench.sqlite", durability: durability)
-                let poll = try store.createPoll(voteID: Data([1, 2, 3, 4]), joinCode: "123456", joinSecret: Data(count: 32), mode: .roster)
+                let poll = try store.createPoll(voteID: Data([1, 2, 3, 4]), joinCode: "123456", mode: .roster)
                 try store.openQuestion(poll: poll.id, number: 1)
                 var n: UInt64 = 0
                 func next() -> BallotRecord {

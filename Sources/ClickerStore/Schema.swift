@@ -1,0 +1,86 @@
+import Foundation
+import GRDB
+
+extension ClickerStore {
+    static var migrator: DatabaseMigrator {
+        var m = DatabaseMigrator()
+        m.registerMigration("v1") { db in
+            try db.execute(sql: """
+                CREATE TABLE poll (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    vote_id BLOB NOT NULL,
+                    join_code TEXT,
+                    join_secret BLOB,
+                    mode TEXT NOT NULL CHECK (mode IN ('anonymous', 'roster')),
+                    title TEXT,
+                    created_at REAL NOT NULL,
+                    closed_at REAL
+                );
+                CREATE TABLE question (
+                    poll_id INTEGER NOT NULL REFERENCES poll(id) ON DELETE CASCADE,
+                    number INTEGER NOT NULL CHECK (number >= 1),
+                    state TEXT NOT NULL CHECK (state IN ('open', 'closed')),
+                    opened_at REAL NOT NULL,
+                    closed_at REAL,
+                    PRIMARY KEY (poll_id, number)
+                ) WITHOUT ROWID;
+                CREATE TABLE ballot (
+                    poll_id INTEGER NOT NULL,
+                    question INTEGER NOT NULL,
+                    voter BLOB NOT NULL,
+                    sequence INTEGER NOT NULL,
+                    answer INTEGER NOT NULL,
+                    address TEXT NOT NULL,
+                    first_heard REAL NOT NULL,
+                    last_heard REAL NOT NULL,
+                    gatt_verified INTEGER NOT NULL DEFAULT 0,
+                    PRIMARY KEY (poll_id, question, voter, sequence),
+                    FOREIGN KEY (poll_id, question) REFERENCES question(poll_id, number) ON DELETE CASCADE
+                ) WITHOUT ROWID;
+                CREATE TABLE rejection (
+                    poll_id INTEGER NOT NULL REFERENCES poll(id) ON DELETE CASCADE,
+                    question INTEGER NOT NULL,
+                    reason TEXT NOT NULL,
+                    count INTEGER NOT NULL,
+                    PRIMARY KEY (poll_id, question, reason)
+                ) WITHOUT ROWID;
+                CREATE TABLE roster (
+                    student_id TEXT PRIMARY KEY,
+                    name TEXT NOT NULL,
+                    enrollment_key BLOB
+                );
+                """)
+        }
+        // v2: the join secret column was never filled (the join code column is what a resume reads);
+        // polls record their counting rule, so that the stored summary counts what the live tally
+        // counted; anonymous polls keep per-voter rows only while a question is open, then only totals.
+        m.registerMigration("v2") { db in
+            try db.execute(sql: "ALTER TABLE poll DROP COLUMN join_secret")
+            try db.alter(table: "poll") { t in
+                t.add(column: "rule", .text).notNull().defaults(to: CountingRule.latestWins.rawValue)
+            }
+            try db.create(table: QuestionTotals.databaseTableName) { t in
+                t.column("poll_id", .integer).notNull()
+                t.column("question", .integer).notNull()
+                t.column("voters", .integer).notNull()
+                t.column("changes", .integer).notNull()
+                t.column("gatt_verified", .integer).notNull()
+                t.column("counts", .text).notNull()
+                t.primaryKey(["poll_id", "question"])
+                t.foreignKey(["poll_id", "question"], references: "question", columns: ["poll_id", "number"],
+                             onDelete: .cascade)
+            }
+            // Existing anonymous polls: no addresses, and closed questions keep only their totals.
+            try db.execute(sql: "UPDATE ballot SET address = '' WHERE poll_id IN (SELECT id FROM poll WHERE mode = 'anonymous')")
+            let closed = try Row.fetchAll(db, sql: """
+                SELECT q.poll_id, q.number FROM question q JOIN poll p ON p.id = q.poll_id
+                WHERE p.mode = 'anonymous' AND q.state = 'closed'
+                """)
+            for row in closed {
+                guard let poll: Int64 = row["poll_id"], let number: Int = row["number"] else { continue }
+                try seal(db, poll: poll, number: number)
+            }
+        }
+        return m
+    }
+}

@@ -1,0 +1,77 @@
+import Foundation
+import GRDB
+
+extension ClickerStore {
+    /// Computes summaries from records (ballots in any order), by the same rule the live tally uses:
+    ///
+    /// - every stored ballot was counted when it arrived (stale, ignored and conflicting ballots are
+    ///   never stored), so taking a voter's ballots in the rule's order (ascending sequence for
+    ///   `latestWins`, descending for `firstResponseOnly`) replays the order they were counted in;
+    /// - the counted ballot is the last in that order;
+    /// - a voter "changed" when their counted answer was replaced by a different one, that is when
+    ///   their stored ballots carry more than one answer.
+    ///
+    /// A question with `totals` (a sealed anonymous question) is summarised from them alone.
+    public static func summarize(questions: [QuestionRecord], ballots: [BallotRecord], rejections: [RejectionCount],
+                                 rule: CountingRule = .latestWins, totals: [QuestionTotals] = []) -> [QuestionSummary] {
+        var byQuestion: [Int: [Data: [BallotRecord]]] = [:]
+        for b in ballots { byQuestion[b.question, default: [:]][b.voter, default: []].append(b) }
+        var sealed: [Int: QuestionTotals] = [:]
+        for t in totals { sealed[t.question] = t }
+        return questions.sorted { $0.number < $1.number }.map { q in
+            var rej: [String: Int] = [:]
+            for r in rejections where r.question == q.number { rej[r.reason, default: 0] += r.count }
+            if let t = sealed[q.number] {
+                var counts = t.counts
+                if counts.count < 4 { counts += [Int](repeating: 0, count: 4 - counts.count) }
+                return QuestionSummary(question: q, counts: counts, voters: t.voters, changes: t.changes,
+                                       gattVerified: t.gattVerified, rejections: rej)
+            }
+            let c = count(byQuestion[q.number] ?? [:], rule: rule)
+            return QuestionSummary(question: q, counts: c.counts, voters: c.voters, changes: c.changes,
+                                   gattVerified: c.gattVerified, rejections: rej)
+        }
+    }
+
+    /// Counts of one question's ballots, grouped by voter.
+    static func count(_ voters: [Data: [BallotRecord]], rule: CountingRule)
+        -> (counts: [Int], voters: Int, changes: Int, gattVerified: Int) {
+        var counts = [Int](repeating: 0, count: 4)
+        var changes = 0
+        var verified = 0
+        for (_, list) in voters {
+            let ordered = list.sorted { rule == .latestWins ? $0.sequence < $1.sequence : $0.sequence > $1.sequence }
+            if Set(ordered.map(\.answer)).count > 1 { changes += 1 }
+            // Answers are small indices for single choices; anything else is not a count column.
+            guard let current = ordered.last, (0..<256).contains(current.answer) else { continue }
+            if current.answer >= counts.count {
+                counts.append(contentsOf: [Int](repeating: 0, count: current.answer + 1 - counts.count))
+            }
+            counts[current.answer] += 1
+            if current.gattVerified { verified += 1 }
+        }
+        return (counts, voters.count, changes, verified)
+    }
+
+    /// Seals question `number` of an anonymous poll: stores its totals (`given`, else counted from
+    /// its ballots) and deletes its per-voter ballots. Runs inside the caller's transaction.
+    static func seal(_ db: Database, poll: Int64, number: Int, totals given: QuestionTotals? = nil) throws {
+        let rule = try String.fetchOne(db, sql: "SELECT rule FROM poll WHERE id = ?", arguments: [poll])
+            .flatMap(CountingRule.init(rawValue:)) ?? .latestWins
+        var byVoter: [Data: [BallotRecord]] = [:]
+        for b in try fetchBallots(db, poll: poll, question: number) { byVoter[b.voter, default: []].append(b) }
+        if try QuestionTotals.exists(db, key: ["poll_id": poll, "question": number]), byVoter.isEmpty { return }
+        var totals: QuestionTotals
+        if let given {
+            totals = given
+            totals.pollId = poll
+            totals.question = number
+        } else {
+            let c = count(byVoter, rule: rule)
+            totals = QuestionTotals(pollId: poll, question: number, voters: c.voters, changes: c.changes,
+                                    gattVerified: c.gattVerified, counts: c.counts)
+        }
+        try totals.insert(db, onConflict: .replace)
+        try db.execute(sql: "DELETE FROM ballot WHERE poll_id = ? AND question = ?", arguments: [poll, number])
+    }
+}

@@ -1,0 +1,170 @@
+import ClickerStore
+import ClickerTally
+import ClickerTransport
+import ClickerWire
+import Foundation
+
+/// Starting, resuming and replacing polls.
+extension PollController {
+    /// The per-poll state a controller starts from.
+    struct Opening {
+        var pollID: Int64?
+        var tally: Tally
+        var question: UInt8
+        var isOpen: Bool
+        var openedAt: Date
+        var closedAt: Date?
+        var confirmed: [UInt8: [VoterKey: UInt16]] = [:]
+        var committed: [UInt8: [VoterKey: UInt16]] = [:]
+        var rejected: [UInt8: [String: Int]] = [:]
+        var sealed: [UInt8: QuestionTotals] = [:]
+    }
+
+    /// A join code no poll in `store` has used (a random one; without a store any random one).
+    public static func unusedJoinCode(store: ClickerStore?) throws -> JoinCode {
+        while true {
+            let code = JoinCode.random()
+            do {
+                if try store?.poll(joinCode: code.description) == nil { return code }
+            } catch { throw PollError.storage("\(error)") }
+        }
+    }
+
+    /// The keys of a poll. Key derivation may be costly, so callers on the actor run it from a
+    /// nonisolated async context (off the actor).
+    static func keyring(_ options: PollOptions) -> PollKeyring {
+        PollKeyring(joinCode: options.joinCode, roster: options.roster?.deviceKeys ?? [])
+    }
+
+    nonisolated static func derivedKeyring(_ options: PollOptions) async -> PollKeyring { keyring(options) }
+
+    /// Creates a new poll with `options.joinCode` in `store` (refused when the code was used before),
+    /// after closing the open poll there.
+    static func fresh(options: PollOptions, store: ClickerStore?, now: Date) throws -> Opening {
+        let code = options.joinCode
+        do {
+            if let used = try store?.poll(joinCode: code.description) {
+                throw PollError.joinCodeUsed(voteID: code.voteID, poll: used.id)
+            }
+            if let open = try store?.resume() { try store?.closePoll(open.poll.id, at: now) }
+            let poll = try store?.createPoll(
+                voteID: Data([UInt8(code.voteID >> 8), UInt8(code.voteID & 0xFF)]), joinCode: code.description,
+                mode: options.roster == nil ? .anonymous : .roster, rule: CountingRule(options.policy),
+                title: options.title, at: now)
+            if let id = poll?.id { try store?.openQuestion(poll: id, number: Int(options.firstQuestion), at: now) }
+            var tally = Tally(voteID: code.voteID, policy: options.policy, rosterOnly: options.roster != nil)
+            tally.open(.choice(options.firstQuestion, options: options.options))
+            return Opening(pollID: poll?.id, tally: tally, question: options.firstQuestion, isOpen: true,
+                           openedAt: now, closedAt: nil)
+        } catch let e as PollError {
+            throw e
+        } catch {
+            throw PollError.storage("\(error)")
+        }
+    }
+
+    /// The open poll of `store`, if it may be resumed.
+    static func openPoll(store: ClickerStore?, maxAge: Duration, now: Date) throws -> ResumeState {
+        guard let store else { throw PollError.resumeNeedsStore }
+        let state: ResumeState?
+        do { state = try store.resume() } catch { throw PollError.storage("\(error)") }
+        guard let s = state else { throw PollError.nothingToResume }
+        let age = now.timeIntervalSince(s.poll.createdAt)
+        guard age <= Double(maxAge.components.seconds) else {
+            throw PollError.pollTooOld(age: .seconds(Int64(age)), limit: maxAge)
+        }
+        return s
+    }
+
+    /// Rebuilds the tally of a stored poll: ballots are replayed in the order they were counted in
+    /// (see `ClickerStore.summarize`), closed anonymous questions come back as totals only.
+    static func resumed(_ s: ResumeState, options: PollOptions) -> Opening {
+        var tally = Tally(voteID: options.joinCode.voteID, policy: options.policy, rosterOnly: options.roster != nil)
+        let current = s.questions.last
+        let question = UInt8(clamping: current?.number ?? Int(options.firstQuestion))
+        for q in s.questions { tally.open(.choice(UInt8(clamping: q.number), options: options.options)) }
+        if s.questions.isEmpty { tally.open(.choice(question, options: options.options)) }
+        var o = Opening(tally: tally, question: question, isOpen: current.map { $0.state == .open } ?? true,
+                        openedAt: current?.openedAt ?? Date(), closedAt: current?.closedAt)
+        o.pollID = s.poll.id
+        replay(s.ballots, into: &o)
+        for q in s.questions where q.state == .closed { o.tally.close(question: UInt8(clamping: q.number)) }
+        for t in s.totals { if let q = UInt8(exactly: t.question) { o.sealed[q] = t } }
+        for r in s.rejections {
+            guard let q = UInt8(exactly: r.question) else { continue }
+            o.rejected[q, default: [:]][r.reason, default: 0] += r.count
+        }
+        return o
+    }
+
+    /// Replays stored ballots: ascending sequence for latest-wins, descending for first-response-only.
+    static func replay(_ ballots: [BallotRecord], into o: inout Opening) {
+        let latest = o.tally.policy == .latestWins
+        let ordered = ballots.sorted { a, b in
+            if a.question != b.question { return a.question < b.question }
+            if a.voter != b.voter { return a.voter.lexicographicallyPrecedes(b.voter) }
+            return latest ? a.sequence < b.sequence : a.sequence > b.sequence
+        }
+        for b in ordered {
+            guard let key = VoterKey(storeBytes: b.voter), let answer = Answer(storeValue: b.answer),
+                  let seq = UInt16(exactly: b.sequence), let q = UInt8(exactly: b.question) else { continue }
+            let ballot = Ballot(mode: key.mode, voteID: o.tally.voteID, question: q, voterID: key.voterID,
+                                sequence: seq, answer: answer)
+            _ = o.tally.record(ballot, from: DeviceAddress(b.address) ?? DeviceAddress(rawValue: 0), at: .zero)
+            if b.gattVerified { o.confirmed[q, default: [:]][key] = max(o.confirmed[q]?[key] ?? 0, seq) }
+            if let counted = o.tally.question(q)?.voters[key]?.sequence { o.committed[q, default: [:]][key] = counted }
+        }
+    }
+
+    /// Ends the current poll (committed and closed in the database; an anonymous poll keeps only
+    /// totals) and starts a new one with a fresh join code, or `joinCode` if given and never used.
+    /// Returns the new poll's vote ID.
+    @discardableResult
+    public func newPoll(joinCode requested: JoinCode? = nil) async throws -> UInt16 {
+        var next = options
+        next.joinCode = try requested ?? Self.unusedJoinCode(store: store)
+        let keyring = await Self.derivedKeyring(next)
+        flush()
+        if !unsaved.isEmpty {
+            throw PollError.storage("the current poll has votes not yet saved (\(storageError ?? "database error")); "
+                                    + "a new poll starts once they are")
+        }
+        let opening = try Self.fresh(options: next, store: store, now: Date())
+        options = next
+        joinCode = next.joinCode
+        pipeline = IngestPipeline(keyring: keyring, tally: opening.tally, policy: pipeline.policy)
+        pollID = opening.pollID
+        question = opening.question
+        isOpen = true
+        openedAt = opening.openedAt
+        closedAt = nil
+        confirmed = [:]
+        committed = [:]
+        rejected = [:]
+        sealed = [:]
+        unsaved = []
+        pendingRejections = [:]
+        resetPublished()
+        version &+= 1
+        logger.info("new poll \(pollID.map(String.init) ?? "-") (vote \(next.joinCode.voteID))")
+        return next.joinCode.voteID
+    }
+}
+
+extension CountingRule {
+    init(_ policy: ChangePolicy) {
+        switch policy {
+        case .latestWins: self = .latestWins
+        case .firstResponseOnly: self = .firstResponseOnly
+        }
+    }
+}
+
+extension ChangePolicy {
+    init(_ rule: CountingRule) {
+        switch rule {
+        case .latestWins: self = .latestWins
+        case .firstResponseOnly: self = .firstResponseOnly
+        }
+    }
+}

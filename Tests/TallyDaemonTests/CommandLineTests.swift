@@ -1,0 +1,62 @@
+import ClickerStore
+import Foundation
+import XCTest
+
+/// The built `clicker-tally` binary: which poll a run starts. (The controller's rules are tested in
+/// PollLifecycleTests; this checks that the command line asks for them.)
+final class CommandLineTests: XCTestCase {
+    struct Run {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
+
+    func clickerTally(_ args: [String], runtime: String) throws -> Run {
+        let bin = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+            .appendingPathComponent("clicker-tally").path
+        guard FileManager.default.isExecutableFile(atPath: bin) else {
+            throw XCTSkip("\(bin) not built (swift build --build-tests builds it)")
+        }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: bin)
+        p.arguments = args
+        p.environment = ["XDG_RUNTIME_DIR": runtime, "PATH": "/usr/bin:/bin"]
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        p.standardInput = FileHandle.nullDevice
+        try p.run()
+        let o = out.fileHandleForReading.readDataToEndOfFile(), e = err.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return Run(status: p.terminationStatus, stdout: String(decoding: o, as: UTF8.self),
+                   stderr: String(decoding: e, as: UTF8.self))
+    }
+
+    func testEachRunIsANewPollAndResumeIsExplicit() throws {
+        let dir = NSTemporaryDirectory() + "clicker-cli-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: dir) }
+        let db = dir + "/clicker.sqlite"
+        let base = ["--radio", "sim", "--no-gatt-confirm", "--duration", "0.2", "--json", "--db", db]
+
+        for _ in 0..<2 { XCTAssertEqual(try clickerTally(base, runtime: dir).status, 0) }
+        var polls = try ClickerStore(path: db).polls()
+        XCTAssertEqual(polls.count, 2, "every run starts a poll")
+        XCTAssertNotNil(polls[0].closedAt, "and closes the one before")
+        XCTAssertNotEqual(polls[0].joinCode, polls[1].joinCode)
+
+        let resumed = try clickerTally(base + ["--resume"], runtime: dir)
+        XCTAssertEqual(resumed.status, 0, resumed.stderr)
+        polls = try ClickerStore(path: db).polls()
+        XCTAssertEqual(polls.count, 2, "--resume continues the open poll")
+        let parts = try XCTUnwrap(polls[1].joinCode).split(separator: "-").map(String.init)
+        XCTAssertEqual(parts.count, 3)
+        XCTAssertTrue(resumed.stdout.contains("\"voteID\":\(parts[0])"), resumed.stdout)
+        XCTAssertFalse(resumed.stdout.contains(parts[1]) || resumed.stdout.contains(parts[2]), "no join secret in --json")
+
+        let reused = try clickerTally(base + ["--join-code", try XCTUnwrap(polls[0].joinCode)], runtime: dir)
+        XCTAssertEqual(reused.status, 1)
+        XCTAssertTrue(reused.stderr.contains("was already used by poll 1"), reused.stderr)
+        XCTAssertEqual(try ClickerStore(path: db).polls().count, 2)
+    }
+}
