@@ -80,10 +80,11 @@ public struct Classroom: Sendable {
                     makeRadio: @Sendable @escaping (Int) -> any PeripheralTransport) async {
         let churn = votesPerSecond.flatMap { Churn(votesPerSecond: $0, students: students.count) }
         let options = options
+        let secret = PollSecret(deriving: joinCode)  // scrypt once for the whole room
         await withTaskGroup(of: Void.self) { group in
             for (i, s) in students.enumerated() {
                 group.addTask {
-                    let session = VoterSession(joinCode: joinCode, question: question, identity: DeviceKey.generate(),
+                    let session = VoterSession(secret: secret, question: question, identity: DeviceKey.generate(),
                                                transport: makeRadio(i), state: nil,
                                                logger: Logger(label: "clicker.classroom", factory: { _ in SwiftLogNoOpLogHandler() }))
                     do {
