@@ -88,6 +88,17 @@ final class VoterTests: XCTestCase {
         XCTAssertNotEqual(again.anonymousVoterID(in: pollSecret(other)), b1.voterID)
     }
 
+    /// The device-key file is exactly one line with one newline (PROTOCOL.md §5).
+    func testDeviceKeyFileIsOneLine() throws {
+        let state = tempState()
+        let key = try DeviceIdentity.loadOrCreate(in: state)
+        let text = String(decoding: try XCTUnwrap(state.read("device-key")), as: UTF8.self)
+        XCTAssertEqual(text, key.encoded)
+        XCTAssertEqual(text.filter { $0 == "\n" }.count, 1)
+        XCTAssertTrue(text.hasSuffix("\n"))
+        XCTAssertEqual(try DeviceIdentity.loadOrCreate(in: state), key)
+    }
+
     func testStateFilesAreOwnerOnly() throws {
         let state = tempState()
         _ = try DeviceIdentity.loadOrCreate(in: state)
