@@ -34,7 +34,8 @@ final class RosterTests: XCTestCase {
         XCTAssertEqual(error("name,student_id,enrollment_code\nA,1\n"), RosterError(line: 2, problem: .wrongFieldCount(2)))
         XCTAssertEqual(error("A,1,\(k[0].enrollmentCode)\n,2,\(k[1].enrollmentCode)"), RosterError(line: 2, problem: .emptyName))
         XCTAssertEqual(error("A,,\(k[0].enrollmentCode)"), RosterError(line: 1, problem: .emptyStudentID))
-        XCTAssertEqual(error("A,1,CE1-XYZ"), RosterError(line: 1, problem: .badEnrollmentCode(.wrongLength(3))))
+        XCTAssertEqual(error("A,1,CE2-XYZ"), RosterError(line: 1, problem: .badEnrollmentCode(.wrongLength(3))))
+        XCTAssertEqual(error("A,1,CE1-XYZ"), RosterError(line: 1, problem: .badEnrollmentCode(.versionOne)))
         XCTAssertEqual(error("A,1,\(k[0].enrollmentCode)\n\nB,1,\(k[1].enrollmentCode)"),
                        RosterError(line: 3, problem: .duplicateStudentID("1", firstSeenAt: 1)))
         XCTAssertEqual(error("A,1,\(k[0].enrollmentCode)\nB,2,\(k[0].enrollmentCode)"),

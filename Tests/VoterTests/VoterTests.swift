@@ -157,9 +157,9 @@ final class VoterTests: XCTestCase {
         var rng = SplitMix64(seed: 9)
         let room = Classroom(count: 4, abstainRate: 0, using: &rng)
         let counter = AdvertCounter()
-        let code = self.code
+        let secret = pollSecret(self.code)
         let task = Task {
-            await room.run(joinCode: code, question: 1, timeScale: 0.0001, churn: 20) { _ in CountingPeripheral(counter: counter) }
+            await room.run(secret: secret, question: 1, timeScale: 0.0001, churn: 20) { _ in CountingPeripheral(counter: counter) }
         }
         try await Task.sleep(for: .seconds(1))
         task.cancel()
