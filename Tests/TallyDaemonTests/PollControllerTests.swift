@@ -77,7 +77,7 @@ final class PollControllerTests: XCTestCase {
         await controller.ingest(report(voter: 1, answer: .choice(0), code: wrongSecret))
         await controller.ingest(report(voter: 2, answer: .choice(0), code: otherPoll))
         await controller.ingest(AdvertisementReport(address: DeviceAddress(rawValue: 9), rssi: nil, companyID: 0xFFFF,
-                                                    data: [0xCB, 0x10, 2], timestamp: .zero))
+                                                    data: [0xCB, 0x20, 2], timestamp: .zero))
         await controller.ingest(report(voter: 3, answer: .choice(2)))
         let r = await controller.results()
         XCTAssertEqual(r.voters, 1)
