@@ -30,7 +30,7 @@ struct Cast: AsyncParsableCommand {
     @Argument(help: "The join code on the instructor's screen, e.g. 4821-ABCDE-FGHJK.")
     var joinCode: String
 
-    @Argument(help: "Your answer: A-H, true/false, or a multi-select like A+C.")
+    @Argument(help: "Your answer: A-H, true/false, a multi-select like A+C, a ranking like C>A>B, or a number.")
     var answer: String
 
     @Option(help: "Question number.")
