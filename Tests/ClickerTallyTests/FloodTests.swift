@@ -100,7 +100,7 @@ final class FloodTests: XCTestCase {
         policy.untrustedPerSecond = 20_000
         policy.untrustedBurst = 20_000
         policy.admissionSeed = 7
-        var p = IngestPipeline(joinCode: poll.code, policy: policy)
+        var p = IngestPipeline(secret: pollSecret(poll.code), policy: policy)
         p.tally.open(.choice(1))
         var rng = SplitMix64(seed: 34)
         let template = poll.report(voter: 0xDEAD_BEEF, answer: .choice(0))
