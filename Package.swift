@@ -63,7 +63,8 @@ let package = Package(
         .systemLibrary(name: "CBluetooth", pkgConfig: "bluez", providers: [.apt(["libbluetooth-dev"])]),
 
         // Pure core: no I/O
-        .target(name: "ClickerWire", dependencies: ["ClickerTransport", .product(name: "Crypto", package: "swift-crypto")]),
+        .target(name: "ClickerWire", dependencies: ["ClickerTransport", .product(name: "Crypto", package: "swift-crypto"),
+                                              .product(name: "_CryptoExtras", package: "swift-crypto")]),
         .target(name: "ClickerTally", dependencies: ["ClickerWire", "ClickerTransport"]),
         .target(name: "ClickerTransport"),
 

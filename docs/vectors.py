@@ -1,15 +1,108 @@
 #!/usr/bin/env python3
-"""Independent reference implementation of docs/PROTOCOL.md, written from the spec (standard
-library only). Prints the ```vector blocks of PROTOCOL.md §8; with --check, verifies that every
-block in PROTOCOL.md matches what this implementation computes; with --room N, prints sealed ballots
-of N voters for load generators. The Swift tests check the same
-blocks against ClickerWire, so the document, this script and the Swift code cannot drift apart."""
-import hashlib, hmac, re, sys
+"""Independent reference implementation of docs/PROTOCOL.md (version 2), written from the spec with
+the Python standard library only (hashlib.scrypt, hmac, and the small RFC 8032 Ed25519 below).
+
+  vectors.py                 prints the ```vector blocks of PROTOCOL.md §9
+  vectors.py --check [DOC]   recomputes every block of DOC (default docs/PROTOCOL.md) and checks that
+                             docs/vectors.json is exactly what --write-json makes of DOC
+  vectors.py --write-json [DOC]  writes docs/vectors.json (the conformance kit) from DOC's blocks
+  vectors.py --room N [JOIN-CODE [QUESTION]]  sealed ballots of N anonymous voters for load
+                             generators: "ADDRESS ADVERTISEMENT-HEX" per line
+
+The Swift tests check the same blocks and the JSON against ClickerWire, so the document, this
+script, the JSON file and the Swift code cannot drift apart."""
+import hashlib, hmac, json, os, re, sys
 
 ALPHA = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-SALT = b"clicker-v1"
-FACT = [5040, 720, 120, 24, 6, 2, 1, 1]
+LOOKALIKE = {"O": "0", "I": "1", "L": "1"}
+SALT = b"clicker-v2"
 
+# ---------------------------------------------------------------- Ed25519 (RFC 8032, §5.1)
+P = 2 ** 255 - 19
+Q = 2 ** 252 + 27742317777372353535851937790883648493
+D = -121665 * pow(121666, P - 2, P) % P
+I2 = pow(2, (P - 1) // 4, P)
+
+def _xrecover(y, sign):
+    x2 = (y * y - 1) * pow(D * y * y + 1, P - 2, P) % P
+    x = pow(x2, (P + 3) // 8, P)
+    if (x * x - x2) % P:
+        x = x * I2 % P
+    if (x * x - x2) % P:
+        return None
+    if x & 1 != sign:
+        x = P - x
+    return x
+
+_GY = 4 * pow(5, P - 2, P) % P
+_G = (_xrecover(_GY, 0), _GY, 1, _xrecover(_GY, 0) * _GY % P)
+
+def _add(a, b):
+    x1, y1, z1, t1 = a; x2, y2, z2, t2 = b
+    A = (y1 - x1) * (y2 - x2) % P; B = (y1 + x1) * (y2 + x2) % P
+    C = 2 * t1 * t2 * D % P; Dd = 2 * z1 * z2 % P
+    E, F, G, H = B - A, Dd - C, Dd + C, B + A
+    return (E * F % P, G * H % P, F * G % P, E * H % P)
+
+def _mul(s, p):
+    q = (0, 1, 1, 0)
+    while s:
+        if s & 1:
+            q = _add(q, p)
+        p = _add(p, p)
+        s >>= 1
+    return q
+
+def _encode(p):
+    x, y, z, _ = p
+    zi = pow(z, P - 2, P)
+    x, y = x * zi % P, y * zi % P
+    return (y | (x & 1) << 255).to_bytes(32, "little")
+
+def _decode(b):
+    if len(b) != 32:
+        return None
+    v = int.from_bytes(b, "little")
+    y, sign = v & ((1 << 255) - 1), v >> 255
+    if y >= P:
+        return None
+    x = _xrecover(y, sign)
+    if x is None or (x == 0 and sign):
+        return None
+    return (x, y, 1, x * y % P)
+
+def _h(m):
+    return int.from_bytes(hashlib.sha512(m).digest(), "little")
+
+def _expand(seed):
+    h = hashlib.sha512(seed).digest()
+    a = int.from_bytes(h[:32], "little")
+    a &= (1 << 254) - 8
+    a |= 1 << 254
+    return a, h[32:]
+
+def ed25519_public(seed):
+    return _encode(_mul(_expand(seed)[0], _G))
+
+def ed25519_sign(seed, msg):
+    a, prefix = _expand(seed)
+    pk = _encode(_mul(a, _G))
+    r = _h(prefix + msg) % Q
+    R = _encode(_mul(r, _G))
+    s = (r + _h(R + pk + msg) * a) % Q
+    return R + s.to_bytes(32, "little")
+
+def ed25519_verify(pk, msg, sig):
+    A, R = _decode(pk), _decode(sig[:32]) if len(sig) == 64 else None
+    if A is None or R is None:
+        return False
+    s = int.from_bytes(sig[32:], "little")
+    if s >= Q:
+        return False
+    k = _h(sig[:32] + pk + msg) % Q
+    return _encode(_mul(s, _G)) == _encode(_add(R, _mul(k, A)))
+
+# ---------------------------------------------------------------- keys (§2, §3, §5)
 def hkdf(ikm, info, n=64):
     prk = hmac.new(SALT, ikm, hashlib.sha256).digest()
     out, t, i = b"", b"", 1
@@ -18,141 +111,370 @@ def hkdf(ikm, info, n=64):
         out += t; i += 1
     return out[:n]
 
+def mac(key, msg):
+    return hmac.new(key, msg, hashlib.sha256).digest()
+
+def be16(v):
+    return v.to_bytes(2, "big")
+
 def parse_join(code):
-    vid, a, b = code.split("-")
-    v = 0
-    for ch in (a + b).upper():
-        v = v << 5 | ALPHA.index(ch)
-    return int(vid), (a + b).upper()
+    """(vote ID, canonical secret text) of a join code; look-alikes O/I/L read as 0/1/1."""
+    vid, a, b = code.strip().split("-")
+    text = "".join(LOOKALIKE.get(c, c) for c in (a + b).upper())
+    assert len(a) == len(b) == 5 and all(c in ALPHA for c in text) and 0 < int(vid) < 65536
+    return int(vid), text
+
+def canonical_join(code):
+    vid, text = parse_join(code)
+    return f"{vid}-{text[:5]}-{text[5:]}"
+
+_SECRETS = {}
+def poll_secret(code):
+    vid, text = parse_join(code)
+    if (vid, text) not in _SECRETS:
+        _SECRETS[(vid, text)] = hashlib.scrypt(text.encode("ascii"), salt=SALT + be16(vid), n=32768, r=8, p=1,
+                                               maxmem=64 * 1024 * 1024, dklen=32)
+    return _SECRETS[(vid, text)]
+
+def roster_key(dev):
+    return mac(dev, b"clicker-v2 roster-key")
+
+def anon_key(dev):
+    return mac(dev, b"clicker-v2 anon-key")
 
 def poll_km(code):
-    vid, sec = parse_join(code)
-    return hkdf(sec.encode(), b"poll" + vid.to_bytes(2, "big"))
+    vid, _ = parse_join(code)
+    return hkdf(poll_secret(code), b"poll" + be16(vid))
 
-def roster_km(devkey, code):
-    vid, sec = parse_join(code)
-    return hkdf(devkey + sec.encode(), b"roster" + vid.to_bytes(2, "big"))
+def roster_km(rkey, code):
+    vid, _ = parse_join(code)
+    return hkdf(rkey + poll_secret(code), b"roster" + be16(vid))
 
-def voter_id(devkey, label, code):
-    vid, sec = parse_join(code)
-    return int.from_bytes(hmac.new(devkey, label + vid.to_bytes(2, "big") + sec.encode(), hashlib.sha256).digest()[:4], "big")
+def roster_voter_id(rkey, code):
+    vid, _ = parse_join(code)
+    return int.from_bytes(mac(rkey, b"roster-id" + be16(vid) + poll_secret(code))[:4], "big")
+
+def signing_seed(dev, mode, code):
+    vid, _ = parse_join(code)
+    return mac(anon_key(dev), b"sign" + bytes([mode]) + be16(vid) + poll_secret(code))
+
+def anon_voter_id(pk):
+    return int.from_bytes(hashlib.sha256(b"clicker-v2 voter-id" + pk).digest()[:4], "big")
 
 def b32(data):
     bits = "".join(f"{x:08b}" for x in data)
     bits += "0" * (-len(bits) % 5)
     return "".join(ALPHA[int(bits[i:i + 5], 2)] for i in range(0, len(bits), 5))
 
-def enrollment(devkey):
-    s = b32(devkey + hashlib.sha256(b"clicker-enroll" + devkey).digest()[:3])
-    return "CE1-" + "-".join(s[i:i + 8] for i in range(0, len(s), 8))
+def enrollment(rkey):
+    s = b32(rkey + hashlib.sha256(b"clicker-enroll" + rkey).digest()[:3])
+    return "CE2-" + "-".join(s[i:i + 8] for i in range(0, len(s), 8))
 
-def lehmer(order):
-    full = list(order) + list(range(len(order), 8))
-    return sum(sum(1 for j in range(i + 1, 8) if full[j] < full[i]) * FACT[i] for i in range(8))
+def parse_enrollment(text):
+    """The roster key of an enrollment code, or the reason it is refused."""
+    t = "".join(c for c in text.strip().upper() if c not in "- ")
+    if t.startswith("CE1"):
+        return "versionOne"
+    if not t.startswith("CE2"):
+        return "notAnEnrollmentCode"
+    body = "".join(LOOKALIKE.get(c, c) for c in t[3:])
+    if len(body) != 56 or any(c not in ALPHA for c in body):
+        return "badCode"
+    v = 0
+    for c in body:
+        v = v << 5 | ALPHA.index(c)
+    raw = v.to_bytes(35, "big")          # 56 characters are exactly 280 bits: no padding
+    if hashlib.sha256(b"clicker-enroll" + raw[:32]).digest()[:3] != raw[32:]:
+        return "checksumMismatch"
+    return raw[:32]
+
+# ---------------------------------------------------------------- answers (§4)
+def arrangements(k):
+    n = 1
+    for i in range(k):
+        n *= 8 - i
+    return n
 
 def answer_bytes(text):
     t = text.strip()
     if t in ("true", "false"):
         return bytes([2, 0, 1 if t == "true" else 0])
+    if re.fullmatch(r"-?[0-9]+", t):
+        return bytes([5]) + (int(t) & 0xFFFF).to_bytes(2, "big")
     if ">" in t:
-        c = lehmer([ord(x) - 65 for x in t.split(">")])
-        return bytes([4, c >> 8, c & 255])
+        order = [ord(x) - 65 for x in t.rstrip(">").split(">")]
+        rest, code = list(range(8)), 0
+        for i, o in enumerate(order):
+            code = code * (8 - i) + rest.index(o)
+            rest.remove(o)
+        return bytes([0x40 + len(order)]) + code.to_bytes(2, "big")
     if "+" in t:
         m = 0
-        for x in t.split("+"):
+        for x in t.rstrip("+").split("+"):
             m |= 1 << (ord(x) - 65)
         return bytes([3, 0, m])
     return bytes([1, 0, ord(t) - 65])
 
-def seal(km, mode, vid, q, voter, seq, ans):
-    enc, mac = km[:32], km[32:]
-    hdr = bytes([0xCB, 0x10 | mode]) + vid.to_bytes(2, "big") + bytes([q]) + voter.to_bytes(4, "big") + seq.to_bytes(2, "big")
-    ks = hmac.new(enc, hdr, hashlib.sha256).digest()
-    body = hdr + bytes(a ^ k for a, k in zip(ans, ks))
-    tag = hmac.new(mac, body, hashlib.sha256).digest()
-    return body + tag[:8], body + tag
+def answer_text(b):
+    """The printed form of 3 plaintext bytes, or None when they are malformed."""
+    k, v = b[0], b[1] << 8 | b[2]
+    if k == 1 and v < 8:
+        return chr(65 + v)
+    if k == 2 and v < 2:
+        return "true" if v else "false"
+    if k == 3 and 0 < v < 256:
+        letters = [chr(65 + i) for i in range(8) if v >> i & 1]
+        return letters[0] + "+" if len(letters) == 1 else "+".join(letters)
+    if k == 5:
+        return str(v - 65536 if v >= 32768 else v)
+    if 0x41 <= k <= 0x48 and v < arrangements(k - 0x40):
+        n, digits = k - 0x40, []
+        for i in reversed(range(n)):
+            digits.insert(0, v % (8 - i)); v //= 8 - i
+        rest = list(range(8))
+        order = [chr(65 + rest.pop(d)) for d in digits]
+        return order[0] + ">" if n == 1 else ">".join(order)
+    return None
 
-DEV = bytes(range(0x20, 0x40))      # a fixed device key for the vectors
+# ---------------------------------------------------------------- ballots (§1, §6, §7)
+CONTEXT = b"clicker-v2 ballot"
+
+def seal(km, mode, vid, q, voter, seq, ans):
+    """(22-byte advertisement, 46-byte full ballot); synthetic IV."""
+    enc, tkey = km[:32], km[32:]
+    hdr = bytes([0xCB, 0x20 | mode]) + be16(vid) + bytes([q]) + voter.to_bytes(4, "big") + be16(seq)
+    tag = mac(tkey, hdr + ans)
+    ks = mac(enc, hdr + tag[:8])
+    full = hdr + bytes(a ^ k for a, k in zip(ans, ks)) + tag
+    return full[:22], full
+
+def sign_gatt(full, seed):
+    return full + ed25519_public(seed) + ed25519_sign(seed, CONTEXT + full)
+
+def decode(payload, code, roster=(), gatt=False):
+    """Decodes like the tally (§8): ('ok', answer text) or ('reject', reason)."""
+    vid, _ = parse_join(code)
+    n = 142 if gatt else 22
+    p = payload
+    if len(p) < 1 or p[0] != 0xCB: return "notOurs"
+    if len(p) < 2: return "truncated"
+    if p[1] >> 4 != 2: return "unknownVersion"
+    mode = p[1] & 15
+    if mode not in (0, 1): return "unknownMode"
+    if len(p) < n: return "truncated"
+    if len(p) > n: return "trailingBytes"
+    if int.from_bytes(p[2:4], "big") != vid: return "otherVoteID"
+    if int.from_bytes(p[9:11], "big") == 0: return "badSequence"
+    voter = int.from_bytes(p[5:9], "big")
+    if mode == 0:
+        km = poll_km(code)
+    else:
+        keys = {roster_voter_id(r, code): r for r in roster}
+        if voter not in keys: return "unknownVoter"
+        km = roster_km(keys[voter], code)
+    tlen = 32 if gatt else 8
+    ks = mac(km[:32], p[:11] + p[14:22])
+    plain = bytes(a ^ k for a, k in zip(p[11:14], ks))
+    if not hmac.compare_digest(mac(km[32:], p[:11] + plain)[:tlen], p[14:14 + tlen]): return "badTag"
+    text = answer_text(plain)
+    if text is None: return "malformedAnswer"
+    if gatt:
+        pk, sig = p[46:78], p[78:142]
+        if mode == 0 and anon_voter_id(pk) != voter: return "badSignature"
+        if not ed25519_verify(pk, CONTEXT + p[:46], sig): return "badSignature"
+    return ("ok", text)
+
+DEV = bytes(range(0x20, 0x40))      # the device key of the vectors
 DEV2 = bytes.fromhex("9f" * 32)
 CODE = "4821-K7QXM-3PF9A"
 
-def ballot_vector(name, code, mode, q, seq, ans, devkey=DEV, voter=None):
-    vid, _ = parse_join(code)
+def ballot_vector(name, code, mode, q, seq, ans, dev=DEV):
+    vid, text = parse_join(code)
+    seed = signing_seed(dev, mode, code)
+    pk = ed25519_public(seed)
+    rkey = roster_key(dev)
     if mode == 0:
-        km = poll_km(code)
-        if voter is None:
-            voter = voter_id(devkey, b"anon-id", code)
+        km, voter = poll_km(code), anon_voter_id(pk)
     else:
-        km = roster_km(devkey, code)
-        voter = voter_id(devkey, b"roster-id", code)
+        km, voter = roster_km(rkey, code), roster_voter_id(rkey, code)
     ab = answer_bytes(ans)
-    adv, gatt = seal(km, mode, vid, q, voter, seq, ab)
-    lines = [f"name: {name}", f"join-code: {code}", f"mode: {'anonymous' if mode == 0 else 'roster'}"]
-    lines.append(f"device-key: {devkey.hex()}")
-    lines += [f"question: {q}", f"voter-id: {voter:08x}", f"sequence: {seq}", f"answer: {ans}",
+    adv, full = seal(km, mode, vid, q, voter, seq, ab)
+    gatt = sign_gatt(full, seed)
+    lines = [f"name: {name}", "type: ballot", f"join-code: {code}", f"secret-text: {text}",
+             f"poll-secret: {poll_secret(code).hex()}", f"mode: {'anonymous' if mode == 0 else 'roster'}",
+             f"device-key: {dev.hex()}"]
+    if mode == 1:
+        lines += [f"roster-key: {rkey.hex()}", f"enrollment-code: {enrollment(rkey)}"]
+    lines += [f"signing-seed: {seed.hex()}", f"public-key: {pk.hex()}",
+              f"question: {q}", f"voter-id: {voter:08x}", f"sequence: {seq}", f"answer: {ans}",
               f"answer-bytes: {ab.hex()}", f"key-material: {km.hex()}",
-              f"advertisement: {adv.hex()}", f"gatt: {gatt.hex()}"]
-    return lines, adv, gatt
+              f"advertisement: {adv.hex()}", f"full-ballot: {full.hex()}", f"gatt: {gatt.hex()}"]
+    return lines, adv, full, gatt, seed
 
-def reject_vector(name, code, payload, expect, kind="advertisement"):
-    return [f"name: {name}", f"join-code: {code}", f"{kind}: {payload.hex()}", f"expect: {expect}"]
+def reject_vector(name, code, payload, expect, kind="advertisement", why=None, roster=None):
+    lines = [f"name: {name}", "type: rejection", f"join-code: {code}"]
+    if roster:
+        lines.append(f"roster: {enrollment(roster)}")
+    lines += [f"{kind}: {payload.hex()}", f"expect: {expect}"]
+    if why:
+        lines.append(f"why: {why}")
+    return lines
 
 def all_vectors():
     out = []
-    v, adv, gatt = ballot_vector("anonymous-choice-B", CODE, 0, 1, 1, "B"); out.append(v)
-    out.append(ballot_vector("anonymous-changed-to-D", CODE, 0, 1, 2, "D")[0])
-    out.append(ballot_vector("anonymous-question-2-true", CODE, 0, 2, 3, "true")[0])
-    out.append(ballot_vector("anonymous-multi-select", CODE, 0, 3, 4, "A+C+H")[0])
-    out.append(ballot_vector("anonymous-ranking", CODE, 0, 4, 5, "C>A>B")[0])
-    out.append(ballot_vector("other-poll-choice-A", "1234-00000-00001", 0, 1, 1, "A", devkey=DEV2)[0])
-    rv, radv, _ = ballot_vector("roster-choice-C", CODE, 1, 1, 1, "C")
-    rv.insert(4, f"enrollment-code: {enrollment(DEV)}")
-    out.append(rv)
-    # Rejections
+    b = {}
+    # Ballots: one voter through one poll; the sequence runs per poll (§1): every new ballot takes the next number.
+    for name, q, seq, ans in [("anonymous-choice-B", 1, 1, "B"), ("anonymous-changed-to-D", 1, 2, "D"),
+                              ("anonymous-question-2-true", 2, 3, "true"), ("anonymous-multi-select", 3, 4, "A+C+H"),
+                              ("anonymous-multi-select-one", 3, 5, "D+"), ("anonymous-ranking-full", 4, 6, "H>G>F>E>D>C>B>A"),
+                              ("anonymous-ranking-partial", 4, 7, "C>A>B"), ("anonymous-ranking-one", 4, 8, "C>"),
+                              ("anonymous-numeric", 5, 9, "42"), ("anonymous-numeric-negative", 5, 10, "-3")]:
+        v = ballot_vector(name, CODE, 0, q, seq, ans); out.append(v[0]); b[name] = v
+    v = ballot_vector("other-poll-choice-A", "1234-00000-00001", 0, 1, 1, "A", dev=DEV2); out.append(v[0])
+    v = ballot_vector("roster-choice-C", CODE, 1, 1, 1, "C"); out.append(v[0]); b["roster"] = v
+    # Join codes: look-alikes, case and surrounding space read as the canonical code (§2).
+    out.append(["name: join-code-look-alikes", "type: join-code", "input: 4821-k7qxm-3pf9a",
+                f"join-code: {canonical_join('4821-k7qxm-3pf9a')}", f"secret-text: {parse_join(CODE)[1]}",
+                f"poll-secret: {poll_secret(CODE).hex()}"])
+    out.append(["name: join-code-o-i-l", "type: join-code", "input: 1-OOOOO-IiLlo",
+                f"join-code: {canonical_join('1-OOOOO-IiLlo')}", f"secret-text: {parse_join('1-OOOOO-IiLlo')[1]}",
+                f"poll-secret: {poll_secret('1-OOOOO-IiLlo').hex()}"])
+    # Enrollment codes: prefix forms (§5).
+    rkey = roster_key(DEV)
+    code = enrollment(rkey)
+    body = code[4:]
+    forms = [("dashes", code), ("spaces", "CE2 " + body.replace("-", " ")), ("joined-lower", ("ce2" + body.replace("-", "")).lower()),
+             ("look-alikes", code.replace("0", "O").replace("1", "l"))]
+    for label, text in forms:
+        assert parse_enrollment(text) == rkey, label
+        out.append([f"name: enrollment-{label}", "type: enrollment", f"input: {text}", f"roster-key: {rkey.hex()}",
+                    f"enrollment-code: {code}"])
+    v1 = b32(DEV + hashlib.sha256(b"clicker-enroll" + DEV).digest()[:3])
+    v1code = "CE1-" + "-".join(v1[i:i + 8] for i in range(0, len(v1), 8))
+    assert parse_enrollment(v1code) == "versionOne"
+    out.append(["name: enrollment-version-1-refused", "type: enrollment", f"input: {v1code}", "expect: versionOne"])
+    # Rejections (§8), decoded by a tally with the given join code and an empty roster unless a roster is given.
+    _, adv, full, gatt, seed = b["anonymous-choice-B"]
+    radv = b["roster"][1]
+    vid = 4821
+    km = poll_km(CODE)
     out.append(reject_vector("reject-not-ours", CODE, bytes([0x4C, 0x00, 0x02, 0x15]), "notOurs"))
-    out.append(reject_vector("reject-unknown-version", CODE, bytes([0xCB, 0x20]) + adv[2:], "unknownVersion"))
-    out.append(reject_vector("reject-unknown-mode", CODE, bytes([0xCB, 0x1F]) + adv[2:], "unknownMode"))
+    out.append(reject_vector("reject-one-byte", CODE, bytes([0xCB]), "truncated"))
+    out.append(reject_vector("reject-version-1", CODE, bytes.fromhex("cb1012d501199b13d80001a002ce730c204f2bde0418"),
+                             "unknownVersion", why="a version-1 ballot"))
+    out.append(reject_vector("reject-unknown-mode", CODE, bytes([0xCB, 0x2F]) + adv[2:], "unknownMode"))
     out.append(reject_vector("reject-truncated", CODE, adv[:21], "truncated"))
     out.append(reject_vector("reject-trailing-bytes", CODE, adv + b"\x00", "trailingBytes"))
     out.append(reject_vector("reject-other-vote-id", "1234-K7QXM-3PF9A", adv, "otherVoteID"))
+    seq0, _ = seal(km, 0, vid, 1, anon_voter_id(ed25519_public(seed)), 0, answer_bytes("B"))
+    out.append(reject_vector("reject-sequence-0", CODE, seq0, "badSequence", why="sealed with the right key, sequence 0"))
     out.append(reject_vector("reject-unknown-voter", CODE, radv, "unknownVoter"))
+    out.append(reject_vector("reject-roster-bad-tag", CODE, radv[:21] + bytes([radv[21] ^ 1]), "badTag",
+                             roster=rkey, why="enrolled voter, tag changed"))
     bad = bytearray(adv); bad[21] ^= 1
     out.append(reject_vector("reject-bad-tag", CODE, bytes(bad), "badTag"))
     out.append(reject_vector("reject-wrong-secret", "4821-K7QXM-3PF9B", adv, "badTag"))
     flip = bytearray(adv); flip[5] ^= 0x80
     out.append(reject_vector("reject-voter-id-changed", CODE, bytes(flip), "badTag"))
-    # Authentic but malformed answer (kind 0x09), sealed with the right key.
-    km = poll_km(CODE)
-    mal, _ = seal(km, 0, 4821, 1, 0x01020304, 1, bytes([9, 0, 0]))
-    out.append(reject_vector("reject-malformed-answer", CODE, mal, "malformedAnswer"))
-    gbad = bytearray(gatt); gbad[45] ^= 0x40
-    out.append(reject_vector("reject-gatt-bad-tag", CODE, bytes(gbad), "badTag", kind="gatt"))
-    out.append(reject_vector("reject-gatt-short-tag", CODE, adv, "truncated", kind="gatt"))
+    ct = bytearray(adv); ct[12] ^= 1
+    out.append(reject_vector("reject-ciphertext-changed", CODE, bytes(ct), "badTag"))
+    mal, malfull = seal(km, 0, vid, 1, 0x01020304, 1, bytes([4, 0, 0]))
+    out.append(reject_vector("reject-malformed-answer", CODE, mal, "malformedAnswer", why="kind 04 (version-1 ranking), right key"))
+    mal2, _ = seal(km, 0, vid, 1, 0x01020304, 2, bytes([0x43, 0x01, 0x50]))
+    out.append(reject_vector("reject-ranking-out-of-range", CODE, mal2, "malformedAnswer", why="kind 43, code 336 = 8·7·6"))
+    # GATT
+    out.append(reject_vector("reject-gatt-full-ballot-only", CODE, full, "truncated", kind="gatt", why="46 bytes, no key or signature"))
+    out.append(reject_vector("reject-gatt-trailing", CODE, gatt + b"\x00", "trailingBytes", kind="gatt"))
+    g = bytearray(gatt); g[45] ^= 0x40
+    out.append(reject_vector("reject-gatt-bad-tag", CODE, bytes(g), "badTag", kind="gatt"))
+    g = bytearray(gatt); g[141] ^= 0x01
+    out.append(reject_vector("reject-gatt-bad-signature", CODE, bytes(g), "badSignature", kind="gatt"))
+    other = signing_seed(DEV2, 0, CODE)
+    out.append(reject_vector("reject-gatt-other-key", CODE, sign_gatt(full, other), "badSignature", kind="gatt",
+                             why="validly signed by a key whose hash is not the voter ID"))
+    # Two failures: the earlier check in §8 wins.
+    two = bytearray(seq0); two[2:4] = be16(1234)
+    out.append(reject_vector("two-other-vote-id-and-sequence-0", CODE, bytes(two), "otherVoteID"))
+    two = bytearray(seq0); two[21] ^= 1
+    out.append(reject_vector("two-sequence-0-and-bad-tag", CODE, bytes(two), "badSequence"))
+    out.append(reject_vector("two-unknown-mode-and-other-vote-id", "1234-K7QXM-3PF9A", bytes([0xCB, 0x2F]) + adv[2:], "unknownMode"))
+    out.append(reject_vector("two-truncated-and-other-vote-id", "1234-K7QXM-3PF9A", adv[:21], "truncated"))
+    out.append(reject_vector("two-unknown-voter-and-bad-tag", CODE, radv[:21] + bytes([radv[21] ^ 1]), "unknownVoter"))
+    mg = bytearray(sign_gatt(malfull, seed)); mg[141] ^= 1
+    out.append(reject_vector("two-malformed-answer-and-bad-signature", CODE, bytes(mg), "malformedAnswer", kind="gatt"))
+    g = bytearray(gatt); g[45] ^= 0x40; g[141] ^= 1
+    out.append(reject_vector("two-bad-tag-and-bad-signature", CODE, bytes(g), "badTag", kind="gatt"))
     return out
 
 def render(vs):
     return "\n\n".join("```vector\n" + "\n".join(v) + "\n```" for v in vs) + "\n"
 
+def parse_blocks(doc):
+    blocks = []
+    for body in re.findall(r"```vector\n(.*?)```", doc, re.S):
+        d = {}
+        for line in body.strip("\n").split("\n"):
+            k, v = line.split(":", 1)
+            d[k] = v.strip()
+        blocks.append(d)
+    return blocks
+
+def kit(doc):
+    return json.dumps({"protocol": "clicker wire protocol", "version": 2, "source": "docs/PROTOCOL.md §9",
+                       "vectors": parse_blocks(doc)}, indent=1, ensure_ascii=False) + "\n"
+
+def self_check(vs):
+    """Decodes every ballot and rejection with the decoder above (so the vectors agree with §8)."""
+    for v in vs:
+        d = dict(l.split(": ", 1) for l in v)
+        if d["type"] == "ballot":
+            roster = [bytes.fromhex(d["roster-key"])] if "roster-key" in d else []
+            for kind in ("advertisement", "gatt"):
+                got = decode(bytes.fromhex(d[kind]), d["join-code"], roster, gatt=kind == "gatt")
+                assert got == ("ok", d["answer"]), (d["name"], kind, got)
+        elif d["type"] == "rejection":
+            roster = [parse_enrollment(d["roster"])] if "roster" in d else []
+            kind = "gatt" if "gatt" in d else "advertisement"
+            got = decode(bytes.fromhex(d[kind]), d["join-code"], roster, gatt=kind == "gatt")
+            assert got == d["expect"], (d["name"], got)
+
 if __name__ == "__main__":
-    if len(sys.argv) > 1 and sys.argv[1] == "--check":
-        doc = open(sys.argv[2] if len(sys.argv) > 2 else "docs/PROTOCOL.md").read()
+    here = os.path.dirname(os.path.abspath(__file__))
+    args = sys.argv[1:]
+    if args and args[0] in ("--check", "--write-json"):
+        path = args[1] if len(args) > 1 else os.path.join(here, "PROTOCOL.md")
+        doc = open(path, encoding="utf-8").read()
+        jpath = os.path.join(os.path.dirname(os.path.abspath(path)), "vectors.json")
+        if args[0] == "--write-json":
+            open(jpath, "w", encoding="utf-8").write(kit(doc))
+            print(f"wrote {jpath}")
+            sys.exit(0)
+        vs = all_vectors()
+        self_check(vs)
         found = re.findall(r"```vector\n(.*?)```", doc, re.S)
-        want = ["\n".join(v) + "\n" for v in all_vectors()]
+        want = ["\n".join(v) + "\n" for v in vs]
         if found != want:
-            print("PROTOCOL.md vectors differ from the reference implementation", file=sys.stderr)
+            names = [re.search(r"name: (.*)", f).group(1) for f in found if f not in want]
+            print("PROTOCOL.md vectors differ from the reference implementation:", names[:5] or "count/order",
+                  file=sys.stderr)
             sys.exit(1)
-        print(f"{len(found)} vectors match")
-    elif len(sys.argv) > 1 and sys.argv[1] == "--room":
+        if not os.path.exists(jpath) or open(jpath, encoding="utf-8").read() != kit(doc):
+            print("docs/vectors.json is not what --write-json makes of PROTOCOL.md; run vectors.py --write-json",
+                  file=sys.stderr)
+            sys.exit(1)
+        print(f"{len(found)} vectors match, vectors.json matches")
+    elif args and args[0] == "--room":
         # A room of N anonymous voters for load generators: "ADDRESS ADVERTISEMENT-HEX" per line.
-        # --room N [JOIN-CODE [QUESTION]]; voter i has device key sha256("room" || i) and answers A-D in turn.
-        n = int(sys.argv[2])
-        code = sys.argv[3] if len(sys.argv) > 3 else CODE
-        q = int(sys.argv[4]) if len(sys.argv) > 4 else 1
+        # Voter i has device key sha256("room" || i) and answers A-D in turn.
+        n = int(args[1])
+        code = args[2] if len(args) > 2 else CODE
+        q = int(args[3]) if len(args) > 3 else 1
         vid, _ = parse_join(code)
         km = poll_km(code)
         for i in range(n):
             dev = hashlib.sha256(b"room" + i.to_bytes(4, "big")).digest()
-            adv, _ = seal(km, 0, vid, q, voter_id(dev, b"anon-id", code), 1, answer_bytes("ABCD"[i % 4]))
+            voter = anon_voter_id(ed25519_public(signing_seed(dev, 0, code)))
+            adv, _ = seal(km, 0, vid, q, voter, 1, answer_bytes("ABCD"[i % 4]))
             print(f"C0:00:00:{i >> 16 & 255:02X}:{i >> 8 & 255:02X}:{i & 255:02X} {adv.hex()}")
     else:
         sys.stdout.write(render(all_vectors()))

@@ -4,7 +4,7 @@
 // ballot produces (nothing but authentic, canonical bytes is accepted).
 
 let fuzzDevice = DeviceKey(unchecked: (0x20..<0x40).map { UInt8($0) })
-let fuzzKeyring = PollKeyring(joinCode: vectorCode, roster: [fuzzDevice])
+let fuzzKeyring = PollKeyring(secret: PollSecret(deriving: vectorCode), roster: [fuzzDevice.rosterKey])
 let vectorCode: JoinCode = {
     guard let c = JoinCode("4821-K7QXM-3PF9A") else { fatalError("fuzz constant") }
     return c

@@ -6,7 +6,7 @@ let vectorCode: JoinCode = {
     guard let c = JoinCode("4821-K7QXM-3PF9A") else { fatalError("fuzz constant") }
     return c
 }()
-let fuzzKeyring = PollKeyring(joinCode: vectorCode)
+let fuzzKeyring = PollKeyring(secret: PollSecret(deriving: vectorCode))
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzManufacturerData(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {

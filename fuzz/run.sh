@@ -28,13 +28,13 @@ while [ $# -gt 0 ]; do
 done
 [ ${#targets[@]} -eq 0 ] && targets=(advertisement gatt manufacturer-data)
 
-echo "== building swift-crypto (release)"
-swift build -c release --target Crypto >/dev/null
+echo "== building swift-crypto and _CryptoExtras (release)"
+swift build -c release --target _CryptoExtras >/dev/null
 BIN=$(swift build -c release --show-bin-path)
 MODS=$BIN/Modules
 [ -d "$MODS" ] || MODS=$BIN
 mapfile -t OBJS < <(find "$BIN"/CCryptoBoringSSL.build "$BIN"/CCryptoBoringSSLShims.build "$BIN"/CryptoBoringWrapper.build \
-    "$BIN"/Crypto.build -name '*.o' | sort)
+    "$BIN"/Crypto.build "$BIN"/_CryptoExtras.build "$BIN"/SwiftASN1.build -name '*.o' | sort)
 CRYPTO_SRC=$(swift package show-dependencies --format json | python3 -c '
 import json,sys
 def walk(d):

@@ -10,7 +10,7 @@ for b in blocks:
     f = dict(l.split(": ", 1) for l in b.strip().split("\n"))
     if "advertisement" in f: adv.append(bytes.fromhex(f["advertisement"]))
     if "gatt" in f: gatt.append(bytes.fromhex(f["gatt"]))
-    for k in ("join-code", "answer", "enrollment-code"):
+    for k in ("join-code", "answer", "enrollment-code", "input"):
         if k in f: texts.append(f[k].encode())
     if "device-key" in f: texts.append(b"clicker-device-key-v1 " + f["device-key"].encode())
 

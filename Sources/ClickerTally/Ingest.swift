@@ -97,11 +97,11 @@ public struct IngestPipeline: Sendable {
         draws = AdmissionRandom(seed: policy.admissionSeed ?? UInt64.random(in: .min ... .max))
     }
 
-    /// A pipeline with a fresh tally for the join code's poll.
-    public init(joinCode: JoinCode, roster: [DeviceKey] = [], policy: FloodPolicy = FloodPolicy(),
+    /// A pipeline with a fresh tally for the poll of `secret` (derived once per poll).
+    public init(secret: PollSecret, roster: [RosterKey] = [], policy: FloodPolicy = FloodPolicy(),
                 changePolicy: ChangePolicy = .latestWins, rosterOnly: Bool = false) {
-        self.init(keyring: PollKeyring(joinCode: joinCode, roster: roster),
-                  tally: Tally(voteID: joinCode.voteID, policy: changePolicy, rosterOnly: rosterOnly), policy: policy)
+        self.init(keyring: PollKeyring(secret: secret, roster: roster),
+                  tally: Tally(voteID: secret.voteID, policy: changePolicy, rosterOnly: rosterOnly), policy: policy)
     }
 
     /// The flood alert as of the latest report.
@@ -152,18 +152,33 @@ public struct IngestPipeline: Sendable {
         for r in reports { _ = ingest(r) }
     }
 
-    /// Ingests a GATT ballot value read from `address`.
+    /// Ingests a GATT ballot value read from `address` (the 142-byte signed ballot).
     public mutating func ingestGATT(_ value: [UInt8], from address: DeviceAddress, at time: RadioInstant) -> IngestResult {
         stats.reports += 1
         if time > now { now = time }
-        let result = value.withUnsafeBytes { verify($0, length: BallotFormat.gattLength, address: address, at: time) }
+        let result = value.withUnsafeBytes { verifyGATT($0, address: address, at: time) }
         switch result {
-        case .success(let b):
+        case .success(let signed):
+            let b = signed.ballot
             trust(address)
             return IngestResult(outcome: tally.record(b, from: address, at: time), ballot: b)
         case .failure(let r):
             return rejected(r, at: time)
         }
+    }
+
+    /// Cheap checks, key lookup, rate limit, then tag, answer and signature of a GATT value.
+    mutating func verifyGATT(_ p: UnsafeRawBufferPointer, address: DeviceAddress,
+                             at t: RadioInstant) -> Result<SignedBallot, Rejection> {
+        let h: BallotHeader
+        switch BallotCodec.header(p, length: BallotFormat.gattLength, voteID: keyring.voteID) {
+        case .success(let x): h = x
+        case .failure(let r): return .failure(r)
+        }
+        guard let key = keyring.key(mode: h.mode, voterID: h.voterID) else { return .failure(.unknownVoter) }
+        guard admit(address, at: t) else { return .failure(.rateLimited) }
+        stats.verifications += 1
+        return BallotCodec.verifyGATT(p, header: h, key: key)
     }
 
     mutating func trust(_ a: DeviceAddress) {

@@ -63,8 +63,8 @@ public struct Roster: Sendable, Hashable {
         }
     }
 
-    /// The device keys, in roster order: pass them to ``PollKeyring/init(joinCode:roster:)``.
-    public var deviceKeys: [DeviceKey] { entries.map(\.enrollment.deviceKey) }
+    /// The roster keys, in roster order: pass them to ``PollKeyring/init(secret:roster:)``.
+    public var rosterKeys: [RosterKey] { entries.map(\.enrollment.rosterKey) }
 
     /// The CSV text of this roster (with header), which ``init(csv:)`` reads back.
     public var csv: String {
@@ -78,7 +78,7 @@ public struct Roster: Sendable, Hashable {
     }
 
     /// Each student's counted answer to a question (nil: no vote), in roster order.
-    /// `keyring` must have been built from ``deviceKeys``.
+    /// `keyring` must have been built from ``rosterKeys``.
     public func answers(_ results: QuestionResults, keyring: PollKeyring) -> [(entry: RosterEntry, answer: Answer?)] {
         var byIndex: [Int: Answer] = [:]
         for (voter, answer) in results.answers where voter.mode == .roster {

@@ -6,22 +6,26 @@
 /// | 0x01 | single choice  | option index 0…7 (A…H)                                        |
 /// | 0x02 | true/false     | 0 = false, 1 = true                                           |
 /// | 0x03 | multi-select   | bitmask, bit 0 = A … bit 7 = H; high byte 0; at least one bit |
-/// | 0x04 | ranking        | Lehmer code (< 40320) of a permutation of the 8 options       |
+/// | 0x05 | numeric        | signed 16-bit two's complement (the question gives its scale)  |
+/// | 0x41…0x48 | ranking of k = kind − 0x40 options | index of the ordered arrangement (``Ranking``) |
 public enum Answer: Sendable, Hashable, Comparable, CustomStringConvertible, LosslessStringConvertible {
     /// One option: 0 = A … 7 = H.
     case choice(UInt8)
     case trueFalse(Bool)
     /// A non-empty set of options as a bitmask: bit 0 = A … bit 7 = H.
     case multiSelect(UInt8)
-    /// An order of preference over options.
+    /// A number, signed 16 bits; the question says how many decimals it has and which range it takes.
+    case numeric(Int16)
+    /// An order of preference over k of the options, most preferred first.
     case ranking(Ranking)
 
     /// Highest number of options any answer kind can refer to.
     public static let maxOptions = 8
 
-    /// Kind bytes on the wire.
+    /// Answer kinds, with their kind byte on the wire; a ranking of k options is sent as
+    /// `ranking.rawValue + k` (0x41…0x48).
     public enum Kind: UInt8, Sendable, CaseIterable {
-        case choice = 0x01, trueFalse = 0x02, multiSelect = 0x03, ranking = 0x04
+        case choice = 0x01, trueFalse = 0x02, multiSelect = 0x03, numeric = 0x05, ranking = 0x40
     }
 
     public var kind: Kind {
@@ -29,6 +33,7 @@ public enum Answer: Sendable, Hashable, Comparable, CustomStringConvertible, Los
         case .choice: .choice
         case .trueFalse: .trueFalse
         case .multiSelect: .multiSelect
+        case .numeric: .numeric
         case .ranking: .ranking
         }
     }
@@ -47,13 +52,20 @@ public enum Answer: Sendable, Hashable, Comparable, CustomStringConvertible, Los
         case .choice(let i): (Kind.choice.rawValue, 0, i)
         case .trueFalse(let b): (Kind.trueFalse.rawValue, 0, b ? 1 : 0)
         case .multiSelect(let m): (Kind.multiSelect.rawValue, 0, m)
-        case .ranking(let r): (Kind.ranking.rawValue, UInt8(truncatingIfNeeded: r.lehmerCode >> 8),
-                               UInt8(truncatingIfNeeded: r.lehmerCode))
+        case .numeric(let v): (Kind.numeric.rawValue, UInt8(truncatingIfNeeded: UInt16(bitPattern: v) >> 8),
+                               UInt8(truncatingIfNeeded: UInt16(bitPattern: v)))
+        case .ranking(let r): (Kind.ranking.rawValue + UInt8(r.order.count), UInt8(truncatingIfNeeded: r.code >> 8),
+                               UInt8(truncatingIfNeeded: r.code))
         }
     }
 
     /// Decodes the three plaintext bytes; nil when they are not a well-formed answer.
     public init?(wire k: UInt8, _ hi: UInt8, _ lo: UInt8) {
+        if k > Kind.ranking.rawValue, k <= Kind.ranking.rawValue + 8 {
+            guard let r = Ranking(count: Int(k - Kind.ranking.rawValue), code: UInt16(hi) << 8 | UInt16(lo)) else { return nil }
+            self = .ranking(r)
+            return
+        }
         switch Kind(rawValue: k) {
         case .choice?:
             guard hi == 0, lo < 8 else { return nil }
@@ -64,10 +76,9 @@ public enum Answer: Sendable, Hashable, Comparable, CustomStringConvertible, Los
         case .multiSelect?:
             guard hi == 0, lo != 0 else { return nil }
             self = .multiSelect(lo)
-        case .ranking?:
-            guard let r = Ranking(lehmerCode: UInt16(hi) << 8 | UInt16(lo)) else { return nil }
-            self = .ranking(r)
-        case nil:
+        case .numeric?:
+            self = .numeric(Int16(bitPattern: UInt16(hi) << 8 | UInt16(lo)))
+        case .ranking?, nil:
             return nil
         }
     }
@@ -78,17 +89,18 @@ public enum Answer: Sendable, Hashable, Comparable, CustomStringConvertible, Los
         return Answer(wire: k, h, l) != nil
     }
 
-    /// Whether this answer fits a question with `options` options (letters A… up to `options`).
+    /// Whether this answer only names options a question with `options` options offers (letters A…
+    /// up to `options`). True/false and numeric answers name no option.
     public func fits(options: Int) -> Bool {
         switch self {
         case .choice(let i): return Int(i) < options
-        case .trueFalse: return true
+        case .trueFalse, .numeric: return true
         case .multiSelect(let m): return options >= 8 || Int(m) >> options == 0
-        case .ranking(let r): return r.order(count: options) != nil
+        case .ranking(let r): return r.order.allSatisfy { Int($0) < options }
         }
     }
 
-    /// Letters: `B`, `true`, `A+C` (one option alone: `D+`), `B>A>C`.
+    /// Letters: `B`, `true`, `A+C` (one option alone: `D+`), `42`, `B>A>C` (one option alone: `C>`).
     public var description: String {
         switch self {
         case .choice(let i): return Self.letterText(i)
@@ -97,6 +109,7 @@ public enum Answer: Sendable, Hashable, Comparable, CustomStringConvertible, Los
             let letters = (0..<8).filter { m & (1 << $0) != 0 }.map { Self.letterText(UInt8($0)) }
             // A one-option selection prints `D+`, so that it does not read as the single choice `D`.
             return letters.count == 1 ? letters[0] + "+" : letters.joined(separator: "+")
+        case .numeric(let v): return String(v)
         case .ranking(let r): return r.description
         }
     }
@@ -105,7 +118,8 @@ public enum Answer: Sendable, Hashable, Comparable, CustomStringConvertible, Los
         i < 26 ? String(UnicodeScalar(65 + i)) : "?\(i)"
     }
 
-    /// Parses `B`, `true`/`false` (also `yes`/`no`), `A+C` or `D+` (multi-select) or `B>A>C` (ranking).
+    /// Parses `B`, `true`/`false` (also `yes`/`no`), `A+C` or `D+` (multi-select), `42` or `-3`
+    /// (numeric), or `B>A>C` or `C>` (ranking).
     public init(parsing text: some StringProtocol) throws(AnswerParseError) {
         let t = text.trimmingWhitespace()
         guard !t.isEmpty else { throw .empty }
@@ -120,12 +134,20 @@ public enum Answer: Sendable, Hashable, Comparable, CustomStringConvertible, Los
             }
             return i
         }
-        if t.contains(">") {
+        if let first = t.unicodeScalars.first, first == "-" || ("0"..."9").contains(first) {
+            let digits = first == "-" ? t.dropFirst() : Substring(t)
+            guard !digits.isEmpty, digits.allSatisfy({ $0.isASCII && $0.isNumber }) else { throw .badNumber(t) }
+            guard let v = Int16(t) else { throw .numberOutOfRange(t) }
+            self = .numeric(v)
+        } else if t.contains(">") {
+            let body = t.count == 2 && t.hasSuffix(">") ? Substring(t.dropLast()) : Substring(t)
             var order: [UInt8] = []
-            for part in t.split(separator: ">", omittingEmptySubsequences: false) {
-                order.append(try letterIndex(part))
+            for part in body.split(separator: ">", omittingEmptySubsequences: false) {
+                let i = try letterIndex(part)
+                guard !order.contains(i) else { throw .repeatedLetter(String(part)) }
+                order.append(i)
             }
-            guard let r = Ranking(order: order) else { throw .notAPermutation(t) }
+            guard let r = Ranking(order: order) else { throw .notARanking(t) }
             self = .ranking(r)
         } else if t.contains("+") {
             var mask: UInt8 = 0
@@ -157,86 +179,19 @@ public enum AnswerParseError: Error, Sendable, Equatable, CustomStringConvertibl
     case empty
     case badLetter(String)
     case repeatedLetter(String)
-    case notAPermutation(String)
+    case notARanking(String)
+    case badNumber(String)
+    case numberOutOfRange(String)
 
     public var description: String {
         switch self {
-        case .empty: "no answer given; type a letter A to H, true/false, A+C or B>A>C"
+        case .empty: "no answer given; type a letter A to H, true/false, A+C, a number or B>A>C"
         case .badLetter(let s): "'\(s)' is not an option letter (A to H)"
         case .repeatedLetter(let s): "option \(s) appears twice"
-        case .notAPermutation(let s): "'\(s)' is not a ranking; list each of the first options once, like B>A>C"
+        case .notARanking(let s): "'\(s)' is not a ranking; list up to 8 different options, like B>A>C (one alone: C>)"
+        case .badNumber(let s): "'\(s)' is not a number; type digits with an optional minus, like 42 or -3"
+        case .numberOutOfRange(let s): "\(s) is out of range (-32768 to 32767)"
         }
     }
 }
 
-/// An order of preference over up to 8 options, carried as the Lehmer code of a permutation of
-/// all 8. A ranking of the first n options is extended with the remaining options in their
-/// natural order, so `B>A>C` and `B>A` are the same ranking (C … H stay in place).
-public struct Ranking: Sendable, Hashable, CustomStringConvertible {
-    /// The Lehmer code, 0 ..< 8! = 40320.
-    public let lehmerCode: UInt16
-
-    static let factorials: [Int] = [5040, 720, 120, 24, 6, 2, 1, 1]
-
-    /// From a Lehmer code; nil when it is 40320 or more.
-    public init?(lehmerCode: UInt16) {
-        guard lehmerCode < 40320 else { return nil }
-        self.lehmerCode = lehmerCode
-    }
-
-    /// From the option indices in order of preference; must be a permutation of 0..<n, n ≤ 8.
-    public init?(order: [UInt8]) {
-        guard !order.isEmpty, order.count <= 8 else { return nil }
-        var seen: UInt8 = 0
-        for i in order {
-            guard Int(i) < order.count, seen & (1 << i) == 0 else { return nil }
-            seen |= 1 << i
-        }
-        var full = order
-        for i in order.count..<8 { full.append(UInt8(i)) }
-        var code = 0
-        for i in 0..<8 {
-            var smaller = 0
-            for j in (i + 1)..<8 where full[j] < full[i] { smaller += 1 }
-            code += smaller * Self.factorials[i]
-        }
-        lehmerCode = UInt16(code)
-    }
-
-    /// The permutation of all 8 option indices, most preferred first.
-    public var fullOrder: [UInt8] {
-        var remaining: [UInt8] = [0, 1, 2, 3, 4, 5, 6, 7]
-        var code = Int(lehmerCode)
-        var out: [UInt8] = []
-        out.reserveCapacity(8)
-        for i in 0..<8 {
-            let d = code / Self.factorials[i]
-            code %= Self.factorials[i]
-            out.append(remaining.remove(at: d))
-        }
-        return out
-    }
-
-    /// The order over the first `count` options, or nil if this ranking moves a later option.
-    public func order(count: Int) -> [UInt8]? {
-        guard count >= 1 else { return nil }
-        let full = fullOrder
-        guard count < 8 else { return full }
-        for i in count..<8 where full[i] != UInt8(i) { return nil }
-        return Array(full.prefix(count))
-    }
-
-    /// The shortest order that identifies this ranking (trailing options in natural order dropped),
-    /// at least two options long so that it never reads as a single choice.
-    public var shortOrder: [UInt8] {
-        let full = fullOrder
-        var n = 8
-        while n > 2 && full[n - 1] == UInt8(n - 1) { n -= 1 }
-        return Array(full.prefix(n))
-    }
-
-    /// `B>A`.
-    public var description: String {
-        shortOrder.map { Answer.letterText($0) }.joined(separator: ">")
-    }
-}

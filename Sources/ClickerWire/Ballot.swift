@@ -9,7 +9,7 @@ public enum BallotFormat {
     /// First payload byte.
     public static let magic: UInt8 = 0xCB
     /// Format version, the high nibble of the second byte.
-    public static let version: UInt8 = 1
+    public static let version: UInt8 = 2
     /// Bytes before the encrypted answer: magic, version/mode, vote ID, question, voter ID, sequence.
     public static let headerLength = 11
     /// Header plus the 3 encrypted answer bytes: what the tag covers.
@@ -18,12 +18,20 @@ public enum BallotFormat {
     public static let shortTagLength = 8
     /// Advertisement payload length (after the company ID): 22 bytes.
     public static let advertisementLength = authenticatedLength + shortTagLength
-    /// GATT ballot length (full 32-byte tag): 46 bytes.
-    public static let gattLength = authenticatedLength + 32
+    /// Full ballot (the 14 authenticated bytes and the full 32-byte tag): 46 bytes.
+    public static let fullBallotLength = authenticatedLength + 32
+    /// Ed25519 public key length.
+    public static let publicKeyLength = 32
+    /// Ed25519 signature length.
+    public static let signatureLength = 64
+    /// GATT ballot value: full ballot ‖ public key ‖ signature, 142 bytes.
+    public static let gattLength = fullBallotLength + publicKeyLength + signatureLength
+    /// What the signature covers before the full ballot (ASCII).
+    public static let signatureContext: [UInt8] = Array("clicker-v2 ballot".utf8)
 
     /// GATT primary service of a voter.
     public static let serviceUUIDString = "45b1f443-268b-4635-8595-86c78058b61c"
-    /// GATT "ballot" characteristic (read): the full ballot, ``gattLength`` bytes.
+    /// GATT "ballot" characteristic (read): the signed ballot, ``gattLength`` bytes.
     public static let ballotCharacteristicUUIDString = "f33aed3e-6ec3-497a-8148-5d4b7f15ffa5"
     /// ``serviceUUIDString`` as a ``UUID128``.
     public static let serviceUUID = UUID128(high: 0x45b1_f443_268b_4635, low: 0x8595_86c7_8058_b61c)
@@ -50,7 +58,8 @@ public struct Ballot: Sendable, Hashable, CustomStringConvertible {
     public var question: UInt8
     /// Who votes: per-poll random in anonymous mode, the enrolled device's ID in roster mode.
     public var voterID: UInt32
-    /// Grows when the voter changes the vote; the tally keeps the highest (or, on request, the lowest).
+    /// Per poll, from 1: every new ballot the voter seals takes the next number; the tally keeps the
+    /// highest (or, on request, the lowest). 0 is invalid (``Rejection/badSequence``).
     public var sequence: UInt16
     public var answer: Answer
 
@@ -90,12 +99,17 @@ public enum Rejection: String, Error, Sendable, Hashable, CaseIterable, CustomSt
     case trailingBytes
     /// A ballot for another poll (different vote ID).
     case otherVoteID
+    /// Sequence number 0, which no voter sends (sequences start at 1).
+    case badSequence
     /// Roster mode, but the voter ID is not on this poll's roster: no key to check it with.
     case unknownVoter
     /// The tag does not verify: forged, corrupted, or made with another join secret.
     case badTag
     /// Authentic, but the decrypted answer is not a well-formed answer.
     case malformedAnswer
+    /// A GATT value whose signature does not verify with the public key it carries, or (anonymous
+    /// mode) whose voter ID is not the hash of that key: not signed by this voter's key.
+    case badSignature
     // Tally level.
     /// For a question that is not open (an earlier or later question).
     case otherQuestion
@@ -107,6 +121,11 @@ public enum Rejection: String, Error, Sendable, Hashable, CaseIterable, CustomSt
     case conflictingSequence
     /// A later ballot from a voter when the poll counts first responses only.
     case changeIgnored
+    /// An unverified ballot (an anonymous-mode advertisement, which anyone with the join code can
+    /// make) that would replace the voter's verified ballot; read over GATT, it may still count.
+    case unverifiedChange
+    /// A GATT ballot signed by another key than the one bound to its voter ID in this poll.
+    case keyMismatch
     // Ingest level.
     /// Not verified because the sender exceeded its verification budget (flood protection).
     case rateLimited
@@ -114,29 +133,31 @@ public enum Rejection: String, Error, Sendable, Hashable, CaseIterable, CustomSt
     public var description: String { rawValue }
 }
 
-/// The keys for one poll: the anonymous poll key and, in roster mode, each enrolled device's key.
-/// Build it once per poll; decoding looks keys up, it never derives them.
+/// The keys for one poll: the anonymous poll key and, in roster mode, each enrolled student's key.
+/// Build it once per poll from the poll secret S; decoding looks keys up, it never derives them.
 public struct PollKeyring: Sendable {
-    public let joinCode: JoinCode
-    public var voteID: UInt16 { joinCode.voteID }
-    /// Anonymous-mode key derived from the join code.
+    /// The poll secret the keys come from.
+    public let secret: PollSecret
+    public var joinCode: JoinCode { secret.joinCode }
+    public var voteID: UInt16 { secret.voteID }
+    /// Anonymous-mode key derived from S.
     public let anonymousKey: BallotKey
-    /// Roster voter ID → (key, index of the device in the list given to `init`).
+    /// Roster voter ID → (key, index of the student in the list given to `init`).
     let rosterKeys: [UInt32: (key: BallotKey, index: Int)]
-    /// Indices of devices whose roster voter ID collides with an earlier one (2^-32 per pair);
+    /// Indices of students whose roster voter ID collides with an earlier one (2^-32 per pair);
     /// they cannot vote in this poll in roster mode. Pick a new join code if this is not empty.
     public let rosterCollisions: [Int]
 
-    /// Derives the poll key and one key per enrolled device (a few microseconds each).
-    public init(joinCode: JoinCode, roster devices: [DeviceKey] = []) {
-        self.joinCode = joinCode
-        anonymousKey = BallotKey.anonymous(joinCode)
+    /// Derives the poll key and one key per enrolled student (a few microseconds each; no scrypt).
+    public init(secret: PollSecret, roster: [RosterKey] = []) {
+        self.secret = secret
+        anonymousKey = BallotKey.anonymous(secret)
         var keys: [UInt32: (key: BallotKey, index: Int)] = [:]
         var collisions: [Int] = []
-        for (i, d) in devices.enumerated() {
-            let id = d.rosterVoterID(for: joinCode)
+        for (i, r) in roster.enumerated() {
+            let id = r.voterID(in: secret)
             if keys[id] != nil { collisions.append(i) } else {
-                keys[id] = (BallotKey.roster(deviceKey: d, joinCode: joinCode), i)
+                keys[id] = (BallotKey.roster(r, secret: secret), i)
             }
         }
         rosterKeys = keys
@@ -168,107 +189,3 @@ public struct BallotHeader: Sendable, Hashable {
     public var sequence: UInt16
 }
 
-/// Sealing and opening ballots. Opening is total: any bytes give a ballot or a ``Rejection``.
-public enum BallotCodec {
-    /// The 22-byte advertisement payload (manufacturer data after the company ID).
-    public static func sealAdvertisement(_ ballot: Ballot, key: BallotKey) -> [UInt8] {
-        Array(seal(ballot, key: key).prefix(BallotFormat.advertisementLength))
-    }
-
-    /// The 46-byte GATT ballot value (same fields, full 32-byte tag).
-    public static func sealGATT(_ ballot: Ballot, key: BallotKey) -> [UInt8] {
-        seal(ballot, key: key)
-    }
-
-    static func seal(_ b: Ballot, key: BallotKey) -> [UInt8] {
-        var out: [UInt8] = [
-            BallotFormat.magic, BallotFormat.version << 4 | b.mode.rawValue,
-            UInt8(b.voteID >> 8), UInt8(truncatingIfNeeded: b.voteID), b.question,
-            UInt8(b.voterID >> 24), UInt8(truncatingIfNeeded: b.voterID >> 16),
-            UInt8(truncatingIfNeeded: b.voterID >> 8), UInt8(truncatingIfNeeded: b.voterID),
-            UInt8(b.sequence >> 8), UInt8(truncatingIfNeeded: b.sequence),
-        ]
-        let ks = out.withUnsafeBytes { key.keystream($0) }
-        let a = b.answer.wireBytes
-        ks.withUnsafeBytes { k in
-            out.append(a.0 ^ k[0])
-            out.append(a.1 ^ k[1])
-            out.append(a.2 ^ k[2])
-        }
-        let tag = out.withUnsafeBytes { key.tag($0) }
-        tag.withUnsafeBytes { out.append(contentsOf: $0) }
-        return out
-    }
-
-    /// The cheap checks, in order: magic, version, mode, length, vote ID. No cryptography.
-    @inline(__always)
-    public static func header(_ p: UnsafeRawBufferPointer, length: Int, voteID: UInt16) -> Result<BallotHeader, Rejection> {
-        guard p.count >= 1, p[0] == BallotFormat.magic else { return .failure(.notOurs) }
-        guard p.count >= 2 else { return .failure(.truncated) }
-        guard p[1] >> 4 == BallotFormat.version else { return .failure(.unknownVersion) }
-        guard let mode = BallotMode(rawValue: p[1] & 0x0F) else { return .failure(.unknownMode) }
-        guard p.count >= length else { return .failure(.truncated) }
-        guard p.count == length else { return .failure(.trailingBytes) }
-        let v = UInt16(p[2]) << 8 | UInt16(p[3])
-        guard v == voteID else { return .failure(.otherVoteID) }
-        let voter = UInt32(p[5]) << 24 | UInt32(p[6]) << 16 | UInt32(p[7]) << 8 | UInt32(p[8])
-        return .success(BallotHeader(mode: mode, voteID: v, question: p[4], voterID: voter,
-                                     sequence: UInt16(p[9]) << 8 | UInt16(p[10])))
-    }
-
-    /// Opens an advertisement payload (manufacturer data after the company ID).
-    public static func openAdvertisement(_ bytes: UnsafeRawBufferPointer, keyring: PollKeyring) -> Result<Ballot, Rejection> {
-        open(bytes, length: BallotFormat.advertisementLength, keyring: keyring)
-    }
-
-    /// Opens an advertisement payload (manufacturer data after the company ID).
-    public static func openAdvertisement(_ bytes: [UInt8], keyring: PollKeyring) -> Result<Ballot, Rejection> {
-        bytes.withUnsafeBytes { open($0, length: BallotFormat.advertisementLength, keyring: keyring) }
-    }
-
-    /// Opens a GATT ballot value.
-    public static func openGATT(_ bytes: [UInt8], keyring: PollKeyring) -> Result<Ballot, Rejection> {
-        bytes.withUnsafeBytes { open($0, length: BallotFormat.gattLength, keyring: keyring) }
-    }
-
-    /// Opens a GATT ballot value.
-    public static func openGATT(_ bytes: UnsafeRawBufferPointer, keyring: PollKeyring) -> Result<Ballot, Rejection> {
-        open(bytes, length: BallotFormat.gattLength, keyring: keyring)
-    }
-
-    static func open(_ p: UnsafeRawBufferPointer, length: Int, keyring: PollKeyring) -> Result<Ballot, Rejection> {
-        let h: BallotHeader
-        switch header(p, length: length, voteID: keyring.voteID) {
-        case .success(let x): h = x
-        case .failure(let r): return .failure(r)
-        }
-        guard let key = keyring.key(mode: h.mode, voterID: h.voterID) else { return .failure(.unknownVoter) }
-        return verifyAndDecrypt(p, header: h, key: key)
-    }
-
-    /// Verifies the tag (of whatever length `p` carries after the 14 authenticated bytes, 8 or 32)
-    /// and decrypts the answer. `p` must have passed ``header(_:length:voteID:)`` (whose result is `h`);
-    /// for split pipelines that rate-limit between the cheap checks and the cryptography.
-    @inline(__always)
-    public static func verifyAndDecrypt(_ p: UnsafeRawBufferPointer, header h: BallotHeader, key: BallotKey) -> Result<Ballot, Rejection> {
-        let n = BallotFormat.authenticatedLength
-        let tagLength = p.count - n
-        guard tagLength == BallotFormat.shortTagLength || tagLength == 32 else {
-            return .failure(tagLength < BallotFormat.shortTagLength ? .truncated : .trailingBytes)
-        }
-        let tag = key.tag(UnsafeRawBufferPointer(rebasing: p[0..<n]))
-        let ok = tag.withUnsafeBytes { t -> Bool in
-            var diff: UInt8 = 0
-            for i in 0..<tagLength { diff |= t[i] ^ p[n + i] }
-            return diff == 0
-        }
-        guard ok else { return .failure(.badTag) }
-        let ks = key.keystream(UnsafeRawBufferPointer(rebasing: p[0..<BallotFormat.headerLength]))
-        let answer = ks.withUnsafeBytes { k in
-            Answer(wire: p[11] ^ k[0], p[12] ^ k[1], p[13] ^ k[2])
-        }
-        guard let answer else { return .failure(.malformedAnswer) }
-        return .success(Ballot(mode: h.mode, voteID: h.voteID, question: h.question, voterID: h.voterID,
-                               sequence: h.sequence, answer: answer))
-    }
-}

@@ -1,23 +1,23 @@
 import Crypto
 
-/// What a student hands the instructor to be put on the roster: the device key and a checksum,
-/// written `CE1-` and 7 groups of 8 Crockford base32 characters (35 bytes: 32 key bytes and the
-/// first 3 bytes of SHA-256("clicker-enroll" ‖ key)). It is as secret as the device key: whoever
-/// holds it can vote as that student.
+/// What a student hands the instructor to be put on the roster: the roster key D_roster (not the
+/// device key) and a checksum, written `CE2-` and 7 groups of 8 Crockford base32 characters (35
+/// bytes: 32 key bytes and the first 3 bytes of SHA-256("clicker-enroll" ‖ D_roster)). Whoever holds
+/// it can vote as that student in roster polls, but cannot compute the student's anonymous voter IDs.
 public struct EnrollmentCode: Sendable, Hashable, CustomStringConvertible, LosslessStringConvertible {
-    public static let prefix = "CE1-"
-    /// The device key it carries.
-    public let deviceKey: DeviceKey
+    public static let prefix = "CE2-"
+    /// The roster key it carries.
+    public let rosterKey: RosterKey
 
-    public init(deviceKey: DeviceKey) { self.deviceKey = deviceKey }
+    public init(rosterKey: RosterKey) { self.rosterKey = rosterKey }
 
     static func checksum(_ key: [UInt8]) -> [UInt8] {
         Array(SHA256.hash(data: Array("clicker-enroll".utf8) + key).prefix(3))
     }
 
-    /// `CE1-XXXXXXXX-XXXXXXXX-…` (7 groups).
+    /// `CE2-XXXXXXXX-XXXXXXXX-…` (7 groups).
     public var description: String {
-        let text = Array(Crockford.encode(deviceKey.bytes + Self.checksum(deviceKey.bytes)).utf8)
+        let text = Array(Crockford.encode(rosterKey.bytes + Self.checksum(rosterKey.bytes)).utf8)
         var groups: [String] = []
         for i in stride(from: 0, to: text.count, by: 8) {
             groups.append(String(decoding: text[i..<min(i + 8, text.count)], as: UTF8.self))
@@ -25,12 +25,17 @@ public struct EnrollmentCode: Sendable, Hashable, CustomStringConvertible, Lossl
         return Self.prefix + groups.joined(separator: "-")
     }
 
-    /// Parses an enrollment code; dashes and spaces between groups are optional, case is ignored.
+    /// Parses an enrollment code. Case, dashes and spaces are ignored anywhere (so `CE2-…`, `CE2 …`
+    /// and `ce2…` all parse), and the look-alikes O/I/L read as 0/1/1. A version-1 code (`CE1`) is
+    /// refused with a message saying how to get a new one.
     public init(parsing text: some StringProtocol) throws(EnrollmentCodeError) {
         let t = text.trimmingWhitespace()
         guard !t.isEmpty else { throw .empty }
-        guard t.uppercased().hasPrefix(Self.prefix) else { throw .notAnEnrollmentCode(t) }
-        let body = Array(t.dropFirst(Self.prefix.count).utf8).filter { $0 != UInt8(ascii: "-") && $0 != UInt8(ascii: " ") }
+        let all = Array(t.utf8).filter { $0 != UInt8(ascii: "-") && $0 != UInt8(ascii: " ") }
+            .map { $0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "z") ? $0 - 32 : $0 }
+        if all.starts(with: Array("CE1".utf8)) { throw .versionOne }
+        guard all.starts(with: Array("CE2".utf8)) else { throw .notAnEnrollmentCode(t) }
+        let body = Array(all.dropFirst(3))
         guard body.count == 56 else { throw .wrongLength(body.count) }
         for c in body where Crockford.value(of: c) == nil {
             throw .badCharacter(Character(UnicodeScalar(c)))
@@ -38,7 +43,7 @@ public struct EnrollmentCode: Sendable, Hashable, CustomStringConvertible, Lossl
         guard let bytes = Crockford.decode(body, byteCount: 35) else { throw .checksumMismatch }
         let key = Array(bytes[0..<32])
         guard Array(bytes[32..<35]) == Self.checksum(key) else { throw .checksumMismatch }
-        deviceKey = DeviceKey(unchecked: key)
+        rosterKey = RosterKey(unchecked: key)
     }
 
     public init?(_ description: String) {
@@ -51,6 +56,8 @@ public struct EnrollmentCode: Sendable, Hashable, CustomStringConvertible, Lossl
 public enum EnrollmentCodeError: Error, Sendable, Equatable, CustomStringConvertible {
     case empty
     case notAnEnrollmentCode(String)
+    /// A `CE1` code: version 1 carried the device key itself and is no longer accepted.
+    case versionOne
     case wrongLength(Int)
     case badCharacter(Character)
     case checksumMismatch
@@ -58,8 +65,11 @@ public enum EnrollmentCodeError: Error, Sendable, Equatable, CustomStringConvert
     public var description: String {
         switch self {
         case .empty: "the enrollment code is empty"
-        case .notAnEnrollmentCode(let t): "'\(t.prefix(12))…' is not an enrollment code (it must start with CE1-)"
-        case .wrongLength(let n): "the enrollment code has \(n) characters after CE1-, expected 56"
+        case .notAnEnrollmentCode(let t): "'\(t.prefix(12))…' is not an enrollment code (it must start with CE2)"
+        case .versionOne:
+            "this is a version-1 enrollment code (CE1), which carried the device key itself; "
+                + "run `clicker-vote enroll` again and hand in the new CE2 code"
+        case .wrongLength(let n): "the enrollment code has \(n) characters after CE2, expected 56"
         case .badCharacter(let c): "'\(c)' cannot appear in an enrollment code"
         case .checksumMismatch: "the enrollment code is mistyped (its checksum does not match)"
         }

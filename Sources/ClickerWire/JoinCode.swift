@@ -4,7 +4,7 @@
 /// The vote ID (decimal, 1…65535; the tally picks 1000…9999 so it always has four digits) is sent
 /// in clear in every ballot. The secret is 50 random bits written as 10 Crockford base32
 /// characters in two groups of five; it never leaves the room's screen. Keys are derived from both
-/// (see ``PollKey``). See docs/PROTOCOL.md §2 for why the secret is 50 bits.
+/// (see ``PollSecret``). See docs/PROTOCOL.md §2 for why the secret is 50 bits.
 public struct JoinCode: Sendable, Hashable, CustomStringConvertible, LosslessStringConvertible {
     /// Number of random bits in the secret.
     public static let secretBits = 50
@@ -55,7 +55,9 @@ public struct JoinCode: Sendable, Hashable, CustomStringConvertible, LosslessStr
             throw .badVoteID(String(idText))
         }
         guard let id = UInt16(idText), id != 0 else { throw .voteIDOutOfRange(String(idText)) }
-        guard parts[1].count == 5, parts[2].count == 5 else { throw .wrongShape(trimmed) }
+        for (n, g) in [(2, parts[1]), (3, parts[2])] where g.count != 5 {
+            throw .wrongGroupLength(group: n, String(g))
+        }
         var value: UInt64 = 0
         for ch in parts[1] + parts[2] {
             guard ch.isASCII, let a = ch.asciiValue, let v = Crockford.value(of: a) else {
@@ -72,7 +74,8 @@ public struct JoinCode: Sendable, Hashable, CustomStringConvertible, LosslessStr
         self = c
     }
 
-    /// The 10 upper-case base32 characters of the secret (ASCII), the HKDF input of ``PollKey``.
+    /// The 10 upper-case base32 characters of the secret after look-alike substitution (ASCII): the
+    /// scrypt password of ``PollSecret``.
     public var secretText: String {
         var chars: [UInt8] = []
         for i in stride(from: Self.secretCharacters - 1, through: 0, by: -1) {
@@ -93,6 +96,8 @@ public enum JoinCodeError: Error, Sendable, Equatable, CustomStringConvertible {
     case empty
     /// Not three dash-separated groups `NNNN-XXXXX-XXXXX`.
     case wrongShape(String)
+    /// The second or third group (`group` 2 or 3) does not have 5 characters.
+    case wrongGroupLength(group: Int, String)
     /// The first group is not 1–5 decimal digits.
     case badVoteID(String)
     /// The vote ID is 0 or above 65535.
@@ -105,7 +110,11 @@ public enum JoinCodeError: Error, Sendable, Equatable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .empty: "the join code is empty; type the code shown on the instructor's screen, like 4821-K7QXM-3PF9A"
-        case .wrongShape(let t): "'\(t)' is not a join code; expected three groups like 4821-K7QXM-3PF9A"
+        case .wrongShape(let t):
+            "'\(t)' is not a join code: it has \(t.split(separator: "-", omittingEmptySubsequences: false).count) "
+                + "dash-separated groups, expected three like 4821-K7QXM-3PF9A"
+        case .wrongGroupLength(let n, let g):
+            "the \(n == 2 ? "second" : "third") group '\(g)' has \(g.count) characters, expected 5 (like 4821-K7QXM-3PF9A)"
         case .badVoteID(let t): "'\(t)' is not a vote ID; the first group must be 1 to 5 digits"
         case .voteIDOutOfRange(let t): "vote ID \(t) is out of range (1 to 65535)"
         case .badSecretCharacter(let c): "'\(c)' cannot appear in a join code; use digits and letters except U"

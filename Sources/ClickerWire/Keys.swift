@@ -4,7 +4,8 @@ import Crypto
 ///
 /// Holds HMAC-SHA256 states with the key already absorbed, so sealing or opening a ballot costs
 /// two short HMACs and no key setup. Derive one per poll (``anonymous(_:)``) or per enrolled
-/// student and poll (``roster(deviceKey:joinCode:)``), never per report.
+/// student and poll (``roster(_:secret:)``), never per report; both take the poll secret S
+/// (``PollSecret``), so building them never re-runs scrypt.
 public struct BallotKey: @unchecked Sendable {
     // @unchecked: HMAC<SHA256> wraps class-backed digest contexts and is not marked Sendable.
     // These two values are never mutated after init; every use copies them into a local `var`,
@@ -28,38 +29,40 @@ public struct BallotKey: @unchecked Sendable {
     }
 
     /// The poll key of anonymous mode, shared by everyone who knows the join code.
-    /// HKDF-SHA256(ikm = secret text, salt = "clicker-v1", info = "poll" ‖ voteID, L = 64).
-    public static func anonymous(_ code: JoinCode) -> BallotKey {
-        BallotKey(KeyDerivation.pollKeyMaterial(code))
+    /// HKDF-SHA256(ikm = S, salt = "clicker-v2", info = "poll" ‖ voteID, L = 64).
+    public static func anonymous(_ secret: PollSecret) -> BallotKey {
+        BallotKey(KeyDerivation.pollKeyMaterial(secret))
     }
 
     /// One enrolled student's key for one poll (roster mode).
-    /// HKDF-SHA256(ikm = device key ‖ secret text, salt = "clicker-v1", info = "roster" ‖ voteID, L = 64).
-    public static func roster(deviceKey: DeviceKey, joinCode: JoinCode) -> BallotKey {
-        BallotKey(KeyDerivation.rosterKeyMaterial(deviceKey: deviceKey, code: joinCode))
+    /// HKDF-SHA256(ikm = D_roster ‖ S, salt = "clicker-v2", info = "roster" ‖ voteID, L = 64).
+    public static func roster(_ rosterKey: RosterKey, secret: PollSecret) -> BallotKey {
+        BallotKey(KeyDerivation.rosterKeyMaterial(rosterKey: rosterKey, secret: secret))
     }
 
-    /// HMAC-SHA256 under the keystream key.
+    /// HMAC-SHA256(enc key, header ‖ tag8): the synthetic-IV keystream.
     @inline(__always)
-    func keystream(_ message: UnsafeRawBufferPointer) -> HashedAuthenticationCode<SHA256> {
+    func keystream(header: UnsafeRawBufferPointer, tag8: UnsafeRawBufferPointer) -> HashedAuthenticationCode<SHA256> {
         var h = encryption
-        h.update(data: message)
+        h.update(data: header)
+        h.update(data: tag8)
         return h.finalize()
     }
 
-    /// HMAC-SHA256 under the tag key.
+    /// HMAC-SHA256(tag key, header ‖ plaintext answer).
     @inline(__always)
-    func tag(_ message: UnsafeRawBufferPointer) -> HashedAuthenticationCode<SHA256> {
+    func tag(header: UnsafeRawBufferPointer, answer: UnsafeRawBufferPointer) -> HashedAuthenticationCode<SHA256> {
         var h = authentication
-        h.update(data: message)
+        h.update(data: header)
+        h.update(data: answer)
         return h.finalize()
     }
 }
 
-/// The key derivations of docs/PROTOCOL.md §3, as bytes (for vectors and tests).
+/// The key derivations of docs/PROTOCOL.md §3 and §5, as bytes (for vectors and tests).
 public enum KeyDerivation {
-    /// HKDF salt for every derivation.
-    public static let salt: [UInt8] = Array("clicker-v1".utf8)
+    /// HKDF salt for every derivation, and the prefix of the scrypt salt.
+    public static let salt: [UInt8] = Array("clicker-v2".utf8)
 
     static func be16(_ v: UInt16) -> [UInt8] { [UInt8(v >> 8), UInt8(truncatingIfNeeded: v)] }
 
@@ -69,29 +72,70 @@ public enum KeyDerivation {
         return k.withUnsafeBytes { Array($0) }
     }
 
-    /// 64 bytes of anonymous-mode key material for a join code.
-    public static func pollKeyMaterial(_ code: JoinCode) -> [UInt8] {
-        hkdf(ikm: Array(code.secretText.utf8), info: Array("poll".utf8) + be16(code.voteID))
+    static func hmac(_ key: [UInt8], _ message: [UInt8]) -> [UInt8] {
+        Array(HMAC<SHA256>.authenticationCode(for: message, using: SymmetricKey(data: key)))
     }
 
-    /// 64 bytes of roster-mode key material for one device and one join code.
-    public static func rosterKeyMaterial(deviceKey: DeviceKey, code: JoinCode) -> [UInt8] {
-        hkdf(ikm: deviceKey.bytes + Array(code.secretText.utf8), info: Array("roster".utf8) + be16(code.voteID))
+    static func be32(_ b: some Collection<UInt8>) -> UInt32 {
+        b.prefix(4).reduce(0) { $0 << 8 | UInt32($1) }
     }
 
-    /// First four bytes (big-endian) of HMAC-SHA256(device key, label ‖ voteID ‖ secret text).
-    static func voterID(deviceKey: DeviceKey, label: String, code: JoinCode) -> UInt32 {
-        var h = HMAC<SHA256>(key: SymmetricKey(data: deviceKey.bytes))
-        h.update(data: Array(label.utf8) + be16(code.voteID) + Array(code.secretText.utf8))
-        let mac = h.finalize()
-        return mac.withUnsafeBytes { b in
-            UInt32(b[0]) << 24 | UInt32(b[1]) << 16 | UInt32(b[2]) << 8 | UInt32(b[3])
-        }
+    /// 64 bytes of anonymous-mode key material: HKDF(ikm = S, info = "poll" ‖ voteID).
+    public static func pollKeyMaterial(_ s: PollSecret) -> [UInt8] {
+        hkdf(ikm: s.bytes, info: Array("poll".utf8) + be16(s.voteID))
+    }
+
+    /// 64 bytes of roster-mode key material: HKDF(ikm = D_roster ‖ S, info = "roster" ‖ voteID).
+    public static func rosterKeyMaterial(rosterKey: RosterKey, secret s: PollSecret) -> [UInt8] {
+        hkdf(ikm: rosterKey.bytes + s.bytes, info: Array("roster".utf8) + be16(s.voteID))
+    }
+
+    /// Roster voter ID: first 4 bytes (big-endian) of HMAC(D_roster, "roster-id" ‖ voteID ‖ S).
+    public static func rosterVoterID(rosterKey: RosterKey, secret s: PollSecret) -> UInt32 {
+        be32(hmac(rosterKey.bytes, Array("roster-id".utf8) + be16(s.voteID) + s.bytes))
+    }
+
+    /// The 32-byte Ed25519 seed of a device's per-poll signing key:
+    /// HMAC(D_anon, "sign" ‖ mode ‖ voteID ‖ S).
+    public static func signingSeed(deviceKey: DeviceKey, mode: BallotMode, secret s: PollSecret) -> [UInt8] {
+        hmac(deviceKey.anonymousKey, Array("sign".utf8) + [mode.rawValue] + be16(s.voteID) + s.bytes)
+    }
+
+    /// The self-certifying anonymous voter ID of a public key: first 4 bytes (big-endian) of
+    /// SHA-256("clicker-v2 voter-id" ‖ pk).
+    public static func anonymousVoterID(publicKey pk: some Collection<UInt8>) -> UInt32 {
+        var h = SHA256()
+        h.update(data: Array("clicker-v2 voter-id".utf8))
+        h.update(data: Array(pk))
+        return be32(Array(h.finalize()))
     }
 }
 
-/// A device's own 32-byte secret. In anonymous mode it only derives per-poll voter IDs; in
-/// roster mode it is also the student's key, handed to the instructor as an ``EnrollmentCode``.
+/// What the enrollment code carries and the tally's roster holds: D_roster = HMAC(D, "clicker-v2
+/// roster-key"), 32 bytes. It keys roster ballots and roster voter IDs; it cannot compute anonymous
+/// voter IDs (those come from D_anon, which never leaves the device).
+public struct RosterKey: Sendable, Hashable {
+    /// The 32 key bytes.
+    public let bytes: [UInt8]
+
+    /// From exactly 32 bytes; nil otherwise.
+    public init?(bytes: some Collection<UInt8>) {
+        guard bytes.count == 32 else { return nil }
+        self.bytes = Array(bytes)
+    }
+
+    init(unchecked b: [UInt8]) { bytes = b }
+
+    /// This student's voter ID in a roster poll (the voter computes the same from its device key).
+    public func voterID(in s: PollSecret) -> UInt32 { KeyDerivation.rosterVoterID(rosterKey: self, secret: s) }
+
+    /// The code a student hands the instructor to be put on the roster.
+    public var enrollmentCode: EnrollmentCode { EnrollmentCode(rosterKey: self) }
+}
+
+/// A device's own 32-byte master secret D. It never leaves the device; two keys are derived from it
+/// by different labels: ``rosterKey`` (D_roster, handed to the instructor as an ``EnrollmentCode``)
+/// and the anonymous key D_anon, which seeds the per-poll signing key and so the anonymous voter ID.
 /// The voter stores ``encoded`` in a file readable only by its owner (0600).
 public struct DeviceKey: Sendable, Hashable {
     /// The 32 key bytes.
@@ -122,7 +166,8 @@ public struct DeviceKey: Sendable, Hashable {
 
     init(unchecked b: [UInt8]) { bytes = b }
 
-    /// The storage form: `clicker-device-key-v1 ` followed by 64 lower-case hex digits and a newline.
+    /// The storage form: `clicker-device-key-v1 ` followed by 64 lower-case hex digits and one
+    /// newline (the whole file).
     public var encoded: String {
         "clicker-device-key-v1 " + bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined() + "\n"
     }
@@ -142,20 +187,34 @@ public struct DeviceKey: Sendable, Hashable {
         bytes = out
     }
 
-    /// This device's voter ID in an anonymous poll: unlinkable across polls without the device key.
-    /// First 4 bytes of HMAC-SHA256(key, "anon-id" ‖ voteID ‖ secret text).
-    public func anonymousVoterID(for code: JoinCode) -> UInt32 {
-        KeyDerivation.voterID(deviceKey: self, label: "anon-id", code: code)
+    /// D_roster = HMAC(D, "clicker-v2 roster-key"): what the enrollment code carries.
+    public var rosterKey: RosterKey {
+        RosterKey(unchecked: KeyDerivation.hmac(bytes, Array("clicker-v2 roster-key".utf8)))
+    }
+
+    /// D_anon = HMAC(D, "clicker-v2 anon-key"): seeds the per-poll signing keys; never leaves the device.
+    var anonymousKey: [UInt8] { KeyDerivation.hmac(bytes, Array("clicker-v2 anon-key".utf8)) }
+
+    /// This device's per-poll Ed25519 signing key for ballots of `mode` (docs/PROTOCOL.md §5).
+    public func signingKey(mode: BallotMode, secret: PollSecret) -> Curve25519.Signing.PrivateKey {
+        let seed = KeyDerivation.signingSeed(deviceKey: self, mode: mode, secret: secret)
+        do { return try Curve25519.Signing.PrivateKey(rawRepresentation: seed) } catch {
+            // Any 32 bytes are an Ed25519 seed; the seed is an HMAC-SHA256 output, always 32 bytes.
+            fatalError("Ed25519 refused a 32-byte seed: \(error)")
+        }
+    }
+
+    /// This device's voter ID in an anonymous poll: the hash of its per-poll public key, so a
+    /// signature by that key proves the ballot came from the holder of this voter ID.
+    public func anonymousVoterID(in secret: PollSecret) -> UInt32 {
+        KeyDerivation.anonymousVoterID(publicKey: signingKey(mode: .anonymous, secret: secret).publicKey.rawRepresentation)
     }
 
     /// This device's voter ID in a roster poll; the tally computes the same from the enrollment code.
-    /// First 4 bytes of HMAC-SHA256(key, "roster-id" ‖ voteID ‖ secret text).
-    public func rosterVoterID(for code: JoinCode) -> UInt32 {
-        KeyDerivation.voterID(deviceKey: self, label: "roster-id", code: code)
-    }
+    public func rosterVoterID(in secret: PollSecret) -> UInt32 { rosterKey.voterID(in: secret) }
 
-    /// The code a student hands the instructor to be put on the roster.
-    public var enrollmentCode: EnrollmentCode { EnrollmentCode(deviceKey: self) }
+    /// The code a student hands the instructor to be put on the roster (it carries D_roster only).
+    public var enrollmentCode: EnrollmentCode { EnrollmentCode(rosterKey: rosterKey) }
 }
 
 @inline(__always)

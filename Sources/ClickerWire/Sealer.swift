@@ -1,32 +1,46 @@
+import Crypto
+
 /// The voter's side in one object: a device's identity in one poll, ready to seal ballots.
 ///
-/// Build one when the student enters the join code; keys and the voter ID are derived once.
+/// Build one per poll from the poll secret S (derive it once, ``PollSecret/init(deriving:)``);
+/// keys, the signing key and the voter ID are derived here once.
 public struct BallotSealer: Sendable {
-    public let joinCode: JoinCode
+    public let secret: PollSecret
+    public var joinCode: JoinCode { secret.joinCode }
     public let mode: BallotMode
-    /// This device's voter ID in this poll (anonymous: unlinkable across polls).
+    /// This device's voter ID in this poll: the hash of ``publicKey`` in anonymous mode, the roster
+    /// ID (from D_roster) in roster mode.
     public let voterID: UInt32
+    /// This device's per-poll Ed25519 public key (32 bytes), carried in every GATT value.
+    public let publicKey: [UInt8]
     let key: BallotKey
+    /// The 32-byte Ed25519 seed (`Curve25519.Signing.PrivateKey` is not `Sendable`; it is rebuilt
+    /// from the seed for each signature, which costs one scalar multiplication).
+    let signingSeed: [UInt8]
 
-    /// Anonymous mode uses the poll key and a per-poll voter ID derived from `deviceKey`;
-    /// roster mode uses the device's enrolled key.
-    public init(joinCode: JoinCode, deviceKey: DeviceKey, mode: BallotMode = .anonymous) {
-        self.joinCode = joinCode
+    /// Anonymous mode uses the poll key and the self-certifying voter ID of the per-poll signing
+    /// key; roster mode uses the student's roster key.
+    public init(secret: PollSecret, deviceKey: DeviceKey, mode: BallotMode = .anonymous) {
+        self.secret = secret
         self.mode = mode
+        let signingKey = deviceKey.signingKey(mode: mode, secret: secret)
+        signingSeed = Array(signingKey.rawRepresentation)
+        publicKey = Array(signingKey.publicKey.rawRepresentation)
         switch mode {
         case .anonymous:
-            voterID = deviceKey.anonymousVoterID(for: joinCode)
-            key = BallotKey.anonymous(joinCode)
+            voterID = KeyDerivation.anonymousVoterID(publicKey: publicKey)
+            key = BallotKey.anonymous(secret)
         case .roster:
-            voterID = deviceKey.rosterVoterID(for: joinCode)
-            key = BallotKey.roster(deviceKey: deviceKey, joinCode: joinCode)
+            let r = deviceKey.rosterKey
+            voterID = r.voterID(in: secret)
+            key = BallotKey.roster(r, secret: secret)
         }
     }
 
-    /// The ballot for `answer` to `question`. `sequence` must grow with every change of any answer
-    /// in this poll (start at 1).
+    /// The ballot for `answer` to `question`. `sequence` is per poll: start at 1, take the next
+    /// number for every new ballot (new question or different answer).
     public func ballot(question: UInt8, sequence: UInt16, answer: Answer) -> Ballot {
-        Ballot(mode: mode, voteID: joinCode.voteID, question: question, voterID: voterID, sequence: sequence, answer: answer)
+        Ballot(mode: mode, voteID: secret.voteID, question: question, voterID: voterID, sequence: sequence, answer: answer)
     }
 
     /// Manufacturer data (after the company ID) to advertise under ``BallotFormat/companyID``.
@@ -34,8 +48,14 @@ public struct BallotSealer: Sendable {
         BallotCodec.sealAdvertisement(ballot(question: question, sequence: sequence, answer: answer), key: key)
     }
 
-    /// The value of the GATT ballot characteristic.
+    /// The value of the GATT ballot characteristic: the 142-byte signed ballot.
     public func gattValue(question: UInt8, sequence: UInt16, answer: Answer) -> [UInt8] {
-        BallotCodec.sealGATT(ballot(question: question, sequence: sequence, answer: answer), key: key)
+        let signingKey: Curve25519.Signing.PrivateKey
+        do { signingKey = try Curve25519.Signing.PrivateKey(rawRepresentation: signingSeed) } catch {
+            // The seed came from a valid key in init.
+            fatalError("Ed25519 refused its own seed: \(error)")
+        }
+        return BallotCodec.sealGATT(ballot(question: question, sequence: sequence, answer: answer), key: key,
+                                    signingKey: signingKey)
     }
 }

@@ -30,10 +30,10 @@ extension PollController {
         }
     }
 
-    /// The keys of a poll. Key derivation may be costly, so callers on the actor run it from a
-    /// nonisolated async context (off the actor).
+    /// The keys of a poll. Key derivation is costly (scrypt derives the poll secret S, once per poll
+    /// start or resume), so callers on the actor run it from a nonisolated async context (off the actor).
     static func keyring(_ options: PollOptions) -> PollKeyring {
-        PollKeyring(joinCode: options.joinCode, roster: options.roster?.deviceKeys ?? [])
+        PollKeyring(secret: PollSecret(deriving: options.joinCode), roster: options.roster?.rosterKeys ?? [])
     }
 
     nonisolated static func derivedKeyring(_ options: PollOptions) async -> PollKeyring { keyring(options) }

@@ -4,7 +4,7 @@ import ClickerWire
 import Foundation
 
 /// The class list kept in the store, between `clicker-tally roster import` and a `--roster` poll.
-/// Enrollment codes hold device keys: the store file is 0600 and they are never logged or exported.
+/// Enrollment codes hold the students' roster keys: the store file is 0600 and they are never logged or exported.
 public enum RosterBook {
     /// Adds or replaces (by student ID) every student of `roster`.
     public static func save(_ roster: Roster, to store: ClickerStore) throws {
@@ -20,9 +20,12 @@ public enum RosterBook {
         guard !rows.isEmpty else { return nil }
         var entries: [ClickerTally.RosterEntry] = []
         for row in rows {
-            guard let data = row.enrollmentKey,
-                  let code = EnrollmentCode(String(decoding: data, as: UTF8.self)) else {
-                throw PollError.storage("the stored enrollment code of student \(row.studentID) is damaged; import the roster again")
+            guard let data = row.enrollmentKey else {
+                throw PollError.storage("the stored enrollment code of student \(row.studentID) is missing; import the roster again")
+            }
+            let code: EnrollmentCode
+            do { code = try EnrollmentCode(parsing: String(decoding: data, as: UTF8.self)) } catch {
+                throw PollError.storage("the stored enrollment code of student \(row.studentID) is unusable (\(error)); import the roster again")
             }
             entries.append(ClickerTally.RosterEntry(name: row.name, studentID: row.studentID, enrollment: code))
         }

@@ -74,16 +74,17 @@ public struct Classroom: Sendable {
     }
 
     /// Runs the room in real time until every student is done, then keeps them advertising
-    /// until the task is cancelled. `makeRadio(i)` gives student `i` its own peripheral radio.
+    /// until the task is cancelled. `secret` is the poll's S, derived once for the whole room.
+    /// `makeRadio(i)` gives student `i` its own peripheral radio.
     /// With `churn` (votes per second in all, in real time) students keep changing answers.
-    public func run(joinCode: JoinCode, question: UInt8, timeScale: Double = 1, churn votesPerSecond: Double? = nil,
+    public func run(secret: PollSecret, question: UInt8, timeScale: Double = 1, churn votesPerSecond: Double? = nil,
                     makeRadio: @Sendable @escaping (Int) -> any PeripheralTransport) async {
         let churn = votesPerSecond.flatMap { Churn(votesPerSecond: $0, students: students.count) }
         let options = options
         await withTaskGroup(of: Void.self) { group in
             for (i, s) in students.enumerated() {
                 group.addTask {
-                    let session = VoterSession(joinCode: joinCode, question: question, identity: DeviceKey.generate(),
+                    let session = VoterSession(secret: secret, question: question, identity: DeviceKey.generate(),
                                                transport: makeRadio(i), state: nil,
                                                logger: Logger(label: "clicker.classroom", factory: { _ in SwiftLogNoOpLogHandler() }))
                     do {

@@ -12,6 +12,8 @@ public actor VoterSession {
     private let sealer: BallotSealer
     public var joinCode: JoinCode { sealer.joinCode }
     public var voterID: UInt32 { sealer.voterID }
+    /// This device's per-poll Ed25519 public key (its hash is the anonymous voter ID).
+    public var publicKey: [UInt8] { sealer.publicKey }
     private let transport: any PeripheralTransport
     private let sequences: SequenceStore?
     private let interval: Duration
@@ -22,20 +24,22 @@ public actor VoterSession {
     /// - Parameters:
     ///   - state: where the last sequence number is kept across runs; nil keeps it in memory only
     ///     (simulated students).
+    ///   - secret: the poll secret S, derived once from the join code (``PollSecret/init(deriving:)``).
     ///   - identity: the device's key; it fixes the voter ID (per poll in anonymous mode).
-    ///   - roster: sign and encrypt with the device's own key (roster mode) instead of the poll key.
-    public init(joinCode: JoinCode, question: UInt8, identity: DeviceKey, roster: Bool = false,
+    ///   - roster: encrypt and tag with the student's roster key (roster mode) instead of the poll key.
+    public init(secret: PollSecret, question: UInt8, identity: DeviceKey, roster: Bool = false,
                 transport: any PeripheralTransport, state: StateDirectory?,
                 interval: Duration = .milliseconds(100), logger: Logger = Logger(label: "clicker.voter")) {
         self.question = question
-        self.sealer = BallotSealer(joinCode: joinCode, deviceKey: identity, mode: roster ? .roster : .anonymous)
+        self.sealer = BallotSealer(secret: secret, deviceKey: identity, mode: roster ? .roster : .anonymous)
         self.transport = transport
         self.sequences = state.map(SequenceStore.init(state:))
         self.interval = interval
         self.logger = logger
     }
 
-    /// Casts (or changes) the vote. Returns the ballot now on the air.
+    /// Casts (or changes) the vote. Returns the ballot now on the air; the GATT characteristic
+    /// serves its 142-byte signed value.
     @discardableResult
     public func cast(_ answer: Answer) async throws -> Ballot {
         let last = current?.sequence ?? sequences?.last(voteID: joinCode.voteID, question: question, voterID: voterID) ?? 0
@@ -123,7 +127,7 @@ public enum DeviceIdentity {
             return key
         }
         let key = DeviceKey.generate()
-        try state.write(file, Array((key.encoded + "\n").utf8))
+        try state.write(file, Array(key.encoded.utf8))  // one line, one newline
         return key
     }
 }

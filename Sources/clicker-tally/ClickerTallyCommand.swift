@@ -223,7 +223,7 @@ struct SimulationArguments: ParsableArguments {
         let churn = simulateChurn
         return [{
             let code = await controller.joinCode
-            await room.run(joinCode: code, question: question, timeScale: scale, churn: churn) { _ in air.addPeripheral() }
+            await room.run(secret: PollSecret(deriving: code), question: question, timeScale: scale, churn: churn) { _ in air.addPeripheral() }
         }]
     }
 }

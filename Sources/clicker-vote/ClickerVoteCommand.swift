@@ -30,7 +30,7 @@ struct Cast: AsyncParsableCommand {
     @Argument(help: "The join code on the instructor's screen, e.g. 4821-ABCDE-FGHJK.")
     var joinCode: String
 
-    @Argument(help: "Your answer: A-H, true/false, or a multi-select like A+C.")
+    @Argument(help: "Your answer: A-H, true/false, a multi-select like A+C, a ranking like C>A>B, or a number.")
     var answer: String
 
     @Option(help: "Question number.")
@@ -60,7 +60,8 @@ struct Cast: AsyncParsableCommand {
         do { identity = try DeviceIdentity.loadOrCreate(in: state) } catch { throw Failure("\(error)") }
         let transport: any PeripheralTransport
         do { transport = try await radio.open(logger: logger) } catch { throw Failure("\(error)") }
-        let session = VoterSession(joinCode: code, question: question, identity: identity, roster: roster,
+        let secret = PollSecret(deriving: code)  // scrypt, once per run
+        let session = VoterSession(secret: secret, question: question, identity: identity, roster: roster,
                                    transport: transport, state: state,
                                    interval: .milliseconds(intervalMs), logger: logger)
         let service = VoterService(session: session, first: first, logger: logger)

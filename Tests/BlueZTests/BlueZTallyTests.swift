@@ -27,7 +27,7 @@ final class BlueZTallyTests: XCTestCase {
         for (i, letter) in letters.enumerated() {
             let keyBytes = (0..<32).map { UInt8(truncatingIfNeeded: i &* 29 &+ $0 &* 3 &+ 5) }
             let key = try XCTUnwrap(DeviceKey(bytes: keyBytes))
-            let sealer = BallotSealer(joinCode: code, deviceKey: key)
+            let sealer = BallotSealer(secret: pollSecret(code), deviceKey: key)
             let address = String(format: "00:AA:04:00:00:%02X", i + 1)
             sealers.append((address, sealer))
             try await mock.addDevice(address)
@@ -43,7 +43,7 @@ final class BlueZTallyTests: XCTestCase {
         try await mock.advertise("00:AA:04:00:00:FF", data: forged)
 
         let got = try await reports.wait("all ballots") { $0.count == letters.count + 2 }
-        var pipeline = IngestPipeline(joinCode: code)
+        var pipeline = IngestPipeline(secret: pollSecret(code))
         pipeline.tally.open(QuestionSpec(number: 1, options: 4))
         var verified = 0
         for r in got where pipeline.ingest(r).ballot != nil { verified += 1 }

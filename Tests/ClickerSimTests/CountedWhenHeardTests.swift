@@ -22,13 +22,13 @@ final class CountedWhenHeardTests: XCTestCase {
         var ads: [[UInt8]] = []
         var byID: [UInt32: Int] = [:]
         while ads.count < n {
-            let sealer = BallotSealer(joinCode: code, deviceKey: DeviceKey.generate(using: &rng))
+            let sealer = BallotSealer(secret: pollSecret(code), deviceKey: DeviceKey.generate(using: &rng))
             guard byID[sealer.voterID] == nil else { continue }
             byID[sealer.voterID] = ads.count
             ads.append(sealer.advertisement(question: 1, sequence: 1, answer: .choice(UInt8(ads.count % 4))))
         }
         let byPayload = Dictionary(uniqueKeysWithValues: ads.enumerated().map { ($1, $0) })
-        var pipeline = IngestPipeline(joinCode: code, policy: policy)
+        var pipeline = IngestPipeline(secret: pollSecret(code), policy: policy)
         pipeline.tally.open(.choice(1))
 
         let air = SimulatedAir(AirConfiguration(seed: seed))

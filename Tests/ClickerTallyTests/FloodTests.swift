@@ -19,7 +19,7 @@ final class FloodTests: XCTestCase {
         var policy = FloodPolicy()
         policy.untrustedPerSecond = 2_000
         policy.untrustedBurst = 2_000
-        var p = IngestPipeline(joinCode: poll.code, policy: policy)
+        var p = IngestPipeline(secret: pollSecret(poll.code), policy: policy)
         p.tally.open(.choice(1))
         var rng = SplitMix64(seed: 31)
         var forgedCount = 0, forgedRejected = 0, honestTurnedAway = 0
@@ -55,7 +55,7 @@ final class FloodTests: XCTestCase {
     }
 
     func testOneAddressFloodingIsRateLimitedPerAddress() {
-        var p = IngestPipeline(joinCode: poll.code)
+        var p = IngestPipeline(secret: pollSecret(poll.code))
         p.tally.open(.choice(1))
         var rng = SplitMix64(seed: 32)
         for ms in UInt64(0)..<1000 {
@@ -69,7 +69,7 @@ final class FloodTests: XCTestCase {
     }
 
     func testAlertRisesAndFallsWithTheReportClock() {
-        var p = IngestPipeline(joinCode: poll.code)
+        var p = IngestPipeline(secret: pollSecret(poll.code))
         p.tally.open(.choice(1))
         var rng = SplitMix64(seed: 33)
         XCTAssertFalse(p.flood.alert)
@@ -100,7 +100,7 @@ final class FloodTests: XCTestCase {
         policy.untrustedPerSecond = 20_000
         policy.untrustedBurst = 20_000
         policy.admissionSeed = 7
-        var p = IngestPipeline(joinCode: poll.code, policy: policy)
+        var p = IngestPipeline(secret: pollSecret(poll.code), policy: policy)
         p.tally.open(.choice(1))
         var rng = SplitMix64(seed: 34)
         let template = poll.report(voter: 0xDEAD_BEEF, answer: .choice(0))

@@ -7,7 +7,7 @@ final class IngestTests: XCTestCase {
     let poll = TestPoll()
 
     func pipeline(_ policy: FloodPolicy = FloodPolicy()) -> IngestPipeline {
-        var p = IngestPipeline(joinCode: poll.code, policy: policy)
+        var p = IngestPipeline(secret: pollSecret(poll.code), policy: policy)
         p.tally.open(.choice(1))
         return p
     }
@@ -64,14 +64,21 @@ final class IngestTests: XCTestCase {
 
     func testGATTBallots() {
         var p = pipeline()
-        let b = Ballot(voteID: poll.code.voteID, question: 1, voterID: 5, sequence: 1, answer: .choice(2))
-        let value = BallotCodec.sealGATT(b, key: poll.key)
+        let signer = DeviceKey(bytes: [UInt8](repeating: 5, count: 32))!.signingKey(mode: .anonymous, secret: poll.secret)
+        let voter = KeyDerivation.anonymousVoterID(publicKey: signer.publicKey.rawRepresentation)
+        let b = Ballot(voteID: poll.code.voteID, question: 1, voterID: voter, sequence: 1, answer: .choice(2))
+        let value = BallotCodec.sealGATT(b, key: poll.key, signingKey: signer)
+        XCTAssertEqual(value.count, 142)
         XCTAssertEqual(p.ingestGATT(value, from: DeviceAddress(rawValue: 5), at: .ms(1)).outcome, .new)
+        var badSignature = value
+        badSignature[141] ^= 1
+        XCTAssertEqual(p.ingestGATT(badSignature, from: DeviceAddress(rawValue: 5), at: .ms(1)).outcome,
+                       .rejected(.badSignature))
         XCTAssertEqual(p.ingestGATT(Array(value.prefix(22)), from: DeviceAddress(rawValue: 5), at: .ms(1)).outcome,
                        .rejected(.truncated))
         XCTAssertEqual(p.ingestGATT([], from: DeviceAddress(rawValue: 5), at: .ms(1)).outcome, .rejected(.notOurs))
         // The advertisement of the same ballot is a repeat.
-        XCTAssertEqual(p.ingest(poll.report(voter: 5, answer: .choice(2))).outcome, .repeated)
+        XCTAssertEqual(p.ingest(poll.report(voter: voter, answer: .choice(2))).outcome, .repeated)
     }
 }
 

@@ -38,7 +38,7 @@ final class PropertyTests: XCTestCase {
     }
 
     func run(_ reports: [AdvertisementReport], policy: ChangePolicy) -> [QuestionResults?] {
-        var p = IngestPipeline(joinCode: poll.code, changePolicy: policy)
+        var p = IngestPipeline(secret: pollSecret(poll.code), changePolicy: policy)
         p.tally.open(.choice(1))
         p.tally.open(.choice(2))
         p.ingest(contentsOf: reports)
@@ -75,7 +75,7 @@ final class PropertyTests: XCTestCase {
         // Latest wins = each voter's highest-sequence ballot; first-only = lowest.
         var rng = SplitMix64(seed: 99)
         let reports = scenario(&rng)
-        let keyring = PollKeyring(joinCode: poll.code)
+        let keyring = PollKeyring(secret: pollSecret(poll.code))
         var ballots: [Ballot] = []
         for r in reports { if case .success(let b) = BallotCodec.openAdvertisement(r.data, keyring: keyring), b.answer.fits(options: 4) { ballots.append(b) } }
         for policy in ChangePolicy.allCases {

@@ -8,7 +8,7 @@ final class ReplayTests: XCTestCase {
     func testBallotFromAnEarlierPollWithTheSameVoteIDIsRejected() throws {
         let earlier = TestPoll("4821-AAAAA-BBBBB")
         let now = TestPoll("4821-K7QXM-3PF9A")
-        var p = IngestPipeline(joinCode: now.code)
+        var p = IngestPipeline(secret: pollSecret(now.code))
         p.tally.open(.choice(1))
         XCTAssertEqual(p.ingest(earlier.report(voter: 1, answer: .choice(0))).outcome, .rejected(.badTag))
         let otherVoteID = TestPoll("5000-K7QXM-3PF9A")
@@ -19,7 +19,7 @@ final class ReplayTests: XCTestCase {
 
     func testBallotFromAnEarlierQuestionIsRejected() {
         let poll = TestPoll()
-        var p = IngestPipeline(joinCode: poll.code)
+        var p = IngestPipeline(secret: pollSecret(poll.code))
         p.tally.open(.choice(1))
         let q1 = poll.report(voter: 1, question: 1, sequence: 1, answer: .choice(2))
         XCTAssertEqual(p.ingest(q1).outcome, .new)
@@ -37,7 +37,7 @@ final class ReplayTests: XCTestCase {
 
     func testSequenceGoingBackwardsIsRejected() {
         let poll = TestPoll()
-        var p = IngestPipeline(joinCode: poll.code)
+        var p = IngestPipeline(secret: pollSecret(poll.code))
         p.tally.open(.choice(1))
         let old = poll.report(voter: 1, sequence: 1, answer: .choice(0), at: 0)
         XCTAssertEqual(p.ingest(old).outcome, .new)

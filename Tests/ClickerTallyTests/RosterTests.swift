@@ -20,7 +20,7 @@ final class RosterTests: XCTestCase {
         let r = try Roster(csv: csv)
         XCTAssertEqual(r.entries.map(\.name), ["Ada Lovelace", "Hopper, Grace", "Said \"Bob\""])
         XCTAssertEqual(r.entries.map(\.studentID), ["s001", "s002", "s003"])
-        XCTAssertEqual(r.deviceKeys, k)
+        XCTAssertEqual(r.rosterKeys, k.map(\.rosterKey))
         XCTAssertEqual(try Roster(csv: r.csv), r)
         // No header is fine too.
         XCTAssertEqual(try Roster(csv: "A,1,\(k[0].enrollmentCode)\n").entries.count, 1)
@@ -34,7 +34,8 @@ final class RosterTests: XCTestCase {
         XCTAssertEqual(error("name,student_id,enrollment_code\nA,1\n"), RosterError(line: 2, problem: .wrongFieldCount(2)))
         XCTAssertEqual(error("A,1,\(k[0].enrollmentCode)\n,2,\(k[1].enrollmentCode)"), RosterError(line: 2, problem: .emptyName))
         XCTAssertEqual(error("A,,\(k[0].enrollmentCode)"), RosterError(line: 1, problem: .emptyStudentID))
-        XCTAssertEqual(error("A,1,CE1-XYZ"), RosterError(line: 1, problem: .badEnrollmentCode(.wrongLength(3))))
+        XCTAssertEqual(error("A,1,CE2-XYZ"), RosterError(line: 1, problem: .badEnrollmentCode(.wrongLength(3))))
+        XCTAssertEqual(error("A,1,CE1-XYZ"), RosterError(line: 1, problem: .badEnrollmentCode(.versionOne)))
         XCTAssertEqual(error("A,1,\(k[0].enrollmentCode)\n\nB,1,\(k[1].enrollmentCode)"),
                        RosterError(line: 3, problem: .duplicateStudentID("1", firstSeenAt: 1)))
         XCTAssertEqual(error("A,1,\(k[0].enrollmentCode)\nB,2,\(k[0].enrollmentCode)"),
@@ -64,24 +65,24 @@ final class RosterTests: XCTestCase {
             RosterEntry(name: "S\($0)", studentID: "\($0)", enrollment: k[$0].enrollmentCode)
         })
         let code = try JoinCode(parsing: "4821-K7QXM-3PF9A")
-        var p = IngestPipeline(joinCode: code, roster: roster.deviceKeys, rosterOnly: true)
+        var p = IngestPipeline(secret: pollSecret(code), roster: roster.rosterKeys, rosterOnly: true)
         p.tally.open(.choice(1))
         func report(_ s: BallotSealer, _ answer: Answer, seq: UInt16 = 1, addr: UInt64) -> AdvertisementReport {
             AdvertisementReport(address: DeviceAddress(rawValue: addr), rssi: nil, companyID: BallotFormat.companyID,
                                 data: s.advertisement(question: 1, sequence: seq, answer: answer), timestamp: .ms(addr))
         }
-        let s0 = BallotSealer(joinCode: code, deviceKey: k[0], mode: .roster)
-        let s1 = BallotSealer(joinCode: code, deviceKey: k[1], mode: .roster)
+        let s0 = BallotSealer(secret: pollSecret(code), deviceKey: k[0], mode: .roster)
+        let s1 = BallotSealer(secret: pollSecret(code), deviceKey: k[1], mode: .roster)
         XCTAssertEqual(p.ingest(report(s0, .choice(0), addr: 1)).outcome, .new)
         XCTAssertEqual(p.ingest(report(s1, .choice(2), addr: 2)).outcome, .new)
         XCTAssertEqual(p.ingest(report(s1, .choice(3), seq: 2, addr: 2)).outcome, .changed(from: .choice(2)))
         // Device 3 is not enrolled: roster ballots unverifiable, anonymous ones kept apart.
-        let outsider = BallotSealer(joinCode: code, deviceKey: k[3], mode: .roster)
+        let outsider = BallotSealer(secret: pollSecret(code), deviceKey: k[3], mode: .roster)
         XCTAssertEqual(p.ingest(report(outsider, .choice(1), addr: 3)).outcome, .rejected(.unknownVoter))
-        let anon = BallotSealer(joinCode: code, deviceKey: k[3])
+        let anon = BallotSealer(secret: pollSecret(code), deviceKey: k[3])
         XCTAssertEqual(p.ingest(report(anon, .choice(1), addr: 4)).outcome, .unregistered)
         // Student 2's key with another poll's code does not verify here.
-        let stale = BallotSealer(joinCode: try JoinCode(parsing: "4821-K7QXM-3PF9B"), deviceKey: k[2], mode: .roster)
+        let stale = BallotSealer(secret: pollSecret(try JoinCode(parsing: "4821-K7QXM-3PF9B")), deviceKey: k[2], mode: .roster)
         XCTAssertEqual(p.ingest(report(stale, .choice(1), addr: 5)).outcome, .rejected(.unknownVoter))
         // A student cannot vote as another: flipping the voter ID breaks the tag.
         var forged = report(s0, .choice(1), seq: 9, addr: 6)

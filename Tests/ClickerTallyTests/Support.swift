@@ -6,10 +6,12 @@ import ClickerWire
 /// A poll with anonymous voters for tests: seals ballots into reports.
 struct TestPoll {
     let code: JoinCode
+    let secret: PollSecret
     let key: BallotKey
     init(_ text: String = "4821-K7QXM-3PF9A") {
         code = try! JoinCode(parsing: text)  // test constant
-        key = BallotKey.anonymous(code)
+        secret = pollSecret(code)
+        key = BallotKey.anonymous(secret)
     }
 
     func report(voter: UInt32, question: UInt8 = 1, sequence: UInt16 = 1, answer: Answer, at ms: UInt64 = 0,

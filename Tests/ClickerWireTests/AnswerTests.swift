@@ -14,7 +14,12 @@ final class AnswerTests: XCTestCase {
         XCTAssertEqual(try Answer(parsing: "A+C+H"), .multiSelect(0b1000_0101))
         XCTAssertEqual(Answer.multiSelect(0b1000_0101).description, "A+C+H")
         XCTAssertEqual(try Answer(parsing: "C>A>B").description, "C>A>B")
-        XCTAssertEqual(try Answer(parsing: "B>A>C"), try Answer(parsing: "B>A"))
+        // Partial rankings: unranked options are not implied.
+        XCTAssertNotEqual(try Answer(parsing: "B>A>C"), try Answer(parsing: "B>A"))
+        XCTAssertEqual(try Answer(parsing: "C>").description, "C>")
+        XCTAssertEqual(try Answer(parsing: "42"), .numeric(42))
+        XCTAssertEqual(try Answer(parsing: "-3").description, "-3")
+        XCTAssertEqual(try Answer(parsing: "-32768"), .numeric(-32768))
     }
 
     func testParseErrors() {
@@ -27,15 +32,27 @@ final class AnswerTests: XCTestCase {
         XCTAssertEqual(reason("A+A"), .repeatedLetter("A"))
         XCTAssertEqual(reason("+A"), .badLetter(""))
         XCTAssertEqual(reason("A++C"), .badLetter(""))
-        XCTAssertEqual(reason("A>C"), .notAPermutation("A>C"))
-        XCTAssertEqual(reason("A>A"), .notAPermutation("A>A"))
+        XCTAssertEqual(reason("A>A"), .repeatedLetter("A"))
+        XCTAssertEqual(reason("A>B>C>D>E>F>G>H>A"), .repeatedLetter("A"))
+        XCTAssertEqual(reason(">A"), .badLetter(""))
+        XCTAssertEqual(reason("32768"), .numberOutOfRange("32768"))
+        XCTAssertEqual(reason("-"), .badNumber("-"))
+        XCTAssertEqual(reason("4x"), .badNumber("4x"))
     }
 
+    /// Rankings of k = 1…8 options: Σ 8!/(8−k)! arrangements.
+    static let rankingCount = (1...8).map { Ranking.arrangements(count: $0) }.reduce(0, +)
+
     func testWireBytesRoundTripForEveryWellFormedValue() {
+        XCTAssertEqual(Self.rankingCount, 109_600)
         var all: [Answer] = (0..<8).map { .choice(UInt8($0)) } + [.trueFalse(false), .trueFalse(true)]
         all += (1...255).map { .multiSelect(UInt8($0)) }
-        for k in 0..<UInt16(40320) { if let r = Ranking(lehmerCode: k) { all.append(.ranking(r)) } }
-        XCTAssertEqual(all.count, 8 + 2 + 255 + 40320)
+        all += (Int(Int16.min)...Int(Int16.max)).map { .numeric(Int16($0)) }
+        for k in 1...8 {
+            for c in 0..<Ranking.arrangements(count: k) { if let r = Ranking(count: k, code: UInt16(c)) { all.append(.ranking(r)) } }
+        }
+        XCTAssertEqual(all.count, 8 + 2 + 255 + 65536 + Self.rankingCount)
+        XCTAssertEqual(Set(all).count, all.count, "every value is a different answer")
         for a in all {
             let w = a.wireBytes
             XCTAssertEqual(Answer(wire: w.0, w.1, w.2), a)
@@ -44,10 +61,10 @@ final class AnswerTests: XCTestCase {
     }
 
     func testEveryByteTripleDecodesOrIsRejectedConsistently() {
-        // Exhaustive over kind bytes 0…5 and all 65536 values: the decoder accepts exactly
-        // 8 + 2 + 255 + 40320 triples, and re-encodes each to itself.
+        // Exhaustive over kind bytes 0…0x4A and all 65536 values: the decoder accepts exactly
+        // 8 + 2 + 255 + 65536 + Σ 8!/(8−k)! triples, and re-encodes each to itself.
         var accepted = 0
-        for k in UInt8(0)...5 {
+        for k in UInt8(0)...0x4A {
             for v in 0...0xFFFF {
                 let hi = UInt8(v >> 8), lo = UInt8(v & 0xFF)
                 if let a = Answer(wire: k, hi, lo) {
@@ -57,34 +74,36 @@ final class AnswerTests: XCTestCase {
                 }
             }
         }
-        XCTAssertEqual(accepted, 8 + 2 + 255 + 40320)
+        XCTAssertEqual(accepted, 8 + 2 + 255 + 65536 + Self.rankingCount)
         XCTAssertNil(Answer(wire: 0xFF, 0, 0))
+        XCTAssertNil(Answer(wire: 0x04, 0, 0), "kind 04 (version 1 rankings) is gone")
+        XCTAssertNil(Answer(wire: 0x40, 0, 0))
+        XCTAssertNil(Answer(wire: 0x49, 0, 0))
+        XCTAssertNil(Answer(wire: 0x48, 0x9D, 0x80), "40320 is not below 8!")
         XCTAssertFalse(Answer.choice(8).isWellFormed)
         XCTAssertFalse(Answer.multiSelect(0).isWellFormed)
     }
 
     func testRankingsOfAllLengthsRoundTrip() {
-        func permutations(_ n: Int) -> [[UInt8]] {
-            if n == 0 { return [[]] }
-            return permutations(n - 1).flatMap { p in (0...p.count).map { i in var q = p; q.insert(UInt8(n - 1), at: i); return q } }
-        }
-        for n in 1...6 {
-            var codes = Set<UInt16>()
-            for p in permutations(n) {
-                let r = Ranking(order: p)
-                XCTAssertNotNil(r)
-                XCTAssertEqual(r?.order(count: n), p)
-                codes.insert(r?.lehmerCode ?? 0xFFFF)
+        for k in 1...8 {
+            var orders = Set<[UInt8]>()
+            for c in 0..<Ranking.arrangements(count: k) {
+                guard let r = Ranking(count: k, code: UInt16(c)) else { return XCTFail("k \(k) code \(c)") }
+                XCTAssertEqual(Int(r.code), c)
+                XCTAssertEqual(Ranking(order: r.order), r)
+                orders.insert(r.order)
             }
-            XCTAssertEqual(codes.count, (1...n).reduce(1, *))
+            XCTAssertEqual(orders.count, Ranking.arrangements(count: k))
+            XCTAssertNil(Ranking(count: k, code: UInt16(Ranking.arrangements(count: k))))
         }
-        XCTAssertEqual(Ranking(order: [7, 6, 5, 4, 3, 2, 1, 0])?.lehmerCode, 40319)
-        XCTAssertEqual(Ranking(order: [0])?.lehmerCode, 0)
-        XCTAssertNil(Ranking(lehmerCode: 40320))
+        // The document's examples (PROTOCOL.md §4): C>A>B is digits 2, 0, 0 → 2·7·6 = 84.
+        XCTAssertEqual(Ranking(order: [2, 0, 1])?.code, 84)
+        XCTAssertEqual(Ranking(order: [7, 6, 5, 4, 3, 2, 1, 0])?.code, 40319)
+        XCTAssertEqual(Ranking(order: [0])?.code, 0)
         XCTAssertNil(Ranking(order: []))
-        XCTAssertNil(Ranking(order: [0, 1, 2, 3, 4, 5, 6, 7, 8]))
-        // C moved: not a ranking of only the first two options.
-        XCTAssertNil(Ranking(order: [2, 0, 1])?.order(count: 2))
+        XCTAssertNil(Ranking(order: [0, 1, 2, 3, 4, 5, 6, 7, 0]))
+        XCTAssertNil(Ranking(order: [8]))
+        XCTAssertNil(Ranking(order: [1, 1]))
     }
 
     func testFitsQuestion() {
@@ -93,6 +112,8 @@ final class AnswerTests: XCTestCase {
         XCTAssertTrue(Answer.multiSelect(0b1111).fits(options: 4))
         XCTAssertFalse(Answer.multiSelect(0b1_0000).fits(options: 4))
         XCTAssertTrue(Answer.multiSelect(0xFF).fits(options: 8))
+        XCTAssertTrue(Answer.ranking(Ranking(order: [2, 0])!).fits(options: 3))
+        XCTAssertFalse(Answer.ranking(Ranking(order: [3])!).fits(options: 3))
     }
 }
 
@@ -100,8 +121,12 @@ final class AnswerPrintingTests: XCTestCase {
     func testPrintedFormsAreUnambiguous() throws {
         XCTAssertEqual(Answer.multiSelect(0b1000).description, "D+")
         XCTAssertEqual(try Answer(parsing: "D+"), .multiSelect(0b1000))
-        XCTAssertEqual(Answer.ranking(Ranking(lehmerCode: 0)!).description, "A>B")
-        XCTAssertEqual(try Answer(parsing: "A>B"), .ranking(Ranking(lehmerCode: 0)!))
+        XCTAssertEqual(Answer.ranking(Ranking(order: [0, 1])!).description, "A>B")
+        XCTAssertEqual(try Answer(parsing: "A>B"), .ranking(Ranking(order: [0, 1])!))
+        // One ranked option prints `C>`, never `C` (the single choice).
+        XCTAssertEqual(Answer.ranking(Ranking(order: [2])!).description, "C>")
+        XCTAssertEqual(try Answer(parsing: "C>"), .ranking(Ranking(order: [2])!))
+        XCTAssertEqual(try Answer(parsing: "C"), .choice(2))
         XCTAssertThrowsError(try Answer(parsing: "+D"))
     }
 }

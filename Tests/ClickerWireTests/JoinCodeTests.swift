@@ -23,7 +23,8 @@ final class JoinCodeTests: XCTestCase {
         XCTAssertEqual(reason("   "), .empty)
         XCTAssertEqual(reason("4821-7319"), .wrongShape("4821-7319"))
         XCTAssertEqual(reason("4821-K7QXM-3PF9A-1"), .wrongShape("4821-K7QXM-3PF9A-1"))
-        XCTAssertEqual(reason("4821-K7QX-M3PF9A"), .wrongShape("4821-K7QX-M3PF9A"))
+        XCTAssertEqual(reason("4821-K7QX-M3PF9A"), .wrongGroupLength(group: 2, "K7QX"))
+        XCTAssertEqual(reason("4821-K7QXM-3PF9AA"), .wrongGroupLength(group: 3, "3PF9AA"))
         XCTAssertEqual(reason("48a1-K7QXM-3PF9A"), .badVoteID("48a1"))
         XCTAssertEqual(reason("-K7QXM-3PF9A"), .badVoteID(""))
         XCTAssertEqual(reason("123456-K7QXM-3PF9A"), .badVoteID("123456"))
@@ -37,6 +38,10 @@ final class JoinCodeTests: XCTestCase {
         XCTAssertThrowsError(try JoinCode(voteID: 0, secret: 1))
         // Every error explains itself.
         XCTAssertTrue(JoinCodeError.wrongShape("x").description.contains("4821-K7QXM-3PF9A"))
+        // The message names the group that is wrong, and never claims three groups are missing.
+        let groupError = JoinCodeError.wrongGroupLength(group: 2, "K7QX").description
+        XCTAssertTrue(groupError.contains("second group 'K7QX' has 4 characters, expected 5"), groupError)
+        XCTAssertTrue(JoinCodeError.wrongShape("4821-7319").description.contains("has 2 dash-separated groups"))
     }
 
     func testRandomCodesRoundTrip() throws {

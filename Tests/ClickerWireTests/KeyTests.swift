@@ -25,11 +25,11 @@ final class KeyTests: XCTestCase {
         for _ in 0..<200 {
             let k = DeviceKey.generate(using: &rng)
             let text = k.enrollmentCode.description
-            XCTAssertTrue(text.hasPrefix("CE1-"))
+            XCTAssertTrue(text.hasPrefix("CE2-"))
             XCTAssertEqual(text.split(separator: "-").count, 8)
-            XCTAssertEqual(try EnrollmentCode(parsing: text).deviceKey, k)
+            XCTAssertEqual(try EnrollmentCode(parsing: text).rosterKey, k.rosterKey)
             XCTAssertEqual(try EnrollmentCode(parsing: text.lowercased().replacingOccurrences(of: "-", with: " ")
-                .replacingOccurrences(of: "ce1 ", with: "CE1-")).deviceKey, k)
+                .replacingOccurrences(of: "ce2 ", with: "CE2-")).rosterKey, k.rosterKey)
             // Change one character: the checksum (or the padding) catches it.
             var chars = Array(text)
             let i = Int.random(in: 4..<chars.count, using: &rng)
@@ -41,8 +41,8 @@ final class KeyTests: XCTestCase {
         XCTAssertThrowsError(try EnrollmentCode(parsing: "XY1-ABC")) {
             XCTAssertEqual($0 as? EnrollmentCodeError, .notAnEnrollmentCode("XY1-ABC"))
         }
-        XCTAssertThrowsError(try EnrollmentCode(parsing: "CE1-ABC")) { XCTAssertEqual($0 as? EnrollmentCodeError, .wrongLength(3)) }
-        XCTAssertThrowsError(try EnrollmentCode(parsing: "CE1-" + String(repeating: "U", count: 56))) {
+        XCTAssertThrowsError(try EnrollmentCode(parsing: "CE2-ABC")) { XCTAssertEqual($0 as? EnrollmentCodeError, .wrongLength(3)) }
+        XCTAssertThrowsError(try EnrollmentCode(parsing: "CE2-" + String(repeating: "U", count: 56))) {
             XCTAssertEqual($0 as? EnrollmentCodeError, .badCharacter("U"))
         }
     }
@@ -50,28 +50,31 @@ final class KeyTests: XCTestCase {
     /// SECURITY.md: anonymous voter IDs cannot be linked across polls.
     func testAnonymousVoterIDsDifferAcrossPollsAndDevices() throws {
         var rng = SplitMix64(seed: 8)
-        let devices = (0..<50).map { _ in DeviceKey.generate(using: &rng) }
-        let polls = (0..<20).map { _ in JoinCode.random(using: &rng) }
+        let devices = (0..<12).map { _ in DeviceKey.generate(using: &rng) }
+        let polls = (0..<4).map { _ in pollSecret(JoinCode.random(using: &rng)) }
         var seen = Set<UInt32>()
         for d in devices {
             for p in polls {
-                XCTAssertEqual(d.anonymousVoterID(for: p), d.anonymousVoterID(for: p))
-                seen.insert(d.anonymousVoterID(for: p))
-                XCTAssertNotEqual(d.anonymousVoterID(for: p), d.rosterVoterID(for: p))
+                let id = d.anonymousVoterID(in: p)
+                seen.insert(id)
+                XCTAssertNotEqual(id, d.rosterVoterID(in: p))
             }
         }
+        XCTAssertEqual(devices[0].anonymousVoterID(in: polls[0]), devices[0].anonymousVoterID(in: polls[0]), "stable")
         XCTAssertEqual(seen.count, devices.count * polls.count)
         // Same vote ID, different secret: still a different voter ID.
         let a = try JoinCode(voteID: 4821, secret: 1), b = try JoinCode(voteID: 4821, secret: 2)
-        XCTAssertNotEqual(devices[0].anonymousVoterID(for: a), devices[0].anonymousVoterID(for: b))
+        XCTAssertNotEqual(devices[0].anonymousVoterID(in: pollSecret(a)), devices[0].anonymousVoterID(in: pollSecret(b)))
     }
 
     func testKeyMaterialDependsOnEveryInput() throws {
         let d1 = DeviceKey(bytes: [UInt8](repeating: 1, count: 32))!, d2 = DeviceKey(bytes: [UInt8](repeating: 2, count: 32))!
         let a = try JoinCode(voteID: 4821, secret: 1), b = try JoinCode(voteID: 4821, secret: 2), c = try JoinCode(voteID: 4822, secret: 1)
-        let poll = Set([a, b, c].map { KeyDerivation.pollKeyMaterial($0) })
+        let secrets = [a, b, c].map(pollSecret)
+        XCTAssertEqual(Set(secrets.map(\.bytes)).count, 3, "S depends on the secret and the vote ID")
+        let poll = Set(secrets.map { KeyDerivation.pollKeyMaterial($0) })
         XCTAssertEqual(poll.count, 3)
-        let roster = Set([a, b, c].flatMap { j in [d1, d2].map { KeyDerivation.rosterKeyMaterial(deviceKey: $0, code: j) } })
+        let roster = Set(secrets.flatMap { s in [d1, d2].map { KeyDerivation.rosterKeyMaterial(rosterKey: $0.rosterKey, secret: s) } })
         XCTAssertEqual(roster.count, 6)
         XCTAssertTrue(roster.isDisjoint(with: poll))
         XCTAssertNil(BallotKey(keyMaterial: [UInt8](repeating: 0, count: 63)))

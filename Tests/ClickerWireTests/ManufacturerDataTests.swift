@@ -81,13 +81,13 @@ final class ManufacturerDataTests: XCTestCase {
         let code = try JoinCode(parsing: "4821-K7QXM-3PF9A")
         let device = try XCTUnwrap(DeviceKey(bytes: Array(0x20..<0x40).map { UInt8($0) }))
         for mode in BallotMode.allCases {
-            let s = BallotSealer(joinCode: code, deviceKey: device, mode: mode)
-            let keyring = PollKeyring(joinCode: code, roster: [device])
+            let s = BallotSealer(secret: pollSecret(code), deviceKey: device, mode: mode)
+            let keyring = PollKeyring(secret: pollSecret(code), roster: [device.rosterKey])
             let adv = s.advertisement(question: 3, sequence: 7, answer: .choice(2))
             XCTAssertEqual(try BallotCodec.openAdvertisement(adv, keyring: keyring).get(),
                            s.ballot(question: 3, sequence: 7, answer: .choice(2)))
-            XCTAssertEqual(try BallotCodec.openGATT(s.gattValue(question: 3, sequence: 7, answer: .choice(2)), keyring: keyring).get().voterID,
-                           mode == .roster ? device.rosterVoterID(for: code) : device.anonymousVoterID(for: code))
+            XCTAssertEqual(try BallotCodec.openGATT(s.gattValue(question: 3, sequence: 7, answer: .choice(2)), keyring: keyring).get().ballot.voterID,
+                           mode == .roster ? device.rosterVoterID(in: pollSecret(code)) : device.anonymousVoterID(in: pollSecret(code)))
         }
     }
 }

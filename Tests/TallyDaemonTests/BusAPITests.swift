@@ -16,7 +16,7 @@ final class BusAPITests: XCTestCase {
     func report(voter: UInt32, answer: Answer) -> AdvertisementReport {
         let b = Ballot(voteID: code.voteID, question: 1, voterID: voter, sequence: 1, answer: answer)
         return AdvertisementReport(address: DeviceAddress(rawValue: UInt64(voter)), rssi: nil, companyID: 0xFFFF,
-                                   data: BallotCodec.sealAdvertisement(b, key: .anonymous(code)), timestamp: .zero)
+                                   data: BallotCodec.sealAdvertisement(b, key: .anonymous(pollSecret(code))), timestamp: .zero)
     }
 
     func testMethodsSignalAndErrorsOverARealBus() async throws {

@@ -59,7 +59,7 @@ final class LiveCountsLeakTests: XCTestCase {
         let controller = try PollController(options: options, store: nil)
         if show { await controller.setCountsShown(true) }
         let start = Date()
-        let sealers = keys.map { BallotSealer(joinCode: code, deviceKey: $0, mode: .roster) }
+        let sealers = keys.map { BallotSealer(secret: pollSecret(code), deviceKey: $0, mode: .roster) }
 
         // The attacker's inference: voters heard since the bars last moved share that movement;
         // each is named as the answer that gained the most.

@@ -15,7 +15,7 @@ final class LiveCountsTests: XCTestCase {
         let b = Ballot(voteID: code.voteID, question: question, voterID: voter, sequence: sequence, answer: .choice(answer))
         return AdvertisementReport(address: DeviceAddress(rawValue: 0xC000_0000_0000 | UInt64(voter)), rssi: -60,
                                    companyID: BallotFormat.companyID,
-                                   data: BallotCodec.sealAdvertisement(b, key: .anonymous(code)), timestamp: .zero)
+                                   data: BallotCodec.sealAdvertisement(b, key: .anonymous(pollSecret(code))), timestamp: .zero)
     }
 
     func counts(_ c: PollController, at t: Date) async -> [Int] {
@@ -69,7 +69,7 @@ final class LiveCountsTests: XCTestCase {
         let c = try PollController(options: PollOptions(joinCode: code, roster: roster, confirmByGATT: false), store: nil)
         let t0 = Date()
         for (i, k) in keys.enumerated() {
-            let s = BallotSealer(joinCode: code, deviceKey: k, mode: .roster)
+            let s = BallotSealer(secret: pollSecret(code), deviceKey: k, mode: .roster)
             await c.ingest(AdvertisementReport(address: DeviceAddress(rawValue: UInt64(i + 1)), rssi: nil,
                                                companyID: BallotFormat.companyID,
                                                data: s.advertisement(question: 1, sequence: 1, answer: .choice(UInt8(i % 2))),

@@ -23,7 +23,7 @@ final class PollControllerTests: XCTestCase {
         let b = Ballot(voteID: c.voteID, question: question, voterID: voter, sequence: sequence, answer: answer)
         return AdvertisementReport(address: DeviceAddress(rawValue: 0xC000_0000_0000 | UInt64(voter)), rssi: -60,
                                    companyID: BallotFormat.companyID,
-                                   data: BallotCodec.sealAdvertisement(b, key: .anonymous(c)),
+                                   data: BallotCodec.sealAdvertisement(b, key: .anonymous(pollSecret(c))),
                                    timestamp: RadioInstant(nanoseconds: t * 1_000_000))
     }
 
@@ -38,7 +38,7 @@ final class PollControllerTests: XCTestCase {
         for i in 0..<40 {
             let answer = Answer.choice(UInt8(i % 4))
             expected[answer.description, default: 0] += 1
-            let session = VoterSession(joinCode: code, question: 1, identity: DeviceKey.generate(),
+            let session = VoterSession(secret: pollSecret(code), question: 1, identity: DeviceKey.generate(),
                                        transport: air.addPeripheral(), state: nil)
             try await session.cast(answer)
         }
@@ -77,7 +77,7 @@ final class PollControllerTests: XCTestCase {
         await controller.ingest(report(voter: 1, answer: .choice(0), code: wrongSecret))
         await controller.ingest(report(voter: 2, answer: .choice(0), code: otherPoll))
         await controller.ingest(AdvertisementReport(address: DeviceAddress(rawValue: 9), rssi: nil, companyID: 0xFFFF,
-                                                    data: [0xCB, 0x10, 2], timestamp: .zero))
+                                                    data: [0xCB, 0x20, 2], timestamp: .zero))
         await controller.ingest(report(voter: 3, answer: .choice(2)))
         let r = await controller.results()
         XCTAssertEqual(r.voters, 1)
@@ -124,7 +124,7 @@ final class PollControllerTests: XCTestCase {
         let controller = try PollController(options: PollOptions(joinCode: code, roster: loaded, confirmByGATT: false),
                                             store: store)
         func vote(_ key: DeviceKey, _ mode: BallotMode, _ a: Answer) -> AdvertisementReport {
-            let s = BallotSealer(joinCode: code, deviceKey: key, mode: mode)
+            let s = BallotSealer(secret: pollSecret(code), deviceKey: key, mode: mode)
             return AdvertisementReport(address: DeviceAddress(rawValue: UInt64(s.voterID)), rssi: nil, companyID: 0xFFFF,
                                        data: s.advertisement(question: 1, sequence: 1, answer: a), timestamp: .zero)
         }
@@ -186,7 +186,7 @@ final class PollControllerTests: XCTestCase {
         let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: nil)
         var honest: [UInt32: Answer] = [:]
         for i in 0..<300 {
-            let session = VoterSession(joinCode: code, question: 1, identity: DeviceKey.generate(),
+            let session = VoterSession(secret: pollSecret(code), question: 1, identity: DeviceKey.generate(),
                                        transport: air.addPeripheral(), state: nil)
             let b = try await session.cast(.choice(UInt8(i % 4)))
             honest[b.voterID] = b.answer
@@ -201,7 +201,8 @@ final class PollControllerTests: XCTestCase {
             let fake = Ballot(voteID: voteID, question: 1, voterID: UInt32.random(in: 0...UInt32.max, using: &rng),
                               sequence: 1, answer: .choice(0))
             // Sealed under a key the attacker made up: the attacker never saw the join secret.
-            let key = BallotKey.anonymous(JoinCode.random(using: &rng).withVoteID(voteID))
+            let material = (0..<8).flatMap { _ in withUnsafeBytes(of: rng.next()) { Array($0) } }
+            guard let key = BallotKey(keyMaterial: material) else { return }
             try? ctx.advertise(a, AdvertisingPayload(companyID: BallotFormat.companyID,
                                                      data: BallotCodec.sealAdvertisement(fake, key: key),
                                                      interval: .milliseconds(20), connectable: false))
@@ -251,11 +252,5 @@ final class Counter: Sendable {
     var value: Int { storage.withLock { $0 } }
 }
 
-extension JoinCode {
-    /// The same secret under another vote ID (test helper: an attacker who guesses the vote ID).
-    func withVoteID(_ id: UInt16) -> JoinCode {
-        (try? JoinCode(voteID: id, secret: secret)) ?? self
-    }
-}
 
 import Synchronization

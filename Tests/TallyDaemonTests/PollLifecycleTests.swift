@@ -144,6 +144,6 @@ func sealedReport(_ code: JoinCode, voter: UInt32, answer: Answer, sequence: UIn
     let b = Ballot(voteID: code.voteID, question: question, voterID: voter, sequence: sequence, answer: answer)
     return AdvertisementReport(address: DeviceAddress(rawValue: 0xC000_0000_0000 | UInt64(voter)), rssi: -60,
                                companyID: BallotFormat.companyID,
-                               data: BallotCodec.sealAdvertisement(b, key: .anonymous(code)),
+                               data: BallotCodec.sealAdvertisement(b, key: .anonymous(pollSecret(code))),
                                timestamp: RadioInstant(nanoseconds: t * 1_000_000))
 }

@@ -29,24 +29,28 @@ final class VoterTests: XCTestCase {
     func testCastAdvertisesASealedBallotAndServesTheFullOneOverGATT() async throws {
         let air = SimulatedAir(AirConfiguration(seed: 3, clock: .virtual))
         let radio = air.addPeripheral()
-        let session = VoterSession(joinCode: code, question: 2, identity: DeviceKey.generate(), transport: radio,
+        let session = VoterSession(secret: pollSecret(code), question: 2, identity: DeviceKey.generate(), transport: radio,
                                    state: nil)
         let ballot = try await session.cast(.choice(1))
         let reports = try await heard(air)
         XCTAssertFalse(reports.isEmpty)
-        let keyring = PollKeyring(joinCode: code)
+        let keyring = PollKeyring(secret: pollSecret(code))
         for r in reports {
             XCTAssertLessThanOrEqual(r.data.count, 24, "fits legacy advertising with Flags")
             XCTAssertEqual(try BallotCodec.openAdvertisement(r.data, keyring: keyring).get(), ballot)
         }
         // The answer is not in the clear: the answer bytes differ between two voters choosing B.
-        let other = VoterSession(joinCode: code, question: 2, identity: DeviceKey.generate(),
+        let other = VoterSession(secret: pollSecret(code), question: 2, identity: DeviceKey.generate(),
                                  transport: air.addPeripheral(), state: nil)
         let b2 = try await other.cast(.choice(1))
-        XCTAssertNotEqual(BallotCodec.sealAdvertisement(ballot, key: .anonymous(code)),
-                          BallotCodec.sealAdvertisement(b2, key: .anonymous(code)))
+        XCTAssertNotEqual(BallotCodec.sealAdvertisement(ballot, key: .anonymous(pollSecret(code))),
+                          BallotCodec.sealAdvertisement(b2, key: .anonymous(pollSecret(code))))
         let value = try await readBallot(air, radio.address)
-        XCTAssertEqual(try BallotCodec.openGATT(value, keyring: keyring).get(), ballot)
+        XCTAssertEqual(value.count, BallotFormat.gattLength)
+        let signed = try BallotCodec.openGATT(value, keyring: keyring).get()
+        XCTAssertEqual(signed.ballot, ballot)
+        let publicKey = await session.publicKey
+        XCTAssertEqual(signed.publicKey, publicKey)
     }
 
     func readBallot(_ air: SimulatedAir, _ address: DeviceAddress) async throws -> [UInt8] {
@@ -65,23 +69,34 @@ final class VoterTests: XCTestCase {
         let state = tempState()
         let key = try DeviceIdentity.loadOrCreate(in: state)
         let air = SimulatedAir(AirConfiguration(seed: 4, clock: .virtual))
-        let first = VoterSession(joinCode: code, question: 1, identity: key, transport: air.addPeripheral(), state: state)
+        let first = VoterSession(secret: pollSecret(code), question: 1, identity: key, transport: air.addPeripheral(), state: state)
         let b1 = try await first.cast(.choice(0))
         let b2 = try await first.cast(.choice(2))
         XCTAssertEqual([b1.sequence, b2.sequence], [1, 2])
         let again = try DeviceIdentity.loadOrCreate(in: state)
         XCTAssertEqual(again, key, "the device key is stable")
-        let second = VoterSession(joinCode: code, question: 1, identity: again, transport: air.addPeripheral(), state: state)
+        let second = VoterSession(secret: pollSecret(code), question: 1, identity: again, transport: air.addPeripheral(), state: state)
         let b3 = try await second.cast(.choice(1))
         XCTAssertEqual(b3.sequence, 3)
         XCTAssertEqual(b3.voterID, b1.voterID, "same voter ID for the same poll")
         // Another question starts afresh.
-        let q2 = VoterSession(joinCode: code, question: 2, identity: again, transport: air.addPeripheral(), state: state)
+        let q2 = VoterSession(secret: pollSecret(code), question: 2, identity: again, transport: air.addPeripheral(), state: state)
         let q2b = try await q2.cast(.choice(1))
         XCTAssertEqual(q2b.sequence, 1)
         // Anonymous mode: another poll gives an unlinkable voter ID.
         let other = try JoinCode(parsing: "1234-ABCDE-FGHJK")
-        XCTAssertNotEqual(again.anonymousVoterID(for: other), b1.voterID)
+        XCTAssertNotEqual(again.anonymousVoterID(in: pollSecret(other)), b1.voterID)
+    }
+
+    /// The device-key file is exactly one line with one newline (PROTOCOL.md §5).
+    func testDeviceKeyFileIsOneLine() throws {
+        let state = tempState()
+        let key = try DeviceIdentity.loadOrCreate(in: state)
+        let text = String(decoding: try XCTUnwrap(state.read("device-key")), as: UTF8.self)
+        XCTAssertEqual(text, key.encoded)
+        XCTAssertEqual(text.filter { $0 == "\n" }.count, 1)
+        XCTAssertTrue(text.hasSuffix("\n"))
+        XCTAssertEqual(try DeviceIdentity.loadOrCreate(in: state), key)
     }
 
     func testStateFilesAreOwnerOnly() throws {
@@ -142,9 +157,9 @@ final class VoterTests: XCTestCase {
         var rng = SplitMix64(seed: 9)
         let room = Classroom(count: 4, abstainRate: 0, using: &rng)
         let counter = AdvertCounter()
-        let code = self.code
+        let secret = pollSecret(self.code)
         let task = Task {
-            await room.run(joinCode: code, question: 1, timeScale: 0.0001, churn: 20) { _ in CountingPeripheral(counter: counter) }
+            await room.run(secret: secret, question: 1, timeScale: 0.0001, churn: 20) { _ in CountingPeripheral(counter: counter) }
         }
         try await Task.sleep(for: .seconds(1))
         task.cancel()

@@ -7,7 +7,9 @@ import ClickerTransport
 import ClickerWire
 
 private let code = JoinCode(unsafeText: "4821-K7QXM-3PF9A")
-private let key = BallotKey.anonymous(code)
+/// S, derived once (scrypt) as the tally does when a poll opens.
+private let secret = PollSecret(deriving: code)
+private let key = BallotKey.anonymous(secret)
 
 /// `count` reports from distinct voters (and addresses), sealed with the poll key.
 private func makeReports(_ count: Int, firstVoter: UInt32 = 1) -> [AdvertisementReport] {
@@ -31,7 +33,7 @@ private let unlimited: FloodPolicy = {
 }()
 
 private func freshPipeline() -> IngestPipeline {
-    var p = IngestPipeline(joinCode: code, policy: unlimited)
+    var p = IngestPipeline(secret: secret, policy: unlimited)
     p.tally.open(.choice(1))
     return p
 }
@@ -76,7 +78,7 @@ let benchmarks: @Sendable () -> Void = {
     // (c) The decoder alone on new payloads (tag verification + decryption), for comparison.
     Benchmark("Decode and verify only (payloads)") { benchmark in
         let payloads = makeReports(1000).map(\.data)
-        let keyring = PollKeyring(joinCode: code)
+        let keyring = PollKeyring(secret: secret)
         benchmark.startMeasurement()
         for i in benchmark.scaledIterations {
             blackHole(BallotCodec.openAdvertisement(payloads[i % 1000], keyring: keyring))
@@ -88,13 +90,35 @@ let benchmarks: @Sendable () -> Void = {
     Benchmark("Forgeries under default flood limits (reports)") { benchmark in
         var reports = makeReports(1000)
         for j in reports.indices { reports[j].data[21] ^= 0x5A }
-        var p = IngestPipeline(joinCode: code)
+        var p = IngestPipeline(secret: secret)
         p.tally.open(.choice(1))
         benchmark.startMeasurement()
         for i in benchmark.scaledIterations {
             var r = reports[i % 1000]
             r.address = DeviceAddress(rawValue: UInt64(i) &* 0x9E37_79B9 & 0xFFFF_FFFF_FFFF)
             blackHole(p.ingest(r))
+        }
+        benchmark.stopMeasurement()
+    }
+
+    // (e) The memory-hard step, once per poll on each side: S = scrypt(N = 2^15, r = 8, p = 1) of the
+    // join code (PROTOCOL.md §2 quotes this figure).
+    Benchmark("Poll secret derivation, scrypt N=2^15 r=8 (derivations)",
+              configuration: .init(metrics: [.wallClock, .peakMemoryResident], scalingFactor: .one,
+                                   maxDuration: .seconds(10), maxIterations: 30)) { benchmark in
+        for _ in benchmark.scaledIterations {
+            blackHole(PollSecret(deriving: code))
+        }
+    }
+
+    // (f) A signed GATT value (142 bytes): tag, decryption and the Ed25519 signature.
+    Benchmark("Signed GATT ballot decode (values)") { benchmark in
+        let sealer = BallotSealer(secret: secret, deviceKey: DeviceKey(bytes: [UInt8](repeating: 7, count: 32))!)
+        let values = (0..<100).map { sealer.gattValue(question: 1, sequence: UInt16($0 + 1), answer: .choice(UInt8($0 % 4))) }
+        let keyring = PollKeyring(secret: secret)
+        benchmark.startMeasurement()
+        for i in benchmark.scaledIterations {
+            blackHole(BallotCodec.openGATT(values[i % 100], keyring: keyring))
         }
         benchmark.stopMeasurement()
     }

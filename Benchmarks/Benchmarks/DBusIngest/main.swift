@@ -153,6 +153,7 @@ let repoRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().delet
 /// One poll, N voters with sealed ballots; returns (hex lines file content, join code, expected answers).
 func makeBallots(devices: Int) throws -> (String, JoinCode, [Answer: Int]) {
     let code = try JoinCode(voteID: 0x0BEE, secret: 0x2_1234_5678_9ABC)
+    let secret = PollSecret(deriving: code)
     var lines: [String] = []
     var expected: [Answer: Int] = [:]
     let letters: [Character] = ["A", "B", "C", "D"]
@@ -162,7 +163,7 @@ func makeBallots(devices: Int) throws -> (String, JoinCode, [Answer: Int]) {
         guard let key = DeviceKey(bytes: keyBytes), let answer = Answer.letter(letters[i % 4]) else {
             throw Failure("cannot build voter \(i)")
         }
-        let sealer = BallotSealer(joinCode: code, deviceKey: key)
+        let sealer = BallotSealer(secret: secret, deviceKey: key)
         let payload = sealer.advertisement(question: 1, sequence: 1, answer: answer)
         expected[answer, default: 0] += 1
         let address = String(format: "C0:00:00:00:%02X:%02X", (i >> 8) & 0xFF, i & 0xFF)
@@ -277,7 +278,7 @@ func runOnce(rate: Int, options: Options, payloadFile: String, code: JoinCode, e
     let sent = Int(number("sent"))
 
     // Verify and tally the last payload of every device (outside the measured CPU).
-    var pipeline = IngestPipeline(joinCode: code)
+    var pipeline = IngestPipeline(secret: PollSecret(deriving: code))
     pipeline.tally.open(QuestionSpec(number: 1, options: 4))
     var last = counter.last.withLock { $0 }
     if options.mode == "binding" {

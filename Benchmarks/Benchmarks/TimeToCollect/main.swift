@@ -48,16 +48,18 @@ struct BallotPayloadDetector: HeardDetector {
 /// each voter's sealed advertisement for question 1.
 struct RealPoll {
     let joinCode: JoinCode
+    let secret: PollSecret
     let advertisements: [[UInt8]]
     let voterIndex: [UInt32: Int]
 
     init(voters n: Int, seed: UInt64) {
         var rng = SplitMix64(seed: seed ^ 0x5EA1_ED00)
         joinCode = JoinCode.random(using: &rng)
+        secret = PollSecret(deriving: joinCode)
         var ads: [[UInt8]] = []
         var index: [UInt32: Int] = [:]
         while ads.count < n {
-            let sealer = BallotSealer(joinCode: joinCode, deviceKey: DeviceKey.generate(using: &rng))
+            let sealer = BallotSealer(secret: secret, deviceKey: DeviceKey.generate(using: &rng))
             guard index[sealer.voterID] == nil else { continue }  // two voters must not share an ID
             index[sealer.voterID] = ads.count
             ads.append(sealer.advertisement(question: 1, sequence: 1, answer: .choice(UInt8(ads.count % 4))))
@@ -68,7 +70,7 @@ struct RealPoll {
 
     /// A fresh pipeline for this poll with question 1 open.
     func pipeline() -> IngestPipeline {
-        var p = IngestPipeline(joinCode: joinCode)
+        var p = IngestPipeline(secret: secret)
         p.tally.open(.choice(1))
         return p
     }

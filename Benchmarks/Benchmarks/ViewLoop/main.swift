@@ -65,11 +65,12 @@ struct Room {
 
     init(voters: Int) throws {
         code = try JoinCode(voteID: 4821, secret: 0x1_2345_6789_ABCD)
+        let secret = PollSecret(deriving: code)
         for i in 0..<voters {
             var bytes = [UInt8](repeating: 0, count: 32)
             for j in 0..<32 { bytes[j] = UInt8(truncatingIfNeeded: i &* 131 &+ j &* 7 &+ 1) ^ UInt8(truncatingIfNeeded: i >> 8) }
             guard let key = DeviceKey(bytes: bytes) else { throw Failure("device key \(i)") }
-            sealers.append(BallotSealer(joinCode: code, deviceKey: key))
+            sealers.append(BallotSealer(secret: secret, deviceKey: key))
         }
         sequence = Array(repeating: 0, count: voters)
     }
