@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import Foundation
+import PrivateFiles
 
 /// The exported files of one poll.
 public struct PollExport: Sendable, Hashable {
@@ -36,8 +37,7 @@ extension ClickerStore {
         var written: [String] = []
         for (name, data) in files {
             let path = directory + "/" + name
-            try StoreLocation.prepareFile(path)
-            try data.write(to: URL(fileURLWithPath: path))
+            try PrivateFiles.write(path, Array(data))
             written.append(path)
         }
         return written
