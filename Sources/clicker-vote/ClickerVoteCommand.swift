@@ -9,7 +9,6 @@ import ServiceLifecycle
 import Synchronization
 import Voter
 
-@main
 struct ClickerVoteCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "clicker-vote",
