@@ -165,6 +165,20 @@ final class StateFileTests: XCTestCase {
         }
     }
 
+    /// Another local user plants a symbolic link where a predictable temporary name would be
+    /// (`device-key.tmp.<pid>`, as earlier versions used): the key is written elsewhere (mkstemp's
+    /// random name, O_EXCL) and the link's target is left alone.
+    func testPlantedTemporaryFileLinkIsNotFollowed() throws {
+        let state = tempState()
+        try state.create()
+        let victim = NSTemporaryDirectory() + "victim-\(UUID().uuidString)"
+        XCTAssertTrue(FileManager.default.createFile(atPath: victim, contents: Data("victim".utf8)))
+        XCTAssertEqual(symlink(victim, state.path + "/device-key.tmp.\(getpid())"), 0)
+        let key = try DeviceIdentity.loadOrCreate(in: state)
+        XCTAssertEqual(try String(contentsOfFile: victim, encoding: .utf8), "victim")
+        XCTAssertEqual(try DeviceIdentity.loadOrCreate(in: state), key)
+    }
+
     func testUnreadableKeyFileIsAnErrorNeverANewKey() throws {
         let state = tempState()
         try state.create()
