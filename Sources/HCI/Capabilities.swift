@@ -62,6 +62,9 @@ public enum ProcessCapabilities {
     @discardableResult
     public static func dropNetworkCapabilities() throws(HCIError) -> Sets {
         let before = try current()
+        // Nothing to drop (the systemd unit's case: its bounding set is empty): make no capset call,
+        // which the unit's system-call filter (~@privileged) answers with EPERM.
+        guard before.holdsAny(netAdmin) || before.holdsAny(netRaw) else { return before }
         for cap in [netAdmin, netRaw] {
             _ = clicker_prctl(PR_CAP_AMBIENT, UInt(PR_CAP_AMBIENT_LOWER), UInt(cap))
             if before.effective & (1 << UInt64(setPCap)) != 0, before.bounding & (1 << UInt64(cap)) != 0 {
@@ -86,6 +89,17 @@ public enum ProcessCapabilities {
             throw .systemCall(call: "capset (capabilities still held)", errno: EPERM)
         }
         return after
+    }
+
+    /// ``dropNetworkCapabilities()`` for the whole process: refused (before anything is dropped) when
+    /// the process has more than one thread, since the others would keep the capabilities.
+    @discardableResult
+    public static func dropNetworkCapabilitiesOfTheProcess() throws(HCIError) -> Sets {
+        let threads = threadCount()
+        guard threads == 1 else {
+            throw .systemCall(call: "dropping CAP_NET_RAW/CAP_NET_ADMIN with \(threads) threads running", errno: EBUSY)
+        }
+        return try dropNetworkCapabilities()
     }
 
     /// Threads in this process (entries of /proc/self/task); 0 if that cannot be read.

@@ -11,7 +11,6 @@ import TallyDaemon
 import TerminalView
 import Voter
 
-@main
 struct ClickerTallyCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "clicker-tally",

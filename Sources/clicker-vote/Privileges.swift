@@ -21,7 +21,7 @@ enum ClickerVoteMain {
                     PreboundHCI.socket.withLock { $0 = socket }
                 } catch { throw Failure("\(error)") }
             }
-            do { try dropNetworkCapabilitiesOfTheProcess() } catch { throw Failure("\(error)") }
+            do { try ProcessCapabilities.dropNetworkCapabilitiesOfTheProcess() } catch { throw Failure("\(error)") }
             if var async = command as? AsyncParsableCommand {
                 try await async.run()
             } else {
@@ -30,15 +30,6 @@ enum ClickerVoteMain {
         } catch {
             ClickerVoteCommand.exit(withError: error)
         }
-    }
-
-    /// Drops the two capabilities; refuses to go on if other threads already exist (they would keep them).
-    static func dropNetworkCapabilitiesOfTheProcess() throws {
-        let threads = ProcessCapabilities.threadCount()
-        guard threads == 1 else {
-            throw Failure("internal: \(threads) threads before dropping CAP_NET_RAW/CAP_NET_ADMIN; the others would keep them")
-        }
-        try ProcessCapabilities.dropNetworkCapabilities()
     }
 }
 

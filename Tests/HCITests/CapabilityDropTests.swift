@@ -27,11 +27,14 @@ final class CapabilityDropTests: XCTestCase {
                           "needs CAP_NET_RAW and CAP_NET_ADMIN (run as root): \(before)")
         struct Outcome: Sendable {
             var after: Result<ProcessCapabilities.Sets, HCIError>
+            var again: Result<ProcessCapabilities.Sets, HCIError>
             var rawSocketErrno: Int32
             var childThread: ProcessCapabilities.Sets?
         }
         let outcome = onNewThread { () -> Outcome in
             let after = Result { () throws(HCIError) in try ProcessCapabilities.dropNetworkCapabilities() }
+            // Again, with nothing left to drop: no error (the daemon starts this way under systemd).
+            let again = Result { () throws(HCIError) in try ProcessCapabilities.dropNetworkCapabilities() }
             // CAP_NET_RAW really is gone: a raw packet socket is refused.
             let fd = socket(AF_PACKET, Int32(SOCK_RAW.rawValue), 0)
             let e = fd < 0 ? errno : 0
@@ -41,7 +44,7 @@ final class CapabilityDropTests: XCTestCase {
             let done = DispatchSemaphore(value: 0)
             Thread { child.withLock { $0 = try? ProcessCapabilities.current() }; done.signal() }.start()
             done.wait()
-            return Outcome(after: after, rawSocketErrno: e, childThread: child.withLock { $0 })
+            return Outcome(after: after, again: again, rawSocketErrno: e, childThread: child.withLock { $0 })
         }
         let after = try outcome.after.get()
         for cap: Int32 in [12, 13] {
@@ -53,6 +56,7 @@ final class CapabilityDropTests: XCTestCase {
             XCTAssertEqual(after.bounding & bit, 0, "bounding \(cap) (root holds CAP_SETPCAP, so it can be dropped)")
         }
         XCTAssertEqual(after.effective | (1 << 12 | 1 << 13), before.effective, "only the two network capabilities go")
+        XCTAssertEqual(try outcome.again.get(), after, "dropping again is a no-op")
         XCTAssertEqual(outcome.rawSocketErrno, EPERM, "a raw socket needs CAP_NET_RAW, which is gone")
         XCTAssertEqual(outcome.childThread, after, "a thread started after the drop has none either")
         // The test's own thread was not touched: capabilities are per thread, which is why
