@@ -104,38 +104,3 @@ public enum VoterError: Error, CustomStringConvertible, Equatable {
         }
     }
 }
-
-/// The device's long-lived key, created on first use and kept (mode 0600) in the state directory.
-public enum DeviceIdentity {
-    static let file = "device-key"
-
-    /// ``loadOrCreate(in:)`` on a thread of its own (it may fsync a new key file).
-    public static func load(in state: StateDirectory) async throws -> DeviceKey {
-        try await BlockingWorker(label: "clicker.voter.key").run { try loadOrCreate(in: state) }
-    }
-
-    /// Loads the device key, creating it on first use. Blocks on file I/O.
-    public static func loadOrCreate(in state: StateDirectory) throws -> DeviceKey {
-        // Any failure to read (permissions, a directory, a symbolic link) is an error: a new key
-        // here would silently change the student's enrolled identity.
-        if let bytes = try state.read(file) {
-            let text = String(decoding: bytes, as: UTF8.self)
-            guard let key = try? DeviceKey(encoded: text.trimmingWhitespace()), key.encoded + "\n" == text else {
-                throw VoterStateError.corrupt(state.path + "/" + file)
-            }
-            return key
-        }
-        let key = DeviceKey.generate()
-        try state.write(file, Array(key.encoded.utf8))  // one line, one newline
-        return key
-    }
-}
-
-extension String {
-    func trimmingWhitespace() -> String {
-        var s = Substring(self)
-        while let c = s.first, c.isWhitespace { s.removeFirst() }
-        while let c = s.last, c.isWhitespace { s.removeLast() }
-        return String(s)
-    }
-}

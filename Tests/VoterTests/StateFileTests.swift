@@ -78,6 +78,28 @@ final class StateFileTests: XCTestCase {
         XCTAssertEqual(try SequenceStore(state: state).load().entries.first?.sequence, 200)
     }
 
+    /// Two first runs at once (each thread opens the lock file itself, as two processes would):
+    /// both get the one key that stays on disk.
+    func testConcurrentFirstRunsAgreeOnOneDeviceKey() throws {
+        for _ in 0..<20 {
+            let state = tempState()
+            try state.create()
+            let keys = Mutex<[String]>([])
+            let done = DispatchGroup()
+            for _ in 0..<2 {
+                done.enter()
+                Thread {
+                    let k = (try? DeviceIdentity.loadOrCreate(in: state).encoded) ?? "error"
+                    keys.withLock { $0.append(k) }
+                    done.leave()
+                }.start()
+            }
+            done.wait()
+            let onDisk = try DeviceIdentity.loadOrCreate(in: state).encoded
+            XCTAssertEqual(keys.withLock { $0 }, [onDisk, onDisk])
+        }
+    }
+
     func testUnreadableSequenceFileIsAClearErrorNotAnEmptyHistory() throws {
         let state = tempState()
         try state.create()
