@@ -18,18 +18,24 @@ public enum DeviceIdentity {
 
     static let lock = "device-key.lock"
 
+    /// The key file's text: the encoded key and one newline.
+    static func fileText(_ key: DeviceKey) -> String {
+        key.encoded.hasSuffix("\n") ? key.encoded : key.encoded + "\n"
+    }
+
     private static func loadOrCreateLocked(in state: StateDirectory) throws -> DeviceKey {
         // Any failure to read (permissions, a directory, a symbolic link) is an error: a new key
         // here would silently change the student's enrolled identity.
         if let bytes = try state.read(file) {
             let text = String(decoding: bytes, as: UTF8.self)
-            guard let key = try? DeviceKey(encoded: text.trimmingWhitespace()), key.encoded + "\n" == text else {
+            // Exactly the file we write: one line, one newline; anything else is damage.
+            guard let key = try? DeviceKey(encoded: text.trimmingWhitespace()), fileText(key) == text else {
                 throw VoterStateError.corrupt(state.path + "/" + file)
             }
             return key
         }
         let key = DeviceKey.generate()
-        try state.write(file, Array((key.encoded + "\n").utf8))
+        try state.write(file, Array(fileText(key).utf8))
         return key
     }
 }

@@ -39,6 +39,7 @@ final class StateFileTests: XCTestCase {
         XCTAssertEqual(try book.claim(poll: "p", question: 2, answer: b).sequence, 3, "next question continues the poll's counter")
         XCTAssertEqual(try book.claim(poll: "p", question: 1, answer: b).sequence, 4, "back to question 1 is a new ballot")
         XCTAssertEqual(try book.claim(poll: "q", question: 1, answer: a).sequence, 1, "another poll starts at 1")
+        XCTAssertEqual(try SequenceBook(parsing: "4821/1/305419896 7\n").entries, [], "protocol-1 lines are dropped")
         XCTAssertEqual(try SequenceBook(parsing: book.text), book, "the file format reads back")
     }
 
@@ -215,8 +216,8 @@ final class StateFileTests: XCTestCase {
 
     func testMalformedKeyFileIsAnError() throws {
         let state = tempState()
-        let good = try DeviceIdentity.loadOrCreate(in: state).encoded
-        for bad in [good, good + "\n\n", "x" + good + "\n", String(good.dropLast()) + "\n"] {
+        let good = DeviceIdentity.fileText(try DeviceIdentity.loadOrCreate(in: state)).trimmingWhitespace()
+        for bad in [good, good + "\n\n", "x" + good + "\n", String(good.dropLast()) + "\n", "\n" + good + "\n"] {
             try state.write("device-key", Array(bad.utf8))
             XCTAssertThrowsError(try DeviceIdentity.loadOrCreate(in: state), bad) {
                 XCTAssertEqual($0 as? VoterStateError, .corrupt(state.path + "/device-key"))
