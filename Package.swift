@@ -77,14 +77,16 @@ let package = Package(
         .target(name: "HCI", dependencies: ["CBluetooth", "ClickerTransport", .product(name: "Logging", package: "swift-log")]),
 
         // Application layers
-        .target(name: "ClickerStore", dependencies: [.product(name: "GRDB", package: "GRDB.swift")]),
+        // Owner-only files: directory checks, mkstemp + fsync + rename, flock, off-pool file work.
+        .target(name: "PrivateFiles"),
+        .target(name: "ClickerStore", dependencies: ["PrivateFiles", .product(name: "GRDB", package: "GRDB.swift")]),
         .target(name: "TerminalView"),
         .target(name: "TallyDaemon", dependencies: [
-            "ClickerWire", "ClickerTally", "ClickerTransport", "ClickerStore", "TerminalView", "DBus",
+            "ClickerWire", "ClickerTally", "ClickerTransport", "ClickerStore", "TerminalView", "DBus", "PrivateFiles",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
-        .target(name: "Voter", dependencies: ["ClickerWire", "ClickerTransport", .product(name: "Logging", package: "swift-log")]),
+        .target(name: "Voter", dependencies: ["ClickerWire", "ClickerTransport", "PrivateFiles", .product(name: "Logging", package: "swift-log")]),
 
         // Executables only wire things together
         .executableTarget(name: "clicker-tally", dependencies: [
@@ -111,6 +113,6 @@ let package = Package(
         .testTarget(name: "DBusTests", dependencies: ["DBus", "DBusTestSupport"]),
         .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "ClickerWire", "ClickerTally"]),
         .testTarget(name: "TallyDaemonTests", dependencies: ["TallyDaemon", "TerminalView", "ClickerSim", "ClickerWire", "DBus", "DBusTestSupport"]),
-        .testTarget(name: "VoterTests", dependencies: ["Voter", "ClickerSim", "ClickerWire"]),
+        .testTarget(name: "VoterTests", dependencies: ["Voter", "ClickerSim", "ClickerWire", "PrivateFiles"]),
     ]
 )

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs clicker-tally and clicker-vote, the systemd unit, its system user and the D-Bus policy.
-#   sudo scripts/install.sh                 build (release, static Swift runtime) and install
+#   sudo scripts/install.sh                 build (release, static Swift runtime) as you, install as root
 #   scripts/install.sh --destdir DIR        stage everything under DIR (packaging, tests)
 #   --bin-dir DIR                           install binaries already built in DIR instead of building
+# The build never runs as root: under sudo it runs as $SUDO_USER (a login shell, so their PATH finds
+# swift), in this checkout, which must belong to that user; root only copies the results.
 # Then: sudo systemctl enable --now clicker-tally; add instructors to the 'clicker' group.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,10 +16,31 @@ while [ $# -gt 0 ]; do
     *) echo "usage: $0 [--destdir DIR] [--bin-dir DIR]" >&2; exit 2 ;;
   esac
 done
+if [ -z "$DESTDIR" ] && [ "$(id -u)" != 0 ]; then
+  echo "install: installing into / needs root: run sudo $0 (the build still runs as you)" >&2
+  exit 2
+fi
 if [ -z "$BIN_DIR" ]; then
-  scripts/setup.sh
-  swift build -c release --static-swift-stdlib
-  BIN_DIR=$(swift build -c release --show-bin-path)
+  if [ "$(id -u)" = 0 ]; then
+    if [ -z "${SUDO_USER:-}" ] || [ "$SUDO_USER" = root ]; then
+      echo "install: refusing to build as root. Run sudo $0 from your own account (the build runs as" >&2
+      echo "         you), or build first (swift build -c release --static-swift-stdlib) and pass --bin-dir DIR" >&2
+      exit 2
+    fi
+    owner=$(stat -c %U .)
+    if [ "$owner" != "$SUDO_USER" ]; then
+      echo "install: this checkout belongs to $owner, not $SUDO_USER; build it as its owner and pass --bin-dir" >&2
+      exit 2
+    fi
+    SETUP_SKIP_SWIFT=1 scripts/setup.sh   # system packages: the one step that needs root
+    # runuser -l: the user's login shell and environment (HOME, and the PATH that finds swift).
+    as_user() { runuser -l "$SUDO_USER" -c "cd $(printf %q "$PWD") &&$(printf ' %q' "$@")"; }
+  else
+    scripts/setup.sh
+    as_user() { "$@"; }
+  fi
+  as_user swift build -c release --static-swift-stdlib >&2
+  BIN_DIR=$(as_user swift build -c release --show-bin-path)
 fi
 install -D -m 0755 "$BIN_DIR/clicker-tally" "$DESTDIR/usr/local/bin/clicker-tally"
 install -D -m 0755 "$BIN_DIR/clicker-vote" "$DESTDIR/usr/local/bin/clicker-vote"

@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import Foundation
+import PrivateFiles
 
 /// The exported files of one poll.
 public struct PollExport: Sendable, Hashable {
@@ -36,8 +37,7 @@ extension ClickerStore {
         var written: [String] = []
         for (name, data) in files {
             let path = directory + "/" + name
-            try StoreLocation.prepareFile(path)
-            try data.write(to: URL(fileURLWithPath: path))
+            try PrivateFiles.write(path, Array(data))
             written.append(path)
         }
         return written
@@ -104,12 +104,44 @@ public enum Exporter {
         return String(Character(scalar))
     }
 
-    /// One CSV field per RFC 4180: quoted when it holds a comma, quote, CR or LF; quotes doubled.
+    /// One CSV field per RFC 4180 (quoted when it holds a comma, quote, CR or LF; quotes doubled),
+    /// made safe first with ``neutralized(_:)``.
     public static func csvField(_ field: String) -> String {
+        let field = neutralized(field)
         if field.contains(where: { $0 == "," || $0 == "\"" || $0 == "\r" || $0 == "\n" || $0 == "\r\n" }) {
             return "\"" + field.replacingOccurrences(of: "\"", with: "\"\"") + "\""
         }
         return field
+    }
+
+    /// A field that a spreadsheet will not run and a terminal will not interpret (roster names and
+    /// student IDs come from whoever wrote the class list):
+    /// - a field starting with `=`, `+`, `-`, `@`, tab or CR gets a leading `'` (OWASP CSV injection),
+    ///   except a plain decimal number such as `-3`, which no spreadsheet reads as a formula;
+    /// - control characters (C0, DEL, C1) and bidirectional overrides become U+FFFD.
+    public static func neutralized(_ field: String) -> String {
+        var cleaned = String.UnicodeScalarView()
+        for c in field.unicodeScalars {
+            switch c.value {
+            case 0x00...0x1F, 0x7F...0x9F, 0x200E, 0x200F, 0x061C, 0x202A...0x202E, 0x2066...0x2069:
+                cleaned.append("\u{FFFD}")
+            default:
+                cleaned.append(c)
+            }
+        }
+        let text = String(cleaned)
+        guard let first = field.unicodeScalars.first, "=+-@\t\r".unicodeScalars.contains(first),
+              !isPlainNumber(field) else { return text }
+        return "'" + text
+    }
+
+    /// `-12`, `-0.5`, `7`: an optional minus, digits, at most one decimal point between digits.
+    static func isPlainNumber(_ s: String) -> Bool {
+        var body = Substring(s)
+        if body.first == "-" { body = body.dropFirst() }
+        let parts = body.split(separator: ".", omittingEmptySubsequences: false)
+        return (1...2).contains(parts.count)
+            && parts.allSatisfy { !$0.isEmpty && $0.unicodeScalars.allSatisfy { ("0"..."9").contains($0) } }
     }
 
     /// Rows to CSV text with CRLF line ends.

@@ -17,7 +17,22 @@ import Synchronization
 /// non-connectable (ADV_NONCONN_IND by default), also when `connectable` is requested: a
 /// connection we cannot serve would only stop the advertising. The status says so. The tally
 /// then counts from advertisements alone.
+///
+/// Address: by default a fresh non-resolvable private address (NRPA) for each `HCIPeripheral`,
+/// set with LE Set Random Address before the advertising parameters name own-address-type
+/// random. `clicker-vote` opens one peripheral per run, and a run votes in one poll, so a device
+/// cannot be linked across polls by its address. (The public address would link it for life.)
 public final class HCIPeripheral: PeripheralTransport {
+    /// Which address the advertisements come from.
+    public enum AddressPolicy: Sendable, Equatable {
+        /// A fresh non-resolvable private address, drawn when the controller is set up (default).
+        case freshNonResolvablePrivate
+        /// The controller's public address (a random static one when it has none): linkable across polls.
+        case controllerPublic
+        /// This random address, as given (tests, or a deliberate fixed identity).
+        case random(DeviceAddress)
+    }
+
     /// Advertising options.
     public struct Options: Sendable {
         /// PDU type used for the (always non-connectable) advertising; `.connectableUndirected`
@@ -27,9 +42,8 @@ public final class HCIPeripheral: PeripheralTransport {
         public var channelMap: UInt8
         /// Flags AD value (default: LE General Discoverable, BR/EDR not supported).
         public var flags: UInt8
-        /// Advertise from this random static address; nil: the controller's public address, or a
-        /// freshly generated random static address when the controller has none (00:00:00:00:00:00).
-        public var randomAddress: DeviceAddress?
+        /// The advertising address (default: a fresh NRPA per peripheral, see ``AddressPolicy``).
+        public var address: AddressPolicy
         /// Send HCI Reset before configuring.
         public var resetController: Bool
         /// How long to wait for each command's Command Complete.
@@ -42,14 +56,15 @@ public final class HCIPeripheral: PeripheralTransport {
         public var reenableOnUpdate: Bool
 
         public init(advertisingType: LegacyAdvertisingType = .nonConnectableUndirected, channelMap: UInt8 = 0x07,
-                    flags: UInt8 = AdvertisingData.flagsGeneralDiscoverableLEOnly, randomAddress: DeviceAddress? = nil,
+                    flags: UInt8 = AdvertisingData.flagsGeneralDiscoverableLEOnly,
+                    address: AddressPolicy = .freshNonResolvablePrivate,
                     resetController: Bool = true, commandTimeout: Duration = .seconds(2),
                     programName: String = "clicker-vote", reenableOnUpdate: Bool = false) {
             self.reenableOnUpdate = reenableOnUpdate
             self.advertisingType = advertisingType == .connectableUndirected ? .nonConnectableUndirected : advertisingType
             self.channelMap = channelMap
             self.flags = flags
-            self.randomAddress = randomAddress
+            self.address = address
             self.resetController = resetController
             self.commandTimeout = commandTimeout
             self.programName = programName
@@ -181,7 +196,13 @@ public final class HCIPeripheral: PeripheralTransport {
         }
         var address = publicAddress
         var ownType = OwnAddressType.publicAddress
-        if let random = options.randomAddress ?? (publicAddress.rawValue == 0 ? Self.randomStaticAddress() : nil) {
+        var generator = SystemRandomNumberGenerator()
+        let chosen: DeviceAddress? = switch options.address {
+        case .freshNonResolvablePrivate: Self.nonResolvablePrivateAddress(avoiding: publicAddress, using: &generator)
+        case .controllerPublic: publicAddress.rawValue == 0 ? Self.randomStaticAddress() : nil
+        case .random(let a): a
+        }
+        if let random = chosen {
             _ = try await run(.leSetRandomAddress(random))
             address = random
             ownType = .randomAddress
@@ -189,6 +210,16 @@ public final class HCIPeripheral: PeripheralTransport {
         state.withLock { $0.initialized = true; $0.address = address; $0.ownAddressType = ownType }
         broadcaster.update { $0.adapter = "\(adapter) (\(address))" }
         logger.info("raw HCI peripheral on \(adapter), advertising as \(address)")
+    }
+
+    /// A non-resolvable private address (Core spec Vol 6 Part B §1.3.2.2): the two most significant
+    /// bits 0, the other 46 random and neither all 0 nor all 1, and not the controller's public address.
+    static func nonResolvablePrivateAddress<G: RandomNumberGenerator>(avoiding publicAddress: DeviceAddress,
+                                                                    using generator: inout G) -> DeviceAddress {
+        while true {
+            let raw = generator.next() & 0x3FFF_FFFF_FFFF
+            if raw != 0, raw != 0x3FFF_FFFF_FFFF, raw != publicAddress.rawValue { return DeviceAddress(rawValue: raw) }
+        }
     }
 
     /// A random static address: the two most significant bits set, the rest random.

@@ -2,6 +2,7 @@ import ClickerStore
 import ClickerTally
 import ClickerWire
 import Foundation
+import PrivateFiles
 
 /// How a poll is run.
 public struct PollOptions: Sendable {
@@ -39,15 +40,9 @@ public struct PollOptions: Sendable {
     }
 }
 
-/// Writes a file readable by its owner only.
+/// Writes a file readable by its owner only (fresh 0600 file renamed into place, whatever was there).
 func writePrivate(_ path: String, _ text: String) throws {
-    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-    guard fd >= 0 else { throw PollError.storage("cannot write \(path): \(String(cString: strerror(errno)))") }
-    defer { close(fd) }
-    let bytes = Array(text.utf8)
-    guard bytes.withUnsafeBytes({ write(fd, $0.baseAddress, $0.count) }) == bytes.count else {
-        throw PollError.storage("cannot write \(path): \(String(cString: strerror(errno)))")
-    }
+    do { try PrivateFiles.write(path, Array(text.utf8)) } catch { throw PollError.storage("\(error)") }
 }
 
 /// Errors of poll control, worded for the person at the keyboard.

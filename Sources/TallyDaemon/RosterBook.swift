@@ -2,6 +2,7 @@ import ClickerStore
 import ClickerTally
 import ClickerWire
 import Foundation
+import TerminalView
 
 /// The class list kept in the store, between `clicker-tally roster import` and a `--roster` poll.
 /// Enrollment codes hold the students' roster keys: the store file is 0600 and they are never logged or exported.
@@ -30,5 +31,11 @@ public enum RosterBook {
             entries.append(ClickerTally.RosterEntry(name: row.name, studentID: row.studentID, enrollment: code))
         }
         return try Roster(entries: entries)
+    }
+
+    /// One line of `clicker-tally roster list`: student ID, tab, name, with anything a terminal
+    /// would act on (escape sequences, carriage returns, bidi overrides) neutralised.
+    public static func listing(_ e: ClickerTally.RosterEntry) -> String {
+        TerminalText.safe(e.studentID) + "\t" + TerminalText.safe(e.name)
     }
 }

@@ -1,12 +1,18 @@
 import ClickerTransport
 import ClickerWire
 import Logging
+import PrivateFiles
 
 /// One student's voting for one question of one poll, on one peripheral radio.
 ///
-/// Each `cast` seals a ballot with a higher sequence number (persisted, so a restarted
-/// voter still outranks its own earlier ballot), advertises it and serves the full ballot
-/// on the GATT ballot characteristic.
+/// Each `cast` of a new ballot (another question, or another answer) seals it with the poll's
+/// next sequence number (persisted, so a restarted voter still outranks its own earlier ballot),
+/// advertises it and serves the full ballot on the GATT ballot characteristic. Casting the same
+/// answer to the same question again re-sends the same ballot.
+///
+/// The sequence file is read, locked and rewritten (flock, fsync, rename) on a serial queue of its
+/// own, never on the cooperative pool: `cast` is async because it advertises, and a blocking flock
+/// held by another `clicker-vote` would otherwise stall a pool thread for as long as it waits.
 public actor VoterSession {
     public let question: UInt8
     private let sealer: BallotSealer
@@ -16,6 +22,9 @@ public actor VoterSession {
     public var publicKey: [UInt8] { sealer.publicKey }
     private let transport: any PeripheralTransport
     private let sequences: SequenceStore?
+    /// The sequences of a voter without a state directory (simulated students).
+    private var memory = SequenceBook()
+    private let fileWork = BlockingWorker(label: "clicker.voter.state")
     private let interval: Duration
     private let logger: Logger
     private(set) public var current: Ballot?
@@ -33,7 +42,7 @@ public actor VoterSession {
         self.question = question
         self.sealer = BallotSealer(secret: secret, deviceKey: identity, mode: roster ? .roster : .anonymous)
         self.transport = transport
-        self.sequences = state.map(SequenceStore.init(state:))
+        self.sequences = state.map { SequenceStore(state: $0) }
         self.interval = interval
         self.logger = logger
     }
@@ -42,11 +51,8 @@ public actor VoterSession {
     /// serves its 142-byte signed value.
     @discardableResult
     public func cast(_ answer: Answer) async throws -> Ballot {
-        let last = current?.sequence ?? sequences?.last(voteID: joinCode.voteID, question: question, voterID: voterID) ?? 0
-        guard last < UInt16.max else { throw VoterError.sequenceExhausted }
-        let ballot = sealer.ballot(question: question, sequence: last + 1, answer: answer)
-        // Persist first: if we crash after advertising, the next run must still go higher.
-        try sequences?.record(voteID: joinCode.voteID, question: question, voterID: voterID, sequence: ballot.sequence)
+        let sequence = try await claimSequence(answer)
+        let ballot = sealer.ballot(question: question, sequence: sequence, answer: answer)
         let advert = sealer.advertisement(question: question, sequence: ballot.sequence, answer: answer)
         let full = sealer.gattValue(question: question, sequence: ballot.sequence, answer: answer)
         do {
@@ -66,6 +72,23 @@ public actor VoterSession {
         return ballot
     }
 
+    /// The poll's key in the sequence file: mode, vote ID and voter ID (the voter ID is derived
+    /// from the join code, so two polls that share a vote ID still get counters of their own).
+    var pollKey: String {
+        let mode = sealer.mode == .roster ? "r" : "a"
+        return "\(mode)-\(joinCode.voteID)-" + String(voterID, radix: 16)
+    }
+
+    /// Persists before returning: if we crash after advertising, the next run must still go higher.
+    private func claimSequence(_ answer: Answer) async throws -> UInt16 {
+        let (k, hi, lo) = answer.wireBytes
+        let poll = pollKey, question = self.question
+        guard let sequences else {
+            return try memory.claim(poll: poll, question: question, answer: [k, hi, lo]).sequence
+        }
+        return try await fileWork.run { try sequences.claim(poll: poll, question: question, answer: [k, hi, lo]) }
+    }
+
     /// Stops advertising and withdraws the GATT service.
     public func stop() async {
         await transport.shutdown()
@@ -77,66 +100,7 @@ public enum VoterError: Error, CustomStringConvertible, Equatable {
 
     public var description: String {
         switch self {
-        case .sequenceExhausted: "this device has changed its vote 65535 times for this question; no higher sequence is left"
+        case .sequenceExhausted: "this device has sealed 65535 ballots in this poll; no higher sequence is left"
         }
-    }
-}
-
-/// The last sequence number used per (vote ID, question, voter ID), in one small file.
-struct SequenceStore: Sendable {
-    let state: StateDirectory
-    static let file = "sequences"
-
-    private func load() -> [String: UInt16] {
-        guard let bytes = state.read(Self.file) else { return [:] }
-        var out: [String: UInt16] = [:]
-        for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") {
-            let f = line.split(separator: " ")
-            guard f.count == 2, let seq = UInt16(f[1]) else { continue }  // skip damaged lines
-            out[String(f[0])] = max(out[String(f[0])] ?? 0, seq)
-        }
-        return out
-    }
-
-    private static func key(_ v: UInt16, _ q: UInt8, _ id: UInt32) -> String { "\(v)/\(q)/\(id)" }
-
-    func last(voteID: UInt16, question: UInt8, voterID: UInt32) -> UInt16 {
-        load()[Self.key(voteID, question, voterID)] ?? 0
-    }
-
-    func record(voteID: UInt16, question: UInt8, voterID: UInt32, sequence: UInt16) throws {
-        var all = load()
-        all[Self.key(voteID, question, voterID)] = sequence
-        // Keep the file small: the newest 256 entries are plenty for any board.
-        let text = all.sorted { $0.key < $1.key }.suffix(256).map { "\($0.key) \($0.value)\n" }.joined()
-        try state.write(Self.file, Array(text.utf8))
-    }
-}
-
-/// The device's long-lived key, created on first use and kept (mode 0600) in the state directory.
-public enum DeviceIdentity {
-    static let file = "device-key"
-
-    /// Loads the device key, creating it on first use.
-    public static func loadOrCreate(in state: StateDirectory) throws -> DeviceKey {
-        if let bytes = state.read(file) {
-            let text = String(decoding: bytes, as: UTF8.self).trimmingWhitespace()
-            guard let key = try? DeviceKey(encoded: text) else {
-                throw VoterStateError.corrupt(state.path + "/" + file)
-            }
-            return key
-        }
-        let key = DeviceKey.generate()
-        try state.write(file, Array(key.encoded.utf8))  // one line, one newline
-        return key
-    }
-}
-
-extension String {
-    func trimmingWhitespace() -> String {
-        var s = Substring(self)
-        while let c = s.first, c.isWhitespace { s.removeFirst() }
-        while let c = s.last, c.isWhitespace { s.removeLast() }
-        return String(s)
     }
 }

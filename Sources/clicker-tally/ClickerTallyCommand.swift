@@ -11,7 +11,6 @@ import TallyDaemon
 import TerminalView
 import Voter
 
-@main
 struct ClickerTallyCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "clicker-tally",
@@ -186,9 +185,10 @@ enum PollSummary {
 }
 
 /// An error for the person at the keyboard: ArgumentParser prints `Error: <description>` and exits 1.
+/// Its text may quote input (a roster name in an import error): control characters are neutralised.
 struct Failure: Error, CustomStringConvertible {
     let description: String
-    init(_ description: String) { self.description = description }
+    init(_ description: String) { self.description = TerminalText.safe(description, keepingNewlines: true) }
 }
 
 /// A simulated room of students (demos, tests, the crash check).

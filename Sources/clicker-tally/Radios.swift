@@ -52,9 +52,12 @@ struct CentralRadioArguments: ParsableArguments {
             }
         case .hci:
             let name = adapter ?? "hci0"
-            let central = try HCICentral(adapter: name, options: HCICentral.Options(
+            let options = HCICentral.Options(
                 clock: RadioInstant.now,
-                scanRestartInterval: discoveryRestart > 0 ? .milliseconds(Int64(discoveryRestart * 1000)) : nil))
+                scanRestartInterval: discoveryRestart > 0 ? .milliseconds(Int64(discoveryRestart * 1000)) : nil)
+            // Bound at start-up, before the capabilities were dropped (Privileges.swift).
+            let central = try PreboundHCI.take().map { HCICentral(channel: $0, adapter: name, options: options) }
+                ?? HCICentral(adapter: name, options: options)
             return OpenedCentral(central: central, air: nil) { await central.shutdown() }
         case .bluez:
             return try await openBlueZ(logger: logger, keepTrying: keepTrying)

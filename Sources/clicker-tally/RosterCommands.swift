@@ -3,6 +3,7 @@ import ClickerStore
 import ClickerTally
 import Foundation
 import TallyDaemon
+import TerminalView
 
 /// `clicker-tally roster …`: the class list for identified (roster) polls.
 struct RosterCommand: AsyncParsableCommand {
@@ -37,7 +38,7 @@ struct RosterCommand: AsyncParsableCommand {
         func run() async throws {
             do {
                 let roster = try RosterBook.load(from: try ClickerStore(path: db))
-                for e in roster?.entries ?? [] { print("\(e.studentID)\t\(e.name)") }
+                for e in roster?.entries ?? [] { print(RosterBook.listing(e)) }
             } catch { throw Failure("\(error)") }
         }
     }

@@ -9,7 +9,6 @@ import ServiceLifecycle
 import Synchronization
 import Voter
 
-@main
 struct ClickerVoteCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "clicker-vote",
@@ -55,9 +54,12 @@ struct Cast: AsyncParsableCommand {
         let logger = Logger(label: "clicker.vote")
         let code = try JoinCode(parsing: joinCode)
         let first = try Answer(parsing: answer)
-        let state = StateDirectory.standard(environment: ProcessInfo.processInfo.environment)
+        let state: StateDirectory
         let identity: DeviceKey
-        do { identity = try DeviceIdentity.loadOrCreate(in: state) } catch { throw Failure("\(error)") }
+        do {
+            state = try StateDirectory.standard(environment: ProcessInfo.processInfo.environment)
+            identity = try await DeviceIdentity.load(in: state)
+        } catch { throw Failure("\(error)") }
         let transport: any PeripheralTransport
         do { transport = try await radio.open(logger: logger) } catch { throw Failure("\(error)") }
         let secret = PollSecret(deriving: code)  // scrypt, once per run
@@ -129,9 +131,9 @@ struct Enroll: AsyncParsableCommand {
         abstract: "Print this device's enrollment code for the instructor's roster (creates the device key once).")
 
     func run() async throws {
-        let state = StateDirectory.standard(environment: ProcessInfo.processInfo.environment)
         do {
-            let key = try DeviceIdentity.loadOrCreate(in: state)
+            let state = try StateDirectory.standard(environment: ProcessInfo.processInfo.environment)
+            let key = try await DeviceIdentity.load(in: state)
             print(key.enrollmentCode.description)
         } catch { throw Failure("\(error)") }
     }

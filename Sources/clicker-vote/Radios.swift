@@ -32,7 +32,12 @@ struct PeripheralRadioArguments: ParsableArguments {
         case .hci:
             // Re-enabling advertising on each change makes emulated controllers (btvirt) report it;
             // real ones would report the new data anyway.
-            return try HCIPeripheral(adapter: adapter ?? "hci0", options: HCIPeripheral.Options(reenableOnUpdate: true))
+            // The socket was bound at start-up, before the capabilities were dropped (Privileges.swift).
+            let options = HCIPeripheral.Options(reenableOnUpdate: true)
+            guard let socket = PreboundHCI.take() else {
+                return try HCIPeripheral(adapter: adapter ?? "hci0", options: options)
+            }
+            return HCIPeripheral(channel: socket, adapter: adapter ?? "hci0", options: options)
         case .bluez:
             return try await openBlueZ(logger: logger)
         }

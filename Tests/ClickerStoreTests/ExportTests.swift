@@ -93,10 +93,29 @@ final class ExportTests: XCTestCase {
     }
 
     func testCSVQuoting() throws {
-        let tricky = ["plain", "", "a,b", "say \"hi\"", "line\nbreak", "cr\r\nlf", " spaces ", "\"", ",", "é😀"]
+        let tricky = ["plain", "", "a,b", "say \"hi\"", " spaces ", "\"", ",", "é😀", "a,\"b\",c"]
         let text = Exporter.csv([tricky, tricky.reversed()])
         XCTAssertEqual(try parseCSV(text), [tricky, tricky.reversed()])
         XCTAssertEqual(Exporter.csvField("plain"), "plain")
         XCTAssertEqual(Exporter.csvField("a\"b"), "\"a\"\"b\"")
+    }
+
+    /// Roster names are written by whoever made the class list: none may become a spreadsheet
+    /// formula (OWASP CSV injection) or reach a terminal as an escape sequence.
+    func testHostileFieldsAreNeutralised() throws {
+        let formulas = ["=HYPERLINK(\"http://evil\",\"x\")", "+1+cmd|' /C calc'!A0", "-2+3", "@SUM(A1:A9)",
+                        "\t=1", "\r=1", "=1,2"]
+        for f in formulas {
+            let out = try XCTUnwrap(try parseCSV(Exporter.csv([[f]])).first?.first)
+            XCTAssertTrue(out.hasPrefix("'"), "\(f) → \(out)")
+            XCTAssertFalse(out.unicodeScalars.contains { $0.value < 0x20 }, out)
+        }
+        XCTAssertEqual(Exporter.csvField("-3"), "-3", "a negative number is data, not a formula")
+        XCTAssertEqual(Exporter.csvField("-0.5"), "-0.5")
+        XCTAssertEqual(Exporter.csvField("-"), "'-")
+        XCTAssertEqual(Exporter.csvField("Ada Lovelace"), "Ada Lovelace")
+        let terminal = "Eve\u{1B}]0;owned\u{07}\u{1B}[2J\u{9B}31m\u{202E}gnp.exe\nline\u{7F}"
+        let out = try XCTUnwrap(try parseCSV(Exporter.csv([[terminal]])).first?.first)
+        XCTAssertEqual(out, "Eve\u{FFFD}]0;owned\u{FFFD}\u{FFFD}[2J\u{FFFD}31m\u{FFFD}gnp.exe\u{FFFD}line\u{FFFD}")
     }
 }

@@ -204,9 +204,13 @@ final class HCIBackendTests: XCTestCase {
 
     // MARK: Peripheral
 
+    /// The controller's public address, so that command indexes stay those of the sequence without
+    /// LE Set Random Address (the default address is covered by the NRPA tests below).
+    let publicAddress = HCIPeripheral.Options(address: .controllerPublic)
+
     func testPeripheralAdvertisesUpdatesInPlaceAndStops() async throws {
         let fake = FakeController()
-        let peripheral = HCIPeripheral(channel: fake, adapter: "hci1")
+        let peripheral = HCIPeripheral(channel: fake, adapter: "hci1", options: publicAddress)
         try await peripheral.advertise(AdvertisingPayload(companyID: 0xFFFF, data: [1, 2, 3], connectable: false))
         XCTAssertEqual(fake.commandOpcodes, initSequence + [0x2006, 0x2008, 0x200A])
         XCTAssertEqual(fake.written[4], [0x01, 0x06, 0x20, 0x0F, 0xA0, 0x00, 0xA0, 0x00, 0x03, 0x00, 0x00,
@@ -275,7 +279,7 @@ final class HCIBackendTests: XCTestCase {
 
     func testPeripheralConnectableRequestAdvertisesNonConnectableAndSaysSo() async throws {
         let fake = FakeController()
-        let peripheral = HCIPeripheral(channel: fake, adapter: "hci1")
+        let peripheral = HCIPeripheral(channel: fake, adapter: "hci1", options: publicAddress)
         try await peripheral.advertise(AdvertisingPayload(companyID: 0xFFFF, data: [1], connectable: true))
         XCTAssertEqual(fake.written[4][8], 0x03, "ADV_NONCONN_IND")
         var statuses = peripheral.status().makeAsyncIterator()
@@ -301,7 +305,7 @@ final class HCIBackendTests: XCTestCase {
     func testPeripheralUsesRandomStaticAddressWhenControllerHasNone() async throws {
         let fake = FakeController()
         fake.state.withLock { $0.bdaddr = [0, 0, 0, 0, 0, 0] }
-        let peripheral = HCIPeripheral(channel: fake, adapter: "hci1")
+        let peripheral = HCIPeripheral(channel: fake, adapter: "hci1", options: publicAddress)
         try await peripheral.advertise(AdvertisingPayload(companyID: 0xFFFF, data: [1], connectable: false))
         XCTAssertEqual(fake.commandOpcodes, initSequence + [0x2005, 0x2006, 0x2008, 0x200A])
         let set = fake.written[4]
@@ -314,10 +318,48 @@ final class HCIBackendTests: XCTestCase {
         await peripheral.shutdown()
     }
 
+    /// By default each peripheral (one per poll in `clicker-vote`) advertises from a fresh
+    /// non-resolvable private address: LE Set Random Address first, then parameters with
+    /// own-address-type random (0x01), never the public address.
+    func testPeripheralAdvertisesFromAFreshNonResolvablePrivateAddressByDefault() async throws {
+        var seen: Set<DeviceAddress> = []
+        for _ in 0..<2 {
+            let fake = FakeController()
+            let peripheral = HCIPeripheral(channel: fake, adapter: "hci1")
+            try await peripheral.advertise(AdvertisingPayload(companyID: 0xFFFF, data: [1, 2, 3], connectable: false))
+            XCTAssertEqual(fake.commandOpcodes, initSequence + [0x2005, 0x2006, 0x2008, 0x200A])
+            let address = try XCTUnwrap(peripheral.advertisingAddress)
+            let b = address.bytes
+            XCTAssertEqual(fake.written[4], [0x01, 0x05, 0x20, 0x06, b.5, b.4, b.3, b.2, b.1, b.0], "LE Set Random Address, LSB first")
+            XCTAssertEqual(b.0 & 0xC0, 0x00, "NRPA: two most significant bits 00")
+            XCTAssertNotEqual(address.rawValue, 0)
+            XCTAssertNotEqual(address.rawValue, 0x3FFF_FFFF_FFFF)
+            XCTAssertNotEqual(address.description, "01:02:03:04:05:06", "not the public address")
+            XCTAssertEqual(fake.written[5], [0x01, 0x06, 0x20, 0x0F, 0xA0, 0x00, 0xA0, 0x00, 0x03, 0x01, 0x00,
+                                             0, 0, 0, 0, 0, 0, 0x07, 0x00], "Own_Address_Type = random")
+            seen.insert(address)
+            await peripheral.shutdown()
+        }
+        XCTAssertEqual(seen.count, 2, "a fresh address per peripheral (per poll)")
+    }
+
+    /// The generator's draws are masked to 46 bits; all-zero, all-one and public-address draws are redrawn.
+    func testNonResolvablePrivateAddressRules() {
+        struct Scripted: RandomNumberGenerator {
+            var values: [UInt64]
+            mutating func next() -> UInt64 { values.removeFirst() }
+        }
+        let publicAddress = DeviceAddress(rawValue: 0x0102_0304_0506)
+        var g = Scripted(values: [0, 0xFFFF_FFFF_FFFF_FFFF, 0xC000_0000_0000 | 0x0102_0304_0506, 0x1234_5678_9ABC_DEF0])
+        let a = HCIPeripheral.nonResolvablePrivateAddress(avoiding: publicAddress, using: &g)
+        XCTAssertEqual(a.description, "16:78:9A:BC:DE:F0")
+        XCTAssertTrue(g.values.isEmpty, "three draws refused, the fourth taken")
+    }
+
     func testPeripheralConfiguredRandomAddress() async throws {
         let fake = FakeController()
         let random = try XCTUnwrap(DeviceAddress("C0:11:22:33:44:55"))
-        let peripheral = HCIPeripheral(channel: fake, adapter: "hci1", options: .init(randomAddress: random))
+        let peripheral = HCIPeripheral(channel: fake, adapter: "hci1", options: .init(address: .random(random)))
         try await peripheral.advertise(AdvertisingPayload(companyID: 0xFFFF, data: [1], connectable: false))
         XCTAssertEqual(fake.written[4], [0x01, 0x05, 0x20, 0x06, 0x55, 0x44, 0x33, 0x22, 0x11, 0xC0])
         XCTAssertEqual(peripheral.advertisingAddress, random)
@@ -328,7 +370,7 @@ final class HCIBackendTests: XCTestCase {
         let fake = FakeController()
         // A Bluetooth 4.x controller: non-connectable advertising below 100 ms is invalid.
         fake.state.withLock { $0.statusFor = { op, p in op == 0x2006 && (UInt16(p[0]) | UInt16(p[1]) << 8) < 0xA0 ? 0x12 : 0 } }
-        let peripheral = HCIPeripheral(channel: fake, adapter: "hci1")
+        let peripheral = HCIPeripheral(channel: fake, adapter: "hci1", options: publicAddress)
         try await peripheral.advertise(AdvertisingPayload(companyID: 0xFFFF, data: [1], interval: .milliseconds(50),
                                                           connectable: false))
         XCTAssertEqual(fake.commandOpcodes, initSequence + [0x2006, 0x2006, 0x2008, 0x200A])

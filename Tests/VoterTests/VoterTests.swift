@@ -79,10 +79,13 @@ final class VoterTests: XCTestCase {
         let b3 = try await second.cast(.choice(1))
         XCTAssertEqual(b3.sequence, 3)
         XCTAssertEqual(b3.voterID, b1.voterID, "same voter ID for the same poll")
-        // Another question starts afresh.
+        // The same answer again re-sends the same ballot: no new number.
+        let b3again = try await second.cast(.choice(1))
+        XCTAssertEqual(b3again, b3)
+        // The sequence runs per poll: the next question continues it.
         let q2 = VoterSession(secret: pollSecret(code), question: 2, identity: again, transport: air.addPeripheral(), state: state)
         let q2b = try await q2.cast(.choice(1))
-        XCTAssertEqual(q2b.sequence, 1)
+        XCTAssertEqual(q2b.sequence, 4)
         // Anonymous mode: another poll gives an unlinkable voter ID.
         let other = try JoinCode(parsing: "1234-ABCDE-FGHJK")
         XCTAssertNotEqual(again.anonymousVoterID(in: pollSecret(other)), b1.voterID)
