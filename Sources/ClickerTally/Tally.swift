@@ -187,12 +187,14 @@ public struct QuestionTally: Sendable {
             // A verified ballot beats an unverified one, whatever the sequences.
             outcome = b.answer == r.answer ? .repeated : .changed(from: r.answer)
             replace = true
-        } else if !verified && r.verified && replace {
+        } else if !verified && r.verified && replace && !mismatch {
             // An unverified ballot never replaces a verified one (when it loses anyway, the usual reason
             // stands; the verified ballot heard again is a repeat).
             outcome = .rejected(.unverifiedChange)
             replace = false
         }
+        // A signed ballot whose key is not the bound one never counts (when it loses anyway, the usual
+        // reason stands). `unverifiedChange` is for advertisements, `keyMismatch` for such reads.
         if mismatch, !outcome.isRejection {
             outcome = .rejected(.keyMismatch)
             replace = false
@@ -291,7 +293,8 @@ public struct Tally: Sendable {
     ///   `conflictingSequence`, the first counted ballot stands.
     /// - An unverified ballot that would otherwise replace a verified one is `unverifiedChange`.
     /// - Checks run in this order: other question, answer not offered, stale sequence, conflicting
-    ///   sequence, change ignored, unverified change, key mismatch.
+    ///   sequence, change ignored, then `unverifiedChange` for an advertisement or `keyMismatch` for a
+    ///   read signed by another key (one ballot is never both).
     @inline(__always)
     public mutating func record(_ ballot: Ballot, from address: DeviceAddress, at time: RadioInstant,
                                 proof: BallotProof = .advertised) -> RecordOutcome {
