@@ -205,7 +205,9 @@ public struct QuestionTally: Sendable {
             if r.answer != b.answer {
                 removed = r.answer
                 added = b.answer
-                r.changed = true
+                // A verified ballot replacing an unverified copy with its own sequence is no change:
+                // the voter sent one ballot with that sequence.
+                if b.sequence != r.sequence { r.changed = true }
             }
             r.answer = b.answer
             r.sequence = b.sequence

@@ -32,7 +32,8 @@ extension PollController {
             question: .init(number: Int(question), isOpen: isOpen, elapsed: elapsed(now: now)),
             answers: answers, countsHidden: live.hidden, voters: live.voters, votesPerSecond: votesPerSecond(now: now),
             changes: live.changes,
-            rejections: rejections, radio: radioModel, alert: alert, status: status)
+            rejections: rejections, radio: radioModel, alert: alert,
+            status: status ?? (verificationStatus == .changesUnverified ? "changes unverified (no GATT reads)" : nil))
     }
 
     /// Carries out an operator action from the view; returns a status line for the screen.

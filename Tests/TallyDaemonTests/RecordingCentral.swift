@@ -1,0 +1,37 @@
+import ClickerTransport
+import Foundation
+import Synchronization
+
+/// A central for tests: advertisements come from the test, and every GATT read is recorded and then
+/// held until its task is cancelled (a device that never answers).
+final class RecordingCentral: CentralTransport {
+    private let reads = Mutex<[DeviceAddress]>([])
+    private let started: AsyncStream<DeviceAddress>.Continuation
+    /// One element per read started, in order.
+    let readsStarted: AsyncStream<DeviceAddress>
+    private let ads: AsyncThrowingStream<AdvertisementReport, any Error>
+    let adsContinuation: AsyncThrowingStream<AdvertisementReport, any Error>.Continuation
+
+    init() {
+        (readsStarted, started) = AsyncStream.makeStream()
+        (ads, adsContinuation) = AsyncThrowingStream.makeStream()
+    }
+
+    /// The devices read so far (each read is a connection on a real radio).
+    var readDevices: [DeviceAddress] { reads.withLock { $0 } }
+
+    func advertisements(companyID: UInt16) -> AsyncThrowingStream<AdvertisementReport, any Error> { ads }
+
+    func readCharacteristic(device: DeviceAddress, service: UUID128, characteristic: UUID128,
+                            timeout: Duration) async throws -> [UInt8] {
+        reads.withLock { $0.append(device) }
+        started.yield(device)
+        let never = AsyncStream<Never> { _ in }
+        for await _ in never {}  // ends when the task is cancelled
+        throw CancellationError()
+    }
+
+    func status() -> AsyncStream<RadioStatus> {
+        AsyncStream { $0.yield(RadioStatus(adapter: "test", state: .scanning)) }
+    }
+}
