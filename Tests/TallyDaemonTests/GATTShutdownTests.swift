@@ -26,6 +26,7 @@ final class GATTShutdownTests: XCTestCase {
         run.cancel()
         _ = try? await run.value
         XCTAssertEqual(central.readDevices, [DeviceAddress(rawValue: 1)], "only the read in flight was started")
-        XCTAssertEqual(await controller.results().voters, 20)
+        let voters = await controller.results().voters
+        XCTAssertEqual(voters, 20)
     }
 }
