@@ -70,7 +70,8 @@ extension PollController {
         guard !verification.requested.contains(request) else { return }
         if verification.requested.count >= VerificationState.requestedLimit { verification.requested.removeAll() }
         verification.requested.insert(request)
-        gattQueue?.yield(request)
+        // A full queue drops its oldest request: forget it too, so that hearing that ballot again asks again.
+        if case .dropped(let old) = gattQueue?.yield(request) { verification.requested.remove(old) }
     }
 
     /// Reads one ballot over GATT and counts what was read: a value signed by the voter's key verifies
