@@ -11,6 +11,7 @@ final class GATTShutdownTests: XCTestCase {
     /// read is a Device1.Connect; 48 connections were made at exit with 50 voters).
     func testQueuedReadsAreDroppedAtShutdown() async throws {
         let central = RecordingCentral()
+        let pollKey = BallotKey.anonymous(PollSecret(deriving: code))
         let controller = try PollController(options: PollOptions(joinCode: code, maxConcurrentReads: 1), store: nil)
         let run = Task { try await controller.run(central: central) }
         var started = central.readsStarted.makeAsyncIterator()
@@ -19,7 +20,7 @@ final class GATTShutdownTests: XCTestCase {
             let b = Ballot(voteID: code.voteID, question: 1, voterID: v, sequence: 1, answer: .choice(1))
             await controller.ingest(AdvertisementReport(
                 address: DeviceAddress(rawValue: UInt64(v)), rssi: -60, companyID: BallotFormat.companyID,
-                data: BallotCodec.sealAdvertisement(b, key: .anonymous(code)), timestamp: .zero))
+                data: BallotCodec.sealAdvertisement(b, key: pollKey), timestamp: .zero))
         }
         let first = await started.next()
         XCTAssertEqual(first, DeviceAddress(rawValue: 1))
