@@ -3,8 +3,10 @@ import Foundation
 import Synchronization
 
 /// A central for tests: advertisements come from the test, and every GATT read is recorded and then
-/// held until its task is cancelled (a device that never answers).
+/// held until its task is cancelled (a device that never answers), or refused as unsupported (a radio
+/// without GATT, like raw HCI).
 final class RecordingCentral: CentralTransport {
+    let gattSupported: Bool
     private let reads = Mutex<[DeviceAddress]>([])
     private let started: AsyncStream<DeviceAddress>.Continuation
     /// One element per read started, in order.
@@ -12,7 +14,8 @@ final class RecordingCentral: CentralTransport {
     private let ads: AsyncThrowingStream<AdvertisementReport, any Error>
     let adsContinuation: AsyncThrowingStream<AdvertisementReport, any Error>.Continuation
 
-    init() {
+    init(gattSupported: Bool = true) {
+        self.gattSupported = gattSupported
         (readsStarted, started) = AsyncStream.makeStream()
         (ads, adsContinuation) = AsyncThrowingStream.makeStream()
     }
@@ -26,6 +29,7 @@ final class RecordingCentral: CentralTransport {
                             timeout: Duration) async throws -> [UInt8] {
         reads.withLock { $0.append(device) }
         started.yield(device)
+        guard gattSupported else { throw TransportError.unsupported("no GATT client on this radio") }
         let never = AsyncStream<Never> { _ in }
         for await _ in never {}  // ends when the task is cancelled
         throw CancellationError()
