@@ -54,7 +54,7 @@ extension PollController {
     /// voter's counted ballot is unverified (this one, or one it lost to), or this ballot was
     /// rejected as `unverifiedChange`.
     func requestRead(after r: IngestResult, address: DeviceAddress) {
-        guard options.confirmByGATT, !gattUnsupported, !verification.shuttingDown,
+        guard options.confirmByGATT, !gattUnsupported, !verification.shuttingDown, let queue = gattQueue,
               let b = r.ballot, b.mode == .anonymous, options.roster == nil else { return }
         let voter = VoterKey(mode: b.mode, voterID: b.voterID)
         switch r.outcome {
@@ -71,7 +71,7 @@ extension PollController {
         if verification.requested.count >= VerificationState.requestedLimit { verification.requested.removeAll() }
         verification.requested.insert(request)
         // A full queue drops its oldest request: forget it too, so that hearing that ballot again asks again.
-        if case .dropped(let old) = gattQueue?.yield(request) { verification.requested.remove(old) }
+        if case .dropped(let old) = queue.yield(request) { verification.requested.remove(old) }
     }
 
     /// Reads one ballot over GATT and counts what was read: a value signed by the voter's key verifies

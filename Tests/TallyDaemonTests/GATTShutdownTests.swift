@@ -14,6 +14,7 @@ final class GATTShutdownTests: XCTestCase {
         let pollKey = BallotKey.anonymous(PollSecret(deriving: code))
         let controller = try PollController(options: PollOptions(joinCode: code, maxConcurrentReads: 1), store: nil)
         let run = Task { try await controller.run(central: central) }
+        await central.running(controller)
         var started = central.readsStarted.makeAsyncIterator()
         // Twenty voters, each counted unverified: twenty reads asked for, one at a time.
         for v in UInt32(1)...20 {

@@ -1,6 +1,7 @@
 import ClickerTransport
 import Foundation
 import Synchronization
+import TallyDaemon
 
 /// A central for tests: advertisements come from the test, and every GATT read is recorded and then
 /// held until its task is cancelled (a device that never answers), or refused as unsupported (a radio
@@ -33,6 +34,11 @@ final class RecordingCentral: CentralTransport {
         let never = AsyncStream<Never> { _ in }
         for await _ in never {}  // ends when the task is cancelled
         throw CancellationError()
+    }
+
+    /// Waits until `controller` runs on this central (it has seen the radio scanning).
+    func running(_ controller: PollController) async {
+        while await controller.radio.state != .scanning { await Task.yield() }
     }
 
     func status() -> AsyncStream<RadioStatus> {

@@ -171,6 +171,7 @@ final class UnverifiedChangesTests: XCTestCase {
         let before = await controller.verificationStatus
         XCTAssertEqual(before, .verified)
         let run = Task { try await controller.run(central: central) }
+        await central.running(controller)
         var started = central.readsStarted.makeAsyncIterator()
         await controller.ingest(report(voter: 7, sequence: 3, answer: .choice(1), address: 1))
         _ = await started.next()
