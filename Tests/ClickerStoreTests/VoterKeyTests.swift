@@ -9,7 +9,7 @@ final class VoterKeyTests: XCTestCase {
     func testBindingsAreResumedKeepTheFirstKeyAndGoWithThePoll() throws {
         let dir = try makeTempDir(self)
         let store = try ClickerStore(path: dir + "/db.sqlite")
-        let poll = try store.createPoll(voteID: Data([1, 2]), joinCode: "x", joinSecret: nil, mode: .anonymous, at: t0)
+        let poll = try store.createPoll(voteID: Data([1, 2]), joinCode: "x", mode: .anonymous, at: t0)
         try store.openQuestion(poll: poll.id, number: 1, at: t0)
         let voter = Data([0, 0x0F, 0x67, 0xDF, 0xD0])
         let first = VoterKeyRecord(poll: poll.id, voter: voter, publicKey: Data(repeating: 0x11, count: 32))

@@ -122,8 +122,9 @@ final class TakeoverAttackTests: XCTestCase {
         let before = await first.results()
         assertVictimCounted(before, .choice(1), "before the restart")
 
-        let second = try PollController(options: PollOptions(joinCode: Self.code), store: try ClickerStore(path: path, durability: .normal),
-                                        resume: true)
+        let second = try PollController(options: PollOptions(joinCode: Self.code),
+                                        store: try ClickerStore(path: path, durability: .normal),
+                                        start: .resume(maxAge: .seconds(3600)))
         let after = await second.results()
         XCTAssertEqual(after.counts, before.counts)
         XCTAssertEqual(after.changes, before.changes)
@@ -135,7 +136,7 @@ final class TakeoverAttackTests: XCTestCase {
                                                 timestamp: .zero))
         let attacked = await second.results()
         assertVictimCounted(attacked, .choice(1), "after the restart")
-        XCTAssertEqual(attacked.rejected["unverifiedChange"], 1)
+        XCTAssertEqual(attacked.rejected["unverifiedChange"], (after.rejected["unverifiedChange"] ?? 0) + 1)
     }
 }
 
