@@ -42,7 +42,7 @@ extension PollController {
         return options.confirmByGATT && !gattUnsupported ? .verified : .changesUnverified
     }
 
-    /// Whether `b`, just counted as `outcome`, is the voter's counted ballot and verified.
+    /// Whether `b` is now its voter's counted ballot for its question, and verified.
     func isCountedAndVerified(_ b: Ballot) -> Bool {
         guard let r = pipeline.tally.counted(question: b.question, voter: VoterKey(mode: b.mode, voterID: b.voterID)) else {
             return false
