@@ -27,6 +27,9 @@ final class UnverifiedChangesTests: XCTestCase {
         XCTAssertEqual(r.ballots.first?.gattVerified, false)
         let view = await controller.viewModel()
         XCTAssertEqual(view.status, "changes unverified (no GATT reads)")
+        let afterAction = try await controller.viewModel(status: "question 1 closed")
+        XCTAssertEqual(afterAction.status, "question 1 closed · changes unverified (no GATT reads)",
+                       "an operator message does not hide it")
     }
 
     /// A radio that cannot read GATT (raw HCI) turns verification off at its first refusal.
