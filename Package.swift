@@ -111,8 +111,10 @@ let package = Package(
         .testTarget(name: "TerminalViewTests", dependencies: ["TerminalView", "ClickerWire", "ClickerSim"], exclude: ["Snapshots"]),
         // Tier 2: real dbus-daemon + python-dbusmock standing in for bluetoothd
         .testTarget(name: "DBusTests", dependencies: ["DBus", "DBusTestSupport"]),
-        .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "ClickerWire", "ClickerTally"]),
-        .testTarget(name: "TallyDaemonTests", dependencies: ["TallyDaemon", "TerminalView", "ClickerSim", "ClickerWire", "DBus", "DBusTestSupport"]),
+        .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "ClickerWire", "ClickerTally", "TallyDaemon",
+                                                       .product(name: "Crypto", package: "swift-crypto")]),
+        .testTarget(name: "TallyDaemonTests", dependencies: ["TallyDaemon", "TerminalView", "ClickerSim", "ClickerWire", "DBus", "DBusTestSupport",
+                                                             .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "VoterTests", dependencies: ["Voter", "ClickerSim", "ClickerWire", "PrivateFiles"]),
     ]
 )

@@ -711,6 +711,8 @@ final class CentralEngine: Sendable {
             throw TransportError.timeout("waiting for a free connection slot to \(device)")
         }
         defer { Task { await slots.release() } }
+        // A read that waited for a slot while its caller went away (shutdown) makes no connection.
+        try Task.checkCancellation()
         guard let path = state.withLock({ $0.mirror.devicePath(adapter: adapter, address: device) }) else {
             throw TransportError.notConnected(device)
         }

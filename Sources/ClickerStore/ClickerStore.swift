@@ -17,7 +17,7 @@ public final class ClickerStore: Sendable {
 
     /// The database file path.
     public let path: String
-    private let pool: DatabasePool
+    let pool: DatabasePool
 
     /// Opens (creating if needed) the database at `path`, or at the default location
     /// (`StoreLocation.defaultPath(environment:)`) when `path` is nil. Runs pending migrations.
@@ -85,6 +85,7 @@ public final class ClickerStore: Sendable {
                            arguments: [t, poll])
             if anonymous { for n in open { try Self.seal(db, poll: poll, number: n) } }
             try db.execute(sql: "UPDATE poll SET closed_at = ? WHERE id = ? AND closed_at IS NULL", arguments: [t, poll])
+            try Self.deleteVoterKeys(db, poll: poll)
             return anonymous && !open.isEmpty
         }
         if sealed { checkpointAfterSeal() }
@@ -163,16 +164,20 @@ public final class ClickerStore: Sendable {
 
     /// Commits one ballot; returns after the commit. Recording a ballot already stored (same poll,
     /// question, voter, sequence) widens its heard interval and ORs `gattVerified`; the first answer
-    /// stays (a same-sequence conflict: the first counted ballot stands). Anonymous polls store no
-    /// address, and nothing more for a sealed question (its totals are final).
+    /// stays (a same-sequence conflict: the first counted ballot stands), unless the new ballot is
+    /// verified and the stored one is not (the tally counted the verified one: PROTOCOL.md, takeover
+    /// rule). Anonymous polls store no address, and nothing more for a sealed question (its totals are final).
     public func record(_ ballot: BallotRecord) throws {
         try pool.write { db in try Self.upsert(db, ballot) }
     }
 
-    /// Commits many ballots and rejection increments in one transaction; returns after the commit.
-    public func record(_ ballots: [BallotRecord], rejections: [RejectionCount] = []) throws {
-        if ballots.isEmpty && rejections.isEmpty { return }
+    /// Commits many ballots, rejection increments and voter key bindings in one transaction; returns
+    /// after the commit.
+    public func record(_ ballots: [BallotRecord], rejections: [RejectionCount] = [],
+                       voterKeys: [VoterKeyRecord] = []) throws {
+        if ballots.isEmpty && rejections.isEmpty && voterKeys.isEmpty { return }
         try pool.write { db in
+            for k in voterKeys { try Self.bind(db, k) }
             for b in ballots { try Self.upsert(db, b) }
             for r in rejections { try Self.addRejection(db, r) }
         }
@@ -209,7 +214,8 @@ public final class ClickerStore: Sendable {
                                ballots: try Self.fetchBallots(db, poll: poll.id, question: nil),
                                rejections: try Self.fetchRejections(db, poll: poll.id),
                                totals: try QuestionTotals.filter(Column("poll_id") == poll.id)
-                                   .order(Column("question")).fetchAll(db))
+                                   .order(Column("question")).fetchAll(db),
+                               voterKeys: try Self.fetchVoterKeys(db, poll: poll.id))
         }
     }
 
@@ -223,7 +229,7 @@ public final class ClickerStore: Sendable {
             return Self.summarize(questions: try Self.fetchQuestions(db, poll: poll),
                                   ballots: try Self.fetchBallots(db, poll: poll, question: nil),
                                   rejections: try Self.fetchRejections(db, poll: poll), rule: record.rule,
-                                  totals: try QuestionTotals.filter(Column("poll_id") == poll).fetchAll(db))
+                                  mode: record.mode, totals: try QuestionTotals.filter(Column("poll_id") == poll).fetchAll(db))
         }
     }
 
@@ -288,6 +294,7 @@ public final class ClickerStore: Sendable {
             SELECT ?1, ?2, ?3, ?4, ?5, CASE (SELECT mode FROM poll WHERE id = ?1) WHEN 'roster' THEN ?6 ELSE '' END, ?7, ?8, ?9
             WHERE NOT EXISTS (SELECT 1 FROM question_total WHERE poll_id = ?1 AND question = ?2)
             ON CONFLICT (poll_id, question, voter, sequence) DO UPDATE SET
+                answer = CASE WHEN excluded.gatt_verified AND NOT gatt_verified THEN excluded.answer ELSE answer END,
                 first_heard = min(first_heard, excluded.first_heard),
                 last_heard = max(last_heard, excluded.last_heard),
                 gatt_verified = gatt_verified OR excluded.gatt_verified

@@ -89,7 +89,8 @@ public struct BallotRecord: Sendable, Hashable {
     public var address: String
     public var firstHeard: Date
     public var lastHeard: Date
-    /// True once the ballot was confirmed by reading the GATT characteristic.
+    /// True once the ballot was read over GATT, signed by the key bound to its voter (it then outranks
+    /// unverified ballots of the voter).
     public var gattVerified: Bool
 
     public init(poll: Int64, question: Int, voter: Data, answer: Int, sequence: UInt32, address: String,
@@ -146,6 +147,8 @@ public struct ResumeState: Sendable, Hashable {
     public var rejections: [RejectionCount]
     /// Totals of the questions already sealed (closed questions of an anonymous poll), by question.
     public var totals: [QuestionTotals] = []
+    /// The poll's voter key bindings (trust on first use).
+    public var voterKeys: [VoterKeyRecord] = []
 }
 
 /// The totals of a closed question of an anonymous poll: all that is kept of it once it closes

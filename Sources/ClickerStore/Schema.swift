@@ -81,6 +81,7 @@ extension ClickerStore {
                 try seal(db, poll: poll, number: number)
             }
         }
+        registerVoterKeyMigration(&m)
         return m
     }
 }

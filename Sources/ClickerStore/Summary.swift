@@ -4,16 +4,20 @@ import GRDB
 extension ClickerStore {
     /// Computes summaries from records (ballots in any order), by the same rule the live tally uses:
     ///
-    /// - every stored ballot was counted when it arrived (stale, ignored and conflicting ballots are
-    ///   never stored), so taking a voter's ballots in the rule's order (ascending sequence for
-    ///   `latestWins`, descending for `firstResponseOnly`) replays the order they were counted in;
+    /// - every stored ballot was counted when it arrived (stale, ignored, conflicting and unverified
+    ///   changes are never stored), so taking a voter's ballots in the rule's order replays the order
+    ///   they were counted in: in an anonymous poll unverified ballots before GATT-verified ones (a
+    ///   verified ballot outranks unverified ones whatever the sequences: PROTOCOL.md, takeover rule;
+    ///   roster ballots are all verified by their tag), then ascending sequence for `latestWins`,
+    ///   descending for `firstResponseOnly`;
     /// - the counted ballot is the last in that order;
     /// - a voter "changed" when their counted answer was replaced by a different one, that is when
     ///   their stored ballots carry more than one answer.
     ///
     /// A question with `totals` (a sealed anonymous question) is summarised from them alone.
     public static func summarize(questions: [QuestionRecord], ballots: [BallotRecord], rejections: [RejectionCount],
-                                 rule: CountingRule = .latestWins, totals: [QuestionTotals] = []) -> [QuestionSummary] {
+                                 rule: CountingRule = .latestWins, mode: PollMode = .anonymous,
+                                 totals: [QuestionTotals] = []) -> [QuestionSummary] {
         var byQuestion: [Int: [Data: [BallotRecord]]] = [:]
         for b in ballots { byQuestion[b.question, default: [:]][b.voter, default: []].append(b) }
         var sealed: [Int: QuestionTotals] = [:]
@@ -27,20 +31,24 @@ extension ClickerStore {
                 return QuestionSummary(question: q, counts: counts, voters: t.voters, changes: t.changes,
                                        gattVerified: t.gattVerified, rejections: rej)
             }
-            let c = count(byQuestion[q.number] ?? [:], rule: rule)
+            let c = count(byQuestion[q.number] ?? [:], rule: rule, mode: mode)
             return QuestionSummary(question: q, counts: c.counts, voters: c.voters, changes: c.changes,
                                    gattVerified: c.gattVerified, rejections: rej)
         }
     }
 
     /// Counts of one question's ballots, grouped by voter.
-    static func count(_ voters: [Data: [BallotRecord]], rule: CountingRule)
+    static func count(_ voters: [Data: [BallotRecord]], rule: CountingRule, mode: PollMode)
         -> (counts: [Int], voters: Int, changes: Int, gattVerified: Int) {
         var counts = [Int](repeating: 0, count: 4)
         var changes = 0
         var verified = 0
         for (_, list) in voters {
-            let ordered = list.sorted { rule == .latestWins ? $0.sequence < $1.sequence : $0.sequence > $1.sequence }
+            let rank: (BallotRecord) -> Bool = { mode == .anonymous && $0.gattVerified }
+            let ordered = list.sorted { a, b in
+                if rank(a) != rank(b) { return !rank(a) }
+                return rule == .latestWins ? a.sequence < b.sequence : a.sequence > b.sequence
+            }
             if Set(ordered.map(\.answer)).count > 1 { changes += 1 }
             // Answers are small indices for single choices; anything else is not a count column.
             guard let current = ordered.last, (0..<256).contains(current.answer) else { continue }
@@ -67,7 +75,7 @@ extension ClickerStore {
             totals.pollId = poll
             totals.question = number
         } else {
-            let c = count(byVoter, rule: rule)
+            let c = count(byVoter, rule: rule, mode: try isAnonymous(db, poll) ? .anonymous : .roster)
             totals = QuestionTotals(pollId: poll, question: number, voters: c.voters, changes: c.changes,
                                     gattVerified: c.gattVerified, counts: c.counts)
         }

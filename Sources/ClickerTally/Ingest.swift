@@ -152,7 +152,9 @@ public struct IngestPipeline: Sendable {
         for r in reports { _ = ingest(r) }
     }
 
-    /// Ingests a GATT ballot value read from `address` (the 142-byte signed ballot).
+    /// Ingests a GATT ballot value read from `address` (the 142-byte signed ballot). It counts as read
+    /// over GATT with the key that signed it (``BallotProof/signed(_:)``); the tally decides whether
+    /// that verifies it.
     public mutating func ingestGATT(_ value: [UInt8], from address: DeviceAddress, at time: RadioInstant) -> IngestResult {
         stats.reports += 1
         if time > now { now = time }
@@ -161,7 +163,8 @@ public struct IngestPipeline: Sendable {
         case .success(let signed):
             let b = signed.ballot
             trust(address)
-            return IngestResult(outcome: tally.record(b, from: address, at: time), ballot: b)
+            let proof: BallotProof = VoterPublicKey(signed.publicKey).map { .signed($0) } ?? .advertised
+            return IngestResult(outcome: tally.record(b, from: address, at: time, proof: proof), ballot: b)
         case .failure(let r):
             return rejected(r, at: time)
         }

@@ -64,9 +64,13 @@ public struct VoterRecord: Sendable, Hashable {
     public var lastHeard: RadioInstant
     /// Address of the device when the counted ballot was (last) heard.
     public var address: DeviceAddress
+    /// Whether the counted ballot is verified: a roster-mode ballot, or an anonymous one read over GATT
+    /// and signed by the key bound to this voter ID. Only a verified ballot can replace a verified one.
+    public var verified: Bool
     /// Whether the counted answer was ever replaced by a different answer. This is what `changes`
-    /// counts, and what the store recomputes from the ballots it kept (every ballot it keeps was
-    /// counted when it arrived), so a restart gives the same figure.
+    /// counts (not stale or ignored ballots, not a later ballot with the same answer), and what the
+    /// store recomputes from the ballots it kept (every ballot it keeps was counted when it arrived),
+    /// so a restart gives the same figure.
     public var changed: Bool = false
 }
 
@@ -82,6 +86,12 @@ public enum RecordOutcome: Sendable, Hashable {
     case unregistered
     /// Not counted.
     case rejected(Rejection)
+
+    /// Whether the ballot was not counted.
+    public var isRejection: Bool {
+        if case .rejected = self { return true }
+        return false
+    }
 
     /// Whether the totals may have changed.
     public var changesTotals: Bool {
@@ -109,8 +119,10 @@ public struct QuestionTally: Sendable {
 
     /// Number of counted voters.
     public var voterCount: Int { voters.count }
-    /// Number of voters who sent more than one distinct ballot.
+    /// Number of voters whose counted answer was replaced by a different answer.
     public var changedVoters: Int { voters.values.reduce(0) { $0 + ($1.changed ? 1 : 0) } }
+    /// Number of counted voters whose counted ballot is verified.
+    public var verifiedVoters: Int { voters.values.reduce(0) { $0 + ($1.verified ? 1 : 0) } }
     /// Count for one answer.
     public func count(of answer: Answer) -> Int { counts[answer] ?? 0 }
 
@@ -120,19 +132,18 @@ public struct QuestionTally: Sendable {
         if let l = lastHeard { if t > l { lastHeard = t } } else { lastHeard = t }
     }
 
-    /// Applies one authentic ballot under `policy`: the highest (latest wins) or lowest (first
-    /// response only) sequence counts. A ballot with the sequence of the counted one but another
-    /// answer is `conflictingSequence`: the first counted ballot stands. The store keeps the first
-    /// ballot of a sequence too, so the live tally, the store and a resume agree.
+    /// Applies one authentic ballot under `policy` (see ``Tally/record(_:from:at:proof:)`` for the rule).
     @inline(__always)
     mutating func apply(_ b: Ballot, key: VoterKey, address: DeviceAddress, at t: RadioInstant,
-                        policy: ChangePolicy, apart: Bool) -> RecordOutcome {
+                        policy: ChangePolicy, apart: Bool, verified: Bool, mismatch: Bool) -> RecordOutcome {
         heard(t)
         if apart {
-            _ = Self.merge(&unregistered, b, key: key, address: address, at: t, policy: policy)
+            _ = Self.merge(&unregistered, b, key: key, address: address, at: t, policy: policy,
+                           verified: verified, mismatch: mismatch)
             return .unregistered
         }
-        let (outcome, removed, added) = Self.merge(&voters, b, key: key, address: address, at: t, policy: policy)
+        let (outcome, removed, added) = Self.merge(&voters, b, key: key, address: address, at: t, policy: policy,
+                                                   verified: verified, mismatch: mismatch)
         if let r = removed {
             let n = (counts[r] ?? 0) - 1
             counts[r] = n > 0 ? n : nil
@@ -141,35 +152,51 @@ public struct QuestionTally: Sendable {
         return outcome
     }
 
+    /// The usual rule between two ballots of the same status: the outcome for `b` against the counted
+    /// record `r`, and whether `b` takes its place.
+    @inline(__always)
+    static func usual(_ b: Ballot, against r: VoterRecord, policy: ChangePolicy) -> (RecordOutcome, Bool) {
+        if b.sequence == r.sequence {
+            // Same sequence, another answer: the first counted ballot stands.
+            return b.answer == r.answer ? (.repeated, false) : (.rejected(.conflictingSequence), false)
+        }
+        if (b.sequence > r.sequence) == (policy == .latestWins) {
+            return (b.answer == r.answer ? .repeated : .changed(from: r.answer), true)
+        }
+        return (.rejected(policy == .latestWins ? .staleSequence : .changeIgnored), false)
+    }
+
     /// Returns the outcome and the answer whose count goes down / up.
     @inline(__always)
     static func merge(_ table: inout [VoterKey: VoterRecord], _ b: Ballot, key: VoterKey, address: DeviceAddress,
-                      at t: RadioInstant, policy: ChangePolicy) -> (RecordOutcome, Answer?, Answer?) {
+                      at t: RadioInstant, policy: ChangePolicy, verified: Bool,
+                      mismatch: Bool) -> (RecordOutcome, Answer?, Answer?) {
         guard var r = table[key] else {
+            if mismatch { return (.rejected(.keyMismatch), nil, nil) }
             table[key] = VoterRecord(answer: b.answer, sequence: b.sequence, lowestSequence: b.sequence,
-                                     highestSequence: b.sequence, firstHeard: t, lastHeard: t, address: address)
+                                     highestSequence: b.sequence, firstHeard: t, lastHeard: t, address: address,
+                                     verified: verified)
             return (.new, nil, b.answer)
         }
         if t < r.firstHeard { r.firstHeard = t }
         if t > r.lastHeard { r.lastHeard = t }
         if b.sequence < r.lowestSequence { r.lowestSequence = b.sequence }
         if b.sequence > r.highestSequence { r.highestSequence = b.sequence }
-        var outcome: RecordOutcome
-        let replace: Bool
-        if b.sequence == r.sequence {
-            if b.answer == r.answer {
-                outcome = .repeated
-                replace = false
-            } else {
-                // The first counted ballot with this sequence stands.
-                outcome = .rejected(.conflictingSequence)
-                replace = false
-            }
-        } else if (b.sequence > r.sequence) == (policy == .latestWins) {
+        var (outcome, replace) = usual(b, against: r, policy: policy)
+        if verified && !r.verified {
+            // A verified ballot beats an unverified one, whatever the sequences.
             outcome = b.answer == r.answer ? .repeated : .changed(from: r.answer)
             replace = true
-        } else {
-            outcome = .rejected(policy == .latestWins ? .staleSequence : .changeIgnored)
+        } else if !verified && r.verified && replace && !mismatch {
+            // An unverified ballot never replaces a verified one (when it loses anyway, the usual reason
+            // stands; the verified ballot heard again is a repeat).
+            outcome = .rejected(.unverifiedChange)
+            replace = false
+        }
+        // A signed ballot whose key is not the bound one never counts (when it loses anyway, the usual
+        // reason stands). `unverifiedChange` is for advertisements, `keyMismatch` for such reads.
+        if mismatch, !outcome.isRejection {
+            outcome = .rejected(.keyMismatch)
             replace = false
         }
         var removed: Answer?
@@ -178,11 +205,14 @@ public struct QuestionTally: Sendable {
             if r.answer != b.answer {
                 removed = r.answer
                 added = b.answer
-                r.changed = true
+                // A verified ballot replacing an unverified copy with its own sequence is no change:
+                // the voter sent one ballot with that sequence.
+                if b.sequence != r.sequence { r.changed = true }
             }
             r.answer = b.answer
             r.sequence = b.sequence
             r.address = address
+            r.verified = verified
         }
         table[key] = r
         return (outcome, removed, added)
@@ -214,6 +244,8 @@ public struct Tally: Sendable {
     public private(set) var rejections: [Rejection: Int] = [:]
     /// Reports that changed nothing because the same ballot was already counted.
     public private(set) var repeats = 0
+    /// Anonymous voter ID → public key, bound by the first verified GATT read (trust on first use).
+    public private(set) var bindings = KeyBindings()
 
     public init(voteID: UInt16, policy: ChangePolicy = .latestWins, rosterOnly: Bool = false) {
         self.voteID = voteID
@@ -251,9 +283,23 @@ public struct Tally: Sendable {
     /// Total rejections.
     public var rejectionCount: Int { rejections.values.reduce(0, +) }
 
-    /// Records one authentic ballot heard from `address` at `time`.
+    /// Records one authentic ballot heard from `address` at `time`, obtained as `proof` says.
+    ///
+    /// The rule, per voter and question (PROTOCOL.md, "Takeover rule"):
+    /// - A ballot is verified when it is roster-mode (its tag needs the student's own key), or when it
+    ///   was read over GATT signed by the key bound to its voter ID in this poll, or by any key if none
+    ///   is bound yet; that key is then bound (trust on first use). Another key: `keyMismatch`.
+    /// - A verified ballot beats an unverified one, whatever the sequences. Between two of the same
+    ///   status the usual rule holds: latest wins keeps the higher sequence, first-response-only the
+    ///   lower (a later one is `changeIgnored`); same sequence with another answer is
+    ///   `conflictingSequence`, the first counted ballot stands.
+    /// - An unverified ballot that would otherwise replace a verified one is `unverifiedChange`.
+    /// - Checks run in this order: other question, answer not offered, stale sequence, conflicting
+    ///   sequence, change ignored, then `unverifiedChange` for an advertisement or `keyMismatch` for a
+    ///   read signed by another key (one ballot is never both).
     @inline(__always)
-    public mutating func record(_ ballot: Ballot, from address: DeviceAddress, at time: RadioInstant) -> RecordOutcome {
+    public mutating func record(_ ballot: Ballot, from address: DeviceAddress, at time: RadioInstant,
+                                proof: BallotProof = .advertised) -> RecordOutcome {
         guard ballot.voteID == voteID else { rejections[.otherVoteID, default: 0] += 1; return .rejected(.otherVoteID) }
         guard openQuestions.contains(ballot.question) else {
             rejections[.otherQuestion, default: 0] += 1
@@ -266,9 +312,20 @@ public struct Tally: Sendable {
             rejections[.otherQuestion, default: 0] += 1
             return .rejected(.otherQuestion)
         }
+        var verified = ballot.mode == .roster
+        var mismatch = false
+        var firstKey: VoterPublicKey?
+        if ballot.mode == .anonymous, case .signed(let pk) = proof {
+            switch bindings.check(pk, voterID: ballot.voterID) {
+            case .unbound: verified = true; firstKey = pk
+            case .bound: verified = true
+            case .mismatch: mismatch = true
+            }
+        }
         let outcome: RecordOutcome
         if offered {
-            outcome = slots[q]?.apply(ballot, key: key, address: address, at: time, policy: policy, apart: apart)
+            outcome = slots[q]?.apply(ballot, key: key, address: address, at: time, policy: policy, apart: apart,
+                                      verified: verified, mismatch: mismatch)
                 ?? .rejected(.otherQuestion)
         } else {
             outcome = .rejected(.answerNotOffered)
@@ -278,45 +335,23 @@ public struct Tally: Sendable {
         case .repeated: repeats += 1
         default: break
         }
+        if let firstKey, !apart, !outcome.isRejection { bindings.bind(firstKey, voterID: ballot.voterID) }
         return outcome
+    }
+
+    /// Restores a binding kept with the poll (a resume binds keys before replaying ballots).
+    public mutating func restore(binding key: VoterPublicKey, voterID: UInt32) {
+        bindings.bind(key, voterID: voterID)
+    }
+
+    /// The counted record of `voter` for `question`, if any.
+    public func counted(question: UInt8, voter: VoterKey) -> VoterRecord? {
+        slots[Int(question)]?.voters[voter]
     }
 
     /// A snapshot of one question's results, or nil for an unknown question.
     public func results(question: UInt8) -> QuestionResults? {
         guard let q = slots[Int(question)] else { return nil }
         return QuestionResults(q)
-    }
-}
-
-/// What a view shows for one question; `Equatable`, so tests can compare tallies.
-public struct QuestionResults: Sendable, Hashable {
-    public var question: UInt8
-    /// Every offered single-choice letter, and every other answer with votes, in wire order.
-    public var counts: [(answer: Answer, count: Int)] {
-        countTable.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
-    }
-    /// Answer → count (offered single choices included with 0).
-    public var countTable: [Answer: Int]
-    public var voters: Int
-    public var changedVoters: Int
-    public var unregisteredVoters: Int
-    public var firstHeard: RadioInstant?
-    public var lastHeard: RadioInstant?
-    /// Each counted voter's answer.
-    public var answers: [VoterKey: Answer]
-
-    init(_ q: QuestionTally) {
-        question = q.spec.number
-        var table = q.counts
-        if q.spec.kinds.contains(.choice) {
-            for i in 0..<q.spec.options { table[.choice(UInt8(i)), default: 0] += 0 }
-        }
-        countTable = table
-        voters = q.voterCount
-        changedVoters = q.changedVoters
-        unregisteredVoters = q.unregistered.count
-        firstHeard = q.firstHeard
-        lastHeard = q.lastHeard
-        answers = q.voters.mapValues { $0.answer }
     }
 }

@@ -25,8 +25,8 @@ public actor PollController {
     public internal(set) var isOpen: Bool
     var openedAt: Date
     var closedAt: Date?
-    /// Ballots read back over GATT and verified: voter → highest confirmed sequence, per question.
-    var confirmed: [UInt8: [VoterKey: UInt16]] = [:]
+    /// GATT reads asked for, and key bindings not yet committed.
+    var verification = VerificationState()
     /// Sequence of each voter's counted ballot as last committed, per question: a re-sent ballot with
     /// another sequence and the same answer changes no count but must still be stored.
     var committed: [UInt8: [VoterKey: UInt16]] = [:]
@@ -38,27 +38,21 @@ public actor PollController {
     var unsaved: [BallotRecord] = []
     var pendingRejections: [PendingRejection: Int] = [:]
     private var acceptedTimes: [Date] = []
-    private var gattQueue: AsyncStream<GATTRequest>.Continuation?
+    var gattQueue: AsyncStream<VerificationState.Request>.Continuation?
     public private(set) var radio = RadioStatus(adapter: "-", state: .starting)
     private var radioErrors = 0
     public internal(set) var storageError: String?
-    public private(set) var gattReads = (ok: 0, failed: 0)
-    private var gattUnsupported = false
+    /// GATT reads that verified the ballot read (ok), and reads that failed or verified nothing.
+    public internal(set) var gattReads = (ok: 0, failed: 0)
+    var gattUnsupported = false
     /// Increments on every change a view could show.
     public internal(set) var version = 0
     /// The radio clock's latest reading (from reports), used to time GATT results on the same clock.
-    private var radioNow = RadioInstant.zero
+    var radioNow = RadioInstant.zero
     /// The live counts of the open question, moved in epochs; every live consumer reads them.
     private var publisher: CountPublisher
     /// Whether live counts of an open question are shown; roster polls start with them hidden.
     public private(set) var countsShown: Bool
-
-    struct GATTRequest: Sendable {
-        var address: DeviceAddress
-        var voter: VoterKey
-        var question: UInt8
-        var sequence: UInt16
-    }
 
     struct PendingRejection: Hashable {
         var question: UInt8
@@ -96,7 +90,6 @@ public actor PollController {
         isOpen = opening.isOpen
         openedAt = opening.openedAt
         closedAt = opening.closedAt
-        confirmed = opening.confirmed
         committed = opening.committed
         rejected = opening.rejected
         sealed = opening.sealed
@@ -113,8 +106,9 @@ public actor PollController {
     /// Consumes `central` until cancelled or the radio fails for good. GATT confirmations run
     /// alongside, at most `maxConcurrentReads` at a time.
     public func run(central: any CentralTransport) async throws {
-        let (requests, continuation) = AsyncStream<GATTRequest>.makeStream(bufferingPolicy: .bufferingNewest(4096))
+        let (requests, continuation) = AsyncStream<VerificationState.Request>.makeStream(bufferingPolicy: .bufferingNewest(4096))
         gattQueue = continuation
+        verification.shuttingDown = false
         defer { continuation.finish() }
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { [weak self] in
@@ -127,6 +121,8 @@ public actor PollController {
                         var inFlight = 0
                         for await r in requests {
                             if inFlight >= limit { await reads.next(); inFlight -= 1 }
+                            // Shutting down: queued reads are dropped, no connection is made for them.
+                            if Task.isCancelled { break }
                             reads.addTask { await self?.confirm(r, central: central) }
                             inFlight += 1
                         }
@@ -136,8 +132,10 @@ public actor PollController {
             for try await report in central.advertisements(companyID: BallotFormat.companyID) {
                 ingest(report)
             }
+            verification.shuttingDown = true
             group.cancelAll()
         }
+        verification.shuttingDown = true
         flush()
     }
 
@@ -154,23 +152,22 @@ public actor PollController {
         accept(r, address: report.address)
     }
 
-    private func accept(_ r: IngestResult, address: DeviceAddress, gattVerified: Bool = false) {
+    /// Commits what a result counted. A ballot read over GATT is stored as verified when the tally
+    /// counts it verified (only the ballot read back, never another one heard before it).
+    func accept(_ r: IngestResult, address: DeviceAddress, readOverGATT: Bool = false) {
+        let gattVerified = readOverGATT && r.ballot.map { $0.mode == .anonymous && isCountedAndVerified($0) } ?? false
         switch r.outcome {
         case .new, .changed:
             guard let b = r.ballot else { return }
             commit([record(b, address: address, gattVerified: gattVerified)])
             acceptedTimes.append(Date())
             if b.question == question { publisher.note(VoterKey(mode: b.mode, voterID: b.voterID)) }
-            if !gattVerified, options.confirmByGATT {
-                gattQueue?.yield(GATTRequest(address: address, voter: VoterKey(mode: b.mode, voterID: b.voterID),
-                                             question: b.question, sequence: b.sequence))
-            }
             version &+= 1
         case .rejected(let reason):
             // Counted once per report, repeats included, under the question current now.
             rejected[question, default: [:]][reason.rawValue, default: 0] += 1
             pendingRejections[PendingRejection(question: question, reason: reason.rawValue), default: 0] += 1
-            if pendingRejections.values.reduce(0, +) >= 256 { commit([]) }
+            if pendingRejections.values.reduce(0, +) >= 256 || !verification.newBindings.isEmpty { commit([]) }
             version &+= 1
         case .unregistered:
             version &+= 1
@@ -182,6 +179,7 @@ public actor PollController {
                 commit([record(b, address: address, gattVerified: gattVerified)])
             }
         }
+        if !readOverGATT { requestRead(after: r, address: address) }
     }
 
     private func record(_ b: Ballot, address: DeviceAddress, gattVerified: Bool) -> BallotRecord {
@@ -197,13 +195,14 @@ public actor PollController {
     /// Commits ballots (and pending rejection counters) in one transaction. On failure they are kept
     /// and retried with the next commit; the error shows in the view.
     func commit(_ ballots: [BallotRecord]) {
-        guard let store, let pollID else { return }
+        guard let store, let pollID else { verification.newBindings.removeAll(); return }
         let all = unsaved + ballots
         let rejections = pendingRejections.map {
             RejectionCount(poll: pollID, question: Int($0.key.question), reason: $0.key.reason, count: $0.value)
         }
         do {
-            try store.record(all, rejections: rejections)
+            try store.record(all, rejections: rejections, voterKeys: verification.newBindings)
+            verification.newBindings.removeAll()
             for b in all {
                 guard let key = VoterKey(storeBytes: b.voter), let q = UInt8(exactly: b.question),
                       let seq = UInt16(exactly: b.sequence) else { continue }
@@ -222,34 +221,6 @@ public actor PollController {
 
     /// Commits everything pending (rejection counters, ballots after a storage error).
     public func flush() { commit([]) }
-
-    private func confirm(_ r: GATTRequest, central: any CentralTransport) async {
-        // Skip when the radio cannot read, or a newer ballot of this voter was already confirmed.
-        if gattUnsupported { return }
-        if let have = confirmed[r.question]?[r.voter], have >= r.sequence { return }
-        do {
-            let value = try await central.readCharacteristic(
-                device: r.address, service: BallotFormat.serviceUUID,
-                characteristic: BallotFormat.ballotCharacteristicUUID, timeout: options.gattTimeout)
-            let result = pipeline.ingestGATT(value, from: r.address, at: radioNow)
-            if let b = result.ballot, b.voterID == r.voter.voterID, b.mode == r.voter.mode, b.question == r.question {
-                gattReads.ok += 1
-                confirmed[b.question, default: [:]][r.voter] = max(confirmed[b.question]?[r.voter] ?? 0, b.sequence)
-                accept(result, address: r.address, gattVerified: true)
-            } else {
-                gattReads.failed += 1
-                accept(result, address: r.address)
-            }
-        } catch TransportError.unsupported(let why) {
-            // This radio cannot read GATT (raw HCI): stop asking, count from advertisements alone.
-            if !gattUnsupported { logger.notice("GATT confirmation off: \(why)") }
-            gattUnsupported = true
-        } catch {
-            gattReads.failed += 1
-            logger.debug("GATT read of \(r.address) failed: \(error)")
-        }
-        version &+= 1
-    }
 
     // MARK: Operator actions
 
@@ -322,7 +293,6 @@ public actor PollController {
     private func seal(_ q: UInt8, _ totals: QuestionTotals) {
         sealed[q] = totals
         pipeline.tally.forgetVoters(question: q)
-        confirmed[q] = nil
         committed[q] = nil
     }
 

@@ -14,7 +14,6 @@ extension PollController {
         var isOpen: Bool
         var openedAt: Date
         var closedAt: Date?
-        var confirmed: [UInt8: [VoterKey: UInt16]] = [:]
         var committed: [UInt8: [VoterKey: UInt16]] = [:]
         var rejected: [UInt8: [String: Int]] = [:]
         var sealed: [UInt8: QuestionTotals] = [:]
@@ -87,6 +86,10 @@ extension PollController {
         var o = Opening(tally: tally, question: question, isOpen: current.map { $0.state == .open } ?? true,
                         openedAt: current?.openedAt ?? Date(), closedAt: current?.closedAt)
         o.pollID = s.poll.id
+        for k in s.voterKeys {
+            guard let voter = VoterKey(storeBytes: k.voter), let pk = VoterPublicKey(k.publicKey) else { continue }
+            o.tally.restore(binding: pk, voterID: voter.voterID)
+        }
         replay(s.ballots, into: &o)
         for q in s.questions where q.state == .closed { o.tally.close(question: UInt8(clamping: q.number)) }
         for t in s.totals { if let q = UInt8(exactly: t.question) { o.sealed[q] = t } }
@@ -97,12 +100,15 @@ extension PollController {
         return o
     }
 
-    /// Replays stored ballots: ascending sequence for latest-wins, descending for first-response-only.
+    /// Replays stored ballots in the order they were counted in: unverified before GATT-verified ones
+    /// (bound keys restored first), then ascending sequence for latest-wins, descending for
+    /// first-response-only.
     static func replay(_ ballots: [BallotRecord], into o: inout Opening) {
         let latest = o.tally.policy == .latestWins
         let ordered = ballots.sorted { a, b in
             if a.question != b.question { return a.question < b.question }
             if a.voter != b.voter { return a.voter.lexicographicallyPrecedes(b.voter) }
+            if a.gattVerified != b.gattVerified { return !a.gattVerified }
             return latest ? a.sequence < b.sequence : a.sequence > b.sequence
         }
         for b in ordered {
@@ -110,8 +116,9 @@ extension PollController {
                   let seq = UInt16(exactly: b.sequence), let q = UInt8(exactly: b.question) else { continue }
             let ballot = Ballot(mode: key.mode, voteID: o.tally.voteID, question: q, voterID: key.voterID,
                                 sequence: seq, answer: answer)
-            _ = o.tally.record(ballot, from: DeviceAddress(b.address) ?? DeviceAddress(rawValue: 0), at: .zero)
-            if b.gattVerified { o.confirmed[q, default: [:]][key] = max(o.confirmed[q]?[key] ?? 0, seq) }
+            let bound = o.tally.bindings[key.voterID]
+            let proof: BallotProof = b.gattVerified && key.mode == .anonymous ? bound.map { .signed($0) } ?? .advertised : .advertised
+            _ = o.tally.record(ballot, from: DeviceAddress(b.address) ?? DeviceAddress(rawValue: 0), at: .zero, proof: proof)
             if let counted = o.tally.question(q)?.voters[key]?.sequence { o.committed[q, default: [:]][key] = counted }
         }
     }
@@ -138,7 +145,7 @@ extension PollController {
         isOpen = true
         openedAt = opening.openedAt
         closedAt = nil
-        confirmed = [:]
+        verification = VerificationState(shuttingDown: verification.shuttingDown)
         committed = [:]
         rejected = [:]
         sealed = [:]

@@ -28,14 +28,14 @@ extension PollController {
         for (answer, n) in r?.countTable ?? [:] { counts[answer.description] = n }
         if r == nil { for i in 0..<options.options { counts[Answer.choice(UInt8(i)).description] = 0 } }
         let voters = tally.question(q)?.voters ?? [:]
-        var verified = 0
-        for (key, have) in confirmed[q] ?? [:] { if let v = voters[key], have >= v.sequence { verified += 1 } }
         let anonymous = options.roster == nil
+        // Read over GATT and verified (roster ballots are verified by their tag, and never read).
+        let verified = anonymous ? r?.verifiedVoters ?? 0 : 0
         let listed = withRows && (!anonymous || open) ? voters : [:]
         let rows = listed.sorted { $0.key < $1.key }.map { key, v in
             PollResults.BallotRow(voter: key.hex, answer: v.answer.description, sequence: Int(v.sequence),
                                   address: anonymous ? nil : v.address.description,
-                                  gattVerified: (confirmed[q]?[key] ?? 0) >= v.sequence, student: student(key))
+                                  gattVerified: anonymous && v.verified, student: student(key))
         }
         return PollResults(voteID: Int(joinCode.voteID), question: Int(q), open: open,
                            counts: counts, voters: r?.voters ?? 0, changes: r?.changedVoters ?? 0,

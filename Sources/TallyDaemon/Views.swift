@@ -32,7 +32,16 @@ extension PollController {
             question: .init(number: Int(question), isOpen: isOpen, elapsed: elapsed(now: now)),
             answers: answers, countsHidden: live.hidden, voters: live.voters, votesPerSecond: votesPerSecond(now: now),
             changes: live.changes,
-            rejections: rejections, radio: radioModel, alert: alert, status: status)
+            rejections: rejections, radio: radioModel, alert: alert,
+            status: Self.withVerification(status, verificationStatus))
+    }
+
+    /// The status line, which says so as long as changes of anonymous answers are not verified
+    /// (no GATT reads): then anyone with the join code can replace a voter's answer.
+    static func withVerification(_ status: String?, _ v: VerificationStatus) -> String? {
+        guard v == .changesUnverified else { return status }
+        let note = "changes unverified (no GATT reads)"
+        return status.map { "\($0) · \(note)" } ?? note
     }
 
     /// Carries out an operator action from the view; returns a status line for the screen.

@@ -55,6 +55,8 @@ final class StoreTests: XCTestCase {
         XCTAssertEqual(try store.integrityCheck(), ["ok"])
     }
 
+    /// The first answer of a sequence stays, except that a verified ballot replaces an unverified one
+    /// with its sequence (the tally counted the verified one); an unverified one never replaces it back.
     func testReheardBallotWidensIntervalAndKeepsFirstAnswer() throws {
         let dir = try makeTempDir(self)
         let store = try ClickerStore(path: dir + "/db.sqlite")
@@ -67,7 +69,7 @@ final class StoreTests: XCTestCase {
         try store.record(again)
         let stored = try store.ballots(poll: poll.id)
         XCTAssertEqual(stored.count, 1)
-        XCTAssertEqual(stored[0].answer, 1)
+        XCTAssertEqual(stored[0].answer, 2)
         XCTAssertEqual(stored[0].firstHeard, t0.addingTimeInterval(5))
         XCTAssertEqual(stored[0].lastHeard, t0.addingTimeInterval(20.5))
         XCTAssertTrue(stored[0].gattVerified)
@@ -178,5 +180,17 @@ final class StoreTests: XCTestCase {
         XCTAssertEqual(s[0].counts, [1, 0, 0, 1, 0, 1])
         XCTAssertEqual(s[0].voters, 3)
         XCTAssertEqual(s[0].changes, 1, "voters whose counted answer changed, as the live tally counts")
+    }
+
+    /// Anonymous poll: a verified ballot is the counted one whatever the sequences, as in the live tally.
+    func testSummaryCountsTheVerifiedBallotOverAHigherUnverifiedOne() {
+        let q = QuestionRecord(poll: 1, number: 1, state: .open, openedAt: t0, closedAt: nil)
+        let bs = [ballot(1, q: 1, voter: 1, answer: 3, seq: 0xFFFF),
+                  ballot(1, q: 1, voter: 1, answer: 1, seq: 4, verified: true)]
+        let s = ClickerStore.summarize(questions: [q], ballots: bs, rejections: [], mode: .anonymous)
+        XCTAssertEqual(s[0].counts, [0, 1, 0, 0])
+        XCTAssertEqual(s[0].gattVerified, 1)
+        let roster = ClickerStore.summarize(questions: [q], ballots: bs, rejections: [], mode: .roster)
+        XCTAssertEqual(roster[0].counts, [0, 0, 0, 1], "roster ballots are all verified: the highest sequence counts")
     }
 }

@@ -1,0 +1,39 @@
+import ClickerTransport
+import ClickerWire
+
+/// What a view shows for one question; `Equatable`, so tests can compare tallies.
+public struct QuestionResults: Sendable, Hashable {
+    public var question: UInt8
+    /// Every offered single-choice letter, and every other answer with votes, in wire order.
+    public var counts: [(answer: Answer, count: Int)] {
+        countTable.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+    }
+    /// Answer → count (offered single choices included with 0).
+    public var countTable: [Answer: Int]
+    public var voters: Int
+    /// Voters whose counted answer was replaced by a different answer.
+    public var changedVoters: Int
+    /// Counted voters whose counted ballot is verified.
+    public var verifiedVoters: Int
+    public var unregisteredVoters: Int
+    public var firstHeard: RadioInstant?
+    public var lastHeard: RadioInstant?
+    /// Each counted voter's answer.
+    public var answers: [VoterKey: Answer]
+
+    init(_ q: QuestionTally) {
+        question = q.spec.number
+        var table = q.counts
+        if q.spec.kinds.contains(.choice) {
+            for i in 0..<q.spec.options { table[.choice(UInt8(i)), default: 0] += 0 }
+        }
+        countTable = table
+        voters = q.voterCount
+        changedVoters = q.changedVoters
+        verifiedVoters = q.verifiedVoters
+        unregisteredVoters = q.unregistered.count
+        firstHeard = q.firstHeard
+        lastHeard = q.lastHeard
+        answers = q.voters.mapValues { $0.answer }
+    }
+}

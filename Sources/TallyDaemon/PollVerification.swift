@@ -1,0 +1,117 @@
+import ClickerStore
+import ClickerTally
+import ClickerTransport
+import ClickerWire
+import Foundation
+
+/// What the poll needs to verify anonymous ballots over GATT (PROTOCOL.md, "Takeover rule").
+struct VerificationState: Sendable {
+    /// A GATT read of the ballot heard from `address`.
+    struct Request: Sendable, Hashable {
+        var address: DeviceAddress
+        var voter: VoterKey
+        var question: UInt8
+        var sequence: UInt16
+    }
+
+    /// Reads asked for: each ballot is read once per voter, sequence and address (a failed read is
+    /// forgotten, so the next time the ballot is heard asks again). Emptied when full.
+    var requested: Set<Request> = []
+    static let requestedLimit = 1 << 14
+    /// Keys bound since the last commit, stored with it.
+    var newBindings: [VoterKeyRecord] = []
+    /// Set when the radio stops: queued reads are dropped, none starts.
+    var shuttingDown = false
+}
+
+/// Whether counted changes can be verified in this poll, for the view and `status`.
+public enum VerificationStatus: String, Sendable, Codable {
+    /// Anonymous ballots are read over GATT; a verified ballot cannot be replaced by an unverified one.
+    case verified
+    /// No GATT reads (`--no-gatt-confirm`, or a radio that cannot read GATT): the version-1 rule
+    /// holds and anyone with the join code can replace an anonymous voter's answer.
+    case changesUnverified
+    /// Roster poll: every counted ballot is verified by the student's own key.
+    case roster
+}
+
+extension PollController {
+    /// Whether changes of anonymous answers are verified (the view says "changes unverified" if not).
+    public var verificationStatus: VerificationStatus {
+        if options.roster != nil { return .roster }
+        return options.confirmByGATT && !gattUnsupported ? .verified : .changesUnverified
+    }
+
+    /// Whether `b` is now its voter's counted ballot for its question, and verified.
+    func isCountedAndVerified(_ b: Ballot) -> Bool {
+        guard let r = pipeline.tally.counted(question: b.question, voter: VoterKey(mode: b.mode, voterID: b.voterID)) else {
+            return false
+        }
+        return r.verified && r.sequence == b.sequence && r.answer == b.answer
+    }
+
+    /// Asks for a GATT read of an advertised anonymous ballot when it could verify something: the
+    /// voter's counted ballot is unverified (this one, or one it lost to), or this ballot was
+    /// rejected as `unverifiedChange`.
+    func requestRead(after r: IngestResult, address: DeviceAddress) {
+        guard options.confirmByGATT, !gattUnsupported, !verification.shuttingDown, let queue = gattQueue,
+              let b = r.ballot, b.mode == .anonymous, options.roster == nil else { return }
+        let voter = VoterKey(mode: b.mode, voterID: b.voterID)
+        switch r.outcome {
+        case .rejected(.unverifiedChange):
+            break
+        case .new, .changed, .repeated, .rejected(.staleSequence), .rejected(.conflictingSequence),
+             .rejected(.changeIgnored):
+            guard let c = pipeline.tally.counted(question: b.question, voter: voter), !c.verified else { return }
+        default:
+            return
+        }
+        let request = VerificationState.Request(address: address, voter: voter, question: b.question, sequence: b.sequence)
+        guard !verification.requested.contains(request) else { return }
+        if verification.requested.count >= VerificationState.requestedLimit { verification.requested.removeAll() }
+        verification.requested.insert(request)
+        // A full queue drops its oldest request: forget it too, so that hearing that ballot again asks again.
+        if case .dropped(let old) = queue.yield(request) { verification.requested.remove(old) }
+    }
+
+    /// Reads one ballot over GATT and counts what was read: a value signed by the voter's key verifies
+    /// exactly the ballot it carries (and binds the key on first use); anything else is counted by reason.
+    func confirm(_ r: VerificationState.Request, central: any CentralTransport) async {
+        if gattUnsupported || verification.shuttingDown || Task.isCancelled { return }
+        if let c = pipeline.tally.counted(question: r.question, voter: r.voter), c.verified, c.sequence == r.sequence {
+            return  // verified meanwhile
+        }
+        let value: [UInt8]
+        do {
+            value = try await central.readCharacteristic(
+                device: r.address, service: BallotFormat.serviceUUID,
+                characteristic: BallotFormat.ballotCharacteristicUUID, timeout: options.gattTimeout)
+        } catch TransportError.unsupported(let why) {
+            // This radio cannot read GATT (raw HCI): stop asking, count from advertisements alone.
+            if !gattUnsupported { logger.notice("GATT confirmation off, changes unverified: \(why)") }
+            gattUnsupported = true
+            version &+= 1
+            return
+        } catch {
+            gattReads.failed += 1
+            verification.requested.remove(r)  // heard again, it is read again
+            logger.debug("GATT read of \(r.address) failed: \(error)")
+            version &+= 1
+            return
+        }
+        let bound = pipeline.tally.bindings.count
+        let result = pipeline.ingestGATT(value, from: r.address, at: radioNow)
+        if let b = result.ballot, isCountedAndVerified(b) {
+            gattReads.ok += 1
+        } else {
+            gattReads.failed += 1
+        }
+        if pipeline.tally.bindings.count > bound, let b = result.ballot, let pk = pipeline.tally.bindings[b.voterID],
+           let pollID {
+            verification.newBindings.append(VoterKeyRecord(poll: pollID, voter: VoterKey(mode: b.mode, voterID: b.voterID).storeBytes,
+                                                           publicKey: Data(pk.bytes)))
+        }
+        accept(result, address: r.address, readOverGATT: true)
+        version &+= 1
+    }
+}

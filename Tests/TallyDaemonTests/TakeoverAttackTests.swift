@@ -1,0 +1,141 @@
+import ClickerSim
+import ClickerStore
+import ClickerTally
+import ClickerTransport
+import ClickerWire
+import Crypto
+import Foundation
+import TallyDaemon
+import XCTest
+
+/// The takeover attack (anonymous mode) through the simulated radio against a real `PollController`:
+/// a classmate who knows the join code copies the victim's voter ID off the air and advertises ballots
+/// that win by sequence (0xFFFF when the latest wins, 1 when only the first response counts), serving
+/// over GATT a value signed with its own key. The victim's answer stays counted.
+final class TakeoverAttackTests: XCTestCase {
+    static let code = try! JoinCode(parsing: "4821-ABCDE-FGHJK")  // test constant, not input
+    static let secret = PollSecret(deriving: code)
+    let victimAddress = DeviceAddress(rawValue: 0xC0_0000_0001)
+    let attackerAddress = DeviceAddress(rawValue: 0xC0_0000_0666)
+
+    /// The victim's device in this poll (its voter ID is the hash of its per-poll public key).
+    let victim = BallotSealer(secret: secret, deviceKey: DeviceKey(bytes: [UInt8](repeating: 0x5A, count: 32))!)
+
+    /// A radio on the simulated air advertising `advertisement` and serving `gatt`.
+    func radio(_ air: SimulatedAir, _ address: DeviceAddress, advertisement: [UInt8], gatt: [UInt8]) async throws {
+        let p = air.addPeripheral(address: address)
+        try await p.publish(service: BallotFormat.serviceUUID, characteristic: BallotFormat.ballotCharacteristicUUID, value: gatt)
+        try await p.advertise(AdvertisingPayload(companyID: BallotFormat.companyID, data: advertisement))
+    }
+
+    /// The attacker's radio: the victim's voter ID, sealed under the poll key (which the join code
+    /// gives everyone); its GATT value is that ballot signed with the attacker's own key.
+    func attack(_ air: SimulatedAir, question: UInt8, sequence: UInt16, answer: Answer) async throws {
+        let forged = Ballot(voteID: Self.code.voteID, question: question, voterID: victim.voterID, sequence: sequence,
+                            answer: answer)
+        let pollKey = BallotKey.anonymous(Self.secret)
+        try await radio(air, attackerAddress, advertisement: BallotCodec.sealAdvertisement(forged, key: pollKey),
+                        gatt: BallotCodec.sealGATT(forged, key: pollKey, signingKey: Curve25519.Signing.PrivateKey()))
+    }
+
+    func vote(_ air: SimulatedAir, question: UInt8, sequence: UInt16, answer: Answer) async throws {
+        try await radio(air, victimAddress,
+                        advertisement: victim.advertisement(question: question, sequence: sequence, answer: answer),
+                        gatt: victim.gattValue(question: question, sequence: sequence, answer: answer))
+    }
+
+    var victimHex: String { VoterKey(mode: .anonymous, voterID: victim.voterID).hex }
+
+    func assertVictimCounted(_ r: PollResults, _ answer: Answer, _ why: String, line: UInt = #line) {
+        XCTAssertEqual(r.voters, 1, why, line: line)
+        XCTAssertEqual(r.counts.filter { $0.value > 0 }, [answer.description: 1], why, line: line)
+        XCTAssertEqual(r.ballots.first?.voter, victimHex, why, line: line)
+        XCTAssertEqual(r.ballots.first?.answer, answer.description, why, line: line)
+        XCTAssertEqual(r.ballots.first?.gattVerified, true, why, line: line)
+    }
+
+    /// The sequence that wins under `policy` against the victim's.
+    func winning(_ policy: ChangePolicy) -> UInt16 { policy == .latestWins ? 0xFFFF : 1 }
+
+    func testTheAttackerCannotReplaceACountedVote() async throws {
+        for policy in ChangePolicy.allCases {
+            let air = SimulatedAir(AirConfiguration(seed: 11, clock: .virtual))
+            let controller = try PollController(options: PollOptions(joinCode: Self.code, policy: policy), store: nil)
+            let run = Task { try await controller.run(central: air.central()) }
+            // The victim's third ballot of the poll (sequences run per poll).
+            try await vote(air, question: 1, sequence: 3, answer: .choice(1))
+            await air.advance(until: RadioInstant(nanoseconds: 5_000_000_000))
+            assertVictimCounted(await controller.results(), .choice(1), "\(policy): before the attack")
+
+            try await attack(air, question: 1, sequence: winning(policy), answer: .choice(3))
+            await air.advance(until: RadioInstant(nanoseconds: 20_000_000_000))
+            run.cancel()
+            _ = try? await run.value
+            let r = await controller.results()
+            assertVictimCounted(r, .choice(1), "\(policy): after the attack")
+            XCTAssertGreaterThan(r.rejected["unverifiedChange"] ?? 0, 0, "\(policy): \(r.rejected)")
+            XCTAssertEqual(r.rejected["badSignature"], 1,
+                           "\(policy): the attacker's GATT value, read once per voter, sequence and address: \(r.rejected)")
+        }
+    }
+
+    /// The attacker gets in first on a new question with the victim's known voter ID; the victim's own
+    /// ballot then replaces it as soon as the tally reads it over GATT.
+    func testTheAttackerFirstOnANewQuestionIsReplacedByTheVictim() async throws {
+        for policy in ChangePolicy.allCases {
+            let air = SimulatedAir(AirConfiguration(seed: 12, clock: .virtual))
+            let controller = try PollController(options: PollOptions(joinCode: Self.code, policy: policy), store: nil)
+            let run = Task { try await controller.run(central: air.central()) }
+            try await vote(air, question: 1, sequence: 1, answer: .choice(0))
+            await air.advance(until: RadioInstant(nanoseconds: 5_000_000_000))
+            try await controller.nextQuestion()
+            try await attack(air, question: 2, sequence: winning(policy), answer: .choice(3))
+            await air.advance(until: RadioInstant(nanoseconds: 10_000_000_000))
+            let before = await controller.results()
+            XCTAssertEqual(before.counts["D"], 1, "\(policy): the attacker's ballot counts while nothing is verified")
+            XCTAssertEqual(before.ballots.first?.gattVerified, false)
+
+            try await vote(air, question: 2, sequence: 4, answer: .choice(2))
+            await air.advance(until: RadioInstant(nanoseconds: 25_000_000_000))
+            run.cancel()
+            _ = try? await run.value
+            let r = await controller.results()
+            assertVictimCounted(r, .choice(2), "\(policy): the victim's ballot replaced the attacker's")
+            XCTAssertGreaterThan(r.rejected["unverifiedChange"] ?? 0, 0, "\(policy): \(r.rejected)")
+        }
+    }
+
+    /// Verification and key bindings are kept with the poll: a restart gives the same results, and the
+    /// attack still fails after it.
+    func testARestartKeepsVerificationAndBindings() async throws {
+        let path = NSTemporaryDirectory() + "clicker-takeover-\(UUID().uuidString)/db.sqlite"
+        let store = try ClickerStore(path: path, durability: .normal)
+        let air = SimulatedAir(AirConfiguration(seed: 13, clock: .virtual))
+        let first = try PollController(options: PollOptions(joinCode: Self.code), store: store)
+        let run = Task { try await first.run(central: air.central()) }
+        try await attack(air, question: 1, sequence: 0xFFFF, answer: .choice(3))
+        await air.advance(until: RadioInstant(nanoseconds: 3_000_000_000))
+        try await vote(air, question: 1, sequence: 2, answer: .choice(1))
+        await air.advance(until: RadioInstant(nanoseconds: 15_000_000_000))
+        run.cancel()
+        _ = try? await run.value
+        let before = await first.results()
+        assertVictimCounted(before, .choice(1), "before the restart")
+
+        let second = try PollController(options: PollOptions(joinCode: Self.code),
+                                        store: try ClickerStore(path: path, durability: .normal),
+                                        start: .resume(maxAge: .seconds(3600)))
+        let after = await second.results()
+        XCTAssertEqual(after.counts, before.counts)
+        XCTAssertEqual(after.changes, before.changes)
+        XCTAssertEqual(after.ballots, before.ballots)
+        // The attacker's advertisement again, to the restarted tally: the bound, verified vote stands.
+        let forged = Ballot(voteID: Self.code.voteID, question: 1, voterID: victim.voterID, sequence: 0xFFFF, answer: .choice(0))
+        await second.ingest(AdvertisementReport(address: attackerAddress, rssi: -60, companyID: BallotFormat.companyID,
+                                                data: BallotCodec.sealAdvertisement(forged, key: .anonymous(Self.secret)),
+                                                timestamp: .zero))
+        let attacked = await second.results()
+        assertVictimCounted(attacked, .choice(1), "after the restart")
+        XCTAssertEqual(attacked.rejected["unverifiedChange"], (after.rejected["unverifiedChange"] ?? 0) + 1)
+    }
+}
