@@ -73,6 +73,8 @@ let package = Package(
         .target(name: "DBus", dependencies: ["CDBus"]),
         // Private dbus-daemon + helper processes for tests (used only by test targets).
         .target(name: "DBusTestSupport", dependencies: ["DBus"]),
+        // Poll secrets derived once per test process (scrypt is slow on purpose); test targets only.
+        .target(name: "ClickerTestSupport", dependencies: ["ClickerWire"]),
         .target(name: "BlueZ", dependencies: ["DBus", "ClickerTransport", .product(name: "Logging", package: "swift-log")]),
         .target(name: "HCI", dependencies: ["CBluetooth", "ClickerTransport", .product(name: "Logging", package: "swift-log")]),
 
@@ -103,18 +105,18 @@ let package = Package(
         ], linkerSettings: lean),
 
         // Tier 1: pure core and simulated radio
-        .testTarget(name: "ClickerWireTests", dependencies: ["ClickerWire", "ClickerTransport", "ClickerSim"]),
-        .testTarget(name: "ClickerTallyTests", dependencies: ["ClickerTally", "ClickerWire", "ClickerTransport", "ClickerSim"]),
-        .testTarget(name: "ClickerSimTests", dependencies: ["ClickerSim", "ClickerTransport", "ClickerWire", "ClickerTally"]),
+        .testTarget(name: "ClickerWireTests", dependencies: ["ClickerTestSupport", "ClickerWire", "ClickerTransport", "ClickerSim"]),
+        .testTarget(name: "ClickerTallyTests", dependencies: ["ClickerTestSupport", "ClickerTally", "ClickerWire", "ClickerTransport", "ClickerSim"]),
+        .testTarget(name: "ClickerSimTests", dependencies: ["ClickerTestSupport", "ClickerSim", "ClickerTransport", "ClickerWire", "ClickerTally"]),
         .testTarget(name: "HCITests", dependencies: ["HCI", "CBluetooth", "ClickerTransport", "ClickerSim"]),
         .testTarget(name: "ClickerStoreTests", dependencies: ["ClickerStore", "ClickerSim", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "TerminalViewTests", dependencies: ["TerminalView", "ClickerWire", "ClickerSim"], exclude: ["Snapshots"]),
         // Tier 2: real dbus-daemon + python-dbusmock standing in for bluetoothd
         .testTarget(name: "DBusTests", dependencies: ["DBus", "DBusTestSupport"]),
-        .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "ClickerWire", "ClickerTally", "TallyDaemon",
+        .testTarget(name: "BlueZTests", dependencies: ["ClickerTestSupport", "BlueZ", "DBus", "ClickerWire", "ClickerTally", "TallyDaemon",
                                                        .product(name: "Crypto", package: "swift-crypto")]),
-        .testTarget(name: "TallyDaemonTests", dependencies: ["TallyDaemon", "TerminalView", "ClickerSim", "ClickerWire", "DBus", "DBusTestSupport",
+        .testTarget(name: "TallyDaemonTests", dependencies: ["ClickerTestSupport", "TallyDaemon", "TerminalView", "ClickerSim", "ClickerWire", "DBus", "DBusTestSupport",
                                                              .product(name: "Crypto", package: "swift-crypto")]),
-        .testTarget(name: "VoterTests", dependencies: ["Voter", "ClickerSim", "ClickerWire", "PrivateFiles"]),
+        .testTarget(name: "VoterTests", dependencies: ["ClickerTestSupport", "Voter", "ClickerSim", "ClickerWire", "PrivateFiles"]),
     ]
 )

@@ -5,7 +5,7 @@ import Synchronization
 /// in a debug build (BoringSSL compiled without optimisation).
 private let derivedSecrets = Mutex<[JoinCode: PollSecret]>([:])
 
-func pollSecret(_ code: JoinCode) -> PollSecret {
+public func pollSecret(_ code: JoinCode) -> PollSecret {
     if let s = derivedSecrets.withLock({ $0[code] }) { return s }
     let s = PollSecret(deriving: code)
     derivedSecrets.withLock { $0[code] = s }
