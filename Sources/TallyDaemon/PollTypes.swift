@@ -15,7 +15,7 @@ public struct PollOptions: Sendable {
     public var options: Int
     /// The question opened when the poll starts.
     public var firstQuestion: UInt8
-    /// Read each new ballot back over GATT and verify its full tag.
+    /// Read anonymous ballots back over GATT and verify their signature (PROTOCOL.md §7, §8.3).
     public var confirmByGATT: Bool
     public var gattTimeout: Duration
     /// GATT reads in flight at once (controllers allow only a few connections).

@@ -46,10 +46,10 @@ struct PollArguments: ParsableArguments {
     @Flag(help: "Count only a voter's first answer (default: the latest answer wins).")
     var firstResponseOnly = false
 
-    @Flag(inversion: .prefixedNo, help: "Read each new ballot back over GATT and verify its full tag.")
+    @Flag(inversion: .prefixedNo, help: "Read anonymous ballots back over GATT and verify their signature, so an unverified copy cannot replace a verified vote (off: changes unverified).")
     var gattConfirm = true
 
-    @Option(help: "Database file (default: $STATE_DIRECTORY or $XDG_STATE_HOME/clicker/clicker.sqlite).")
+    @Option(help: "Database file (default: clicker.sqlite in $STATE_DIRECTORY, else $XDG_STATE_HOME/clicker, else $HOME/.local/state/clicker).")
     var db: String?
 
     @Flag(help: "Keep nothing on disk (demos).")

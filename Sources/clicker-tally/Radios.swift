@@ -19,7 +19,7 @@ struct CentralRadioArguments: ParsableArguments {
     @Option(help: "Radio backend: bluez (default), hci or sim.")
     var radio: RadioKind = .bluez
 
-    @Option(help: "Adapter: a name (hci0) or an address. Default: the first powered adapter.")
+    @Option(help: "Adapter: a name (hci0) or, on BlueZ, an address. Default: the first powered adapter (raw HCI: hci0).")
     var adapter: String?
 
     @Option(help: "Restart discovery every this many seconds, so changed votes are reported (BlueZ); 0 never.")

@@ -14,7 +14,7 @@ struct ClickerVoteCommand: AsyncParsableCommand {
         commandName: "clicker-vote",
         abstract: "Cast a classroom vote over Bluetooth LE.",
         discussion: """
-            clicker-vote 4821-ABCDE-FGHJK B   advertises answer B for that poll. Type another letter \
+            clicker-vote 4821-ABCDE-FGHJK B   advertises answer B for that poll. Type another answer \
             (or pipe one per line into stdin, e.g. from a board's buttons) to change it; Ctrl-C or \
             SIGTERM stops advertising cleanly.
             """,

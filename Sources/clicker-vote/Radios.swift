@@ -19,7 +19,7 @@ struct PeripheralRadioArguments: ParsableArguments {
     @Option(help: "Radio backend: bluez (default), hci or sim.")
     var radio: RadioKind = .bluez
 
-    @Option(help: "Adapter: a name (hci1) or an address. Default: the first powered adapter.")
+    @Option(help: "Adapter: a name (hci1) or, on BlueZ, an address. Default: the first powered adapter (raw HCI: hci0).")
     var adapter: String?
 
     @Option(help: "Socket of the simulated air (--radio sim).")

@@ -79,6 +79,12 @@ final class WireV2Tests: XCTestCase {
         XCTAssertEqual(KeyDerivation.anonymousVoterID(publicKey: own.publicKey), victim.voterID)
     }
 
+    /// A voter with no ballot yet may serve an empty characteristic value: `notOurs` (PROTOCOL.md §7).
+    func testEmptyGATTValueIsNotOurs() {
+        let keyring = PollKeyring(secret: pollSecret(code))
+        XCTAssertEqual(BallotCodec.openGATT([], keyring: keyring).map(\.ballot), .failure(.notOurs))
+    }
+
     /// Sequence 0 is refused before any cryptography, whatever the tag.
     func testSequenceZeroIsBadSequence() {
         let keyring = PollKeyring(secret: pollSecret(code))
