@@ -35,6 +35,10 @@ struct Daemon: AsyncParsableCommand {
     @OptionGroup var busArguments: BusArguments
     @OptionGroup var room: SimulationArguments
 
+    func validate() throws {
+        if poll.noStore { throw ValidationError("the daemon always keeps its polls in the database: leave out --no-store") }
+    }
+
     func run() async throws {
         LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
         let logger = Logger(label: "clicker.daemon")

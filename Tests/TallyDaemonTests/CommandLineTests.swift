@@ -59,4 +59,15 @@ final class CommandLineTests: XCTestCase {
         XCTAssertTrue(reused.stderr.contains("was already used by poll 1"), reused.stderr)
         XCTAssertEqual(try ClickerStore(path: db).polls().count, 2)
     }
+
+    func testTheDaemonRefusesNoStoreBeforeOpeningAnything() throws {
+        let dir = NSTemporaryDirectory() + "clicker-cli-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: dir) }
+        let db = dir + "/clicker.sqlite"
+        let r = try clickerTally(["daemon", "--no-store", "--db", db], runtime: dir)
+        XCTAssertEqual(r.status, 64, r.stderr)
+        XCTAssertTrue(r.stderr.contains("leave out --no-store"), r.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: db), "no database was created")
+    }
 }
