@@ -232,7 +232,8 @@ struct SimulationArguments: ParsableArguments {
                 let q = current
                 let now = await controller.joinCode
                 if now != code { code = now; secret = PollSecret(deriving: code) }
-                let students = Task { await room.run(secret: secret, question: q, timeScale: scale, churn: churn) { radios[$0] } }
+                let s = secret
+                let students = Task { await room.run(secret: s, question: q, timeScale: scale, churn: churn) { radios[$0] } }
                 while !Task.isCancelled, current == q {
                     try? await Task.sleep(for: .milliseconds(200))
                     current = await controller.question
