@@ -2,7 +2,7 @@
 # Soak benchmark: the tally daemon and the voter through a three-hour lecture, time accelerated
 # (README "Performance", docs/PERFORMANCE-daemon.md "Soak"). Separate from the tests.
 #
-#   scripts/soak.sh            300 voters, 40 questions, 180 lecture minutes at x20 (about 20 minutes):
+#   scripts/soak.sh            300 voters, 40 questions, 180 lecture minutes at x30 (about 15 minutes):
 #                              the simulated air, then D-Bus against bluez-loadgen, then clicker-vote
 #   scripts/soak.sh --short    the same at x60 over 60 lecture minutes, 12 questions (CI, under 4 minutes)
 #   scripts/soak.sh --only dbus [--only sim|voter]   some scenarios

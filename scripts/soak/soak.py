@@ -301,7 +301,7 @@ def main():
         d = dict(voters=300, questions=12, lecture_min=60, accel=60, growth_window=40, flood_min=5, voter_changes=300,
                  sample_every=1.0, cpu_early=(5, 15))
     else:
-        d = dict(voters=300, questions=40, lecture_min=180, accel=20, growth_window=120, flood_min=5, voter_changes=2000,
+        d = dict(voters=300, questions=40, lecture_min=180, accel=30, growth_window=120, flood_min=5, voter_changes=2000,
                  sample_every=2.0, cpu_early=(5, 15))
     for k, v in d.items():
         if getattr(a, k, None) is None:
