@@ -66,7 +66,7 @@ def analyse(name, rows, a, room, dbus):
     wal = [r["wal_bytes"] for r in rows]
     check(f"{name}: WAL checkpointed and bounded (<= 6 MB)", max(wal) <= 6 * MB and wal[-1] <= 6 * MB,
           f"max {max(wal) / MB:.2f} MB, end {wal[-1] / MB:.2f} MB; database {rows[-1]['db_bytes'] / MB:.2f} MB")
-    print(f"  store: {rows[-1]['ballot_rows']} ballot rows (one per accepted ballot), "
+    print(f"  store: {rows[-1]['ballot_rows']} ballot rows (accepted ballots of questions whose rows are kept), "
           f"{rows[-1]['rejection_rows']} rejection-counter rows, questions up to {rows[-1]['question']}")
     rw = {r["rate_window"] for r in rows if r["rate_window"] is not None}
     check(f"{name}: votes-per-second window constant", len(rw) == 1, f"{sorted(rw)} entries")
