@@ -97,6 +97,8 @@ public struct BlueZCentralStatistics: Sendable, Hashable {
     public var acquisitions: Int
     /// Objects in the mirror now.
     public var mirroredObjects: Int
+    /// Addresses whose last RSSI is remembered now.
+    public var heardAddresses: Int = 0
 }
 
 final class CentralEngine: Sendable {
@@ -146,6 +148,21 @@ final class CentralEngine: Sendable {
         var shutDown = false
         var stats = BlueZCentralStatistics(reports: 0, staleDevicesRemoved: 0, discoveryRestarts: 0, acquisitions: 0,
                                            mirroredObjects: 0)
+
+        /// bluetoothd went away: its devices went with it (it sends no InterfacesRemoved when it dies).
+        mutating func forgetDevices() {
+            heard.removeAll()
+            caused.removeAll()
+        }
+
+        /// Forgets the last RSSI of addresses not heard for `olderThan` that have no device in the
+        /// mirror (signals for unknown objects, devices removed while we were away).
+        mutating func forgetUnheard(olderThan: Duration, now: RadioInstant) {
+            guard let adapter = adapterPath else { return }
+            heard = heard.filter { address, h in
+                now - h.lastSeen < olderThan || mirror.devicePath(adapter: adapter, address: address) != nil
+            }
+        }
     }
 
     init(options: BlueZCentralOptions, logger: Logger) {
@@ -165,6 +182,7 @@ final class CentralEngine: Sendable {
         state.withLock { s in
             var st = s.stats
             st.mirroredObjects = s.mirror.count
+            st.heardAddresses = s.heard.count
             return st
         }
     }
@@ -303,6 +321,7 @@ final class CentralEngine: Sendable {
                 s.discovering = false
                 s.adapterPath = nil
                 s.mirror.removeAll()
+                s.forgetDevices()
             }
             switch outcome {
             case .shutdown:
@@ -378,6 +397,7 @@ final class CentralEngine: Sendable {
                 if newOwner.isEmpty {
                     state.withLock { s in
                         s.mirror.removeAll()
+                        s.forgetDevices()
                         s.adapterPath = nil
                         s.ready = false
                         s.discovering = false
@@ -579,6 +599,7 @@ final class CentralEngine: Sendable {
             }
             return (adapter, victims)
         }
+        state.withLock { $0.forgetUnheard(olderThan: olderThan, now: now) }
         guard let adapter else { return }
         for path in victims {
             do {

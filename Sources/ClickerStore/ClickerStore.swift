@@ -18,6 +18,8 @@ public final class ClickerStore: Sendable {
     /// The database file path.
     public let path: String
     let pool: DatabasePool
+    /// SQLite page cache per connection, in KiB.
+    public static let pageCacheKiB = 256
 
     /// Opens (creating if needed) the database at `path`, or at the default location
     /// (`StoreLocation.defaultPath(environment:)`) when `path` is nil. Runs pending migrations.
@@ -37,6 +39,10 @@ public final class ClickerStore: Sendable {
             // Deleted rows (the per-voter ballots of a closed anonymous question) are overwritten with
             // zeros, not left in free pages of the file.
             try db.execute(sql: "PRAGMA secure_delete = ON")
+            // A bounded page cache: the database grows with the lecture (a row per ballot), and
+            // SQLite's default cache (2 MB per connection) would keep all of it resident. Writes
+            // append; reads (results, exports) are rare and sequential.
+            try db.execute(sql: "PRAGMA cache_size = -\(Self.pageCacheKiB)")
         }
         pool = try DatabasePool(path: resolved, configuration: config)
         self.path = resolved

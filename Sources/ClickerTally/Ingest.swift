@@ -21,13 +21,25 @@ public struct FloodPolicy: Sendable, Hashable {
     /// second that raise the flood alert, and how long the alert stays up after the last such second.
     public var alertThreshold: Int = 50
     public var alertHold: Duration = .seconds(10)
-    /// Entries in the caches of known-good and known-bad payloads; a full cache is emptied.
+    /// Entries in the caches of known-good and known-bad payloads; a full cache is emptied (its
+    /// capacity stays allocated). The bad cache only spares the verification of a replayed
+    /// forgery, which the per-address limit bounds anyway, so it is kept small: a flood leaves
+    /// about 50 kB behind, not a megabyte.
     public var goodCacheLimit: Int = 1 << 16
-    public var badCacheLimit: Int = 1 << 14
+    public var badCacheLimit: Int = 1 << 10
     /// Addresses with a rate-limit state; when exceeded, the state is forgotten.
     public var addressLimit: Int = 1 << 16
 
     public init() {}
+}
+
+/// Entries in the pipeline's caches and per-address tables (all bounded by `FloodPolicy`'s limits;
+/// the cache of good ballots also by the open questions, see ``IngestPipeline/forgetClosedQuestions()``).
+public struct IngestFootprint: Sendable, Hashable, Codable {
+    public var goodCache: Int
+    public var badCache: Int
+    public var rateLimitedAddresses: Int
+    public var trustedAddresses: Int
 }
 
 /// Whether the tally is being flooded with forgeries, for the view to show.
@@ -78,6 +90,8 @@ public struct IngestPipeline: Sendable {
     var bad: [PayloadKey: Rejection] = [:]
     var buckets: [DeviceAddress: TokenBucket] = [:]
     var trusted: Set<DeviceAddress> = []
+    /// Table size at which idle rate-limit states are next dropped (doubles with what stays).
+    var nextAddressTrim = 1024
     var untrusted: TokenBucket
     var offered = OfferedRate()
     var draws: AdmissionRandom
@@ -108,6 +122,12 @@ public struct IngestPipeline: Sendable {
     public var flood: FloodStatus {
         FloodStatus(alert: alertUntil.map { now <= $0 } ?? false, suspiciousThisSecond: windowCount,
                     suspiciousTotal: suspiciousTotal, lastAlert: lastAlert)
+    }
+
+    /// Entries held now.
+    public var footprint: IngestFootprint {
+        IngestFootprint(goodCache: good.count, badCache: bad.count, rateLimitedAddresses: buckets.count,
+                        trustedAddresses: trusted.count)
     }
 
     /// Ingests one advertisement report.
@@ -145,6 +165,15 @@ public struct IngestPipeline: Sendable {
             }
             return rejected(r, at: report.timestamp)
         }
+    }
+
+    /// Drops cached good ballots of questions that are no longer open. Call after closing a question:
+    /// the cache then holds what the open questions heard, bounded by the room rather than by the
+    /// length of the lecture. A voter still advertising a closed question's ballot costs one more
+    /// verification, after which its repeats are cache hits again.
+    public mutating func forgetClosedQuestions() {
+        let open = tally.openQuestions
+        good = good.filter { open.contains($0.value.question) }
     }
 
     /// Ingests a batch of reports.
@@ -207,7 +236,10 @@ public struct IngestPipeline: Sendable {
     /// draw and take a token from the shared budget.
     mutating func admit(_ address: DeviceAddress, at t: RadioInstant) -> Bool {
         let ns = t.nanoseconds
-        if buckets.count >= policy.addressLimit && buckets[address] == nil { buckets.removeAll(keepingCapacity: true) }
+        if buckets[address] == nil {
+            if buckets.count >= nextAddressTrim { forgetIdleAddresses(at: ns) }
+            if buckets.count >= policy.addressLimit { buckets.removeAll(keepingCapacity: true) }
+        }
         var b = buckets[address] ?? TokenBucket(tokens: policy.perAddressBurst, last: ns)
         b.refill(at: ns, rate: policy.perAddressPerSecond, burst: policy.perAddressBurst)
         guard b.tokens >= 1 else { buckets[address] = b; return false }
@@ -227,6 +259,19 @@ public struct IngestPipeline: Sendable {
         b.tokens -= 1
         buckets[address] = b
         return true
+    }
+
+    /// Drops the rate-limit state of addresses whose bucket has refilled to its burst: such a state
+    /// is the same as a new one. Addresses come and go (rotating private addresses, forgers), so
+    /// the table holds the addresses active in the last few seconds, not every address ever heard.
+    mutating func forgetIdleAddresses(at ns: UInt64) {
+        let rate = policy.perAddressPerSecond, burst = policy.perAddressBurst
+        buckets = buckets.filter { _, b in
+            var b = b
+            b.refill(at: ns, rate: rate, burst: burst)
+            return b.tokens < burst
+        }
+        nextAddressTrim = max(1024, 2 * buckets.count)
     }
 
     mutating func rejected(_ r: Rejection, at t: RadioInstant) -> IngestResult {

@@ -37,7 +37,10 @@ public actor PollController {
     /// Ballots tallied but not yet committed (only after a storage error).
     var unsaved: [BallotRecord] = []
     var pendingRejections: [PendingRejection: Int] = [:]
-    private var acceptedTimes: [Date] = []
+    /// Accepted ballots per slot of the last five seconds (votes per second), trimmed as it records.
+    private var acceptedRate = RateWindow(window: .seconds(5))
+    /// Wall clock of the operator's side (votes per second); injected by tests.
+    private let clock: @Sendable () -> Date
     var gattQueue: AsyncStream<VerificationState.Request>.Continuation?
     public private(set) var radio = RadioStatus(adapter: "-", state: .starting)
     private var radioErrors = 0
@@ -62,8 +65,9 @@ public actor PollController {
     /// Starts a new poll (`.fresh`: `options.joinCode` must not be in `store`; the open poll there is
     /// closed), or continues the open poll of `store` (`.resume`).
     public init(options: PollOptions, store: ClickerStore?, start: PollStart = .fresh, now: Date = Date(),
-                logger: Logger = Logger(label: "clicker.tally")) throws {
+                logger: Logger = Logger(label: "clicker.tally"), clock: @escaping @Sendable () -> Date = { Date() }) throws {
         var options = options
+        self.clock = clock
         let opening: Opening
         switch start {
         case .fresh:
@@ -160,7 +164,7 @@ public actor PollController {
         case .new, .changed:
             guard let b = r.ballot else { return }
             commit([record(b, address: address, gattVerified: gattVerified)])
-            acceptedTimes.append(Date())
+            acceptedRate.record(at: clock())
             if b.question == question { publisher.note(VoterKey(mode: b.mode, voterID: b.voterID)) }
             version &+= 1
         case .rejected(let reason):
@@ -212,12 +216,27 @@ public actor PollController {
             pendingRejections.removeAll()
             if storageError != nil { storageError = nil; version &+= 1 }
         } catch {
-            unsaved = all
+            unsaved = Self.latestPerVoter(all)
             storageError = "\(error)"
             logger.error("cannot commit \(all.count) ballots: \(error)")
             version &+= 1
         }
     }
+
+    /// Ballots kept while the store fails: only each voter's highest sequence per question (what a
+    /// retry must store to count), so a long outage holds one record per voter, not one per ballot.
+    static func latestPerVoter(_ records: [BallotRecord]) -> [BallotRecord] {
+        var best: [BallotSlot: Int] = [:]
+        for (i, b) in records.enumerated() {
+            let k = BallotSlot(question: b.question, voter: b.voter)
+            if let j = best[k], records[j].sequence > b.sequence
+                || (records[j].sequence == b.sequence && (records[j].gattVerified || !b.gattVerified)) { continue }
+            best[k] = i
+        }
+        return best.values.sorted().map { records[$0] }
+    }
+
+    struct BallotSlot: Hashable { var question: Int; var voter: Data }
 
     /// Commits everything pending (rejection counters, ballots after a storage error).
     public func flush() { commit([]) }
@@ -252,6 +271,7 @@ public actor PollController {
         let totals = options.roster == nil ? liveTotals(question) : nil
         try storeAction { try $0.closeQuestion(poll: $1, number: Int(question), totals: totals) }
         pipeline.tally.close(question: question)
+        pipeline.forgetClosedQuestions()
         if let totals { seal(question, totals) }
         isOpen = false
         closedAt = Date()
@@ -270,7 +290,7 @@ public actor PollController {
         isOpen = true
         openedAt = Date()
         closedAt = nil
-        acceptedTimes.removeAll()
+        acceptedRate.reset()
         resetPublished()
         version &+= 1
     }
@@ -374,10 +394,21 @@ public actor PollController {
     }
 
     /// Accepted ballots per second over the last five seconds.
-    public func votesPerSecond(now: Date = Date()) -> Double {
-        acceptedTimes.removeAll { now.timeIntervalSince($0) > 5 }
-        return Double(acceptedTimes.count) / 5
+    public func votesPerSecond(now: Date? = nil) -> Double {
+        acceptedRate.perSecond(at: now ?? clock())
     }
+
+    /// Entries held per voter and per event, for tests, logs and the soak benchmark.
+    public var footprint: PollFootprint {
+        PollFootprint(rateWindow: acceptedRate.storage, unsaved: unsaved.count,
+                      verificationRequests: verification.requested.count,
+                      committed: committed.values.reduce(0) { $0 + $1.count },
+                      tallyVoters: pipeline.tally.questions.values.reduce(0) { $0 + $1.voters.count + $1.unregistered.count },
+                      pendingRejections: pendingRejections.count, ingest: pipeline.footprint)
+    }
+
+    /// The ingest pipeline's counters (reports, cache hits, verifications).
+    public var ingestStatistics: IngestStats { pipeline.stats }
 
     /// Flood alert from the ingest pipeline, if any.
     public var floodAlert: Bool { pipeline.flood.alert }

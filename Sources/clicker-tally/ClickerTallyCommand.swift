@@ -1,4 +1,5 @@
 import ArgumentParser
+import Synchronization
 import ClickerSim
 import ClickerStore
 import ClickerTally
@@ -221,9 +222,43 @@ struct SimulationArguments: ParsableArguments {
         let scale = 1 / simulateSpeed
         logger.info("simulating \(room.students.count) students voting on the simulated air")
         let churn = simulateChurn
+        // Each student keeps one radio for the whole run and answers every question the poll opens.
+        let radios = RadioCache(air: air)
         return [{
-            let code = await controller.joinCode
-            await room.run(secret: PollSecret(deriving: code), question: question, timeScale: scale, churn: churn) { _ in air.addPeripheral() }
+            var current = await controller.question
+            var code = await controller.joinCode
+            var secret = PollSecret(deriving: code)  // scrypt: once per poll, not per question
+            while !Task.isCancelled {
+                let q = current
+                let now = await controller.joinCode
+                if now != code { code = now; secret = PollSecret(deriving: code) }
+                let s = secret
+                let students = Task { await room.run(secret: s, question: q, timeScale: scale, churn: churn) { radios[$0] } }
+                while !Task.isCancelled, current == q {
+                    try? await Task.sleep(for: .milliseconds(200))
+                    current = await controller.question
+                }
+                students.cancel()
+                await students.value
+            }
         }]
+    }
+}
+
+/// One simulated radio per student, made on first use and reused for every question (the air keeps
+/// a record of every device it has seen, so a fresh radio per question would grow it).
+final class RadioCache: Sendable {
+    private let air: SimulatedAir
+    private let radios = Mutex<[Int: SimulatedPeripheral]>([:])
+
+    init(air: SimulatedAir) { self.air = air }
+
+    subscript(student: Int) -> SimulatedPeripheral {
+        radios.withLock { r in
+            if let p = r[student] { return p }
+            let p = air.addPeripheral()
+            r[student] = p
+            return p
+        }
     }
 }

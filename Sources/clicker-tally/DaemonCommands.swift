@@ -1,4 +1,6 @@
 import ArgumentParser
+import BlueZ
+import ClickerTransport
 import ClickerStore
 import DBus
 import Foundation
@@ -35,6 +37,10 @@ struct Daemon: AsyncParsableCommand {
     @OptionGroup var busArguments: BusArguments
     @OptionGroup var room: SimulationArguments
 
+    @Option(help: ArgumentHelp("Log a line of resource counters (tables, mirror, reports) every this many seconds; 0 never.",
+                               visibility: .hidden))
+    var logStatistics: Double = 0
+
     func validate() throws {
         if poll.noStore { throw ValidationError("the daemon always keeps its polls in the database: leave out --no-store") }
     }
@@ -69,7 +75,9 @@ struct Daemon: AsyncParsableCommand {
                                        question: poll.question, logger: logger)
         let service = TallyRunService(
             controller: controller, central: opened.central,
-            view: .log { logger.info("\($0)") }, companions: [{ await api.emitChanges() }] + students, logger: logger)
+            view: .log { logger.info("\($0)") },
+            companions: [{ await api.emitChanges() }] + students + statisticsLog(controller, opened.central, logger),
+            logger: logger)
         let group = ServiceGroup(configuration: ServiceGroupConfiguration(
             services: [.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup)],
             gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
@@ -78,6 +86,58 @@ struct Daemon: AsyncParsableCommand {
         api.object.unexport()
         connection.close()
         if let e = service.radioFailure { throw Failure("radio failed: \(e)") }
+    }
+
+    /// The `--log-statistics` companion: one `statistics {...}` line (JSON) per interval, read by
+    /// scripts/soak.sh to follow the tables that must not grow with time.
+    func statisticsLog(_ controller: PollController, _ central: any CentralTransport,
+                       _ logger: Logger) -> [@Sendable () async -> Void] {
+        guard logStatistics > 0 else { return [] }
+        let every = Duration.milliseconds(Int64(max(0.1, logStatistics) * 1000))
+        return [{
+            while !Task.isCancelled {
+                try? await Task.sleep(for: every)
+                let line = await StatisticsLine(controller: controller, central: central)
+                logger.info("statistics \(line.json)")
+            }
+        }]
+    }
+}
+
+/// One line of resource counters of the running daemon.
+struct StatisticsLine: Encodable {
+    var question: Int
+    var footprint: PollFootprint
+    var reports: Int
+    var verifications: Int
+    var cacheHits: Int
+    var mirroredObjects: Int?
+    var heardAddresses: Int?
+    var staleDevicesRemoved: Int?
+    var discoveryRestarts: Int?
+    var acquisitions: Int?
+
+    init(controller: PollController, central: any CentralTransport) async {
+        question = Int(await controller.question)
+        footprint = await controller.footprint
+        let stats = await controller.ingestStatistics
+        reports = stats.reports
+        verifications = stats.verifications
+        cacheHits = stats.cacheHits
+        if let b = central as? BlueZCentral {
+            let s = b.statistics
+            mirroredObjects = s.mirroredObjects
+            heardAddresses = s.heardAddresses
+            staleDevicesRemoved = s.staleDevicesRemoved
+            discoveryRestarts = s.discoveryRestarts
+            acquisitions = s.acquisitions
+        }
+    }
+
+    var json: String {
+        let e = JSONEncoder()
+        e.outputFormatting = [.sortedKeys]
+        return (try? e.encode(self)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
     }
 }
 

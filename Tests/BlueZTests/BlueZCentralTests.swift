@@ -158,6 +158,9 @@ final class BlueZCentralTests: XCTestCase {
         XCTAssertEqual(got[1].data, [2, 2])
         XCTAssertNil(reports.error)
         XCTAssertGreaterThanOrEqual(central.statistics.acquisitions, 2)
+        // The devices of the bluetoothd that died are forgotten with it (it sent no InterfacesRemoved):
+        // restarts every 20 minutes must not pile up every address ever heard.
+        XCTAssertEqual(central.statistics.heardAddresses, 1, "addresses of the old bluetoothd still remembered")
     }
 
     func testSurvivesAdapterRemovedAndReAdded() async throws {

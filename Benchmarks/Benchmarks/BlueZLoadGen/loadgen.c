@@ -19,6 +19,9 @@
 // Output (stdout, one line each): "ready <unique-name>" once org.bluez is owned, "started" when
 // sending begins, and at the end a JSON line {"sent":..,"seconds":..,"rate":..,"cpu_seconds":..}.
 // It then keeps serving method calls until stdin closes or SIGTERM/SIGINT.
+//
+// SIGHUP re-reads the payload file (same devices; addresses on its lines are ignored) and prints
+// "reloaded <lines>": the soak benchmark moves the room to the next question or answer this way.
 
 #define _GNU_SOURCE
 #include <dbus/dbus.h>
@@ -53,6 +56,7 @@ static payload_t *payloads;
 static size_t npayloads;
 static uint16_t company = 0xFFFF;
 static volatile sig_atomic_t stop_requested;
+static volatile sig_atomic_t reload_requested;
 static int discovery_started;
 static unsigned long removed_devices;
 
@@ -215,6 +219,35 @@ static void load_payloads(const char *file, int *have_addresses) {
     }
     fclose(f);
     if (npayloads == 0) die("the payload file has no payload lines");
+}
+
+// Re-reads only the payloads of FILE (SIGHUP). Keeps the old ones if the file cannot be read.
+static void reload_payloads(const char *file) {
+    FILE *f = fopen(file, "r");
+    if (!f) { fprintf(stderr, "bluez-loadgen: cannot reopen the payload file\n"); return; }
+    size_t cap = npayloads > 0 ? npayloads : 1024, n = 0;
+    payload_t *fresh = calloc(cap, sizeof *fresh);
+    char line[4096];
+    while (fgets(line, sizeof line, f)) {
+        char *s = line;
+        while (*s == ' ' || *s == '\t') s++;
+        if (*s == '#' || *s == '\n' || *s == 0) continue;
+        if (strlen(s) > 18 && s[2] == ':' && s[17] == ' ') s += 18;
+        if (n == cap) { cap *= 2; fresh = realloc(fresh, cap * sizeof *fresh); }
+        payload_t *p = &fresh[n];
+        p->len = 0;
+        while (hexval(s[0]) >= 0 && hexval(s[1]) >= 0 && p->len < MAX_PAYLOAD) {
+            p->bytes[p->len++] = (uint8_t)(hexval(s[0]) << 4 | hexval(s[1]));
+            s += 2;
+        }
+        n++;
+    }
+    fclose(f);
+    if (n == 0) { free(fresh); fprintf(stderr, "bluez-loadgen: reloaded file has no payloads\n"); return; }
+    free(payloads);
+    payloads = fresh;
+    npayloads = n;
+    printf("reloaded %zu\n", n);
 }
 
 // ---------------------------------------------------------------- method calls
@@ -402,6 +435,11 @@ static void on_signal(int s) {
     stop_requested = 1;
 }
 
+static void on_hup(int s) {
+    (void)s;
+    reload_requested = 1;
+}
+
 static void usage(void) {
     fprintf(stderr,
             "usage: bluez-loadgen --address BUS --payloads FILE [--devices N] [--rate PER_S (0: as fast as possible)]\n"
@@ -432,6 +470,7 @@ int main(int argc, char **argv) {
     signal(SIGTERM, on_signal);
     signal(SIGINT, on_signal);
     signal(SIGPIPE, SIG_IGN);
+    signal(SIGHUP, on_hup);
 
     int have_addresses;
     load_payloads(payload_file, &have_addresses);
@@ -487,6 +526,10 @@ int main(int argc, char **argv) {
     double t0 = now_s(), c0 = cpu_s();
     for (;;) {
         if (stop_requested) break;
+        if (reload_requested) {
+            reload_requested = 0;
+            reload_payloads(payload_file);
+        }
         double elapsed = now_s() - t0;
         if (count && sent >= count) break;
         if (!count && elapsed >= seconds) break;
