@@ -241,6 +241,20 @@ wait_seen() {
 }
 # voter_id NAME: the voter ID the voter printed ("voting B as voter 1a2b3c4d (sequence 1)").
 voter_id() { sed -n 's/.* as voter \([0-9a-fr]*\).*/\1/p' "$D/$1.out" | head -n1; }
+# addr_of_voter ADAPTER NAME: the address at which ADAPTER last held an advertisement carrying the
+# voter ID that NAME printed (payload: magic, version/mode, vote ID, question, then the voter ID).
+addr_of_voter() {
+  local id; id=$(voter_id "$2"); [ -n "$id" ] || return 1
+  grep -E " $1 [0-9A-F:]{17} +ManufacturerData=.*\"65535\": \"cb[0-9a-f]{8}$id" "$D/events" 2>/dev/null \
+    | tail -n1 | awk '{print $3}' | grep .
+}
+# nrpa ADDRESS OWN: ADDRESS is a non-resolvable private address (two most significant bits 00, not
+# all zeros or all ones) and not the adapter's own address OWN; prints it.
+nrpa() {
+  local a=${1^^}
+  [ -n "$a" ] && [ "$a" != "${2^^}" ] && [ $(( 0x${a:0:2} >> 6 )) -eq 0 ] \
+    && [ "$a" != 00:00:00:00:00:00 ] && [ "$a" != 3F:FF:FF:FF:FF:FF ] && echo "$a"
+}
 # release ADAPTER: power it off through bluetoothd, so a raw-HCI process may take it (user channel).
 release() { btmgmt --index "${1#hci}" power off; }
 gone_from_bluez() { ! dbus-send --system --print-reply --dest=org.bluez "/org/bluez/$1" \

@@ -234,7 +234,11 @@ hci_voter() {
   start_tally tally $(tally_args) --no-gatt-confirm
   release hci1
   VOTER_RADIO=hci start_voter v1 hci1 "$JOIN" B --question 1
-  wait_seen hci0 "$A1" 180 || fail "hci0 never received the raw-HCI voter's advertisement"
+  # The raw-HCI voter advertises from a fresh non-resolvable private address, not hci1's own.
+  wait_until 180 "hci0 to hold an advertisement carrying the raw-HCI voter's ID" addr_of_voter hci0 v1 \
+    || fail "hci0 never received the raw-HCI voter's advertisement"
+  local heard; heard=$(addr_of_voter hci0 v1); log "hci0 hears the raw-HCI voter at $heard"
+  check "the raw-HCI voter advertises from a non-resolvable private address, not hci1's own ($A1)" nrpa "$heard" "$A1"
   sleep "$SETTLE"
   finish_tally tally
   check "the raw-HCI voter's B is counted" json tally 'j["counts"] == {"A":0,"B":1,"C":0,"D":0} and j["voters"] == 1'
