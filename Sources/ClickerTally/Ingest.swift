@@ -202,15 +202,9 @@ public struct IngestPipeline: Sendable {
     /// Cheap checks, key lookup, rate limit, then tag, answer and signature of a GATT value.
     mutating func verifyGATT(_ p: UnsafeRawBufferPointer, address: DeviceAddress,
                              at t: RadioInstant) -> Result<SignedBallot, Rejection> {
-        let h: BallotHeader
-        switch BallotCodec.header(p, length: BallotFormat.gattLength, voteID: keyring.voteID) {
-        case .success(let x): h = x
-        case .failure(let r): return .failure(r)
+        admitted(p, length: BallotFormat.gattLength, address: address, at: t).flatMap { h, key in
+            BallotCodec.verifyGATT(p, header: h, key: key)
         }
-        guard let key = keyring.key(mode: h.mode, voterID: h.voterID) else { return .failure(.unknownVoter) }
-        guard admit(address, at: t) else { return .failure(.rateLimited) }
-        stats.verifications += 1
-        return BallotCodec.verifyGATT(p, header: h, key: key)
     }
 
     mutating func trust(_ a: DeviceAddress) {
@@ -221,15 +215,21 @@ public struct IngestPipeline: Sendable {
     /// Cheap checks, key lookup, rate limit, then the tag and the answer.
     mutating func verify(_ p: UnsafeRawBufferPointer, length: Int, address: DeviceAddress,
                          at t: RadioInstant) -> Result<Ballot, Rejection> {
-        let h: BallotHeader
-        switch BallotCodec.header(p, length: length, voteID: keyring.voteID) {
-        case .success(let x): h = x
-        case .failure(let r): return .failure(r)
+        admitted(p, length: length, address: address, at: t).flatMap { h, key in
+            BallotCodec.verifyAndDecrypt(p, header: h, key: key)
         }
-        guard let key = keyring.key(mode: h.mode, voterID: h.voterID) else { return .failure(.unknownVoter) }
+    }
+
+    /// The checks before cryptography, then the rate limit: the header and key of a payload whose
+    /// tag may now be checked (counted in `stats.verifications`).
+    @inline(__always)
+    mutating func admitted(_ p: UnsafeRawBufferPointer, length: Int, address: DeviceAddress,
+                           at t: RadioInstant) -> Result<(BallotHeader, BallotKey), Rejection> {
+        let checked = BallotCodec.headerAndKey(p, length: length, keyring: keyring)
+        guard case .success = checked else { return checked }
         guard admit(address, at: t) else { return .failure(.rateLimited) }
         stats.verifications += 1
-        return BallotCodec.verifyAndDecrypt(p, header: h, key: key)
+        return checked
     }
 
     /// Takes one verification token for `address`; an untrusted address must also win the admission

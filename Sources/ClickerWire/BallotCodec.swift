@@ -74,15 +74,21 @@ public enum BallotCodec {
         return .success(BallotHeader(mode: mode, voteID: v, question: p[4], voterID: voter, sequence: sequence))
     }
 
+    /// Every check before cryptography (PROTOCOL.md §8.1, 1–7): ``header(_:length:voteID:)``, then the
+    /// key for the ballot's mode and voter ID (`unknownVoter` for a roster voter not on the roster).
+    @inline(__always)
+    public static func headerAndKey(_ p: UnsafeRawBufferPointer, length: Int,
+                                    keyring: PollKeyring) -> Result<(BallotHeader, BallotKey), Rejection> {
+        header(p, length: length, voteID: keyring.voteID).flatMap { h in
+            keyring.key(mode: h.mode, voterID: h.voterID).map { .success((h, $0)) } ?? .failure(.unknownVoter)
+        }
+    }
+
     /// Opens an advertisement payload (manufacturer data after the company ID).
     public static func openAdvertisement(_ bytes: UnsafeRawBufferPointer, keyring: PollKeyring) -> Result<Ballot, Rejection> {
-        let h: BallotHeader
-        switch header(bytes, length: BallotFormat.advertisementLength, voteID: keyring.voteID) {
-        case .success(let x): h = x
-        case .failure(let r): return .failure(r)
+        headerAndKey(bytes, length: BallotFormat.advertisementLength, keyring: keyring).flatMap { h, key in
+            verifyAndDecrypt(bytes, header: h, key: key)
         }
-        guard let key = keyring.key(mode: h.mode, voterID: h.voterID) else { return .failure(.unknownVoter) }
-        return verifyAndDecrypt(bytes, header: h, key: key)
     }
 
     /// Opens an advertisement payload (manufacturer data after the company ID).
@@ -97,13 +103,9 @@ public enum BallotCodec {
 
     /// Opens a GATT ballot value: the ballot and the public key that signed it.
     public static func openGATT(_ p: UnsafeRawBufferPointer, keyring: PollKeyring) -> Result<SignedBallot, Rejection> {
-        let h: BallotHeader
-        switch header(p, length: BallotFormat.gattLength, voteID: keyring.voteID) {
-        case .success(let x): h = x
-        case .failure(let r): return .failure(r)
+        headerAndKey(p, length: BallotFormat.gattLength, keyring: keyring).flatMap { h, key in
+            verifyGATT(p, header: h, key: key)
         }
-        guard let key = keyring.key(mode: h.mode, voterID: h.voterID) else { return .failure(.unknownVoter) }
-        return verifyGATT(p, header: h, key: key)
     }
 
     /// Verifies a 142-byte GATT value that passed ``header(_:length:voteID:)`` (whose result is `h`):
