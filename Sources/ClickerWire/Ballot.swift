@@ -74,13 +74,20 @@ public struct Ballot: Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String {
-        "ballot(\(mode) vote \(voteID) q\(question) voter \(hex32(voterID)) seq \(sequence): \(answer))"
+        "ballot(\(mode) vote \(voteID) q\(question) voter \(IDText.voter(voterID)) seq \(sequence): \(answer))"
     }
 }
 
-func hex32(_ v: UInt32) -> String {
-    let s = String(v, radix: 16)
-    return String(repeating: "0", count: 8 - s.count) + s
+/// The one text form of each identifier, used on screen, in `--json`, in CSV and in logs alike.
+public enum IDText {
+    /// A voter ID: eight lowercase hex digits, `0f67dfd0`. The poll's mode says whose key it is, so
+    /// no prefix is added.
+    public static func voter(_ id: UInt32) -> String {
+        let s = String(id, radix: 16)
+        return String(repeating: "0", count: 8 - s.count) + s
+    }
+    /// A vote ID: decimal, as the join code's first group shows it (`2285`).
+    public static func vote(_ id: UInt16) -> String { String(id) }
 }
 
 /// Why a report was not counted. Wire-level reasons come from ``BallotCodec``; the tally and the
