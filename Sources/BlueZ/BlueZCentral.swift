@@ -99,4 +99,6 @@ public struct BlueZCentralStatistics: Sendable, Hashable {
     public var mirroredObjects: Int
     /// Addresses whose last RSSI is remembered now.
     public var heardAddresses: Int = 0
+    /// The most GATT reads (connections) that were in progress at once.
+    public var peakConcurrentReads: Int = 0
 }

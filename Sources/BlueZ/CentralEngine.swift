@@ -30,6 +30,16 @@ final class CentralEngine: Sendable {
         var lastSeen: RadioInstant
     }
 
+    /// What a parked GATT read waits for; the stage is for tests and logs.
+    enum WaitStage: Sendable, Hashable { case bluetoothd, servicesResolved, characteristic }
+
+    struct MirrorWaiter {
+        /// Changes at or below this path wake it; nil: only session changes (and every mirror change).
+        var scope: DBusObjectPath?
+        var stage: WaitStage
+        var continuation: CheckedContinuation<Void, Never>
+    }
+
     struct State {
         var connection: DBusConnection?
         var mirror = ObjectMirror()
@@ -47,12 +57,31 @@ final class CentralEngine: Sendable {
         var heard: [DeviceAddress: Heard] = [:]
         var caused: [DBusObjectPath: RadioInstant] = [:]
         var busy: [DBusObjectPath: Int] = [:]
+        var readsInProgress = 0
         var runTask: Task<Void, Never>?
         var control: AsyncStream<Control>.Continuation?
         var startupError: BlueZError?
         var shutDown = false
         var stats = BlueZCentralStatistics(reports: 0, staleDevicesRemoved: 0, discoveryRestarts: 0, acquisitions: 0,
                                            mirroredObjects: 0)
+        /// GATT reads parked until the mirror or the session changes (`waitForMirror`).
+        var waiters: [Int: MirrorWaiter] = [:]
+        var nextWaiterID = 0
+
+        /// Takes the waiters a change at `path` concerns (nil: a session change, which concerns all).
+        mutating func takeWaiters(at path: DBusObjectPath?) -> [CheckedContinuation<Void, Never>] {
+            guard !waiters.isEmpty else { return [] }
+            var woken: [CheckedContinuation<Void, Never>] = []
+            for (id, w) in waiters {
+                let concerned: Bool
+                if let path, let scope = w.scope { concerned = path.isDescendant(of: scope) } else { concerned = true }
+                if concerned {
+                    woken.append(w.continuation)
+                    waiters[id] = nil
+                }
+            }
+            return woken
+        }
 
         /// bluetoothd went away: its devices went with it (it sends no InterfacesRemoved when it dies).
         mutating func forgetDevices() {
@@ -136,6 +165,17 @@ final class CentralEngine: Sendable {
         }
     }
 
+    /// Wakes every parked GATT read to look again (the session changed: ready, gone, shut down).
+    func wakeWaiters() {
+        let woken = state.withLock { $0.takeWaiters(at: nil) }
+        for c in woken { c.resume() }
+    }
+
+    /// GATT reads parked at `stage` now (tests wait on this instead of sleeping).
+    func parkedReads(_ stage: WaitStage) -> Int {
+        state.withLock { s in s.waiters.values.reduce(0) { $0 + ($1.stage == stage ? 1 : 0) } }
+    }
+
     func signal(_ c: Control) {
         let cont = state.withLock { $0.control }
         cont?.yield(c)
@@ -161,6 +201,7 @@ final class CentralEngine: Sendable {
         }
         task?.cancel()
         for sub in subs { sub.continuation.finish() }
+        wakeWaiters()
         statusHub.close()
     }
 
@@ -192,6 +233,7 @@ final class CentralEngine: Sendable {
             $0.lastError = e.description
         }
         for sub in subs { sub.continuation.finish(throwing: e) }
+        wakeWaiters()
     }
 
     var busDescription: String {

@@ -2,35 +2,33 @@ import ClickerTransport
 import DBus
 
 /// The GATT client: connect, wait for the services, read one characteristic, disconnect.
+///
+/// Every wait is on events, as bleak's: the read parks until the mirror changes at or below the
+/// device (InterfacesAdded of the GATT objects, PropertiesChanged of Connected and ServicesResolved)
+/// or the session changes, and looks again. The read's own deadline is its only clock.
 extension CentralEngine {
     func readCharacteristic(device: DeviceAddress, service: UUID128, characteristic: UUID128,
                             timeout: Duration) async throws -> [UInt8] {
-        let deadline = RadioInstant.now() + timeout
-        func remaining(_ what: String) throws -> Duration {
-            let left = deadline - RadioInstant.now()
-            if left <= .zero { throw TransportError.timeout("\(what) \(device)") }
-            return left
-        }
+        let deadline = ContinuousClock.now + timeout
         ensureRunning()
-        // Wait for the mirror.
-        var conn: DBusConnection? = nil
-        var adapter: DBusObjectPath? = nil
-        while true {
-            let (c, a, ready, startup) = state.withLock { ($0.connection, $0.adapterPath, $0.ready, $0.startupError) }
-            if let startup, c == nil { throw startup }
-            if let c, let a, ready {
-                conn = c
-                adapter = a
-                break
-            }
-            _ = try remaining("waiting for bluetoothd before reading")
-            try await Task.sleep(for: .milliseconds(10))
+        let (conn, adapter) = try await waitForMirror(
+            .bluetoothd, scope: nil, until: deadline,
+            expired: { TransportError.timeout("waiting for bluetoothd before reading \(device)") }
+        ) { s -> (DBusConnection, DBusObjectPath)? in
+            if s.shutDown { throw CancellationError() }
+            if let startup = s.startupError, s.connection == nil { throw startup }
+            guard let c = s.connection, let a = s.adapterPath, s.ready else { return nil }
+            return (c, a)
         }
-        guard let conn, let adapter else { throw TransportError.notConnected(device) }
-        guard await slots.acquire(timeout: try remaining("waiting for a free connection slot to")) else {
+        guard try await slots.acquire(before: deadline) else {
             throw TransportError.timeout("waiting for a free connection slot to \(device)")
         }
-        defer { Task { await slots.release() } }
+        defer { slots.release() }
+        state.withLock { s in
+            s.readsInProgress += 1
+            s.stats.peakConcurrentReads = max(s.stats.peakConcurrentReads, s.readsInProgress)
+        }
+        defer { state.withLock { $0.readsInProgress -= 1 } }
         // A read that waited for a slot while its caller went away (shutdown) makes no connection.
         try Task.checkCancellation()
         guard let path = state.withLock({ $0.mirror.devicePath(adapter: adapter, address: device) }) else {
@@ -41,7 +39,7 @@ extension CentralEngine {
             if let n = s.busy[path], n > 1 { s.busy[path] = n - 1 } else { s.busy[path] = nil }
         } }
         do {
-            let value = try await connectAndRead(conn, path, device, service, characteristic, remaining)
+            let value = try await connectAndRead(conn, path, device, service, characteristic, deadline)
             await disconnect(conn, path)
             return value
         } catch {
@@ -52,7 +50,12 @@ extension CentralEngine {
 
     private func connectAndRead(_ conn: DBusConnection, _ path: DBusObjectPath, _ device: DeviceAddress,
                                 _ service: UUID128, _ characteristic: UUID128,
-                                _ remaining: (String) throws -> Duration) async throws -> [UInt8] {
+                                _ deadline: ContinuousClock.Instant) async throws -> [UInt8] {
+        func remaining(_ what: String) throws -> Duration {
+            let left = deadline - ContinuousClock.now
+            if left <= .zero { throw TransportError.timeout("\(what) \(device)") }
+            return left
+        }
         // Always Connect: BlueZ answers at once when already connected, and the mirror may lag behind.
         do {
             _ = try await conn.call(destination: BlueZ.service, path: path, interface: BlueZ.device,
@@ -64,23 +67,31 @@ extension CentralEngine {
                 throw TransportError.notConnected(device)
             }
         }
-        while state.withLock({ $0.mirror.bool(path, BlueZ.device, "ServicesResolved") != true }) {
-            _ = try remaining("resolving GATT services of")
-            try await Task.sleep(for: .milliseconds(10))
+        // Services resolved. The mirror may still show the Connected of before our Connect: a device is
+        // lost only once it was seen connected and then not.
+        var seenConnected = false
+        try await waitForMirror(
+            .servicesResolved, scope: path, until: deadline,
+            expired: { TransportError.timeout("resolving GATT services of \(device)") }
+        ) { s -> Void? in
+            guard s.mirror.properties(path, BlueZ.device) != nil else { throw TransportError.notConnected(device) }
+            if s.mirror.bool(path, BlueZ.device, "ServicesResolved") == true { return () }
+            let connected = s.mirror.bool(path, BlueZ.device, "Connected") == true
+            if connected { seenConnected = true }
+            if seenConnected && !connected { throw TransportError.notConnected(device) }
+            return nil
         }
         // bluetoothd may set ServicesResolved before the InterfacesAdded of the GATT objects reach us
-        // (seen on bluez 5.66): give them a moment, within the read's own timeout.
-        let lookupEnd = ContinuousClock.now + .seconds(3)
-        var found: DBusObjectPath?
-        while true {
-            found = state.withLock {
-                $0.mirror.characteristicPath(device: path, service: service, characteristic: characteristic)
-            }
-            if found != nil || ContinuousClock.now >= lookupEnd { break }
-            _ = try remaining("finding the ballot characteristic of")
-            try await Task.sleep(for: .milliseconds(10))
+        // (seen on bluez 5.66): wait for them until the read's deadline. A device that never offers the
+        // characteristic fails as such, not as a timeout.
+        let charPath = try await waitForMirror(
+            .characteristic, scope: path, until: deadline,
+            expired: { TransportError.characteristicNotFound(characteristic) }
+        ) { s -> DBusObjectPath? in
+            guard s.mirror.bool(path, BlueZ.device, "Connected") != false else { throw TransportError.notConnected(device) }
+            return s.mirror.characteristicPath(device: path, service: service, characteristic: characteristic)
         }
-        guard let charPath = found else { throw TransportError.characteristicNotFound(characteristic) }
+        // The value as read, unmodified. ReadValue's own errors are reported as BlueZ gives them.
         do {
             let options = DBusValue.stringVariantDictionary([:])
             return try await conn.call([UInt8].self, destination: BlueZ.service, path: charPath,
@@ -89,7 +100,8 @@ extension CentralEngine {
         } catch let e as DBusError {
             if e.isTimeout { throw TransportError.timeout("reading the ballot of \(device)") }
             logger.debug("ReadValue \(device): \(e)")
-            throw TransportError.notConnected(device)
+            if e.name == "org.bluez.Error.NotConnected" || e.meansBluetoothdGone { throw TransportError.notConnected(device) }
+            throw BlueZError.rejected("ReadValue of \(device)", e)
         }
     }
 
@@ -102,4 +114,65 @@ extension CentralEngine {
             s.mirror.propertiesChanged(path, BlueZ.device, ["Connected": .boolean(false), "ServicesResolved": .boolean(false)], [])
         }
     }
+
+    /// Waits until `probe` returns a value or throws, evaluating it under the state lock now and again
+    /// after every mirror change at or below `scope` (any change when nil) and every session change.
+    /// At `deadline` it throws `expired()`; when the task is cancelled, `CancellationError`.
+    @discardableResult
+    func waitForMirror<T: Sendable>(_ stage: WaitStage, scope: DBusObjectPath?, until deadline: ContinuousClock.Instant,
+                                    expired: () -> any Error,
+                                    _ probe: (inout State) throws -> T?) async throws -> T {
+        let id = state.withLock { s -> Int in
+            s.nextWaiterID &+= 1
+            return s.nextWaiterID
+        }
+        let timer = Task { [weak self] in
+            while ContinuousClock.now < deadline {
+                do { try await Task.sleep(until: deadline, clock: .continuous) } catch { return }
+            }
+            self?.unpark(id)
+        }
+        defer { timer.cancel() }
+        while true {
+            var look = MirrorLook<T>.parked
+            await withTaskCancellationHandler {
+                await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                    // Look and park under one lock: no change can slip in between.
+                    look = state.withLock { s -> MirrorLook<T> in
+                        do {
+                            if let value = try probe(&s) { return .found(value) }
+                        } catch {
+                            return .failed(error)
+                        }
+                        if Task.isCancelled { return .cancelled }
+                        if ContinuousClock.now >= deadline { return .expired }
+                        s.waiters[id] = MirrorWaiter(scope: scope, stage: stage, continuation: continuation)
+                        return .parked
+                    }
+                    if case .parked = look { return }
+                    continuation.resume()
+                }
+            } onCancel: {
+                unpark(id)
+            }
+            switch look {
+            case .found(let value): return value
+            case .failed(let error): throw error
+            case .expired: throw expired()
+            case .cancelled: throw CancellationError()
+            case .parked: continue  // woken: look again
+            }
+        }
+    }
+
+    /// Resumes waiter `id` if it is parked (deadline or cancellation), so that it looks again.
+    private func unpark(_ id: Int) {
+        let w = state.withLock { $0.waiters.removeValue(forKey: id) }
+        w?.continuation.resume()
+    }
+}
+
+/// What one look at the mirror found.
+enum MirrorLook<T: Sendable>: Sendable {
+    case found(T), failed(any Error), expired, cancelled, parked
 }

@@ -30,6 +30,7 @@ extension CentralEngine {
                 s.mirror.removeAll()
                 s.forgetDevices()
             }
+            wakeWaiters()
             switch outcome {
             case .shutdown:
                 return
@@ -109,6 +110,7 @@ extension CentralEngine {
                         s.ready = false
                         s.discovering = false
                     }
+                    wakeWaiters()
                     noteTrouble(.bluetoothdNotRunning)
                 } else {
                     logger.info("bluetoothd (re)appeared as \(newOwner); rebuilding the object mirror")
@@ -121,6 +123,7 @@ extension CentralEngine {
                     s.discovering = false
                     return s.adapterName
                 }
+                wakeWaiters()
                 noteTrouble(.noAdapter(options.adapter.description, []))
                 logger.warning("adapter \(name) went away")
                 lastAttempt = RadioInstant.now()
@@ -184,6 +187,7 @@ extension CentralEngine {
                 s.pending = []
                 s.ready = false
             }
+            wakeWaiters()
             if let e = error as? DBusError, e.meansBluetoothdGone { return .bluetoothdNotRunning }
             if let e = error as? DBusError { return .rejected("GetManagedObjects", e) }
             return .rejected("GetManagedObjects", DBusError(name: DBusError.failed, message: "\(error)"))
@@ -215,6 +219,7 @@ extension CentralEngine {
             s.caused = s.caused.filter { mirror.properties($0.key, BlueZ.device) != nil }
             return chosen.powered ? nil : .adapterPoweredOff(chosen.name)
         }
+        wakeWaiters()
         let name = state.withLock { $0.adapterName }
         updateStatus { $0.adapter = name }
         if let problem { return problem }

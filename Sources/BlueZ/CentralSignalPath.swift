@@ -18,6 +18,8 @@ extension CentralEngine {
     /// Handles one batch of decoded signals (called for every burst read from the bus).
     func handle(_ batch: [BlueZSignal]) {
         var controls: [Control] = []
+        // GATT reads parked on the objects a signal touched, resumed after the lock is released.
+        var woken: [CheckedContinuation<Void, Never>] = []
         // Reports are yielded after the lock is released, in one tight loop per batch, so a waiting
         // consumer is woken about once per batch rather than once per report.
         var out: [(AdvertisementReport, AsyncThrowingStream<AdvertisementReport, any Error>.Continuation)] = []
@@ -33,6 +35,7 @@ extension CentralEngine {
                     if iface == BlueZ.adapter, path == s.adapterPath, case .boolean(let on)? = changed["Powered"]?.unwrapped {
                         controls.append(.powered(on))
                     }
+                    if !s.waiters.isEmpty { woken += s.takeWaiters(at: path) }
                     if let advert { deliver(advert, &s, &out) }
                 case .interfacesAdded(let path, let ifaces, let advert):
                     if s.acquiring { s.pending.append(sig) }
@@ -43,6 +46,7 @@ extension CentralEngine {
                         if !paired && !connected { s.caused[path] = RadioInstant.now() }
                     }
                     if ifaces[BlueZ.adapter] != nil { controls.append(.adapterAdded) }
+                    if !s.waiters.isEmpty { woken += s.takeWaiters(at: path) }
                     if let advert { deliver(advert, &s, &out) }
                 case .interfacesRemoved(let path, let names):
                     if s.acquiring { s.pending.append(sig) }
@@ -55,10 +59,12 @@ extension CentralEngine {
                         s.caused[path] = nil
                         if let a = DevicePath.address(of: path.rawValue) { s.heard[a] = nil }
                     }
+                    if !s.waiters.isEmpty { woken += s.takeWaiters(at: path) }
                 }
             }
         }
         for (report, continuation) in out { continuation.yield(report) }
+        for c in woken { c.resume() }
         if !controls.isEmpty {
             let cont = state.withLock { $0.control }
             for c in controls { cont?.yield(c) }
