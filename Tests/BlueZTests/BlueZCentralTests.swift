@@ -327,6 +327,7 @@ final class BlueZCentralTests: XCTestCase {
             central.engine.parkedReads(.servicesResolved) == 1
                 && central.engine.state.withLock { $0.mirror.bool(path, "org.bluez.Device1", "Connected") } == true
         }
+        let dropped = ContinuousClock.now
         try await mock.setConnection(Self.voter1, connected: false, resolved: false)
         do {
             _ = try await read.value
@@ -334,6 +335,7 @@ final class BlueZCentralTests: XCTestCase {
         } catch {
             XCTAssertEqual(error as? TransportError, .notConnected(device))
         }
+        XCTAssertLessThan(ContinuousClock.now - dropped, .seconds(30), "the read waited for its timeout")
     }
 
     func testGattReadFailuresAreTypedAndBounded() async throws {
