@@ -20,11 +20,11 @@ extension CentralEngine {
         var controls: [Control] = []
         // GATT reads parked on the objects a signal touched, resumed after the lock is released.
         var woken: [CheckedContinuation<Void, Never>] = []
-        // Reports are yielded after the lock is released, in one tight loop per batch, so a waiting
-        // consumer is woken about once per batch rather than once per report.
-        var out: [(AdvertisementReport, AsyncThrowingStream<AdvertisementReport, any Error>.Continuation)] = []
-        out.reserveCapacity(batch.count)
+        // Reports are collected per subscriber and yielded after the lock is released, in one tight loop
+        // per subscriber, so a waiting consumer is woken about once per batch rather than once per report.
+        var out = ReportBatch()
         state.withLock { s in
+            out.start(s.subscriberList, capacity: batch.count)
             for sig in batch {
                 switch sig {
                 case .advert(let a):
@@ -62,8 +62,9 @@ extension CentralEngine {
                     if !s.waiters.isEmpty { woken += s.takeWaiters(at: path) }
                 }
             }
+            s.stats.reports += out.count
         }
-        for (report, continuation) in out { continuation.yield(report) }
+        out.yieldAll()
         for c in woken { c.resume() }
         if !controls.isEmpty {
             let cont = state.withLock { $0.control }
@@ -72,8 +73,7 @@ extension CentralEngine {
     }
 
     @inline(__always)
-    func deliver(_ a: Advert, _ s: inout State,
-                 _ out: inout [(AdvertisementReport, AsyncThrowingStream<AdvertisementReport, any Error>.Continuation)]) {
+    func deliver(_ a: Advert, _ s: inout State, _ out: inout ReportBatch) {
         var rssi = a.rssi
         if let i = s.heard.index(forKey: a.address) {
             if let r = rssi { s.heard.values[i].rssi = r } else { rssi = s.heard.values[i].rssi }
@@ -83,11 +83,37 @@ extension CentralEngine {
         }
         guard a.data != nil else { return }
         let rssi8 = rssi.map { Int8(clamping: $0) }
-        for sub in s.subscriberList {
-            guard let data = a.manufacturerData(sub.company) else { continue }
-            out.append((AdvertisementReport(address: a.address, rssi: rssi8, companyID: sub.company, data: data,
-                                            timestamp: a.timestamp), sub.continuation))
-            s.stats.reports += 1
+        for i in out.companies.indices {
+            let company = out.companies[i]
+            guard let data = a.manufacturerData(company) else { continue }
+            out.reports[i].append(AdvertisementReport(address: a.address, rssi: rssi8, companyID: company, data: data,
+                                                      timestamp: a.timestamp))
+        }
+    }
+}
+
+/// The reports of one batch, per subscriber: built under the lock, yielded after it.
+struct ReportBatch {
+    var companies: [UInt16] = []
+    var continuations: [AsyncThrowingStream<AdvertisementReport, any Error>.Continuation] = []
+    var reports: [[AdvertisementReport]] = []
+
+    mutating func start(_ subscribers: [CentralEngine.Subscriber], capacity: Int) {
+        companies = subscribers.map(\.company)
+        continuations = subscribers.map(\.continuation)
+        reports = subscribers.map { _ in
+            var r: [AdvertisementReport] = []
+            r.reserveCapacity(capacity)
+            return r
+        }
+    }
+
+    var count: Int { reports.reduce(0) { $0 + $1.count } }
+
+    func yieldAll() {
+        for i in continuations.indices {
+            let c = continuations[i]
+            for report in reports[i] { c.yield(report) }
         }
     }
 }
