@@ -12,7 +12,6 @@ enum BlueZ {
     static let advertisement = "org.bluez.LEAdvertisement1"
     static let gattManager = "org.bluez.GattManager1"
     static let objectManager = "org.freedesktop.DBus.ObjectManager"
-    static let properties = "org.freedesktop.DBus.Properties"
     static let root: DBusObjectPath = "/"
 }
 

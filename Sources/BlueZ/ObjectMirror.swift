@@ -14,6 +14,13 @@ struct ObjectMirror: Sendable {
     typealias Interfaces = [String: Properties]
 
     private(set) var objects: [DBusObjectPath: Interfaces] = [:]
+    /// Parent→child indices, as bleak keeps them: device → its GattService1 objects (by the service's
+    /// `Device` property), service → its GattCharacteristic1 objects (by `Service`). Kept with every
+    /// change, so a GATT lookup reads a few entries instead of scanning the mirror.
+    private(set) var servicesOfDevice: [DBusObjectPath: Set<DBusObjectPath>] = [:]
+    private(set) var characteristicsOfService: [DBusObjectPath: Set<DBusObjectPath>] = [:]
+    /// Devices whose path does not encode their address (bluetoothd's always do): address → paths.
+    private(set) var devicesByAddress: [DeviceAddress: Set<DBusObjectPath>] = [:]
 
     /// The Device1 properties the backends look up. Add a name here before reading it from the mirror.
     static let keptDeviceProperties: Set<String> = ["Address", "Connected", "Paired", "ServicesResolved"]
@@ -27,37 +34,43 @@ struct ObjectMirror: Sendable {
     init() {}
 
     init(managedObjects: [DBusObjectPath: Interfaces]) {
-        replaceAll(with: managedObjects)
-    }
-
-    mutating func replaceAll(with managedObjects: [DBusObjectPath: Interfaces]) {
-        objects = [:]
         objects.reserveCapacity(managedObjects.count)
         for (path, interfaces) in managedObjects { interfacesAdded(path, interfaces) }
     }
 
-    mutating func removeAll() { objects = [:] }
+    mutating func removeAll() {
+        objects = [:]
+        servicesOfDevice = [:]
+        characteristicsOfService = [:]
+        devicesByAddress = [:]
+    }
 
     mutating func interfacesAdded(_ path: DBusObjectPath, _ interfaces: Interfaces) {
-        var entry = objects[path] ?? [:]
+        let old = objects[path]
+        var entry = old ?? [:]
         for (name, props) in interfaces where Self.keeps(name) {
             var kept = entry[name] ?? [:]
             for (k, v) in props where Self.keeps(k, of: name) { kept[k] = v.unwrapped }
             entry[name] = kept
         }
-        if !entry.isEmpty { objects[path] = entry }
+        guard !entry.isEmpty else { return }
+        if let old { unindex(path, old) }
+        objects[path] = entry
+        index(path, entry)
     }
 
     /// Returns true when the object is gone entirely.
     @discardableResult
     mutating func interfacesRemoved(_ path: DBusObjectPath, _ names: [String]) -> Bool {
         guard var entry = objects[path] else { return true }
+        unindex(path, entry)
         for n in names { entry[n] = nil }
         if entry.isEmpty {
             objects[path] = nil
             return true
         }
         objects[path] = entry
+        index(path, entry)
         return false
     }
 
@@ -65,14 +78,22 @@ struct ObjectMirror: Sendable {
     /// (BlueZ announces every object with InterfacesAdded first).
     mutating func propertiesChanged(_ path: DBusObjectPath, _ interface: String, _ changed: Properties,
                                     _ invalidated: [String]) {
-        guard objects[path]?[interface] != nil else { return }
+        guard let old = objects[path], old[interface] != nil else { return }
+        // Only the properties the indices are built from need the object re-indexed.
+        let reindex = interface == BlueZ.gattService || interface == BlueZ.gattCharacteristic
+            || changed["Address"] != nil || invalidated.contains("Address")
+        if reindex { unindex(path, old) }
         for (k, v) in changed where Self.keeps(k, of: interface) { objects[path]?[interface]?[k] = v.unwrapped }
         for k in invalidated { objects[path]?[interface]?[k] = nil }
+        if reindex, let new = objects[path] { index(path, new) }
     }
 
     /// Removes every object at or below `path` (an adapter going away takes its devices along).
     mutating func removeSubtree(_ path: DBusObjectPath) {
-        for p in objects.keys where p.isDescendant(of: path) { objects[p] = nil }
+        for (p, entry) in objects where p.isDescendant(of: path) {
+            unindex(p, entry)
+            objects[p] = nil
+        }
     }
 
     func properties(_ path: DBusObjectPath, _ interface: String) -> Properties? { objects[path]?[interface] }
@@ -80,14 +101,6 @@ struct ObjectMirror: Sendable {
     func bool(_ path: DBusObjectPath, _ interface: String, _ name: String) -> Bool? {
         if case .boolean(let b)? = objects[path]?[interface]?[name] { return b }
         return nil
-    }
-
-    func string(_ path: DBusObjectPath, _ interface: String, _ name: String) -> String? {
-        switch objects[path]?[interface]?[name] {
-        case .string(let s)?: s
-        case .objectPath(let p)?: p.rawValue
-        default: nil
-        }
     }
 
     /// Adapters in path order: (path, interface name such as hci0, address, powered).
@@ -106,34 +119,66 @@ struct ObjectMirror: Sendable {
     /// The Device1 object for `address` below `adapter`, if the mirror has one.
     func devicePath(adapter: DBusObjectPath, address: DeviceAddress) -> DBusObjectPath? {
         if let p = DevicePath.path(adapter: adapter, address: address), objects[p]?[BlueZ.device] != nil { return p }
-        // Fall back to the Address property (paths normally encode it, but do not rely on it).
-        for (p, ifaces) in objects where p.isDescendant(of: adapter, orSelf: false) {
-            if case .string(let a)? = ifaces[BlueZ.device]?["Address"], DeviceAddress(a) == address { return p }
-        }
-        return nil
+        // Paths normally encode the address; the others are indexed by their Address property.
+        return devicesByAddress[address]?.filter { $0.isDescendant(of: adapter, orSelf: false) }.min()
     }
 
     /// The GattCharacteristic1 with UUID `characteristic` in a GattService1 with UUID `service`, below `device`.
     func characteristicPath(device: DBusObjectPath, service: UUID128, characteristic: UUID128) -> DBusObjectPath? {
-        var services: Set<DBusObjectPath> = []
-        for (p, ifaces) in objects where p.isDescendant(of: device, orSelf: false) {
-            if case .string(let u)? = ifaces[BlueZ.gattService]?["UUID"], UUID128(u) == service { services.insert(p) }
-        }
-        guard !services.isEmpty else { return nil }
-        for (p, ifaces) in objects where p.isDescendant(of: device, orSelf: false) {
-            guard let c = ifaces[BlueZ.gattCharacteristic], case .string(let u)? = c["UUID"], UUID128(u) == characteristic
-            else { continue }
-            if case .objectPath(let s)? = c["Service"], services.contains(s) { return p }
+        for s in servicesOfDevice[device] ?? [] {
+            guard case .string(let u)? = objects[s]?[BlueZ.gattService]?["UUID"], UUID128(u) == service else { continue }
+            for c in characteristicsOfService[s] ?? [] {
+                if case .string(let u)? = objects[c]?[BlueZ.gattCharacteristic]?["UUID"], UUID128(u) == characteristic {
+                    return c
+                }
+            }
         }
         return nil
     }
 
-    /// Whether a service with UUID `service` exists below `device` (to tell "no service" from "no characteristic").
-    func hasService(device: DBusObjectPath, service: UUID128) -> Bool {
-        objects.contains { p, ifaces in
-            guard p.isDescendant(of: device, orSelf: false), case .string(let u)? = ifaces[BlueZ.gattService]?["UUID"]
-            else { return false }
-            return UUID128(u) == service
+    // MARK: Indices
+
+    /// The parent of a GATT object: the object path its property names, else the path one level up.
+    private static func owner(_ props: Properties, _ key: String, of path: DBusObjectPath) -> DBusObjectPath? {
+        if case .objectPath(let p)? = props[key] { return p }
+        let raw = path.rawValue
+        guard let slash = raw.lastIndex(of: "/"), slash != raw.startIndex else { return nil }
+        return try? DBusObjectPath(String(raw[..<slash]))
+    }
+
+    /// The address of a device whose path does not encode it.
+    private static func unusualAddress(_ path: DBusObjectPath, _ entry: Interfaces) -> DeviceAddress? {
+        guard case .string(let a)? = entry[BlueZ.device]?["Address"], let address = DeviceAddress(a),
+              DevicePath.address(of: path.rawValue) != address else { return nil }
+        return address
+    }
+
+    private mutating func index(_ path: DBusObjectPath, _ entry: Interfaces) {
+        if let props = entry[BlueZ.gattService], let device = Self.owner(props, "Device", of: path) {
+            servicesOfDevice[device, default: []].insert(path)
+        }
+        if let props = entry[BlueZ.gattCharacteristic], let service = Self.owner(props, "Service", of: path) {
+            characteristicsOfService[service, default: []].insert(path)
+        }
+        if entry[BlueZ.device] != nil, let address = Self.unusualAddress(path, entry) {
+            devicesByAddress[address, default: []].insert(path)
+        }
+    }
+
+    private mutating func unindex(_ path: DBusObjectPath, _ entry: Interfaces) {
+        func remove<K: Hashable>(_ key: K, _ map: inout [K: Set<DBusObjectPath>]) {
+            guard let i = map.index(forKey: key) else { return }
+            map.values[i].remove(path)
+            if map.values[i].isEmpty { map.remove(at: i) }
+        }
+        if let props = entry[BlueZ.gattService], let device = Self.owner(props, "Device", of: path) {
+            remove(device, &servicesOfDevice)
+        }
+        if let props = entry[BlueZ.gattCharacteristic], let service = Self.owner(props, "Service", of: path) {
+            remove(service, &characteristicsOfService)
+        }
+        if entry[BlueZ.device] != nil, let address = Self.unusualAddress(path, entry) {
+            remove(address, &devicesByAddress)
         }
     }
 
@@ -160,7 +205,10 @@ extension ObjectMirror: DBusDecodable {
                 }
                 entry[name] = props
             }
-            if !entry.isEmpty { objects[path] = entry }
+            if !entry.isEmpty {
+                objects[path] = entry
+                index(path, entry)
+            }
         }
     }
 

@@ -237,6 +237,16 @@ final class BlueZMock: @unchecked Sendable {
         try await mock("SetConnectBehaviour", [.string(adapter), .string(address), .string(behaviour), .uint32(resolveDelayMs)])
     }
 
+    /// Emits the device's Connected and ServicesResolved (a link coming up or dropping).
+    func setConnection(_ address: String, connected: Bool, resolved: Bool, adapter: String = "hci0") async throws {
+        try await mock("SetDeviceConnection", [.string(adapter), .string(address), .boolean(connected), .boolean(resolved)])
+    }
+
+    /// Makes ReadValue fail with `org.bluez.Error.<name>` ("" to stop).
+    func setReadError(_ address: String, _ name: String, adapter: String = "hci0") async throws {
+        try await mock("SetReadError", [.string(adapter), .string(address), .string(name)])
+    }
+
     func removeAdapter(_ name: String = "hci0") async throws {
         try await mock("RemoveAdapterWithDevices", [.string(name)])
     }

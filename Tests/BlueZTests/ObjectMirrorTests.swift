@@ -87,4 +87,54 @@ final class ObjectMirrorTests: XCTestCase {
         XCTAssertEqual(decoded.properties("/org/bluez/hci0", "org.bluez.Adapter1")?.count, 3, "adapters are kept whole")
         XCTAssertNotNil(decoded.properties("/org/bluez/hci0", "org.bluez.LEAdvertisingManager1"))
     }
+
+    /// The parent→child indices (device → services → characteristics) follow every add and remove, in a
+    /// mirror built from signals and in one decoded from a GetManagedObjects reply.
+    func testGATTIndicesFollowTheTree() throws {
+        let dev: DBusObjectPath = "/org/bluez/hci0/dev_00_AA_01_00_00_01"
+        let other: DBusObjectPath = "/org/bluez/hci0/dev_00_AA_01_00_00_02"
+        let sPath: DBusObjectPath = "/org/bluez/hci0/dev_00_AA_01_00_00_01/service0001"
+        let cPath: DBusObjectPath = "/org/bluez/hci0/dev_00_AA_01_00_00_01/service0001/char0002"
+        let service = UUID128("6e400001-b5a3-f393-e0a9-e50e24dcca9e")!
+        let char = UUID128("6e400002-b5a3-f393-e0a9-e50e24dcca9e")!
+        let managed: [DBusObjectPath: [String: [String: DBusValue]]] = [
+            dev: ["org.bluez.Device1": ["Address": .string("00:AA:01:00:00:01")]],
+            other: ["org.bluez.Device1": ["Address": .string("00:AA:01:00:00:02")]],
+            sPath: ["org.bluez.GattService1": ["UUID": .string(service.description), "Device": .objectPath(dev)]],
+            cPath: ["org.bluez.GattCharacteristic1": ["UUID": .string(char.description), "Service": .objectPath(sPath)]],
+        ]
+        let message = try DBusMessage.methodCall(destination: nil, path: "/", interface: "org.example.T", member: "Reply",
+                                                 arguments: [managed.dbusValue])
+        for var m in [ObjectMirror(managedObjects: managed), try message.decode(ObjectMirror.self)] {
+            XCTAssertEqual(m.servicesOfDevice, [dev: [sPath]])
+            XCTAssertEqual(m.characteristicsOfService, [sPath: [cPath]])
+            XCTAssertEqual(m.characteristicPath(device: dev, service: service, characteristic: char), cPath)
+            XCTAssertNil(m.characteristicPath(device: other, service: service, characteristic: char), "another device's")
+            m.interfacesRemoved(cPath, ["org.bluez.GattCharacteristic1"])
+            XCTAssertEqual(m.characteristicsOfService, [:])
+            XCTAssertNil(m.characteristicPath(device: dev, service: service, characteristic: char))
+            m.interfacesAdded(cPath, managed[cPath]!)
+            XCTAssertEqual(m.characteristicPath(device: dev, service: service, characteristic: char), cPath)
+            m.removeSubtree(dev)
+            XCTAssertEqual(m.servicesOfDevice, [:])
+            XCTAssertEqual(m.characteristicsOfService, [:])
+            XCTAssertNil(m.characteristicPath(device: dev, service: service, characteristic: char))
+        }
+    }
+
+    /// A device whose path does not encode its address is found by its Address property, through an
+    /// index, not a scan; devices whose path does encode it are not indexed at all.
+    func testDevicesAtUnusualPathsAreIndexedByAddress() {
+        let odd: DBusObjectPath = "/org/bluez/hci0/peer7"
+        let address = DeviceAddress("00:AA:01:00:00:07")!
+        var m = ObjectMirror()
+        m.interfacesAdded("/org/bluez/hci0/dev_00_AA_01_00_00_01", ["org.bluez.Device1": ["Address": .string("00:AA:01:00:00:01")]])
+        XCTAssertEqual(m.devicesByAddress, [:])
+        m.interfacesAdded(odd, ["org.bluez.Device1": ["Address": .string(address.description)]])
+        XCTAssertEqual(m.devicePath(adapter: "/org/bluez/hci0", address: address), odd)
+        XCTAssertNil(m.devicePath(adapter: "/org/bluez/hci1", address: address), "below another adapter")
+        m.interfacesRemoved(odd, ["org.bluez.Device1"])
+        XCTAssertNil(m.devicePath(adapter: "/org/bluez/hci0", address: address))
+        XCTAssertEqual(m.devicesByAddress, [:])
+    }
 }

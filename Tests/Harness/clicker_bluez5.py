@@ -209,6 +209,8 @@ def ReadValue(char, options):
     device = mockobject.objects[char.device_path]
     if not device.connected:
         raise _error('Failed', 'Not connected')
+    if getattr(device, 'read_error', None):
+        raise _error(device.read_error, 'Forced by test')
     return dbus.Array(char.props[GATT_CHAR_IFACE]['Value'], signature='y')
 
 
@@ -300,6 +302,24 @@ def SetConnectBehaviour(_self, adapter_device_name, address, behaviour, resolve_
     _path, device = _device(adapter_device_name, address)
     device.connect_behaviour = str(behaviour)
     device.resolve_delay_ms = int(resolve_delay_ms)
+
+
+@dbus.service.method(MOCK_IFACE, in_signature='ssbb', out_signature='')
+def SetDeviceConnection(_self, adapter_device_name, address, connected, resolved):
+    '''Emits the device's Connected and ServicesResolved as bluetoothd does when a link comes up or drops.'''
+    _path, device = _device(adapter_device_name, address)
+    device.connected = bool(connected)
+    _set_props(device, DEVICE_IFACE, {
+        'Connected': dbus.Boolean(connected, variant_level=1),
+        'ServicesResolved': dbus.Boolean(resolved, variant_level=1),
+    })
+
+
+@dbus.service.method(MOCK_IFACE, in_signature='sss', out_signature='')
+def SetReadError(_self, adapter_device_name, address, error_name):
+    '''Makes ReadValue on the device's characteristics fail with org.bluez.Error.<error_name> ("" to stop).'''
+    _path, device = _device(adapter_device_name, address)
+    device.read_error = str(error_name) or None
 
 
 @dbus.service.method(MOCK_IFACE, in_signature='ssssay', out_signature='o')

@@ -1,0 +1,230 @@
+import ClickerTransport
+import DBus
+
+/// The adapter session (GAP, central role): the bus connection, bluetoothd appearing and vanishing,
+/// the object mirror read once and then followed, the adapter chosen and followed.
+extension CentralEngine {
+    func run() async {
+        while !Task.isCancelled {
+            let conn: DBusConnection
+            do {
+                conn = try await DBusConnection.connect(options.bus)
+            } catch {
+                let e = BlueZError.busUnreachable(busDescription, "\(error)")
+                if !state.withLock({ $0.everReady }) && !options.waitForRadio {
+                    failStartup(e)
+                    return
+                }
+                noteTrouble(e)
+                try? await Task.sleep(for: options.retryInterval)
+                continue
+            }
+            let outcome = await session(conn)
+            conn.close()
+            state.withLock { s in
+                s.connection = nil
+                s.control = nil
+                s.ready = false
+                s.discovering = false
+                s.adapterPath = nil
+                s.mirror.removeAll()
+                s.forgetDevices()
+            }
+            wakeWaiters()
+            switch outcome {
+            case .shutdown:
+                return
+            case .failed(let e):
+                if !state.withLock({ $0.everReady }) && !options.waitForRadio {
+                    failStartup(e)
+                    return
+                }
+                noteTrouble(e)
+            case .disconnected:
+                noteTrouble(.busUnreachable(busDescription, "connection lost"))
+            }
+            if Task.isCancelled { return }
+            try? await Task.sleep(for: options.retryInterval)
+        }
+    }
+
+    func session(_ conn: DBusConnection) async -> Outcome {
+        let (control, controlCont) = AsyncStream<Control>.makeStream()
+        let signals: AsyncStream<[BlueZSignal]>
+        let owners: AsyncStream<DBusNameOwnerChange>
+        do {
+            // Subscribe before reading the tree, so nothing between the two is missed.
+            signals = try await conn.signalBatches(matching: DBusMatchRule(sender: BlueZ.service), maxBatch: 1024,
+                                                   bufferLimit: 1 << 16, decode: SignalDecoder.decode)
+            owners = try await conn.nameOwnerChanges(for: BlueZ.service)
+        } catch {
+            return .failed(.busUnreachable(busDescription, "\(error)"))
+        }
+        let stop = state.withLock { s -> Bool in
+            if s.shutDown { return true }
+            s.connection = conn
+            s.control = controlCont
+            return false
+        }
+        if stop { return .shutdown }
+        let tick = min(options.retryInterval, .seconds(1))
+        return await withTaskGroup(of: Void.self) { group -> Outcome in
+            group.addTask { [self] in
+                for await batch in signals { self.handle(batch) }
+                controlCont.yield(.connectionClosed)
+            }
+            group.addTask {
+                for await change in owners { controlCont.yield(.owner(change.newOwner)) }
+            }
+            group.addTask {
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: tick)
+                    controlCont.yield(.tick)
+                }
+            }
+            let outcome = await controlLoop(conn, control)
+            group.cancelAll()
+            return outcome
+        }
+    }
+
+    func controlLoop(_ conn: DBusConnection, _ control: AsyncStream<Control>) async -> Outcome {
+        var lastAttempt = RadioInstant.now()
+        if let e = await acquire(conn) {
+            if !state.withLock({ $0.everReady }) && !options.waitForRadio { return .failed(e) }
+            noteTrouble(e)
+        }
+        var lastRestart = RadioInstant.now()
+        var lastSweep = RadioInstant.now()
+        for await event in control {
+            if Task.isCancelled { return .shutdown }
+            switch event {
+            case .connectionClosed:
+                return state.withLock { $0.shutDown } ? .shutdown : .disconnected
+            case .owner(let newOwner):
+                if newOwner.isEmpty {
+                    state.withLock { s in
+                        s.mirror.removeAll()
+                        s.forgetDevices()
+                        s.adapterPath = nil
+                        s.ready = false
+                        s.discovering = false
+                    }
+                    wakeWaiters()
+                    noteTrouble(.bluetoothdNotRunning)
+                } else {
+                    logger.info("bluetoothd (re)appeared as \(newOwner); rebuilding the object mirror")
+                    lastAttempt = RadioInstant.now()
+                    if let e = await acquire(conn) { noteTrouble(e) }
+                }
+            case .adapterRemoved:
+                let name = state.withLock { s -> String in
+                    s.adapterPath = nil
+                    s.discovering = false
+                    return s.adapterName
+                }
+                wakeWaiters()
+                noteTrouble(.noAdapter(options.adapter.description, []))
+                logger.warning("adapter \(name) went away")
+                lastAttempt = RadioInstant.now()
+                if let e = await acquire(conn) { noteTrouble(e) }
+            case .adapterAdded:
+                if state.withLock({ $0.adapterPath == nil }) {
+                    lastAttempt = RadioInstant.now()
+                    if let e = await acquire(conn) { noteTrouble(e) }
+                }
+            case .powered(let on):
+                if on {
+                    state.withLock { $0.adapterPowered = true }
+                    await syncDiscovery(conn)
+                } else {
+                    let name = state.withLock { s -> String in
+                        s.adapterPowered = false
+                        s.discovering = false
+                        return s.adapterName
+                    }
+                    noteTrouble(.adapterPoweredOff(name))
+                }
+            case .subscribersChanged:
+                await syncDiscovery(conn)
+            case .tick:
+                let now = RadioInstant.now()
+                let (haveAdapter, ready) = state.withLock { ($0.adapterPath != nil, $0.ready) }
+                if (!haveAdapter || !ready) && now - lastAttempt >= options.retryInterval {
+                    lastAttempt = now
+                    if let e = await acquire(conn) { noteTrouble(e) }
+                }
+                if let every = options.discoveryRestartInterval, now - lastRestart >= every {
+                    lastRestart = now
+                    await restartDiscovery(conn)
+                }
+                if let stale = options.staleDeviceTimeout, now - lastSweep >= options.staleSweepInterval {
+                    lastSweep = now
+                    await sweepStale(conn, olderThan: stale)
+                }
+            }
+        }
+        return .shutdown
+    }
+
+    // MARK: Acquiring bluetoothd and the adapter
+
+    /// Reads the object tree, picks the adapter and (if anyone listens) starts discovery.
+    /// Returns the problem, if any.
+    func acquire(_ conn: DBusConnection) async -> BlueZError? {
+        state.withLock { s in
+            s.acquiring = true
+            s.pending = []
+        }
+        var mirror: ObjectMirror
+        do {
+            mirror = try await conn.call(ObjectMirror.self, destination: BlueZ.service, path: BlueZ.root,
+                                         interface: BlueZ.objectManager, method: "GetManagedObjects",
+                                         timeout: options.callTimeout)
+        } catch {
+            state.withLock { s in
+                s.acquiring = false
+                s.pending = []
+                s.ready = false
+            }
+            wakeWaiters()
+            if let e = error as? DBusError, e.meansBluetoothdGone { return .bluetoothdNotRunning }
+            if let e = error as? DBusError { return .rejected("GetManagedObjects", e) }
+            return .rejected("GetManagedObjects", DBusError(name: DBusError.failed, message: "\(error)"))
+        }
+        let adapters = mirror.adapters()
+        let chosen: (path: DBusObjectPath, name: String, address: DeviceAddress?, powered: Bool)? =
+            switch options.adapter {
+            case .firstPowered: adapters.first { $0.powered } ?? adapters.first
+            case .name(let n): adapters.first { $0.name == n }
+            case .address(let a): adapters.first { $0.address == a }
+            }
+        let problem: BlueZError? = state.withLock { s in
+            for sig in s.pending { Self.applyToMirror(sig, &mirror) }
+            s.pending = []
+            s.acquiring = false
+            s.mirror = mirror
+            s.ready = true
+            s.stats.acquisitions += 1
+            s.discovering = false
+            guard let chosen else {
+                s.adapterPath = nil
+                return .noAdapter(options.adapter.description, adapters.map(\.name))
+            }
+            s.adapterPath = chosen.path
+            s.adapterName = chosen.name
+            s.adapterPowered = chosen.powered
+            if chosen.powered { s.everReady = true }
+            // Devices already known before we scan were not caused by us.
+            s.caused = s.caused.filter { mirror.properties($0.key, BlueZ.device) != nil }
+            return chosen.powered ? nil : .adapterPoweredOff(chosen.name)
+        }
+        wakeWaiters()
+        let name = state.withLock { $0.adapterName }
+        updateStatus { $0.adapter = name }
+        if let problem { return problem }
+        logger.info("using adapter \(name); \(mirror.count) objects mirrored")
+        await syncDiscovery(conn)
+        return nil
+    }
+}

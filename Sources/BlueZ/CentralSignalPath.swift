@@ -1,0 +1,119 @@
+import ClickerTransport
+import DBus
+
+/// The signal path: decoded BlueZ signals applied to the mirror and turned into advertisement reports.
+extension CentralEngine {
+    static func applyToMirror(_ sig: BlueZSignal, _ mirror: inout ObjectMirror) {
+        switch sig {
+        case .advert: break
+        case .propertiesChanged(let path, let iface, let changed, let invalidated, _):
+            mirror.propertiesChanged(path, iface, changed, invalidated)
+        case .interfacesAdded(let path, let ifaces, _):
+            mirror.interfacesAdded(path, ifaces)
+        case .interfacesRemoved(let path, let names):
+            mirror.interfacesRemoved(path, names)
+        }
+    }
+
+    /// Handles one batch of decoded signals (called for every burst read from the bus).
+    func handle(_ batch: [BlueZSignal]) {
+        var controls: [Control] = []
+        // GATT reads parked on the objects a signal touched, resumed after the lock is released.
+        var woken: [CheckedContinuation<Void, Never>] = []
+        // Reports are collected per subscriber and yielded after the lock is released, in one tight loop
+        // per subscriber, so a waiting consumer is woken about once per batch rather than once per report.
+        var out = ReportBatch()
+        state.withLock { s in
+            out.start(s.subscriberList, capacity: batch.count)
+            for sig in batch {
+                switch sig {
+                case .advert(let a):
+                    deliver(a, &s, &out)
+                case .propertiesChanged(let path, let iface, let changed, let invalidated, let advert):
+                    if s.acquiring { s.pending.append(sig) }
+                    s.mirror.propertiesChanged(path, iface, changed, invalidated)
+                    if iface == BlueZ.adapter, path == s.adapterPath, case .boolean(let on)? = changed["Powered"]?.unwrapped {
+                        controls.append(.powered(on))
+                    }
+                    if !s.waiters.isEmpty { woken += s.takeWaiters(at: path) }
+                    if let advert { deliver(advert, &s, &out) }
+                case .interfacesAdded(let path, let ifaces, let advert):
+                    if s.acquiring { s.pending.append(sig) }
+                    s.mirror.interfacesAdded(path, ifaces)
+                    if let dev = ifaces[BlueZ.device], s.discovering {
+                        let paired = dev["Paired"]?.unwrapped == .boolean(true)
+                        let connected = dev["Connected"]?.unwrapped == .boolean(true)
+                        if !paired && !connected { s.caused[path] = RadioInstant.now() }
+                    }
+                    if ifaces[BlueZ.adapter] != nil { controls.append(.adapterAdded) }
+                    if !s.waiters.isEmpty { woken += s.takeWaiters(at: path) }
+                    if let advert { deliver(advert, &s, &out) }
+                case .interfacesRemoved(let path, let names):
+                    if s.acquiring { s.pending.append(sig) }
+                    s.mirror.interfacesRemoved(path, names)
+                    if names.contains(BlueZ.adapter), path == s.adapterPath {
+                        s.mirror.removeSubtree(path)
+                        controls.append(.adapterRemoved)
+                    }
+                    if names.contains(BlueZ.device) {
+                        s.caused[path] = nil
+                        if let a = DevicePath.address(of: path.rawValue) { s.heard[a] = nil }
+                    }
+                    if !s.waiters.isEmpty { woken += s.takeWaiters(at: path) }
+                }
+            }
+            s.stats.reports += out.count
+        }
+        out.yieldAll()
+        for c in woken { c.resume() }
+        if !controls.isEmpty {
+            let cont = state.withLock { $0.control }
+            for c in controls { cont?.yield(c) }
+        }
+    }
+
+    @inline(__always)
+    func deliver(_ a: Advert, _ s: inout State, _ out: inout ReportBatch) {
+        var rssi = a.rssi
+        if let i = s.heard.index(forKey: a.address) {
+            if let r = rssi { s.heard.values[i].rssi = r } else { rssi = s.heard.values[i].rssi }
+            s.heard.values[i].lastSeen = a.timestamp
+        } else {
+            s.heard[a.address] = Heard(rssi: rssi, lastSeen: a.timestamp)
+        }
+        guard a.data != nil else { return }
+        let rssi8 = rssi.map { Int8(clamping: $0) }
+        for i in out.companies.indices {
+            let company = out.companies[i]
+            guard let data = a.manufacturerData(company) else { continue }
+            out.reports[i].append(AdvertisementReport(address: a.address, rssi: rssi8, companyID: company, data: data,
+                                                      timestamp: a.timestamp))
+        }
+    }
+}
+
+/// The reports of one batch, per subscriber: built under the lock, yielded after it.
+struct ReportBatch {
+    var companies: [UInt16] = []
+    var continuations: [AsyncThrowingStream<AdvertisementReport, any Error>.Continuation] = []
+    var reports: [[AdvertisementReport]] = []
+
+    mutating func start(_ subscribers: [CentralEngine.Subscriber], capacity: Int) {
+        companies = subscribers.map(\.company)
+        continuations = subscribers.map(\.continuation)
+        reports = subscribers.map { _ in
+            var r: [AdvertisementReport] = []
+            r.reserveCapacity(capacity)
+            return r
+        }
+    }
+
+    var count: Int { reports.reduce(0) { $0 + $1.count } }
+
+    func yieldAll() {
+        for i in continuations.indices {
+            let c = continuations[i]
+            for report in reports[i] { c.yield(report) }
+        }
+    }
+}
