@@ -21,13 +21,31 @@ public final class ClickerStore: Sendable {
     /// SQLite page cache per connection, in KiB.
     public static let pageCacheKiB = 256
 
-    /// Opens (creating if needed) the database at `path`, or at the default location
-    /// (`StoreLocation.defaultPath(environment:)`) when `path` is nil. Runs pending migrations.
-    public init(path: String? = nil, durability: Durability = .full,
+    /// Held by an `exclusive` store for its lifetime (see ``StoreLock``).
+    private let lock: StoreLock?
+
+    /// Opens (creating the file if needed) the database at `path`, whose directory must exist, or
+    /// at the default location (`StoreLocation.defaultPath(environment:)`, directories created)
+    /// when `path` is nil. Runs pending migrations.
+    ///
+    /// `exclusive` (a tally running a poll) takes the database's lock for the store's lifetime, and
+    /// fails with ``StoreError/inUse(path:holder:)`` while another exclusive store holds it.
+    public init(path: String? = nil, durability: Durability = .full, exclusive: Bool = false,
                 environment: [String: String] = ProcessInfo.processInfo.environment) throws {
-        let resolved = try path ?? StoreLocation.defaultPath(environment: environment)
-        let directory = (resolved as NSString).deletingLastPathComponent
-        if !directory.isEmpty { try StoreLocation.makeDirectory(directory) }
+        let resolved: String
+        if let path {
+            resolved = path
+            let directory = (path as NSString).deletingLastPathComponent
+            var isDirectory: ObjCBool = false
+            if !directory.isEmpty, !FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory)
+                || !isDirectory.boolValue {
+                throw StoreError.noDirectory(path: path, directory: directory)
+            }
+        } else {
+            resolved = try StoreLocation.defaultPath(environment: environment)
+            try StoreLocation.makeDirectory((resolved as NSString).deletingLastPathComponent)
+        }
+        lock = exclusive ? try StoreLock(database: resolved) : nil
         try StoreLocation.prepareFile(resolved)
 
         var config = Configuration()
@@ -236,30 +254,6 @@ public final class ClickerStore: Sendable {
                                   ballots: try Self.fetchBallots(db, poll: poll, question: nil),
                                   rejections: try Self.fetchRejections(db, poll: poll), rule: record.rule,
                                   mode: record.mode, totals: try QuestionTotals.filter(Column("poll_id") == poll).fetchAll(db))
-        }
-    }
-
-    // MARK: Roster
-
-    /// Adds or replaces (by student ID) a roster entry.
-    public func upsertRoster(_ entry: RosterEntry) throws {
-        try pool.write { db in
-            try db.execute(sql: """
-                INSERT INTO roster (student_id, name, enrollment_key) VALUES (?, ?, ?)
-                ON CONFLICT (student_id) DO UPDATE SET name = excluded.name, enrollment_key = excluded.enrollment_key
-                """, arguments: [entry.studentID, entry.name, entry.enrollmentKey])
-        }
-    }
-
-    /// The roster, by student ID.
-    public func roster() throws -> [RosterEntry] {
-        try pool.read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM roster ORDER BY student_id").map { row in
-                guard let id: String = row["student_id"], let name: String = row["name"] else {
-                    throw StoreError.corruptRow("roster")
-                }
-                return RosterEntry(name: name, studentID: id, enrollmentKey: row["enrollment_key"])
-            }
         }
     }
 

@@ -3,8 +3,8 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import ClickerWire
 import Foundation
-import PrivateFiles
 
 /// The exported files of one poll.
 public struct PollExport: Sendable, Hashable {
@@ -24,23 +24,6 @@ extension ClickerStore {
         let summaries = try summary(poll: id)
         let ballots = poll.mode == .anonymous ? [] : try ballots(poll: id)
         return try Exporter.export(poll: poll, summaries: summaries, ballots: ballots)
-    }
-
-    /// Writes the export of a poll into `directory` as `poll-<id>-summary.csv`, `poll-<id>.json` and,
-    /// for roster polls, `poll-<id>-ballots.csv` (files 0600). Returns the paths written.
-    @discardableResult
-    public func export(poll id: Int64, to directory: String) throws -> [String] {
-        let e = try export(poll: id)
-        try StoreLocation.makeDirectory(directory)
-        var files: [(String, Data)] = [("poll-\(id)-summary.csv", Data(e.summaryCSV.utf8)), ("poll-\(id).json", e.json)]
-        if let b = e.ballotsCSV { files.append(("poll-\(id)-ballots.csv", Data(b.utf8))) }
-        var written: [String] = []
-        for (name, data) in files {
-            let path = directory + "/" + name
-            try PrivateFiles.write(path, Array(data))
-            written.append(path)
-        }
-        return written
     }
 }
 
@@ -82,7 +65,7 @@ public enum Exporter {
         }
 
         let doc = JSONDocument(
-            poll: JSONPoll(id: poll.id, voteID: hex(poll.voteID), mode: poll.mode.rawValue, rule: poll.rule.rawValue,
+            poll: JSONPoll(id: poll.id, voteID: voteIDText(poll.voteID), mode: poll.mode.rawValue, rule: poll.rule.rawValue,
                            title: poll.title, createdAt: timestamp(poll.createdAt), closedAt: poll.closedAt.map(timestamp)),
             questions: summaries.map { s in
                 var counts: [String: Int] = [:]
@@ -163,6 +146,12 @@ public enum Exporter {
         }
         return "\(pad(Int(tm.tm_year) + 1900, 4))-\(pad(Int(tm.tm_mon) + 1, 2))-\(pad(Int(tm.tm_mday), 2))T"
             + "\(pad(Int(tm.tm_hour), 2)):\(pad(Int(tm.tm_min), 2)):\(pad(Int(tm.tm_sec), 2)).\(pad(ms, 3))Z"
+    }
+
+    /// The vote ID as ``IDText/vote(_:)`` writes it (decimal); a stored ID of another length as hex.
+    public static func voteIDText(_ v: Data) -> String {
+        let b = [UInt8](v)
+        return b.count == 2 ? IDText.vote(UInt16(b[0]) << 8 | UInt16(b[1])) : hex(v)
     }
 
     /// Lower-case hex.

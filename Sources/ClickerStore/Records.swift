@@ -123,20 +123,6 @@ public struct RejectionCount: Sendable, Hashable {
     }
 }
 
-/// An enrolled student (for roster-mode polls).
-public struct RosterEntry: Sendable, Hashable {
-    public var name: String
-    public var studentID: String
-    /// The enrollment code or key material, opaque to the store.
-    public var enrollmentKey: Data?
-
-    public init(name: String, studentID: String, enrollmentKey: Data?) {
-        self.name = name
-        self.studentID = studentID
-        self.enrollmentKey = enrollmentKey
-    }
-}
-
 /// Everything needed to rebuild the tally of the open poll after a restart.
 public struct ResumeState: Sendable, Hashable {
     public var poll: PollRecord
@@ -203,6 +189,15 @@ public enum StoreError: Error, Sendable, Hashable, CustomStringConvertible {
     case corruptRow(String)
     /// A closed question of an anonymous poll: only its totals remain, so it cannot take ballots again.
     case sealedQuestion(poll: Int64, number: Int)
+    /// A roster change that was refused as a whole.
+    case roster(RosterConflict)
+    /// An explicit database path whose directory does not exist (only the default one is created).
+    case noDirectory(path: String, directory: String)
+    /// Another process holds the database's lock (its process ID and name, when it wrote them).
+    case inUse(path: String, holder: String?)
+    case cannotLock(path: String, errno: Int32)
+    /// Every name an export of this poll could take in the directory is in use.
+    case exportNamesTaken(directory: String, stem: String)
 
     public var description: String {
         switch self {
@@ -213,6 +208,15 @@ public enum StoreError: Error, Sendable, Hashable, CustomStringConvertible {
         case let .unknownQuestion(p, n): "unknown question \(n) of poll \(p)"
         case let .invalidValue(what): "invalid value: \(what)"
         case let .corruptRow(what): "corrupt row: \(what)"
+        case .roster(let conflict): conflict.description
+        case let .noDirectory(p, d):
+            "cannot use the database \(p): the directory \(d) does not exist (only the default location is created; "
+                + "create it first, or leave out --db)"
+        case let .inUse(p, holder):
+            "the database \(p) is in use by another tally (\(holder.map { "process " + $0 } ?? "another process")): "
+                + "stop that one first, or give this one another --db"
+        case let .cannotLock(p, e): "cannot lock \(p): \(String(cString: strerror(e)))"
+        case let .exportNamesTaken(d, stem): "\(d) already holds \(ExportNames.maxAttempts) exports named \(stem)…: export elsewhere"
         case let .sealedQuestion(p, n):
             "question \(n) of anonymous poll \(p) is closed for good: its per-voter ballots were discarded when it closed, only its totals are kept"
         }

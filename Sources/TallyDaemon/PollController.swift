@@ -326,13 +326,8 @@ public actor PollController {
         flush()
         guard let store, let pollID else { throw PollError.storage("no database: run without --no-store to export") }
         do {
-            var files = try store.export(poll: pollID, to: directory)
-            if let roster = options.roster {
-                let path = directory + "/poll-\(pollID)-roster.csv"
-                try writePrivate(path, rosterCSV(roster))
-                files.append(path)
-            }
-            return files
+            let roster = options.roster.map { [(suffix: "roster.csv", contents: rosterCSV($0))] } ?? []
+            return try store.export(poll: pollID, to: directory, adding: roster)
         } catch { throw PollError.storage("\(error)") }
     }
 

@@ -91,7 +91,7 @@ struct PollArguments: ParsableArguments {
     }
 
     func openStore() throws -> ClickerStore? {
-        noStore ? nil : try ClickerStore(path: db, durability: .normal)
+        noStore ? nil : try ClickerStore(path: db, durability: .normal, exclusive: true)
     }
 }
 

@@ -65,7 +65,7 @@ final class ExportTests: XCTestCase {
         XCTAssertEqual(jb.count, bs.count)
         let jp = try XCTUnwrap(json["poll"] as? [String: Any])
         XCTAssertEqual(jp["title"] as? String, "Quiz, \"one\"\nline two")
-        XCTAssertEqual(jp["voteID"] as? String, "dead")
+        XCTAssertEqual(jp["voteID"] as? String, "57005", "IDText.vote: decimal")
         XCTAssertNil(jp["joinSecret"])
         let jq = try XCTUnwrap(json["questions"] as? [[String: Any]])
         XCTAssertEqual((jq[0]["counts"] as? [String: Int]), ["A": 1, "B": 2, "C": 2, "D": 1])
@@ -89,7 +89,37 @@ final class ExportTests: XCTestCase {
         XCTAssertEqual(summary.map { $0["voters"] }, ["6", "1"])
         let dir = try makeTempDir(self)
         let files = try store.export(poll: poll.id, to: dir)
-        XCTAssertEqual(files.map { ($0 as NSString).lastPathComponent }.sorted(), ["poll-\(poll.id)-summary.csv", "poll-\(poll.id).json"])
+        XCTAssertEqual(files.map { ($0 as NSString).lastPathComponent }.sorted(),
+                       ["poll-57005-20260921T141320Z-summary.csv", "poll-57005-20260921T141320Z.json"])
+    }
+
+    /// `poll-N` restarted with every database: two tallies exporting into one directory replaced
+    /// each other's files. Names carry the vote ID and start time, and a name in use is never reused.
+    func testExportsOfTwoDatabasesIntoOneDirectoryKeepEveryFile() throws {
+        let shared = try makeTempDir(self)
+        var contents: [String: Data] = [:]
+        for (n, voteID) in [Data([0x08, 0xED]), Data([0x08, 0xEE])].enumerated() {
+            let store = try ClickerStore(path: try makeTempDir(self) + "/db.sqlite")
+            let poll = try store.createPoll(voteID: voteID, joinCode: "code-\(n)", mode: .anonymous,
+                                            at: t0.addingTimeInterval(Double(n)))
+            XCTAssertEqual(poll.id, 1, "each database numbers its polls from 1")
+            try store.openQuestion(poll: poll.id, number: 1, at: t0)
+            try store.countRejection(poll: poll.id, question: 1, reason: "db-\(n)")
+            for _ in 0..<2 {  // the same poll exported twice: the second export keeps the first's files
+                for path in try store.export(poll: poll.id, to: shared) {
+                    XCTAssertNil(contents[path], "\(path) written twice")
+                    contents[path] = try Data(contentsOf: URL(fileURLWithPath: path))
+                }
+            }
+        }
+        let names = try FileManager.default.contentsOfDirectory(atPath: shared).sorted()
+        XCTAssertEqual(names.count, 8, "\(names)")
+        XCTAssertEqual(Set(names), Set(contents.keys.map { ($0 as NSString).lastPathComponent }))
+        XCTAssertTrue(names.contains("poll-2285-20260921T141320Z.json"), "\(names)")
+        XCTAssertTrue(names.contains("poll-2285-20260921T141320Z-2.json"), "\(names)")
+        for (path, data) in contents {
+            XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: path)), data, "\(path) was overwritten")
+        }
     }
 
     func testCSVQuoting() throws {

@@ -48,9 +48,9 @@ final class StoreTests: XCTestCase {
         XCTAssertEqual(summary.gattVerified, 1)
         XCTAssertEqual(summary.rejections, ["bad-tag": 3, "replay": 5])
 
-        try store.upsertRoster(RosterEntry(name: "Ada", studentID: "s1", enrollmentKey: Data([7])))
-        try store.upsertRoster(RosterEntry(name: "Ada L.", studentID: "s1", enrollmentKey: nil))
-        try store.upsertRoster(RosterEntry(name: "Bob", studentID: "s0", enrollmentKey: nil))
+        try store.enroll([EnrolledStudent(studentId: "s1", name: "Ada", enrollmentKey: Data([7]))])
+        try store.enroll([EnrolledStudent(studentId: "s1", name: "Ada L.", enrollmentKey: Data([7])),
+                          EnrolledStudent(studentId: "s0", name: "Bob", enrollmentKey: nil)])
         XCTAssertEqual(try store.roster().map(\.name), ["Bob", "Ada L."])
         XCTAssertEqual(try store.integrityCheck(), ["ok"])
     }

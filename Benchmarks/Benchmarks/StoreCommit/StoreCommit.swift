@@ -14,6 +14,7 @@ let benchmarks: @Sendable () -> Void = {
             Benchmark("record \(batch) ballot(s) per transaction, synchronous=\(label)") { benchmark in
                 let dir = FileManager.default.temporaryDirectory.appendingPathComponent("clicker-bench-\(UUID().uuidString)").path
                 defer { try? FileManager.default.removeItem(atPath: dir) }
+                try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
                 let store = try ClickerStore(path: dir + "/bench.sqlite", durability: durability)
                 let poll = try store.createPoll(voteID: Data([1, 2, 3, 4]), joinCode: "123456", mode: .roster)
                 try store.openQuestion(poll: poll.id, number: 1)
