@@ -53,12 +53,12 @@ public enum Exporter {
         if poll.mode == .roster {
             var rows = [ballotColumns]
             for b in ballots {
-                rows.append([String(b.poll), String(b.question), hex(b.voter), answerLabel(b.answer), String(b.sequence),
+                rows.append([String(b.poll), String(b.question), voterText(b.voter), answerLabel(b.answer), String(b.sequence),
                              b.address, timestamp(b.firstHeard), timestamp(b.lastHeard), b.gattVerified ? "true" : "false"])
             }
             ballotsCSV = csv(rows)
             jsonBallots = ballots.map {
-                JSONBallot(question: $0.question, voter: hex($0.voter), answer: answerLabel($0.answer), sequence: $0.sequence,
+                JSONBallot(question: $0.question, voter: voterText($0.voter), answer: answerLabel($0.answer), sequence: $0.sequence,
                            address: $0.address, firstHeard: timestamp($0.firstHeard), lastHeard: timestamp($0.lastHeard),
                            gattVerified: $0.gattVerified)
             }
@@ -152,6 +152,14 @@ public enum Exporter {
     public static func voteIDText(_ v: Data) -> String {
         let b = [UInt8](v)
         return b.count == 2 ? IDText.vote(UInt16(b[0]) << 8 | UInt16(b[1])) : hex(v)
+    }
+
+    /// A stored voter (a mode byte, then the voter ID big-endian) as ``IDText/voter(_:)`` writes
+    /// it: eight hex digits, no mode (the poll's mode says whose key it is). Other lengths as hex.
+    public static func voterText(_ v: Data) -> String {
+        let b = [UInt8](v)
+        guard b.count == 5 else { return hex(v) }
+        return IDText.voter(UInt32(b[1]) << 24 | UInt32(b[2]) << 16 | UInt32(b[3]) << 8 | UInt32(b[4]))
     }
 
     /// Lower-case hex.

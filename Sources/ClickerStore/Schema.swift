@@ -82,6 +82,16 @@ extension ClickerStore {
             }
         }
         registerVoterKeyMigration(&m)
+        // Each question keeps its definition (answer kinds by wire kind byte, JSON; option count;
+        // option texts, JSON), so that --resume asks the same question without being told. NULL in
+        // the questions stored before: a resume takes those from its options.
+        m.registerMigration("question-definition") { db in
+            try db.alter(table: "question") { t in
+                t.add(column: "answer_kinds", .text)
+                t.add(column: "options", .integer)
+                t.add(column: "option_texts", .text)
+            }
+        }
         return m
     }
 }

@@ -72,18 +72,9 @@ public actor PollController {
         switch start {
         case .fresh:
             opening = try Self.fresh(options: options, store: store, now: now)
-        case .resume(let maxAge):
-            let s = try Self.openPoll(store: store, maxAge: maxAge, now: now)
-            guard let code = s.poll.joinCode.flatMap({ try? JoinCode(parsing: $0) }) else {
-                throw PollError.storage("the open poll \(s.poll.id) has no readable join code")
-            }
-            guard (s.poll.mode == .roster) == (options.roster != nil) else {
-                throw PollError.resumeModeMismatch(openIsRoster: s.poll.mode == .roster)
-            }
-            options.joinCode = code
-            options.policy = ChangePolicy(s.poll.rule)
-            opening = Self.resumed(s, options: options)
-            logger.info("resumed poll \(s.poll.id) (vote \(code.voteID)) with \(s.ballots.count) stored ballots")
+        case .resume(let maxAge, let stated):
+            (options, opening) = try Self.resuming(options, store: store, maxAge: maxAge, stated: stated, now: now,
+                                                   logger: logger)
         }
         self.options = options
         self.store = store
@@ -284,7 +275,7 @@ public actor PollController {
         guard question < UInt8.max else { throw PollError.lastQuestion }
         if isOpen { try closeQuestion() }
         let next = question + 1
-        try storeAction { try $0.openQuestion(poll: $1, number: Int(next)) }
+        try storeAction { try $0.openQuestion(poll: $1, number: Int(next), definition: options.questionDefinition) }
         pipeline.tally.open(.choice(next, options: options.options))
         question = next
         isOpen = true

@@ -34,7 +34,7 @@ final class ExportTests: XCTestCase {
         XCTAssertEqual(rows.count, bs.count)
         XCTAssertEqual(try parseCSV(try XCTUnwrap(e.ballotsCSV)).first, Exporter.ballotColumns)
         for b in bs {
-            let match = rows.filter { $0["voter"] == Exporter.hex(b.voter) && $0["question"] == String(b.question)
+            let match = rows.filter { $0["voter"] == Exporter.voterText(b.voter) && $0["question"] == String(b.question)
                 && $0["sequence"] == String(b.sequence) }
             XCTAssertEqual(match.count, 1, "ballot \(b)")
             guard let r = match.first else { continue }
@@ -46,6 +46,7 @@ final class ExportTests: XCTestCase {
             XCTAssertEqual(r["last_heard"], Exporter.timestamp(b.lastHeard))
         }
         XCTAssertEqual(Exporter.timestamp(t0.addingTimeInterval(0.25)), "2026-09-21T14:13:20.250Z")
+        XCTAssertEqual(rows.map { $0["voter"] ?? "" }.sorted().first, "c0ffee00", "IDText.voter: eight hex digits, no mode byte")
 
         let summary = try csvRecords(e.summaryCSV)
         XCTAssertEqual(summary.count, 2)
@@ -82,7 +83,7 @@ final class ExportTests: XCTestCase {
         XCTAssertNil(json["ballots"])
         let everything = e.summaryCSV + String(decoding: e.json, as: UTF8.self)
         for b in bs {
-            XCTAssertFalse(everything.contains(Exporter.hex(b.voter)), "voter ID leaked")
+            XCTAssertFalse(everything.contains(Exporter.voterText(b.voter)), "voter ID leaked")
             XCTAssertFalse(everything.contains(b.address) && b.address.count > 1, "address leaked")
         }
         let summary = try csvRecords(e.summaryCSV)

@@ -14,7 +14,7 @@ final class StoreOpeningTests: XCTestCase {
         }
         XCTAssertFalse(FileManager.default.fileExists(atPath: dir + "/missing"))
         // A file where the directory should be is refused the same way.
-        FileManager.default.createFile(atPath: dir + "/plain", contents: Data())
+        _ = FileManager.default.createFile(atPath: dir + "/plain", contents: Data())
         XCTAssertThrowsError(try ClickerStore(path: dir + "/plain/x.sqlite"))
     }
 

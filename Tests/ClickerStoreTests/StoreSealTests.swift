@@ -122,5 +122,11 @@ final class StoreSealTests: XCTestCase {
         XCTAssertEqual(try store.ballots(poll: 2).count, 40)
         XCTAssertTrue(try store.ballots(poll: 2).allSatisfy { $0.address.hasPrefix("AA:BB:CC") }, "roster rows untouched")
         XCTAssertEqual(try store.poll(1)?.rule, .latestWins)
+        // Questions from before definitions were kept read back without one; a new question keeps its own.
+        XCTAssertEqual(try store.questions(poll: 1).map(\.definition), [nil, nil])
+        XCTAssertEqual(try store.openQuestion(poll: 1, number: 3, definition: .choice(options: 6)).definition, .choice(options: 6))
+        XCTAssertEqual(try store.questions(poll: 1).map(\.definition), [nil, nil, .choice(options: 6)])
+        try store.closePoll(2)
+        XCTAssertEqual(try store.resume()?.questions.last?.definition, .choice(options: 6))
     }
 }
