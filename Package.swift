@@ -109,7 +109,7 @@ let package = Package(
         .testTarget(name: "ClickerTallyTests", dependencies: ["ClickerTestSupport", "ClickerTally", "ClickerWire", "ClickerTransport", "ClickerSim"]),
         .testTarget(name: "ClickerSimTests", dependencies: ["ClickerTestSupport", "ClickerSim", "ClickerTransport", "ClickerWire", "ClickerTally"]),
         .testTarget(name: "HCITests", dependencies: ["HCI", "CBluetooth", "ClickerTransport", "ClickerSim"]),
-        .testTarget(name: "ClickerStoreTests", dependencies: ["ClickerStore", "ClickerSim", .product(name: "GRDB", package: "GRDB.swift")]),
+        .testTarget(name: "ClickerStoreTests", dependencies: ["ClickerStore", "ClickerSim", "ClickerWire", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "TerminalViewTests", dependencies: ["TerminalView", "ClickerWire", "ClickerSim"], exclude: ["Snapshots"]),
         // Tier 2: real dbus-daemon + python-dbusmock standing in for bluetoothd
         .testTarget(name: "DBusTests", dependencies: ["DBus", "DBusTestSupport"]),

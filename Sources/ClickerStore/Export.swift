@@ -53,12 +53,12 @@ public enum Exporter {
         if poll.mode == .roster {
             var rows = [ballotColumns]
             for b in ballots {
-                rows.append([String(b.poll), String(b.question), voterText(b.voter), answerLabel(b.answer), String(b.sequence),
+                rows.append([String(b.poll), String(b.question), voterText(b.voter), b.answer.description, String(b.sequence),
                              b.address, timestamp(b.firstHeard), timestamp(b.lastHeard), b.gattVerified ? "true" : "false"])
             }
             ballotsCSV = csv(rows)
             jsonBallots = ballots.map {
-                JSONBallot(question: $0.question, voter: voterText($0.voter), answer: answerLabel($0.answer), sequence: $0.sequence,
+                JSONBallot(question: $0.question, voter: voterText($0.voter), answer: $0.answer.description, sequence: $0.sequence,
                            address: $0.address, firstHeard: timestamp($0.firstHeard), lastHeard: timestamp($0.lastHeard),
                            gattVerified: $0.gattVerified)
             }

@@ -149,8 +149,8 @@ public struct BallotRecord: Sendable, Hashable, Codable, FetchableRecord, Persis
     public var question: Int
     /// The voter's ID (opaque bytes).
     public var voter: Data
-    /// The answer index: 0 = A, 1 = B, …
-    public var answer: Int
+    /// The answer (stored in ClickerWire's answer encoding: see `AnswerColumn.swift`).
+    public var answer: Answer
     public var sequence: UInt32
     /// The radio address the ballot was heard from (as printed, e.g. `00:AA:01:00:00:01`).
     public var address: String
@@ -165,7 +165,7 @@ public struct BallotRecord: Sendable, Hashable, Codable, FetchableRecord, Persis
         case poll = "poll_id", firstHeard = "first_heard", lastHeard = "last_heard", gattVerified = "gatt_verified"
     }
 
-    public init(poll: Int64, question: Int, voter: Data, answer: Int, sequence: UInt32, address: String,
+    public init(poll: Int64, question: Int, voter: Data, answer: Answer, sequence: UInt32, address: String,
                 firstHeard: Date, lastHeard: Date, gattVerified: Bool) {
         self.poll = poll
         self.question = question

@@ -182,7 +182,7 @@ public actor PollController {
         // Anonymous polls keep no address (the store enforces it too).
         return BallotRecord(poll: pollID ?? 0, question: Int(b.question),
                             voter: VoterKey(mode: b.mode, voterID: b.voterID).storeBytes,
-                            answer: b.answer.storeValue, sequence: UInt32(b.sequence),
+                            answer: b.answer, sequence: UInt32(b.sequence),
                             address: options.roster == nil ? "" : address.description,
                             firstHeard: now, lastHeard: now, gattVerified: gattVerified)
     }
@@ -291,8 +291,8 @@ public actor PollController {
         let r = results(question: q, ballots: false)
         var counts = [Int](repeating: 0, count: 4)
         for (answer, n) in pipeline.tally.question(q)?.counts ?? [:] {
-            let i = answer.storeValue
-            guard (0..<256).contains(i) else { continue }
+            guard case .choice(let option) = answer else { continue }
+            let i = Int(option)
             if i >= counts.count { counts += [Int](repeating: 0, count: i + 1 - counts.count) }
             counts[i] += n
         }
@@ -370,7 +370,7 @@ public actor PollController {
         for i in 0..<options { counts[Answer.choice(UInt8(i)).description] = 0 }
         if let t = sealed {
             for (i, n) in t.counts.enumerated() where n > 0 {
-                counts[Answer(storeValue: i)?.description ?? String(i), default: 0] += n
+                counts[Answer.optionLabel(i), default: 0] += n
             }
             return LiveCounts(counts: counts, voters: t.voters, changes: t.changes)
         }
@@ -423,17 +423,8 @@ extension VoterKey {
 }
 
 extension Answer {
-    /// Stored form: the choice index for single choices (0 = A), else kind << 16 | value.
-    var storeValue: Int {
-        if case .choice(let i) = self { return Int(i) }
-        let (k, hi, lo) = wireBytes
-        return Int(k) << 16 | Int(hi) << 8 | Int(lo)
-    }
-
-    init?(storeValue v: Int) {
-        if v >= 0, v < 8 { self = .choice(UInt8(v)); return }
-        guard v >= 0, v <= 0xFF_FFFF,
-              let a = Answer(wire: UInt8(v >> 16), UInt8((v >> 8) & 0xFF), UInt8(v & 0xFF)) else { return nil }
-        self = a
+    /// The label of a count column (an option index of a sealed question's totals): `A`…`H`, else the index.
+    static func optionLabel(_ i: Int) -> String {
+        i >= 0 && i < Answer.maxOptions ? Answer.choice(UInt8(i)).description : String(i)
     }
 }

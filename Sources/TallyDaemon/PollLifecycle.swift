@@ -163,7 +163,8 @@ extension PollController {
             return latest ? a.sequence < b.sequence : a.sequence > b.sequence
         }
         for b in ordered {
-            guard let key = VoterKey(storeBytes: b.voter), let answer = Answer(storeValue: b.answer),
+            let answer = b.answer
+            guard let key = VoterKey(storeBytes: b.voter),
                   let seq = UInt16(exactly: b.sequence), let q = UInt8(exactly: b.question) else { continue }
             let ballot = Ballot(mode: key.mode, voteID: o.tally.voteID, question: q, voterID: key.voterID,
                                 sequence: seq, answer: answer)

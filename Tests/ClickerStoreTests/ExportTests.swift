@@ -14,13 +14,13 @@ final class ExportTests: XCTestCase {
         try store.openQuestion(poll: poll.id, number: 2, at: t0.addingTimeInterval(100))
         var bs: [BallotRecord] = []
         for v in 0..<6 as Range<UInt64> {
-            bs.append(BallotRecord(poll: poll.id, question: 1, voter: voterID(0xC0FFEE00 + v), answer: Int(v % 4), sequence: 1,
+            bs.append(BallotRecord(poll: poll.id, question: 1, voter: voterID(0xC0FFEE00 + v), answer: .choice(UInt8(v % 4)), sequence: 1,
                                    address: "addr,\"\(v)\"", firstHeard: t0.addingTimeInterval(Double(v)),
                                    lastHeard: t0.addingTimeInterval(Double(v) + 0.25), gattVerified: v % 2 == 0))
         }
-        bs.append(BallotRecord(poll: poll.id, question: 1, voter: voterID(0xC0FFEE00), answer: 2, sequence: 2, address: "a",
+        bs.append(BallotRecord(poll: poll.id, question: 1, voter: voterID(0xC0FFEE00), answer: .choice(2), sequence: 2, address: "a",
                                firstHeard: t0.addingTimeInterval(50), lastHeard: t0.addingTimeInterval(50), gattVerified: false))
-        bs.append(BallotRecord(poll: poll.id, question: 2, voter: voterID(0xC0FFEE01), answer: 3, sequence: 1, address: "b",
+        bs.append(BallotRecord(poll: poll.id, question: 2, voter: voterID(0xC0FFEE01), answer: .choice(3), sequence: 1, address: "b",
                                firstHeard: t0.addingTimeInterval(101), lastHeard: t0.addingTimeInterval(102), gattVerified: true))
         try store.record(bs, rejections: [RejectionCount(poll: poll.id, question: 1, reason: "bad-tag", count: 7)])
         try store.closeQuestion(poll: poll.id, number: 1, at: t0.addingTimeInterval(90))
@@ -39,7 +39,7 @@ final class ExportTests: XCTestCase {
             XCTAssertEqual(match.count, 1, "ballot \(b)")
             guard let r = match.first else { continue }
             XCTAssertEqual(r["poll"], String(poll.id))
-            XCTAssertEqual(r["answer"], ["A", "B", "C", "D"][b.answer])
+            XCTAssertEqual(r["answer"], b.answer.description)
             XCTAssertEqual(r["address"], b.address, "quoted field with comma and quotes parses back")
             XCTAssertEqual(r["gatt_verified"], b.gattVerified ? "true" : "false")
             XCTAssertEqual(r["first_heard"], Exporter.timestamp(b.firstHeard))
