@@ -81,7 +81,7 @@ let package = Package(
         // Application layers
         // Owner-only files: directory checks, mkstemp + fsync + rename, flock, off-pool file work.
         .target(name: "PrivateFiles"),
-        .target(name: "ClickerStore", dependencies: ["PrivateFiles", .product(name: "GRDB", package: "GRDB.swift")]),
+        .target(name: "ClickerStore", dependencies: ["ClickerWire", "PrivateFiles", .product(name: "GRDB", package: "GRDB.swift")]),
         .target(name: "TerminalView"),
         .target(name: "TallyDaemon", dependencies: [
             "ClickerWire", "ClickerTally", "ClickerTransport", "ClickerStore", "TerminalView", "DBus", "PrivateFiles",
@@ -109,14 +109,15 @@ let package = Package(
         .testTarget(name: "ClickerTallyTests", dependencies: ["ClickerTestSupport", "ClickerTally", "ClickerWire", "ClickerTransport", "ClickerSim"]),
         .testTarget(name: "ClickerSimTests", dependencies: ["ClickerTestSupport", "ClickerSim", "ClickerTransport", "ClickerWire", "ClickerTally"]),
         .testTarget(name: "HCITests", dependencies: ["HCI", "CBluetooth", "ClickerTransport", "ClickerSim"]),
-        .testTarget(name: "ClickerStoreTests", dependencies: ["ClickerStore", "ClickerSim", .product(name: "GRDB", package: "GRDB.swift")]),
+        .testTarget(name: "ClickerStoreTests", dependencies: ["ClickerStore", "ClickerSim", "ClickerWire", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "TerminalViewTests", dependencies: ["TerminalView", "ClickerWire", "ClickerSim"], exclude: ["Snapshots"]),
         // Tier 2: real dbus-daemon + python-dbusmock standing in for bluetoothd
         .testTarget(name: "DBusTests", dependencies: ["DBus", "DBusTestSupport"]),
         .testTarget(name: "BlueZTests", dependencies: ["ClickerTestSupport", "BlueZ", "DBus", "ClickerWire", "ClickerTally", "TallyDaemon",
                                                        .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "TallyDaemonTests", dependencies: ["ClickerTestSupport", "TallyDaemon", "TerminalView", "ClickerSim", "ClickerWire", "DBus", "DBusTestSupport",
-                                                             .product(name: "Crypto", package: "swift-crypto")]),
+                                                             .product(name: "Crypto", package: "swift-crypto"),
+                                                             .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "VoterTests", dependencies: ["ClickerTestSupport", "Voter", "ClickerSim", "ClickerWire", "PrivateFiles"]),
     ]
 )

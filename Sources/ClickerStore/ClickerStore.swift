@@ -21,13 +21,31 @@ public final class ClickerStore: Sendable {
     /// SQLite page cache per connection, in KiB.
     public static let pageCacheKiB = 256
 
-    /// Opens (creating if needed) the database at `path`, or at the default location
-    /// (`StoreLocation.defaultPath(environment:)`) when `path` is nil. Runs pending migrations.
-    public init(path: String? = nil, durability: Durability = .full,
+    /// Held by an `exclusive` store for its lifetime (see ``StoreLock``).
+    private let lock: StoreLock?
+
+    /// Opens (creating the file if needed) the database at `path`, whose directory must exist, or
+    /// at the default location (`StoreLocation.defaultPath(environment:)`, directories created)
+    /// when `path` is nil. Runs pending migrations.
+    ///
+    /// `exclusive` (a tally running a poll) takes the database's lock for the store's lifetime, and
+    /// fails with ``StoreError/inUse(path:holder:)`` while another exclusive store holds it.
+    public init(path: String? = nil, durability: Durability = .full, exclusive: Bool = false,
                 environment: [String: String] = ProcessInfo.processInfo.environment) throws {
-        let resolved = try path ?? StoreLocation.defaultPath(environment: environment)
-        let directory = (resolved as NSString).deletingLastPathComponent
-        if !directory.isEmpty { try StoreLocation.makeDirectory(directory) }
+        let resolved: String
+        if let path {
+            resolved = path
+            let directory = (path as NSString).deletingLastPathComponent
+            var isDirectory: ObjCBool = false
+            if !directory.isEmpty, !FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory)
+                || !isDirectory.boolValue {
+                throw StoreError.noDirectory(path: path, directory: directory)
+            }
+        } else {
+            resolved = try StoreLocation.defaultPath(environment: environment)
+            try StoreLocation.makeDirectory((resolved as NSString).deletingLastPathComponent)
+        }
+        lock = exclusive ? try StoreLock(database: resolved) : nil
         try StoreLocation.prepareFile(resolved)
 
         var config = Configuration()
@@ -73,8 +91,7 @@ public final class ClickerStore: Sendable {
     /// The poll that used `joinCode` (compared as stored), if any: a code is never used for two polls.
     public func poll(joinCode: String) throws -> PollRecord? {
         try pool.read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM poll WHERE join_code = ? ORDER BY id LIMIT 1", arguments: [joinCode])
-                .map(Self.poll(from:))
+            try PollRecord.filter(Column("join_code") == joinCode).order(Column("id")).fetchOne(db)
         }
     }
 
@@ -97,23 +114,27 @@ public final class ClickerStore: Sendable {
         if sealed { checkpointAfterSeal() }
     }
 
-    /// Opens question `number` of `poll`, creating it if needed. Reopening a closed question keeps its
-    /// first `openedAt` and clears `closedAt`.
+    /// Opens question `number` of `poll`, creating it with `definition` if needed. Reopening a closed
+    /// question keeps its first `openedAt` and its definition, and clears `closedAt`.
     @discardableResult
-    public func openQuestion(poll: Int64, number: Int, at date: Date = Date()) throws -> QuestionRecord {
+    public func openQuestion(poll: Int64, number: Int, definition: QuestionDefinition? = nil,
+                             at date: Date = Date()) throws -> QuestionRecord {
         guard number >= 1 else { throw StoreError.invalidValue("question number \(number)") }
         return try pool.write { db in
             try Self.requirePoll(db, poll)
             if try QuestionTotals.exists(db, key: ["poll_id": poll, "question": number]) {
                 throw StoreError.sealedQuestion(poll: poll, number: number)
             }
-            try db.execute(sql: """
-                INSERT INTO question (poll_id, number, state, opened_at) VALUES (?, ?, 'open', ?)
-                ON CONFLICT (poll_id, number) DO UPDATE SET state = 'open', closed_at = NULL
-                """, arguments: [poll, number, date.timeIntervalSince1970])
-            guard let q = try Self.fetchQuestion(db, poll: poll, number: number) else {
-                throw StoreError.unknownQuestion(poll: poll, number: number)
+            guard var q = try Self.fetchQuestion(db, poll: poll, number: number) else {
+                let q = QuestionRecord(poll: poll, number: number, state: .open, openedAt: date, closedAt: nil,
+                                       definition: definition)
+                try q.insert(db)
+                return q
             }
+            q.state = .open
+            q.closedAt = nil
+            if q.definition == nil { q.definition = definition }
+            try q.update(db)
             return q
         }
     }
@@ -140,24 +161,17 @@ public final class ClickerStore: Sendable {
         return q
     }
 
-    /// The totals of the sealed (closed, anonymous) questions of a poll, by question.
-    public func totals(poll: Int64) throws -> [QuestionTotals] {
-        try pool.read { db in
-            try QuestionTotals.filter(Column("poll_id") == poll).order(Column("question")).fetchAll(db)
-        }
-    }
-
     /// All polls, oldest first.
     public func polls() throws -> [PollRecord] {
         try pool.read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM poll ORDER BY id").map(Self.poll(from:))
+            try PollRecord.order(Column("id")).fetchAll(db)
         }
     }
 
     /// One poll, or nil.
     public func poll(_ id: Int64) throws -> PollRecord? {
         try pool.read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM poll WHERE id = ?", arguments: [id]).map(Self.poll(from:))
+            try PollRecord.fetchOne(db, key: id)
         }
     }
 
@@ -211,10 +225,9 @@ public final class ClickerStore: Sendable {
     /// The most recent poll not yet closed, with its questions, ballots and rejections; nil if none.
     public func resume() throws -> ResumeState? {
         try pool.read { db in
-            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM poll WHERE closed_at IS NULL ORDER BY id DESC LIMIT 1") else {
+            guard let poll = try PollRecord.filter(Column("closed_at") == nil).order(Column("id").desc).fetchOne(db) else {
                 return nil
             }
-            let poll = try Self.poll(from: row)
             return ResumeState(poll: poll,
                                questions: try Self.fetchQuestions(db, poll: poll.id),
                                ballots: try Self.fetchBallots(db, poll: poll.id, question: nil),
@@ -230,36 +243,11 @@ public final class ClickerStore: Sendable {
     /// Per-question summaries of a poll, by question number, counted by the poll's rule.
     public func summary(poll: Int64) throws -> [QuestionSummary] {
         try pool.read { db in
-            guard let record = try Row.fetchOne(db, sql: "SELECT * FROM poll WHERE id = ?", arguments: [poll])
-                .map(Self.poll(from:)) else { throw StoreError.unknownPoll(poll) }
+            guard let record = try PollRecord.fetchOne(db, key: poll) else { throw StoreError.unknownPoll(poll) }
             return Self.summarize(questions: try Self.fetchQuestions(db, poll: poll),
                                   ballots: try Self.fetchBallots(db, poll: poll, question: nil),
                                   rejections: try Self.fetchRejections(db, poll: poll), rule: record.rule,
                                   mode: record.mode, totals: try QuestionTotals.filter(Column("poll_id") == poll).fetchAll(db))
-        }
-    }
-
-    // MARK: Roster
-
-    /// Adds or replaces (by student ID) a roster entry.
-    public func upsertRoster(_ entry: RosterEntry) throws {
-        try pool.write { db in
-            try db.execute(sql: """
-                INSERT INTO roster (student_id, name, enrollment_key) VALUES (?, ?, ?)
-                ON CONFLICT (student_id) DO UPDATE SET name = excluded.name, enrollment_key = excluded.enrollment_key
-                """, arguments: [entry.studentID, entry.name, entry.enrollmentKey])
-        }
-    }
-
-    /// The roster, by student ID.
-    public func roster() throws -> [RosterEntry] {
-        try pool.read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM roster ORDER BY student_id").map { row in
-                guard let id: String = row["student_id"], let name: String = row["name"] else {
-                    throw StoreError.corruptRow("roster")
-                }
-                return RosterEntry(name: name, studentID: id, enrollmentKey: row["enrollment_key"])
-            }
         }
     }
 
@@ -278,7 +266,7 @@ public final class ClickerStore: Sendable {
     }
 
     /// Copies the WAL into the main file and truncates the WAL (also done automatically, without truncating).
-    public func checkpoint() throws {
+    func checkpoint() throws {
         _ = try pool.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
     }
 
@@ -327,69 +315,20 @@ public final class ClickerStore: Sendable {
     }
 
     static func fetchQuestion(_ db: Database, poll: Int64, number: Int) throws -> QuestionRecord? {
-        try Row.fetchOne(db, sql: "SELECT * FROM question WHERE poll_id = ? AND number = ?", arguments: [poll, number])
-            .map(question(from:))
+        try QuestionRecord.fetchOne(db, key: ["poll_id": poll, "number": number])
     }
 
     static func fetchQuestions(_ db: Database, poll: Int64) throws -> [QuestionRecord] {
-        try Row.fetchAll(db, sql: "SELECT * FROM question WHERE poll_id = ? ORDER BY number", arguments: [poll])
-            .map(question(from:))
+        try QuestionRecord.filter(Column("poll_id") == poll).order(Column("number")).fetchAll(db)
     }
 
     static func fetchBallots(_ db: Database, poll: Int64, question: Int?) throws -> [BallotRecord] {
-        let rows: [Row]
-        if let question {
-            rows = try Row.fetchAll(db, sql: "SELECT * FROM ballot WHERE poll_id = ? AND question = ? ORDER BY question, voter, sequence",
-                                    arguments: [poll, question])
-        } else {
-            rows = try Row.fetchAll(db, sql: "SELECT * FROM ballot WHERE poll_id = ? ORDER BY question, voter, sequence",
-                                    arguments: [poll])
-        }
-        return try rows.map(ballot(from:))
+        var request = BallotRecord.filter(Column("poll_id") == poll)
+        if let question { request = request.filter(Column("question") == question) }
+        return try request.order(Column("question"), Column("voter"), Column("sequence")).fetchAll(db)
     }
 
     static func fetchRejections(_ db: Database, poll: Int64) throws -> [RejectionCount] {
-        try Row.fetchAll(db, sql: "SELECT * FROM rejection WHERE poll_id = ? ORDER BY question, reason", arguments: [poll])
-            .map { row in
-                guard let q: Int = row["question"], let reason: String = row["reason"], let c: Int = row["count"] else {
-                    throw StoreError.corruptRow("rejection")
-                }
-                return RejectionCount(poll: poll, question: q, reason: reason, count: c)
-            }
-    }
-
-    private static func date(_ row: Row, _ column: String) -> Date? {
-        (row[column] as Double?).map(Date.init(timeIntervalSince1970:))
-    }
-
-    static func poll(from row: Row) throws -> PollRecord {
-        guard let id: Int64 = row["id"], let voteID: Data = row["vote_id"],
-              let modeText: String = row["mode"], let mode = PollMode(rawValue: modeText),
-              let created = date(row, "created_at") else {
-            throw StoreError.corruptRow("poll")
-        }
-        let rule = (row["rule"] as String?).flatMap(CountingRule.init(rawValue:)) ?? .latestWins
-        return PollRecord(id: id, voteID: voteID, joinCode: row["join_code"], mode: mode, rule: rule,
-                          title: row["title"], createdAt: created, closedAt: date(row, "closed_at"))
-    }
-
-    static func question(from row: Row) throws -> QuestionRecord {
-        guard let poll: Int64 = row["poll_id"], let number: Int = row["number"],
-              let stateText: String = row["state"], let state = QuestionState(rawValue: stateText),
-              let opened = date(row, "opened_at") else {
-            throw StoreError.corruptRow("question")
-        }
-        return QuestionRecord(poll: poll, number: number, state: state, openedAt: opened, closedAt: date(row, "closed_at"))
-    }
-
-    static func ballot(from row: Row) throws -> BallotRecord {
-        guard let poll: Int64 = row["poll_id"], let q: Int = row["question"], let voter: Data = row["voter"],
-              let seq: Int64 = row["sequence"], let s = UInt32(exactly: seq), let answer: Int = row["answer"],
-              let address: String = row["address"], let first = date(row, "first_heard"),
-              let last = date(row, "last_heard"), let verified: Bool = row["gatt_verified"] else {
-            throw StoreError.corruptRow("ballot")
-        }
-        return BallotRecord(poll: poll, question: q, voter: voter, answer: answer, sequence: s, address: address,
-                            firstHeard: first, lastHeard: last, gattVerified: verified)
+        try RejectionCount.filter(Column("poll_id") == poll).order(Column("question"), Column("reason")).fetchAll(db)
     }
 }

@@ -3,8 +3,8 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import ClickerWire
 import Foundation
-import PrivateFiles
 
 /// The exported files of one poll.
 public struct PollExport: Sendable, Hashable {
@@ -24,23 +24,6 @@ extension ClickerStore {
         let summaries = try summary(poll: id)
         let ballots = poll.mode == .anonymous ? [] : try ballots(poll: id)
         return try Exporter.export(poll: poll, summaries: summaries, ballots: ballots)
-    }
-
-    /// Writes the export of a poll into `directory` as `poll-<id>-summary.csv`, `poll-<id>.json` and,
-    /// for roster polls, `poll-<id>-ballots.csv` (files 0600). Returns the paths written.
-    @discardableResult
-    public func export(poll id: Int64, to directory: String) throws -> [String] {
-        let e = try export(poll: id)
-        try StoreLocation.makeDirectory(directory)
-        var files: [(String, Data)] = [("poll-\(id)-summary.csv", Data(e.summaryCSV.utf8)), ("poll-\(id).json", e.json)]
-        if let b = e.ballotsCSV { files.append(("poll-\(id)-ballots.csv", Data(b.utf8))) }
-        var written: [String] = []
-        for (name, data) in files {
-            let path = directory + "/" + name
-            try PrivateFiles.write(path, Array(data))
-            written.append(path)
-        }
-        return written
     }
 }
 
@@ -70,19 +53,19 @@ public enum Exporter {
         if poll.mode == .roster {
             var rows = [ballotColumns]
             for b in ballots {
-                rows.append([String(b.poll), String(b.question), hex(b.voter), answerLabel(b.answer), String(b.sequence),
+                rows.append([String(b.poll), String(b.question), voterText(b.voter), b.answer.description, String(b.sequence),
                              b.address, timestamp(b.firstHeard), timestamp(b.lastHeard), b.gattVerified ? "true" : "false"])
             }
             ballotsCSV = csv(rows)
             jsonBallots = ballots.map {
-                JSONBallot(question: $0.question, voter: hex($0.voter), answer: answerLabel($0.answer), sequence: $0.sequence,
+                JSONBallot(question: $0.question, voter: voterText($0.voter), answer: $0.answer.description, sequence: $0.sequence,
                            address: $0.address, firstHeard: timestamp($0.firstHeard), lastHeard: timestamp($0.lastHeard),
                            gattVerified: $0.gattVerified)
             }
         }
 
         let doc = JSONDocument(
-            poll: JSONPoll(id: poll.id, voteID: hex(poll.voteID), mode: poll.mode.rawValue, rule: poll.rule.rawValue,
+            poll: JSONPoll(id: poll.id, voteID: voteIDText(poll.voteID), mode: poll.mode.rawValue, rule: poll.rule.rawValue,
                            title: poll.title, createdAt: timestamp(poll.createdAt), closedAt: poll.closedAt.map(timestamp)),
             questions: summaries.map { s in
                 var counts: [String: Int] = [:]
@@ -163,6 +146,20 @@ public enum Exporter {
         }
         return "\(pad(Int(tm.tm_year) + 1900, 4))-\(pad(Int(tm.tm_mon) + 1, 2))-\(pad(Int(tm.tm_mday), 2))T"
             + "\(pad(Int(tm.tm_hour), 2)):\(pad(Int(tm.tm_min), 2)):\(pad(Int(tm.tm_sec), 2)).\(pad(ms, 3))Z"
+    }
+
+    /// The vote ID as ``IDText/vote(_:)`` writes it (decimal); a stored ID of another length as hex.
+    public static func voteIDText(_ v: Data) -> String {
+        let b = [UInt8](v)
+        return b.count == 2 ? IDText.vote(UInt16(b[0]) << 8 | UInt16(b[1])) : hex(v)
+    }
+
+    /// A stored voter (a mode byte, then the voter ID big-endian) as ``IDText/voter(_:)`` writes
+    /// it: eight hex digits, no mode (the poll's mode says whose key it is). Other lengths as hex.
+    public static func voterText(_ v: Data) -> String {
+        let b = [UInt8](v)
+        guard b.count == 5 else { return hex(v) }
+        return IDText.voter(UInt32(b[1]) << 24 | UInt32(b[2]) << 16 | UInt32(b[3]) << 8 | UInt32(b[4]))
     }
 
     /// Lower-case hex.

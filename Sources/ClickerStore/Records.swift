@@ -1,3 +1,4 @@
+import ClickerWire
 import Foundation
 import GRDB
 
@@ -24,7 +25,12 @@ public enum CountingRule: String, Sendable, Hashable, Codable, CaseIterable {
 }
 
 /// A poll: one session of questions sharing a vote ID and join code.
-public struct PollRecord: Sendable, Hashable, Identifiable {
+public struct PollRecord: Sendable, Hashable, Identifiable, Codable, FetchableRecord, PersistableRecord {
+    public static let databaseTableName = "poll"
+    // Dates are seconds since 1970 (REAL columns).
+    public static var databaseDateDecodingStrategy: DatabaseDateDecodingStrategy { .timeIntervalSince1970 }
+    public static var databaseDateEncodingStrategy: DatabaseDateEncodingStrategy { .timeIntervalSince1970 }
+
     /// Row ID assigned by the store.
     public var id: Int64
     /// The poll's vote ID as carried on the air (opaque bytes).
@@ -40,6 +46,11 @@ public struct PollRecord: Sendable, Hashable, Identifiable {
     /// Nil while the poll is the open (resumable) poll.
     public var closedAt: Date?
 
+    enum CodingKeys: String, CodingKey {
+        case id, mode, rule, title
+        case voteID = "vote_id", joinCode = "join_code", createdAt = "created_at", closedAt = "closed_at"
+    }
+
     public init(id: Int64, voteID: Data, joinCode: String?, mode: PollMode, rule: CountingRule = .latestWins,
                 title: String?, createdAt: Date, closedAt: Date?) {
         self.id = id
@@ -53,8 +64,32 @@ public struct PollRecord: Sendable, Hashable, Identifiable {
     }
 }
 
+/// What a question offers, stored with it so that `--resume` asks the same question.
+public struct QuestionDefinition: Sendable, Hashable {
+    /// The answer kinds accepted (ClickerWire's kinds, stored by their wire kind byte).
+    public var kinds: [Answer.Kind]
+    /// Options offered (letters A…).
+    public var options: Int
+    /// The options' texts, when the question has them.
+    public var optionTexts: [String]?
+
+    public init(kinds: [Answer.Kind], options: Int, optionTexts: [String]? = nil) {
+        self.kinds = kinds
+        self.options = options
+        self.optionTexts = optionTexts
+    }
+
+    /// A single-choice question with `options` letters.
+    public static func choice(options: Int) -> QuestionDefinition { QuestionDefinition(kinds: [.choice], options: options) }
+}
+
 /// A question of a poll, numbered from 1.
-public struct QuestionRecord: Sendable, Hashable {
+public struct QuestionRecord: Sendable, Hashable, Codable, FetchableRecord, PersistableRecord {
+    public static let databaseTableName = "question"
+    // Dates are seconds since 1970 (REAL columns).
+    public static var databaseDateDecodingStrategy: DatabaseDateDecodingStrategy { .timeIntervalSince1970 }
+    public static var databaseDateEncodingStrategy: DatabaseDateEncodingStrategy { .timeIntervalSince1970 }
+
     public var poll: Int64
     public var number: Int
     public var state: QuestionState
@@ -62,13 +97,40 @@ public struct QuestionRecord: Sendable, Hashable {
     public var openedAt: Date
     /// When the question was last closed; nil while open.
     public var closedAt: Date?
+    /// Wire kind bytes of `definition.kinds`; nil for a question stored before definitions were kept.
+    var answerKinds: [UInt8]?
+    var options: Int?
+    var optionTexts: [String]?
 
-    public init(poll: Int64, number: Int, state: QuestionState, openedAt: Date, closedAt: Date?) {
+    enum CodingKeys: String, CodingKey {
+        case number, state, options
+        case poll = "poll_id", openedAt = "opened_at", closedAt = "closed_at", answerKinds = "answer_kinds",
+             optionTexts = "option_texts"
+    }
+
+    public init(poll: Int64, number: Int, state: QuestionState, openedAt: Date, closedAt: Date?,
+                definition: QuestionDefinition? = nil) {
         self.poll = poll
         self.number = number
         self.state = state
         self.openedAt = openedAt
         self.closedAt = closedAt
+        self.definition = definition
+    }
+
+    /// What the question offers; nil when it was stored by a version that did not keep it.
+    public var definition: QuestionDefinition? {
+        get {
+            guard let answerKinds, let options else { return nil }
+            let kinds = answerKinds.compactMap(Answer.Kind.init(rawValue:))
+            guard kinds.count == answerKinds.count else { return nil }
+            return QuestionDefinition(kinds: kinds, options: options, optionTexts: optionTexts)
+        }
+        set {
+            answerKinds = newValue?.kinds.map(\.rawValue)
+            options = newValue?.options
+            optionTexts = newValue?.optionTexts
+        }
     }
 }
 
@@ -77,13 +139,18 @@ public struct QuestionRecord: Sendable, Hashable {
 /// A voter who changes their answer sends a new ballot with a higher sequence; the store keeps every
 /// ballot, keyed by (poll, question, voter, sequence). Hearing the same ballot again only widens
 /// `firstHeard…lastHeard` and can set `gattVerified`.
-public struct BallotRecord: Sendable, Hashable {
+public struct BallotRecord: Sendable, Hashable, Codable, FetchableRecord, PersistableRecord {
+    public static let databaseTableName = "ballot"
+    // Dates are seconds since 1970 (REAL columns).
+    public static var databaseDateDecodingStrategy: DatabaseDateDecodingStrategy { .timeIntervalSince1970 }
+    public static var databaseDateEncodingStrategy: DatabaseDateEncodingStrategy { .timeIntervalSince1970 }
+
     public var poll: Int64
     public var question: Int
     /// The voter's ID (opaque bytes).
     public var voter: Data
-    /// The answer index: 0 = A, 1 = B, …
-    public var answer: Int
+    /// The answer (stored in ClickerWire's answer encoding: see `AnswerColumn.swift`).
+    public var answer: Answer
     public var sequence: UInt32
     /// The radio address the ballot was heard from (as printed, e.g. `00:AA:01:00:00:01`).
     public var address: String
@@ -93,7 +160,12 @@ public struct BallotRecord: Sendable, Hashable {
     /// unverified ballots of the voter).
     public var gattVerified: Bool
 
-    public init(poll: Int64, question: Int, voter: Data, answer: Int, sequence: UInt32, address: String,
+    enum CodingKeys: String, CodingKey {
+        case question, voter, answer, sequence, address
+        case poll = "poll_id", firstHeard = "first_heard", lastHeard = "last_heard", gattVerified = "gatt_verified"
+    }
+
+    public init(poll: Int64, question: Int, voter: Data, answer: Answer, sequence: UInt32, address: String,
                 firstHeard: Date, lastHeard: Date, gattVerified: Bool) {
         self.poll = poll
         self.question = question
@@ -108,32 +180,25 @@ public struct BallotRecord: Sendable, Hashable {
 }
 
 /// A count of rejected reports for one reason. `question` 0 means "while no question was open".
-public struct RejectionCount: Sendable, Hashable {
+public struct RejectionCount: Sendable, Hashable, Codable, FetchableRecord, PersistableRecord {
+    public static let databaseTableName = "rejection"
+
     public var poll: Int64
     public var question: Int
     /// A short machine-readable reason, e.g. `bad-tag`, `wrong-vote-id`, `replay`.
     public var reason: String
     public var count: Int
 
+    enum CodingKeys: String, CodingKey {
+        case question, reason, count
+        case poll = "poll_id"
+    }
+
     public init(poll: Int64, question: Int, reason: String, count: Int) {
         self.poll = poll
         self.question = question
         self.reason = reason
         self.count = count
-    }
-}
-
-/// An enrolled student (for roster-mode polls).
-public struct RosterEntry: Sendable, Hashable {
-    public var name: String
-    public var studentID: String
-    /// The enrollment code or key material, opaque to the store.
-    public var enrollmentKey: Data?
-
-    public init(name: String, studentID: String, enrollmentKey: Data?) {
-        self.name = name
-        self.studentID = studentID
-        self.enrollmentKey = enrollmentKey
     }
 }
 
@@ -200,9 +265,17 @@ public enum StoreError: Error, Sendable, Hashable, CustomStringConvertible {
     case unknownPoll(Int64)
     case unknownQuestion(poll: Int64, number: Int)
     case invalidValue(String)
-    case corruptRow(String)
     /// A closed question of an anonymous poll: only its totals remain, so it cannot take ballots again.
     case sealedQuestion(poll: Int64, number: Int)
+    /// A roster change that was refused as a whole.
+    case roster(RosterConflict)
+    /// An explicit database path whose directory does not exist (only the default one is created).
+    case noDirectory(path: String, directory: String)
+    /// Another process holds the database's lock (its process ID and name, when it wrote them).
+    case inUse(path: String, holder: String?)
+    case cannotLock(path: String, errno: Int32)
+    /// Every name an export of this poll could take in the directory is in use.
+    case exportNamesTaken(directory: String, stem: String)
 
     public var description: String {
         switch self {
@@ -212,7 +285,15 @@ public enum StoreError: Error, Sendable, Hashable, CustomStringConvertible {
         case let .unknownPoll(id): "unknown poll \(id)"
         case let .unknownQuestion(p, n): "unknown question \(n) of poll \(p)"
         case let .invalidValue(what): "invalid value: \(what)"
-        case let .corruptRow(what): "corrupt row: \(what)"
+        case .roster(let conflict): conflict.description
+        case let .noDirectory(p, d):
+            "cannot use the database \(p): the directory \(d) does not exist (only the default location is created; "
+                + "create it first, or leave out --db)"
+        case let .inUse(p, holder):
+            "the database \(p) is in use by another tally (\(holder.map { "process " + $0 } ?? "another process")): "
+                + "stop that one first, or give this one another --db"
+        case let .cannotLock(p, e): "cannot lock \(p): \(String(cString: strerror(e)))"
+        case let .exportNamesTaken(d, stem): "\(d) already holds \(ExportNames.maxAttempts) exports named \(stem)…: export elsewhere"
         case let .sealedQuestion(p, n):
             "question \(n) of anonymous poll \(p) is closed for good: its per-voter ballots were discarded when it closed, only its totals are kept"
         }

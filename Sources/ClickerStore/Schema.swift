@@ -2,6 +2,10 @@ import Foundation
 import GRDB
 
 extension ClickerStore {
+    /// A single choice stored as its bare option index (0…7) becomes ClickerWire's encoding,
+    /// kind 0x01 << 16 | option; every other answer was stored that way already.
+    static let answersInWireEncoding = "UPDATE ballot SET answer = (1 << 16) | answer WHERE answer BETWEEN 0 AND 7"
+
     static var migrator: DatabaseMigrator {
         var m = DatabaseMigrator()
         m.registerMigration("v1") { db in
@@ -70,6 +74,9 @@ extension ClickerStore {
                 t.foreignKey(["poll_id", "question"], references: "question", columns: ["poll_id", "number"],
                              onDelete: .cascade)
             }
+            // Answers in the wire encoding before the seal below reads ballots (the same statement
+            // as "answer-wire-encoding", which a database past v2 runs instead; it matches nothing twice).
+            try db.execute(sql: Self.answersInWireEncoding)
             // Existing anonymous polls: no addresses, and closed questions keep only their totals.
             try db.execute(sql: "UPDATE ballot SET address = '' WHERE poll_id IN (SELECT id FROM poll WHERE mode = 'anonymous')")
             let closed = try Row.fetchAll(db, sql: """
@@ -82,6 +89,21 @@ extension ClickerStore {
             }
         }
         registerVoterKeyMigration(&m)
+        // Each question keeps its definition (answer kinds by wire kind byte, JSON; option count;
+        // option texts, JSON), so that --resume asks the same question without being told. NULL in
+        // the questions stored before: a resume takes those from its options.
+        m.registerMigration("question-definition") { db in
+            try db.alter(table: "question") { t in
+                t.add(column: "answer_kinds", .text)
+                t.add(column: "options", .integer)
+                t.add(column: "option_texts", .text)
+            }
+        }
+        // Ballots store answers in ClickerWire's encoding (kind << 16 | value) only: a single choice
+        // was stored as its bare option index before.
+        m.registerMigration("answer-wire-encoding") { db in
+            try db.execute(sql: Self.answersInWireEncoding)
+        }
         return m
     }
 }

@@ -50,12 +50,11 @@ extension ClickerStore {
                 return rule == .latestWins ? a.sequence < b.sequence : a.sequence > b.sequence
             }
             if Set(ordered.map(\.answer)).count > 1 { changes += 1 }
-            // Answers are small indices for single choices; anything else is not a count column.
-            guard let current = ordered.last, (0..<256).contains(current.answer) else { continue }
-            if current.answer >= counts.count {
-                counts.append(contentsOf: [Int](repeating: 0, count: current.answer + 1 - counts.count))
-            }
-            counts[current.answer] += 1
+            // The count columns are the options of single choices; other kinds have none.
+            guard let current = ordered.last, case .choice(let option) = current.answer else { continue }
+            let i = Int(option)
+            if i >= counts.count { counts.append(contentsOf: [Int](repeating: 0, count: i + 1 - counts.count)) }
+            counts[i] += 1
             if current.gattVerified { verified += 1 }
         }
         return (counts, voters.count, changes, verified)

@@ -4,12 +4,19 @@ import GRDB
 /// A voter ID bound to the public key that signed its first verified ballot in a poll (trust on first
 /// use). Kept while the poll is open, so that a restart verifies the same ballots; deleted when the
 /// poll closes.
-public struct VoterKeyRecord: Sendable, Hashable {
+public struct VoterKeyRecord: Sendable, Hashable, Codable, FetchableRecord, PersistableRecord {
+    public static let databaseTableName = "voter_key"
+
     public var poll: Int64
     /// The voter's ID (opaque bytes, as in ``BallotRecord/voter``).
     public var voter: Data
     /// The public key bound to it.
     public var publicKey: Data
+
+    enum CodingKeys: String, CodingKey {
+        case voter
+        case poll = "poll_id", publicKey = "public_key"
+    }
 
     public init(poll: Int64, voter: Data, publicKey: Data) {
         self.poll = poll
@@ -39,24 +46,15 @@ extension ClickerStore {
 
     /// Stores a binding; the first one of a voter stays (a binding never changes during a poll).
     static func bind(_ db: Database, _ k: VoterKeyRecord) throws {
-        let stmt = try db.cachedStatement(sql: """
-            INSERT INTO voter_key (poll_id, voter, public_key) VALUES (?, ?, ?)
-            ON CONFLICT (poll_id, voter) DO NOTHING
-            """)
         do {
-            try stmt.execute(arguments: [k.poll, k.voter, k.publicKey])
+            try k.insert(db, onConflict: .ignore)
         } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_FOREIGNKEY {
             throw StoreError.unknownPoll(k.poll)
         }
     }
 
     static func fetchVoterKeys(_ db: Database, poll: Int64) throws -> [VoterKeyRecord] {
-        try Row.fetchAll(db, sql: "SELECT * FROM voter_key WHERE poll_id = ? ORDER BY voter", arguments: [poll]).map { row in
-            guard let voter: Data = row["voter"], let key: Data = row["public_key"] else {
-                throw StoreError.corruptRow("voter_key")
-            }
-            return VoterKeyRecord(poll: poll, voter: voter, publicKey: key)
-        }
+        try VoterKeyRecord.filter(Column("poll_id") == poll).order(Column("voter")).fetchAll(db)
     }
 
     static func deleteVoterKeys(_ db: Database, poll: Int64) throws {

@@ -72,18 +72,9 @@ public actor PollController {
         switch start {
         case .fresh:
             opening = try Self.fresh(options: options, store: store, now: now)
-        case .resume(let maxAge):
-            let s = try Self.openPoll(store: store, maxAge: maxAge, now: now)
-            guard let code = s.poll.joinCode.flatMap({ try? JoinCode(parsing: $0) }) else {
-                throw PollError.storage("the open poll \(s.poll.id) has no readable join code")
-            }
-            guard (s.poll.mode == .roster) == (options.roster != nil) else {
-                throw PollError.resumeModeMismatch(openIsRoster: s.poll.mode == .roster)
-            }
-            options.joinCode = code
-            options.policy = ChangePolicy(s.poll.rule)
-            opening = Self.resumed(s, options: options)
-            logger.info("resumed poll \(s.poll.id) (vote \(code.voteID)) with \(s.ballots.count) stored ballots")
+        case .resume(let maxAge, let stated):
+            (options, opening) = try Self.resuming(options, store: store, maxAge: maxAge, stated: stated, now: now,
+                                                   logger: logger)
         }
         self.options = options
         self.store = store
@@ -191,7 +182,7 @@ public actor PollController {
         // Anonymous polls keep no address (the store enforces it too).
         return BallotRecord(poll: pollID ?? 0, question: Int(b.question),
                             voter: VoterKey(mode: b.mode, voterID: b.voterID).storeBytes,
-                            answer: b.answer.storeValue, sequence: UInt32(b.sequence),
+                            answer: b.answer, sequence: UInt32(b.sequence),
                             address: options.roster == nil ? "" : address.description,
                             firstHeard: now, lastHeard: now, gattVerified: gattVerified)
     }
@@ -284,7 +275,7 @@ public actor PollController {
         guard question < UInt8.max else { throw PollError.lastQuestion }
         if isOpen { try closeQuestion() }
         let next = question + 1
-        try storeAction { try $0.openQuestion(poll: $1, number: Int(next)) }
+        try storeAction { try $0.openQuestion(poll: $1, number: Int(next), definition: options.questionDefinition) }
         pipeline.tally.open(.choice(next, options: options.options))
         question = next
         isOpen = true
@@ -300,8 +291,8 @@ public actor PollController {
         let r = results(question: q, ballots: false)
         var counts = [Int](repeating: 0, count: 4)
         for (answer, n) in pipeline.tally.question(q)?.counts ?? [:] {
-            let i = answer.storeValue
-            guard (0..<256).contains(i) else { continue }
+            guard case .choice(let option) = answer else { continue }
+            let i = Int(option)
             if i >= counts.count { counts += [Int](repeating: 0, count: i + 1 - counts.count) }
             counts[i] += n
         }
@@ -326,13 +317,8 @@ public actor PollController {
         flush()
         guard let store, let pollID else { throw PollError.storage("no database: run without --no-store to export") }
         do {
-            var files = try store.export(poll: pollID, to: directory)
-            if let roster = options.roster {
-                let path = directory + "/poll-\(pollID)-roster.csv"
-                try writePrivate(path, rosterCSV(roster))
-                files.append(path)
-            }
-            return files
+            let roster = options.roster.map { [(suffix: "roster.csv", contents: rosterCSV($0))] } ?? []
+            return try store.export(poll: pollID, to: directory, adding: roster)
         } catch { throw PollError.storage("\(error)") }
     }
 
@@ -384,7 +370,7 @@ public actor PollController {
         for i in 0..<options { counts[Answer.choice(UInt8(i)).description] = 0 }
         if let t = sealed {
             for (i, n) in t.counts.enumerated() where n > 0 {
-                counts[Answer(storeValue: i)?.description ?? String(i), default: 0] += n
+                counts[Answer.optionLabel(i), default: 0] += n
             }
             return LiveCounts(counts: counts, voters: t.voters, changes: t.changes)
         }
@@ -437,17 +423,8 @@ extension VoterKey {
 }
 
 extension Answer {
-    /// Stored form: the choice index for single choices (0 = A), else kind << 16 | value.
-    var storeValue: Int {
-        if case .choice(let i) = self { return Int(i) }
-        let (k, hi, lo) = wireBytes
-        return Int(k) << 16 | Int(hi) << 8 | Int(lo)
-    }
-
-    init?(storeValue v: Int) {
-        if v >= 0, v < 8 { self = .choice(UInt8(v)); return }
-        guard v >= 0, v <= 0xFF_FFFF,
-              let a = Answer(wire: UInt8(v >> 16), UInt8((v >> 8) & 0xFF), UInt8(v & 0xFF)) else { return nil }
-        self = a
+    /// The label of a count column (an option index of a sealed question's totals): `A`…`H`, else the index.
+    static func optionLabel(_ i: Int) -> String {
+        i >= 0 && i < Answer.maxOptions ? Answer.choice(UInt8(i)).description : String(i)
     }
 }

@@ -3,6 +3,7 @@ import ClickerTally
 import ClickerTransport
 import ClickerWire
 import Foundation
+import Logging
 
 /// Starting, resuming and replacing polls.
 extension PollController {
@@ -50,7 +51,9 @@ extension PollController {
                 voteID: Data([UInt8(code.voteID >> 8), UInt8(code.voteID & 0xFF)]), joinCode: code.description,
                 mode: options.roster == nil ? .anonymous : .roster, rule: CountingRule(options.policy),
                 title: options.title, at: now)
-            if let id = poll?.id { try store?.openQuestion(poll: id, number: Int(options.firstQuestion), at: now) }
+            if let id = poll?.id {
+                try store?.openQuestion(poll: id, number: Int(options.firstQuestion), definition: options.questionDefinition, at: now)
+            }
             var tally = Tally(voteID: code.voteID, policy: options.policy, rosterOnly: options.roster != nil)
             tally.open(.choice(options.firstQuestion, options: options.options))
             return Opening(pollID: poll?.id, tally: tally, question: options.firstQuestion, isOpen: true,
@@ -75,13 +78,61 @@ extension PollController {
         return s
     }
 
+    /// The open poll of `store`, as stored: its join code, counting rule, mode (a roster poll takes
+    /// the stored roster when `options` has none) and the current question's definition replace
+    /// what `options` says. What the command line `stated` must agree with the stored poll.
+    static func resuming(_ given: PollOptions, store: ClickerStore?, maxAge: Duration, stated: ResumeFlags,
+                         now: Date, logger: Logger) throws -> (PollOptions, Opening) {
+        let s = try openPoll(store: store, maxAge: maxAge, now: now)
+        guard let code = s.poll.joinCode.flatMap({ try? JoinCode(parsing: $0) }) else {
+            throw PollError.storage("the open poll \(s.poll.id) has no readable join code")
+        }
+        let isRoster = s.poll.mode == .roster
+        if stated.roster == true, !isRoster { throw PollError.resumeModeMismatch(openIsRoster: false) }
+        let policy = ChangePolicy(s.poll.rule)
+        if let p = stated.policy, p != policy {
+            throw PollError.resumeContradicts(flag: p == .firstResponseOnly ? "--first-response-only" : "latest-wins counting",
+                                              stored: "counts \(policy == .latestWins ? "each voter's latest answer" : "each voter's first answer")")
+        }
+        let current = s.questions.last
+        if let q = stated.question, let n = current?.number, Int(q) != n {
+            throw PollError.resumeContradicts(flag: "--question \(q)", stored: "is at question \(n)")
+        }
+        let stored = current?.definition
+        if let n = stated.options, let d = stored, d.options != n {
+            throw PollError.resumeContradicts(flag: "--options \(n)", stored: "offers \(d.options) answers")
+        }
+        var options = given
+        options.joinCode = code
+        options.policy = policy
+        if let d = stored { options.options = d.options }
+        if isRoster, options.roster == nil {
+            guard let store, let roster = try RosterBook.load(from: store) else {
+                throw PollError.storage("the open poll is a roster poll, but the database holds no roster: import it "
+                                        + "with `clicker-tally roster import FILE.csv`")
+            }
+            options.roster = roster
+        }
+        guard isRoster == (options.roster != nil) else { throw PollError.resumeModeMismatch(openIsRoster: isRoster) }
+        logger.info("resumed poll \(s.poll.id) (vote \(IDText.vote(code.voteID))) with \(s.ballots.count) stored ballots")
+        return (options, resumed(s, options: options))
+    }
+
+    /// The tally's question for a stored one: its stored definition, else (stored before
+    /// definitions were kept) a single choice of `options` answers.
+    static func spec(_ q: QuestionRecord, options: Int) -> QuestionSpec {
+        let number = UInt8(clamping: q.number)
+        guard let d = q.definition else { return .choice(number, options: options) }
+        return QuestionSpec(number: number, options: d.options, kinds: Set(d.kinds))
+    }
+
     /// Rebuilds the tally of a stored poll: ballots are replayed in the order they were counted in
     /// (see `ClickerStore.summarize`), closed anonymous questions come back as totals only.
     static func resumed(_ s: ResumeState, options: PollOptions) -> Opening {
         var tally = Tally(voteID: options.joinCode.voteID, policy: options.policy, rosterOnly: options.roster != nil)
         let current = s.questions.last
         let question = UInt8(clamping: current?.number ?? Int(options.firstQuestion))
-        for q in s.questions { tally.open(.choice(UInt8(clamping: q.number), options: options.options)) }
+        for q in s.questions { tally.open(spec(q, options: options.options)) }
         if s.questions.isEmpty { tally.open(.choice(question, options: options.options)) }
         var o = Opening(tally: tally, question: question, isOpen: current.map { $0.state == .open } ?? true,
                         openedAt: current?.openedAt ?? Date(), closedAt: current?.closedAt)
@@ -112,7 +163,8 @@ extension PollController {
             return latest ? a.sequence < b.sequence : a.sequence > b.sequence
         }
         for b in ordered {
-            guard let key = VoterKey(storeBytes: b.voter), let answer = Answer(storeValue: b.answer),
+            let answer = b.answer
+            guard let key = VoterKey(storeBytes: b.voter),
                   let seq = UInt16(exactly: b.sequence), let q = UInt8(exactly: b.question) else { continue }
             let ballot = Ballot(mode: key.mode, voteID: o.tally.voteID, question: q, voterID: key.voterID,
                                 sequence: seq, answer: answer)
@@ -153,9 +205,34 @@ extension PollController {
         pendingRejections = [:]
         resetPublished()
         version &+= 1
-        logger.info("new poll \(pollID.map(String.init) ?? "-") (vote \(next.joinCode.voteID))")
+        logger.info("new poll \(pollID.map(String.init) ?? "-") (vote \(IDText.vote(next.joinCode.voteID)))")
         return next.joinCode.voteID
     }
+}
+
+/// What the command line said about the poll that `--resume` continues: nil where it said nothing
+/// (the stored poll decides). Anything said must agree with the stored poll.
+public struct ResumeFlags: Sendable, Hashable {
+    /// `--options N`.
+    public var options: Int?
+    /// `--roster` (true), or nothing.
+    public var roster: Bool?
+    /// `--first-response-only`, or nothing.
+    public var policy: ChangePolicy?
+    /// `--question N`.
+    public var question: UInt8?
+
+    public init(options: Int? = nil, roster: Bool? = nil, policy: ChangePolicy? = nil, question: UInt8? = nil) {
+        self.options = options
+        self.roster = roster
+        self.policy = policy
+        self.question = question
+    }
+}
+
+extension PollOptions {
+    /// The definition stored with each question this poll opens.
+    var questionDefinition: QuestionDefinition { .choice(options: options) }
 }
 
 extension CountingRule {

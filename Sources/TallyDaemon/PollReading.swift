@@ -16,7 +16,7 @@ extension PollController {
             var counts: [String: Int] = [:]
             for i in 0..<options.options { counts[Answer.choice(UInt8(i)).description] = 0 }
             for (i, n) in t.counts.enumerated() where n > 0 {
-                counts[Answer(storeValue: i)?.description ?? String(i), default: 0] += n
+                counts[Answer.optionLabel(i), default: 0] += n
             }
             return PollResults(voteID: Int(joinCode.voteID), question: Int(q), open: open, counts: counts,
                                voters: t.voters, changes: t.changes, unregistered: 0, gattVerified: t.gattVerified,

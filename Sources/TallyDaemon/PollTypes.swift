@@ -63,6 +63,8 @@ public enum PollError: Error, Sendable, Equatable, CustomStringConvertible {
     case resumeModeMismatch(openIsRoster: Bool)
     /// Reopening a closed question of an anonymous poll: only its totals were kept.
     case questionSealed(Int)
+    /// `--resume` with a flag that says otherwise than the stored poll.
+    case resumeContradicts(flag: String, stored: String)
 
     public var description: String {
         switch self {
@@ -82,6 +84,9 @@ public enum PollError: Error, Sendable, Equatable, CustomStringConvertible {
         case .resumeModeMismatch(let roster):
             roster ? "the open poll is a roster poll: resume it with --roster"
                 : "the open poll is anonymous: resume it without --roster"
+        case let .resumeContradicts(flag, stored):
+            "\(flag) contradicts the open poll, which \(stored): --resume continues it as stored, so leave the flag out "
+                + "(or run without --resume to start a new poll)"
         case .questionSealed(let q):
             "question \(q) of this anonymous poll is closed for good: its per-voter ballots were discarded when it "
                 + "closed and only its totals are kept; open the next question to ask again"
@@ -99,9 +104,10 @@ public enum PollStart: Sendable, Equatable {
     /// A new poll with `PollOptions.joinCode`, which the database must not hold yet; the open poll
     /// in the database, if any, is closed first.
     case fresh
-    /// Continue the open poll of the database (its join code, counting rule and ballots), refused
-    /// when it started more than `maxAge` ago.
-    case resume(maxAge: Duration)
+    /// Continue the open poll of the database (its join code, counting rule, mode, question
+    /// definitions and ballots), refused when it started more than `maxAge` ago or when `stated`
+    /// (what the command line said) contradicts it.
+    case resume(maxAge: Duration, stated: ResumeFlags = ResumeFlags())
 
     /// The default limit of `--resume`: a poll older than a long lecture is not continued.
     public static let defaultResumeLimit: Duration = .seconds(6 * 3600)

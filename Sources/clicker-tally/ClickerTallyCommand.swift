@@ -38,11 +38,13 @@ struct PollArguments: ParsableArguments {
     @Option(help: ArgumentHelp("--resume refuses a poll that started more than this many hours ago.", valueName: "hours"))
     var resumeLimit: Double = 6
 
-    @Option(help: "Question to open first.")
-    var question: UInt8 = 1
+    @Option(name: .customLong("question"), help: "Question to open first (default 1; --resume: the open poll's).")
+    var questionGiven: UInt8?
+    var question: UInt8 { questionGiven ?? 1 }
 
-    @Option(help: "Answers offered per question (2-8).")
-    var options: Int = 4
+    @Option(name: .customLong("options"), help: "Answers offered per question, 2-8 (default 4; --resume: the open poll's).")
+    var optionsGiven: Int?
+    var options: Int { optionsGiven ?? 4 }
 
     @Flag(help: "Count only a voter's first answer (default: the latest answer wins).")
     var firstResponseOnly = false
@@ -74,7 +76,13 @@ struct PollArguments: ParsableArguments {
     }
 
     /// A new poll, or `--resume`.
-    var start: PollStart { resume ? .resume(maxAge: .seconds(Int64(resumeLimit * 3600))) : .fresh }
+    var start: PollStart {
+        guard resume else { return .fresh }
+        // What was said is checked against the open poll; what was not is taken from it.
+        return .resume(maxAge: .seconds(Int64(resumeLimit * 3600)),
+                       stated: ResumeFlags(options: optionsGiven, roster: roster ? true : nil,
+                                           policy: firstResponseOnly ? .firstResponseOnly : nil, question: questionGiven))
+    }
 
     func pollOptions(store: ClickerStore?) throws -> PollOptions {
         // With --resume the controller takes the open poll's code instead.
@@ -91,7 +99,7 @@ struct PollArguments: ParsableArguments {
     }
 
     func openStore() throws -> ClickerStore? {
-        noStore ? nil : try ClickerStore(path: db, durability: .normal)
+        noStore ? nil : try ClickerStore(path: db, durability: .normal, exclusive: true)
     }
 }
 

@@ -49,7 +49,7 @@ struct Daemon: AsyncParsableCommand {
         LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
         let logger = Logger(label: "clicker.daemon")
         let store: ClickerStore
-        do { store = try ClickerStore(path: poll.db, durability: .normal) } catch {
+        do { store = try ClickerStore(path: poll.db, durability: .normal, exclusive: true) } catch {
             throw Failure("cannot open the database: \(error)")
         }
         let controller: PollController

@@ -9,37 +9,80 @@ import TerminalView
 struct RosterCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "roster", abstract: "Manage the class list for roster polls.",
-        subcommands: [Import.self, List.self])
+        subcommands: [Import.self, List.self, Remove.self, Replace.self])
+
+    /// The database, as `--db` names it.
+    struct StoreArguments: ParsableArguments {
+        @Option(help: "Database file (default: the tally's).") var db: String?
+
+        func open() throws -> ClickerStore {
+            do { return try ClickerStore(path: db) } catch { throw Failure("cannot open the database: \(error)") }
+        }
+    }
+
+    /// Reads a class list CSV; errors name the file and line.
+    static func read(_ file: String) throws -> Roster {
+        guard let data = FileManager.default.contents(atPath: file) else { throw Failure("cannot read \(file)") }
+        do { return try Roster(csv: String(decoding: data, as: UTF8.self)) } catch { throw Failure("\(file): \(error)") }
+    }
 
     struct Import: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Import a CSV of name,student_id,enrollment_code (from `clicker-vote enroll`).")
+            abstract: "Add the students of a CSV of name,student_id,enrollment_code (from `clicker-vote enroll`).",
+            discussion: "All rows or none: a student ID or enrollment code that is already enrolled differently is refused.")
         @Argument(help: "The CSV file.") var file: String
-        @Option(help: "Database file.") var db: String?
+        @OptionGroup var store: StoreArguments
 
         func run() async throws {
-            guard let data = FileManager.default.contents(atPath: file) else { throw Failure("cannot read \(file)") }
-            let roster: Roster
-            do { roster = try Roster(csv: String(decoding: data, as: UTF8.self)) } catch {
-                throw Failure("\(file): \(error)")
+            let roster = try RosterCommand.read(file)
+            let db = try store.open()
+            do { try RosterBook.save(roster, to: db) } catch { throw Failure("\(file): nothing imported: \(error)") }
+            print("imported \(roster.entries.count) students; start a roster poll with `clicker-tally --roster`")
+        }
+    }
+
+    struct Replace: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Replace the whole class list by a CSV of name,student_id,enrollment_code.",
+            discussion: "All or nothing: on any error the stored class list stays as it was.")
+        @Argument(help: "The CSV file.") var file: String
+        @OptionGroup var store: StoreArguments
+
+        func run() async throws {
+            let roster = try RosterCommand.read(file)
+            let db = try store.open()
+            do { try RosterBook.save(roster, to: db, replacing: true) } catch {
+                throw Failure("\(file): the class list was not replaced: \(error)")
             }
-            do {
-                let store = try ClickerStore(path: db)
-                try RosterBook.save(roster, to: store)
-                print("imported \(roster.entries.count) students; start a roster poll with `clicker-tally --roster`")
-            } catch { throw Failure("\(error)") }
+            print("the class list now holds the \(roster.entries.count) students of \(file)")
+        }
+    }
+
+    struct Remove: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Remove students from the class list by student ID (all of them, or none if one is not enrolled).")
+        @Argument(help: "Student IDs.") var studentIDs: [String]
+        @OptionGroup var store: StoreArguments
+
+        func validate() throws {
+            if studentIDs.isEmpty { throw ValidationError("name at least one student ID") }
+        }
+
+        func run() async throws {
+            let db = try store.open()
+            do { try RosterBook.remove(studentIDs, from: db) } catch { throw Failure("nothing removed: \(error)") }
+            print("removed \(studentIDs.count) students")
         }
     }
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "List the enrolled students (no keys).")
-        @Option(help: "Database file.") var db: String?
+        @OptionGroup var store: StoreArguments
 
         func run() async throws {
             do {
-                let roster = try RosterBook.load(from: try ClickerStore(path: db))
-                for e in roster?.entries ?? [] { print(RosterBook.listing(e)) }
-            } catch { throw Failure("\(error)") }
+                for line in try RosterBook.listing(try store.open()) { print(line) }
+            } catch let f as Failure { throw f } catch { throw Failure("\(error)") }
         }
     }
 }

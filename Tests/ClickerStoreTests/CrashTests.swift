@@ -27,7 +27,7 @@ final class CrashTests: XCTestCase {
 
     /// Ballot number `n` of the test: voter n, question 1, answer n % 4.
     static func ballot(poll: Int64, _ n: UInt64) -> BallotRecord {
-        BallotRecord(poll: poll, question: 1, voter: voterID(n), answer: Int(n % 4), sequence: UInt32(n % 1000),
+        BallotRecord(poll: poll, question: 1, voter: voterID(n), answer: .choice(UInt8(n % 4)), sequence: UInt32(n % 1000),
                      address: "00:AA:00:00:00:01", firstHeard: Date(timeIntervalSince1970: Double(n)),
                      lastHeard: Date(timeIntervalSince1970: Double(n) + 1), gattVerified: n % 3 == 0)
     }

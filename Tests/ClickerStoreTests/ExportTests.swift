@@ -14,13 +14,13 @@ final class ExportTests: XCTestCase {
         try store.openQuestion(poll: poll.id, number: 2, at: t0.addingTimeInterval(100))
         var bs: [BallotRecord] = []
         for v in 0..<6 as Range<UInt64> {
-            bs.append(BallotRecord(poll: poll.id, question: 1, voter: voterID(0xC0FFEE00 + v), answer: Int(v % 4), sequence: 1,
+            bs.append(BallotRecord(poll: poll.id, question: 1, voter: voterID(0xC0FFEE00 + v), answer: .choice(UInt8(v % 4)), sequence: 1,
                                    address: "addr,\"\(v)\"", firstHeard: t0.addingTimeInterval(Double(v)),
                                    lastHeard: t0.addingTimeInterval(Double(v) + 0.25), gattVerified: v % 2 == 0))
         }
-        bs.append(BallotRecord(poll: poll.id, question: 1, voter: voterID(0xC0FFEE00), answer: 2, sequence: 2, address: "a",
+        bs.append(BallotRecord(poll: poll.id, question: 1, voter: voterID(0xC0FFEE00), answer: .choice(2), sequence: 2, address: "a",
                                firstHeard: t0.addingTimeInterval(50), lastHeard: t0.addingTimeInterval(50), gattVerified: false))
-        bs.append(BallotRecord(poll: poll.id, question: 2, voter: voterID(0xC0FFEE01), answer: 3, sequence: 1, address: "b",
+        bs.append(BallotRecord(poll: poll.id, question: 2, voter: voterID(0xC0FFEE01), answer: .choice(3), sequence: 1, address: "b",
                                firstHeard: t0.addingTimeInterval(101), lastHeard: t0.addingTimeInterval(102), gattVerified: true))
         try store.record(bs, rejections: [RejectionCount(poll: poll.id, question: 1, reason: "bad-tag", count: 7)])
         try store.closeQuestion(poll: poll.id, number: 1, at: t0.addingTimeInterval(90))
@@ -34,18 +34,19 @@ final class ExportTests: XCTestCase {
         XCTAssertEqual(rows.count, bs.count)
         XCTAssertEqual(try parseCSV(try XCTUnwrap(e.ballotsCSV)).first, Exporter.ballotColumns)
         for b in bs {
-            let match = rows.filter { $0["voter"] == Exporter.hex(b.voter) && $0["question"] == String(b.question)
+            let match = rows.filter { $0["voter"] == Exporter.voterText(b.voter) && $0["question"] == String(b.question)
                 && $0["sequence"] == String(b.sequence) }
             XCTAssertEqual(match.count, 1, "ballot \(b)")
             guard let r = match.first else { continue }
             XCTAssertEqual(r["poll"], String(poll.id))
-            XCTAssertEqual(r["answer"], ["A", "B", "C", "D"][b.answer])
+            XCTAssertEqual(r["answer"], b.answer.description)
             XCTAssertEqual(r["address"], b.address, "quoted field with comma and quotes parses back")
             XCTAssertEqual(r["gatt_verified"], b.gattVerified ? "true" : "false")
             XCTAssertEqual(r["first_heard"], Exporter.timestamp(b.firstHeard))
             XCTAssertEqual(r["last_heard"], Exporter.timestamp(b.lastHeard))
         }
         XCTAssertEqual(Exporter.timestamp(t0.addingTimeInterval(0.25)), "2026-09-21T14:13:20.250Z")
+        XCTAssertEqual(rows.map { $0["voter"] ?? "" }.sorted().first, "c0ffee00", "IDText.voter: eight hex digits, no mode byte")
 
         let summary = try csvRecords(e.summaryCSV)
         XCTAssertEqual(summary.count, 2)
@@ -65,7 +66,7 @@ final class ExportTests: XCTestCase {
         XCTAssertEqual(jb.count, bs.count)
         let jp = try XCTUnwrap(json["poll"] as? [String: Any])
         XCTAssertEqual(jp["title"] as? String, "Quiz, \"one\"\nline two")
-        XCTAssertEqual(jp["voteID"] as? String, "dead")
+        XCTAssertEqual(jp["voteID"] as? String, "57005", "IDText.vote: decimal")
         XCTAssertNil(jp["joinSecret"])
         let jq = try XCTUnwrap(json["questions"] as? [[String: Any]])
         XCTAssertEqual((jq[0]["counts"] as? [String: Int]), ["A": 1, "B": 2, "C": 2, "D": 1])
@@ -82,14 +83,44 @@ final class ExportTests: XCTestCase {
         XCTAssertNil(json["ballots"])
         let everything = e.summaryCSV + String(decoding: e.json, as: UTF8.self)
         for b in bs {
-            XCTAssertFalse(everything.contains(Exporter.hex(b.voter)), "voter ID leaked")
+            XCTAssertFalse(everything.contains(Exporter.voterText(b.voter)), "voter ID leaked")
             XCTAssertFalse(everything.contains(b.address) && b.address.count > 1, "address leaked")
         }
         let summary = try csvRecords(e.summaryCSV)
         XCTAssertEqual(summary.map { $0["voters"] }, ["6", "1"])
         let dir = try makeTempDir(self)
         let files = try store.export(poll: poll.id, to: dir)
-        XCTAssertEqual(files.map { ($0 as NSString).lastPathComponent }.sorted(), ["poll-\(poll.id)-summary.csv", "poll-\(poll.id).json"])
+        XCTAssertEqual(files.map { ($0 as NSString).lastPathComponent }.sorted(),
+                       ["poll-57005-20260921T141320Z-summary.csv", "poll-57005-20260921T141320Z.json"])
+    }
+
+    /// `poll-N` restarted with every database: two tallies exporting into one directory replaced
+    /// each other's files. Names carry the vote ID and start time, and a name in use is never reused.
+    func testExportsOfTwoDatabasesIntoOneDirectoryKeepEveryFile() throws {
+        let shared = try makeTempDir(self)
+        var contents: [String: Data] = [:]
+        for (n, voteID) in [Data([0x08, 0xED]), Data([0x08, 0xEE])].enumerated() {
+            let store = try ClickerStore(path: try makeTempDir(self) + "/db.sqlite")
+            let poll = try store.createPoll(voteID: voteID, joinCode: "code-\(n)", mode: .anonymous,
+                                            at: t0.addingTimeInterval(Double(n)))
+            XCTAssertEqual(poll.id, 1, "each database numbers its polls from 1")
+            try store.openQuestion(poll: poll.id, number: 1, at: t0)
+            try store.countRejection(poll: poll.id, question: 1, reason: "db-\(n)")
+            for _ in 0..<2 {  // the same poll exported twice: the second export keeps the first's files
+                for path in try store.export(poll: poll.id, to: shared) {
+                    XCTAssertNil(contents[path], "\(path) written twice")
+                    contents[path] = try Data(contentsOf: URL(fileURLWithPath: path))
+                }
+            }
+        }
+        let names = try FileManager.default.contentsOfDirectory(atPath: shared).sorted()
+        XCTAssertEqual(names.count, 8, "\(names)")
+        XCTAssertEqual(Set(names), Set(contents.keys.map { ($0 as NSString).lastPathComponent }))
+        XCTAssertTrue(names.contains("poll-2285-20260921T141320Z.json"), "\(names)")
+        XCTAssertTrue(names.contains("poll-2285-20260921T141320Z-2.json"), "\(names)")
+        for (path, data) in contents {
+            XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: path)), data, "\(path) was overwritten")
+        }
     }
 
     func testCSVQuoting() throws {

@@ -11,7 +11,7 @@ final class StoreSealTests: XCTestCase {
     func ballot(_ poll: Int64, q: Int, voter: UInt32, answer: Int, seq: UInt32) -> BallotRecord {
         BallotRecord(poll: poll, question: q, voter: Data([0, UInt8(voter >> 24), UInt8((voter >> 16) & 0xFF),
                                                            UInt8((voter >> 8) & 0xFF), UInt8(voter & 0xFF)]),
-                     answer: answer, sequence: seq, address: String(format: "AA:BB:CC:%02X:%02X:%02X", voter >> 16 & 0xFF,
+                     answer: .choice(UInt8(answer)), sequence: seq, address: String(format: "AA:BB:CC:%02X:%02X:%02X", voter >> 16 & 0xFF,
                                                                     voter >> 8 & 0xFF, voter & 0xFF),
                      firstHeard: t0, lastHeard: t0, gattVerified: voter % 3 == 0)
     }
@@ -121,6 +121,14 @@ final class StoreSealTests: XCTestCase {
         XCTAssertTrue(open.allSatisfy { $0.address.isEmpty })
         XCTAssertEqual(try store.ballots(poll: 2).count, 40)
         XCTAssertTrue(try store.ballots(poll: 2).allSatisfy { $0.address.hasPrefix("AA:BB:CC") }, "roster rows untouched")
+        // Version 1 stored a single choice as its bare option index; it reads back as that choice.
+        XCTAssertEqual(Set(try store.ballots(poll: 2).map(\.answer)), [.choice(0), .choice(1), .choice(2), .choice(3)])
         XCTAssertEqual(try store.poll(1)?.rule, .latestWins)
+        // Questions from before definitions were kept read back without one; a new question keeps its own.
+        XCTAssertEqual(try store.questions(poll: 1).map(\.definition), [nil, nil])
+        XCTAssertEqual(try store.openQuestion(poll: 1, number: 3, definition: .choice(options: 6)).definition, .choice(options: 6))
+        XCTAssertEqual(try store.questions(poll: 1).map(\.definition), [nil, nil, .choice(options: 6)])
+        try store.closePoll(2)
+        XCTAssertEqual(try store.resume()?.questions.last?.definition, .choice(options: 6))
     }
 }

@@ -1,5 +1,6 @@
 import struct ClickerSim.SplitMix64
 @testable import ClickerStore
+import ClickerWire
 import Foundation
 import XCTest
 
@@ -8,7 +9,7 @@ final class StoreTests: XCTestCase {
 
     func ballot(_ poll: Int64, q: Int, voter: UInt64, answer: Int, seq: UInt32, at offset: Double = 0,
                 verified: Bool = false) -> BallotRecord {
-        BallotRecord(poll: poll, question: q, voter: voterID(voter), answer: answer, sequence: seq,
+        BallotRecord(poll: poll, question: q, voter: voterID(voter), answer: .choice(UInt8(answer)), sequence: seq,
                      address: "00:AA:01:00:00:\(String(format: "%02X", voter % 256))",
                      firstHeard: t0.addingTimeInterval(offset), lastHeard: t0.addingTimeInterval(offset + 0.5),
                      gattVerified: verified)
@@ -48,11 +49,27 @@ final class StoreTests: XCTestCase {
         XCTAssertEqual(summary.gattVerified, 1)
         XCTAssertEqual(summary.rejections, ["bad-tag": 3, "replay": 5])
 
-        try store.upsertRoster(RosterEntry(name: "Ada", studentID: "s1", enrollmentKey: Data([7])))
-        try store.upsertRoster(RosterEntry(name: "Ada L.", studentID: "s1", enrollmentKey: nil))
-        try store.upsertRoster(RosterEntry(name: "Bob", studentID: "s0", enrollmentKey: nil))
+        try store.enroll([EnrolledStudent(studentId: "s1", name: "Ada", enrollmentKey: Data([7]))])
+        try store.enroll([EnrolledStudent(studentId: "s1", name: "Ada L.", enrollmentKey: Data([7])),
+                          EnrolledStudent(studentId: "s0", name: "Bob", enrollmentKey: nil)])
         XCTAssertEqual(try store.roster().map(\.name), ["Bob", "Ada L."])
         XCTAssertEqual(try store.integrityCheck(), ["ok"])
+    }
+
+    /// Every answer kind is stored in the wire's answer encoding and reads back as itself; the
+    /// export writes it as the voter typed it.
+    func testEveryAnswerKindRoundTrips() throws {
+        let store = try ClickerStore(path: try makeTempDir(self) + "/db.sqlite")
+        let poll = try store.createPoll(voteID: Data([8, 0xED]), joinCode: nil, mode: .roster, at: t0)
+        try store.openQuestion(poll: poll.id, number: 1, at: t0)
+        let answers: [Answer] = [.choice(7), .trueFalse(true), .multiSelect(0b101), .numeric(-3),
+                                 .ranking(try XCTUnwrap(Ranking(order: [1, 0, 2])))]
+        var ballots = answers.enumerated().map { ballot(poll.id, q: 1, voter: UInt64($0.offset), answer: 0, seq: 1) }
+        for i in ballots.indices { ballots[i].answer = answers[i] }
+        try store.record(ballots)
+        XCTAssertEqual(try store.ballots(poll: poll.id).map(\.answer), answers)
+        let rows = try csvRecords(try XCTUnwrap(try store.export(poll: poll.id).ballotsCSV))
+        XCTAssertEqual(rows.map { $0["answer"] ?? "" }, ["H", "true", "A+C", "-3", "B>A>C"])
     }
 
     /// The first answer of a sequence stays, except that a verified ballot replaces an unverified one
@@ -69,7 +86,7 @@ final class StoreTests: XCTestCase {
         try store.record(again)
         let stored = try store.ballots(poll: poll.id)
         XCTAssertEqual(stored.count, 1)
-        XCTAssertEqual(stored[0].answer, 2)
+        XCTAssertEqual(stored[0].answer, .choice(2))
         XCTAssertEqual(stored[0].firstHeard, t0.addingTimeInterval(5))
         XCTAssertEqual(stored[0].lastHeard, t0.addingTimeInterval(20.5))
         XCTAssertTrue(stored[0].gattVerified)

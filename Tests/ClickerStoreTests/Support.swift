@@ -10,9 +10,10 @@ func makeTempDir(_ test: XCTestCase) throws -> String {
     return dir
 }
 
-/// Voter ID bytes for a voter number (8 bytes big-endian).
+/// A stored voter for a voter number, as the tally stores it: the mode byte (0, anonymous), then
+/// the 32-bit voter ID big-endian (the number modulo 2^32).
 func voterID(_ n: UInt64) -> Data {
-    Data((0..<8).map { UInt8(truncatingIfNeeded: n >> (56 - 8 * UInt64($0))) })
+    Data([0] + (0..<4).map { UInt8(truncatingIfNeeded: n >> (24 - 8 * UInt64($0))) })
 }
 
 /// Minimal RFC 4180 parser used to read exports back (independent of the exporter's code).

@@ -13,7 +13,7 @@ final class VoterKeyTests: XCTestCase {
         try store.openQuestion(poll: poll.id, number: 1, at: t0)
         let voter = Data([0, 0x0F, 0x67, 0xDF, 0xD0])
         let first = VoterKeyRecord(poll: poll.id, voter: voter, publicKey: Data(repeating: 0x11, count: 32))
-        let ballot = BallotRecord(poll: poll.id, question: 1, voter: voter, answer: 1, sequence: 3, address: "",
+        let ballot = BallotRecord(poll: poll.id, question: 1, voter: voter, answer: .choice(1), sequence: 3, address: "",
                                   firstHeard: t0, lastHeard: t0, gattVerified: true)
         try store.record([ballot], voterKeys: [first])
         // Another key for the same voter ID never replaces the bound one.

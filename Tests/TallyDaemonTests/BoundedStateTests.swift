@@ -35,6 +35,7 @@ final class BoundedStateTests: XCTestCase {
     func testNothingPerEventGrowsOverALongLectureWithoutAReader() async throws {
         let clock = ManualClock()
         let dir = NSTemporaryDirectory() + "clicker-bounded-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let store = try ClickerStore(path: dir + "/clicker.sqlite", durability: .normal)
         let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: store,

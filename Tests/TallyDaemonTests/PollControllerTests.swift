@@ -13,6 +13,7 @@ final class PollControllerTests: XCTestCase {
 
     func tempDB() -> String {
         let dir = NSTemporaryDirectory() + "clicker-daemon-\(UUID().uuidString)"
+        try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         return dir + "/clicker.sqlite"
     }
 

@@ -14,6 +14,7 @@ final class PollLifecycleTests: XCTestCase {
 
     func store() throws -> ClickerStore {
         let dir = NSTemporaryDirectory() + "clicker-lifecycle-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         addTeardownBlock { try? FileManager.default.removeItem(atPath: dir) }
         return try ClickerStore(path: dir + "/clicker.sqlite", durability: .normal)
     }

@@ -51,7 +51,7 @@ final class PollPrivacyTests: XCTestCase {
     /// an export, the results and status JSON. None of it holds the join secret.
     func testNoExportResultsOrStatusCarriesTheJoinSecret() async throws {
         let dir = try directory()
-        let db = try ClickerStore(path: dir + "/db/clicker.sqlite", durability: .normal)
+        let db = try ClickerStore(path: dir + "/clicker.sqlite", durability: .normal)
         let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false, title: "Week 3"),
                                             store: db)
         for v in UInt32(1)...12 { await controller.ingest(sealedReport(code, voter: v, answer: .choice(UInt8(v % 4)))) }
@@ -67,7 +67,7 @@ final class PollPrivacyTests: XCTestCase {
         outputs.append(("results q2", try encoder.encode(await controller.results(question: 2))))
         // The exports are real: they hold the poll and its counts.
         let json = try XCTUnwrap(outputs.first { $0.0.hasSuffix(".json") }?.1)
-        XCTAssertTrue(String(decoding: json, as: UTF8.self).contains("\"voteID\" : \"12d5\""))
+        XCTAssertTrue(String(decoding: json, as: UTF8.self).contains("\"voteID\" : \"4821\""))
         XCTAssertTrue(String(decoding: json, as: UTF8.self).contains("Week 3"))
         assertNone(secretForms(code), in: outputs, "join secret")
         // Only the local live view, the instructor's screen, shows the code.
@@ -79,7 +79,7 @@ final class PollPrivacyTests: XCTestCase {
     /// WAL and shared memory), not in the export, not in the results JSON. Its totals survive a restart.
     func testClosedAnonymousPollHoldsNoVoterIDOrAddress() async throws {
         let dir = try directory()
-        let path = dir + "/db/clicker.sqlite"
+        let path = dir + "/clicker.sqlite"
         let db = try ClickerStore(path: path, durability: .normal)
         let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: db)
         let voters = (UInt32(1)...24).map { 0x5EC0_0000 | $0 &* 7919 }

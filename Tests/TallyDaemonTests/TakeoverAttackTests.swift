@@ -109,6 +109,7 @@ final class TakeoverAttackTests: XCTestCase {
     /// attack still fails after it.
     func testARestartKeepsVerificationAndBindings() async throws {
         let path = NSTemporaryDirectory() + "clicker-takeover-\(UUID().uuidString)/db.sqlite"
+        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         let store = try ClickerStore(path: path, durability: .normal)
         let air = SimulatedAir(AirConfiguration(seed: 13, clock: .virtual))
         let first = try PollController(options: PollOptions(joinCode: Self.code), store: store)

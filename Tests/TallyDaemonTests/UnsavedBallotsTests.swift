@@ -7,7 +7,7 @@ import XCTest
 /// highest sequence, GATT-verified preferred), not one per ballot accepted during the outage.
 final class UnsavedBallotsTests: XCTestCase {
     func record(_ voter: UInt8, question: Int, sequence: UInt32, verified: Bool = false) -> BallotRecord {
-        BallotRecord(poll: 1, question: question, voter: Data([0, 0, 0, 0, voter]), answer: Int(sequence % 4),
+        BallotRecord(poll: 1, question: question, voter: Data([0, 0, 0, 0, voter]), answer: .choice(UInt8(sequence % 4)),
                      sequence: sequence, address: "C0:00:00:00:00:01", firstHeard: Date(), lastHeard: Date(),
                      gattVerified: verified)
     }

@@ -14,6 +14,7 @@ let benchmarks: @Sendable () -> Void = {
             Benchmark("record \(batch) ballot(s) per transaction, synchronous=\(label)") { benchmark in
                 let dir = FileManager.default.temporaryDirectory.appendingPathComponent("clicker-bench-\(UUID().uuidString)").path
                 defer { try? FileManager.default.removeItem(atPath: dir) }
+                try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
                 let store = try ClickerStore(path: dir + "/bench.sqlite", durability: durability)
                 let poll = try store.createPoll(voteID: Data([1, 2, 3, 4]), joinCode: "123456", mode: .roster)
                 try store.openQuestion(poll: poll.id, number: 1)
@@ -22,7 +23,7 @@ let benchmarks: @Sendable () -> Void = {
                     n += 1
                     let voter = Data((0..<8).map { UInt8(truncatingIfNeeded: n >> (56 - 8 * UInt64($0))) })
                     let now = Date()
-                    return BallotRecord(poll: poll.id, question: 1, voter: voter, answer: Int(n % 4), sequence: UInt32(n % 7),
+                    return BallotRecord(poll: poll.id, question: 1, voter: voter, answer: .choice(UInt8(n % 4)), sequence: UInt32(n % 7),
                                         address: "00:AA:01:00:00:01", firstHeard: now, lastHeard: now, gattVerified: n % 2 == 0)
                 }
                 benchmark.startMeasurement()

@@ -1,0 +1,84 @@
+import ClickerStore
+import ClickerTally
+import ClickerTransport
+import ClickerWire
+import Foundation
+import TallyDaemon
+import XCTest
+
+/// `--resume` reads the open poll's question definition, rule and mode back from the database, so it
+/// needs no flags; a flag that says otherwise is refused.
+final class ResumeDefinitionTests: XCTestCase {
+    let code = try! JoinCode(parsing: "4821-ABCDE-FGHJK")  // test constant, not input
+    let t0 = Date(timeIntervalSince1970: 1_790_000_000)
+
+    func store() throws -> ClickerStore {
+        let dir = NSTemporaryDirectory() + "clicker-resume-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: dir) }
+        return try ClickerStore(path: dir + "/clicker.sqlite", durability: .normal)
+    }
+
+    func resume(_ db: ClickerStore, _ options: PollOptions? = nil, stated: ResumeFlags = ResumeFlags()) throws -> PollController {
+        try PollController(options: options ?? PollOptions(joinCode: JoinCode.random(), confirmByGATT: false), store: db,
+                           start: .resume(maxAge: .seconds(3600), stated: stated), now: t0.addingTimeInterval(60))
+    }
+
+    /// A poll of six answers, first response only, on question 2: a resume told nothing asks the
+    /// same question (F still counts) under the same rule.
+    func testResumeWithoutFlagsAsksTheStoredQuestion() async throws {
+        let db = try store()
+        let first = try PollController(options: PollOptions(joinCode: code, policy: .firstResponseOnly, options: 6,
+                                                            confirmByGATT: false), store: db, now: t0)
+        try await first.nextQuestion()
+        await first.ingest(sealedReport(code, voter: 1, answer: .choice(5), question: 2))
+        XCTAssertEqual(try db.questions(poll: 1).map(\.definition), [.choice(options: 6), .choice(options: 6)])
+
+        let second = try resume(db)
+        let options = await second.options
+        XCTAssertEqual(options.options, 6)
+        XCTAssertEqual(options.policy, .firstResponseOnly)
+        await second.ingest(sealedReport(code, voter: 2, answer: .choice(4), question: 2))
+        let r = await second.results()
+        XCTAssertEqual(r.question, 2)
+        XCTAssertEqual(r.voters, 2, "E and F are offered after the resume: \(r.rejected)")
+        XCTAssertEqual(r.counts["F"], 1)
+        XCTAssertEqual(r.counts["E"], 1)
+        // The next question keeps the definition, for the next resume.
+        try await second.nextQuestion()
+        XCTAssertEqual(try db.questions(poll: 1).last?.definition, .choice(options: 6))
+    }
+
+    func testFlagsThatContradictTheStoredPollAreRefused() throws {
+        let db = try store()
+        _ = try PollController(options: PollOptions(joinCode: code, options: 5, confirmByGATT: false), store: db, now: t0)
+        XCTAssertThrowsError(try resume(db, stated: ResumeFlags(options: 4))) { error in
+            XCTAssertEqual(error as? PollError, .resumeContradicts(flag: "--options 4", stored: "offers 5 answers"))
+            XCTAssertTrue("\(error)".contains("leave the flag out"), "\(error)")
+        }
+        XCTAssertThrowsError(try resume(db, stated: ResumeFlags(policy: .firstResponseOnly))) {
+            guard case .resumeContradicts(let flag, _)? = $0 as? PollError else { return XCTFail("\($0)") }
+            XCTAssertEqual(flag, "--first-response-only")
+        }
+        XCTAssertThrowsError(try resume(db, stated: ResumeFlags(question: 3))) {
+            XCTAssertEqual($0 as? PollError, .resumeContradicts(flag: "--question 3", stored: "is at question 1"))
+        }
+        XCTAssertThrowsError(try resume(db, stated: ResumeFlags(roster: true))) {
+            XCTAssertEqual($0 as? PollError, .resumeModeMismatch(openIsRoster: false))
+        }
+        // Flags that agree are fine.
+        XCTAssertNoThrow(try resume(db, stated: ResumeFlags(options: 5, policy: .latestWins, question: 1)))
+    }
+
+    /// A roster poll resumes with the stored roster when none is given (no `--roster` needed).
+    func testARosterPollResumesWithTheStoredRoster() async throws {
+        let db = try store()
+        let ada = DeviceKey.generate()
+        let roster = try Roster(entries: [RosterEntry(name: "Ada", studentID: "s1", enrollment: ada.enrollmentCode)])
+        try RosterBook.save(roster, to: db)
+        _ = try PollController(options: PollOptions(joinCode: code, roster: roster, confirmByGATT: false), store: db, now: t0)
+        let resumed = try resume(db)
+        let options = await resumed.options
+        XCTAssertEqual(options.roster, roster)
+    }
+}
