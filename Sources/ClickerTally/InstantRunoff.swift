@@ -2,7 +2,7 @@ import ClickerWire
 
 /// Instant-runoff count of ranked answers, partial rankings included.
 ///
-/// The rules, in order (README "Ranked questions"):
+/// The rules, in order:
 /// 1. Each active ballot counts for its most preferred option that is still in the race.
 /// 2. An option with more than half of the active ballots wins (a majority: 50 % + 1).
 /// 3. Otherwise the option with the fewest votes is eliminated from every ballot. A ballot whose
