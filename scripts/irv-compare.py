@@ -14,8 +14,7 @@ eliminate several options in one round (all those that together cannot overtake 
 its rounds are a subset of ours.
 
 The rules differ on purpose in four places (Sources/ClickerTally/InstantRunoff.swift states ours);
-an election that
-disagrees is put in the first class that explains it, and one that none explains is an error:
+an election that disagrees is put in the first class that explains it, and one that none explains is an error:
   odd-majority  ours ends when an option holds (n + 1) / 2 of an odd number n of active ballots,
                 a majority; pyrankvote's test (votes - 1e-6 >= ceil(n / 2)) wants one vote more,
                 so it eliminates further. The winner is the same.
