@@ -23,5 +23,12 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
+# The instant-runoff comparison test counts 10,000 elections again with pyrankvote, an independent
+# implementation, under the python3 on PATH.
+if [ "${1:-}" = "--test" ] && ! python3 -c "import pyrankvote" 2>/dev/null; then
+  echo "setup: installing pyrankvote 2.0.6 for python3 ($(command -v python3))"
+  python3 -m pip install -q pyrankvote==2.0.6
+fi
+
 # scripts/install.sh runs this as root and builds as the invoking user: Swift is on that user's PATH.
 [ -n "${SETUP_SKIP_SWIFT:-}" ] || command -v swift >/dev/null || { echo "setup: Swift 6.1 or newer must be on PATH (https://www.swift.org/install/linux/)" >&2; exit 1; }
