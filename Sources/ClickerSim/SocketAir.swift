@@ -4,6 +4,8 @@ import Glibc
 import Darwin
 #endif
 import ClickerTransport
+import Dispatch
+import OSThreads
 import Synchronization
 
 // The simulated air across processes: the central's process hosts the air on a Unix socket;
@@ -27,6 +29,21 @@ public struct AirHostStatistics: Sendable, Hashable {
     public init() {}
 }
 
+/// Why the simulated air's socket could not be used, so a command can say what to do.
+public enum AirSocketError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// Nobody hosts an air at this path (no socket file, or a stale one nobody listens on).
+    case noAir(path: String)
+    /// Another process already hosts an air at this path.
+    case inUse(path: String)
+
+    public var description: String {
+        switch self {
+        case .noAir(let path): "no simulated air at \(path)"
+        case .inUse(let path): "an air host is already listening at \(path)"
+        }
+    }
+}
+
 extension SimulatedAir {
     /// `$XDG_RUNTIME_DIR/clicker-air.sock`, or `/tmp/clicker-air-<uid>.sock` without it.
     public static var defaultSocketPath: String {
@@ -37,13 +54,14 @@ extension SimulatedAir {
     }
 
     /// Hosts this air on a Unix socket at `path` so that peripherals in other processes can join
-    /// (use a real-time air). A stale socket file is replaced; a live host at `path` is an error.
+    /// (use a real-time air). A stale socket file is replaced; a live host at `path` is
+    /// ``AirSocketError/inUse(path:)``.
     public func host(path: String = SimulatedAir.defaultSocketPath) throws -> AirHost {
         try AirHost(air: self, path: path)
     }
 
     /// Joins the air hosted at `path` as a peripheral. `address` nil lets the host choose one;
-    /// `rssi` (dBm) nil lets it draw one.
+    /// `rssi` (dBm) nil lets it draw one. No host at `path` is ``AirSocketError/noAir(path:)``.
     public static func connect(path: String = SimulatedAir.defaultSocketPath, address: DeviceAddress? = nil,
                                rssi: Double? = nil) async throws -> RemotePeripheral {
         try await RemotePeripheral.connect(path: path, address: address, rssi: rssi)
@@ -69,7 +87,7 @@ public final class AirHost: Sendable {
                 let probe = try UnixSocket.make()
                 defer { Glibc.close(probe) }
                 if (try? UnixSocket.connect(probe, path)) != nil {
-                    throw TransportError.radioUnavailable("an air host is already listening at \(path)")
+                    throw AirSocketError.inUse(path: path)
                 }
                 unlink(path)
                 try UnixSocket.bind(fd, path)
@@ -81,12 +99,12 @@ public final class AirHost: Sendable {
         }
         UnixSocket.setNonBlocking(fd)
         let loop = HostLoop(listenFD: fd, path: path, air: air, shared: shared)
-        guard let tid = OSThread.start({ loop.run() }) else {
+        guard let thread = OSThread.start(name: "clicker-air", { loop.run() }) else {
             Glibc.close(fd)
             unlink(path)
             throw TransportError.radioUnavailable("cannot start the air host thread")
         }
-        shared.state.withLock { $0.thread = tid }
+        shared.state.withLock { $0.thread = thread }
     }
 
     deinit { close() }
@@ -94,19 +112,23 @@ public final class AirHost: Sendable {
     public var statistics: AirHostStatistics { shared.state.withLock { $0.stats } }
 
     /// Stops serving: every peer is disconnected (its device leaves), the socket file is removed.
-    /// Waits for the host thread to finish. Idempotent.
+    /// Blocks until the host thread has finished (at most one poll interval, 50 ms); from async
+    /// code use ``shutdown()``. Idempotent.
     public func close() {
-        let thread: pthread_t? = shared.state.withLock { s in
+        stop()?.waitUntilFinished()
+    }
+
+    /// ``close()`` for async code: suspends until the host thread has finished, blocking no thread.
+    public func shutdown() async {
+        await stop()?.finished()
+    }
+
+    private func stop() -> ThreadHandle? {
+        shared.state.withLock { s in
             s.stopping = true
-            defer { s.thread = nil }
             return s.thread
         }
-        if let thread, !pthread_equal(thread, pthread_self()).isTrue { pthread_join(thread, nil) }
     }
-}
-
-extension Int32 {
-    fileprivate var isTrue: Bool { self != 0 }
 }
 
 /// What the host and its thread share.
@@ -114,7 +136,7 @@ private final class HostShared: Sendable {
     struct State {
         var stopping = false
         var stats = AirHostStatistics()
-        var thread: pthread_t?
+        var thread: ThreadHandle?
     }
 
     let state = Mutex(State())
@@ -340,18 +362,32 @@ public final class RemotePeripheral: PeripheralTransport {
     public func status() -> AsyncStream<RadioStatus> { link.statusStream() }
 }
 
-/// The peripheral's end of the socket: sends requests, a reader thread matches replies to them.
+/// The peripheral's end of the socket: requests are queued for a writer thread, a reader thread
+/// matches replies to them.
+///
+/// Neither the lock nor a pool thread ever waits on the socket: `request` only queues its frame
+/// (refusing when ``maxQueued`` are already waiting, which means the host stopped reading), and the
+/// writer sends outside the lock. The descriptor is closed by whichever thread ends last.
 final class ClientLink: Sendable {
+    /// Frames waiting for the writer beyond which a request is refused.
+    static let maxQueued = 64
+
     struct State {
         var closed = false
         var nextID: UInt32 = 1
         var pending: [UInt32: CheckedContinuation<[UInt8], any Error>] = [:]
+        /// Encoded frames the writer has not taken yet, oldest first.
+        var outbox: [[UInt8]] = []
+        /// Reader and writer threads still using the descriptor.
+        var threads = 2
         var status = RadioStatus(adapter: "simulated air (socket)", state: .starting)
         var statusSubscribers: [UInt32: AsyncStream<RadioStatus>.Continuation] = [:]
     }
 
     private let fd: Int32
     private let state = Mutex(State())
+    /// Signalled for every queued frame and once at the end.
+    private let wake = DispatchSemaphore(value: 0)
 
     init(path: String) throws {
         fd = try UnixSocket.make()
@@ -361,28 +397,65 @@ final class ClientLink: Sendable {
             Glibc.close(fd)
             throw error
         }
-        let reader = self
-        guard OSThread.start({ reader.readLoop() }) != nil else {
+        let link = self
+        guard OSThread.start(name: "clicker-air-tx", { link.writeLoop() }) != nil else {
             Glibc.close(fd)
+            throw TransportError.radioUnavailable("cannot start the socket writer thread")
+        }
+        guard OSThread.start(name: "clicker-air-rx", { link.readLoop() }) != nil else {
+            state.withLock { $0.closed = true; $0.threads -= 1 }
+            wake.signal()  // the writer ends and closes the descriptor
             throw TransportError.radioUnavailable("cannot start the socket reader thread")
         }
     }
 
     func request(_ kind: AirFrame.Kind, _ body: [UInt8]) async throws -> [UInt8] {
         try await withCheckedThrowingContinuation { (cont: CheckedContinuation<[UInt8], any Error>) in
-            // Sending under the lock keeps frames whole and the descriptor open while in use.
-            let failed: Bool = state.withLock { s in
-                guard !s.closed else { return true }
+            let refusal: String? = state.withLock { s in
+                guard !s.closed else { return "the air host is gone" }
+                guard s.outbox.count < Self.maxQueued else {
+                    return "the air host is not reading (\(Self.maxQueued) requests wait to be sent)"
+                }
                 let id = s.nextID
                 s.nextID &+= 1
                 var w = ByteWriter()
                 w.u32(id)
                 w.raw(body)
-                guard UnixSocket.sendAll(fd, AirFrame.encode(kind, w.bytes)) else { return true }
+                s.outbox.append(AirFrame.encode(kind, w.bytes))
                 s.pending[id] = cont
-                return false
+                return nil
             }
-            if failed { cont.resume(throwing: TransportError.radioUnavailable("the air host is gone")) }
+            if let refusal {
+                cont.resume(throwing: TransportError.radioUnavailable(refusal))
+            } else {
+                wake.signal()
+            }
+        }
+    }
+
+    /// Sends queued frames in order, outside the lock. A failed send shuts the socket down, which
+    /// ends the reader, which fails every request still waiting for its reply.
+    private func writeLoop() {
+        sending: while true {
+            wake.wait()
+            let (frames, closed) = state.withLock { s in
+                defer { s.outbox = [] }
+                return (s.outbox, s.closed)
+            }
+            if closed { break }
+            for frame in frames where !UnixSocket.sendAll(fd, frame) {
+                _ = Glibc.shutdown(fd, Int32(SHUT_RDWR))
+                break sending
+            }
+        }
+        release()
+    }
+
+    /// One thread is done with the descriptor; the last one closes it.
+    private func release() {
+        state.withLock { s in
+            s.threads -= 1
+            if s.threads == 0 { Glibc.close(fd) }
         }
     }
 
@@ -409,7 +482,7 @@ final class ClientLink: Sendable {
         return stream
     }
 
-    /// Wakes the reader (which then closes the descriptor). Idempotent.
+    /// Wakes the reader and the writer, which end and close the descriptor. Idempotent.
     func close() {
         state.withLock { s in if !s.closed { _ = Glibc.shutdown(fd, Int32(SHUT_RDWR)) } }
     }
@@ -447,12 +520,13 @@ final class ClientLink: Sendable {
         let (pending, subscribers): ([CheckedContinuation<[UInt8], any Error>], [AsyncStream<RadioStatus>.Continuation]) =
             state.withLock { s in
                 s.closed = true
-                Glibc.close(fd)
                 s.status.state = .stopped
                 s.status.lastError = reason
                 defer { s.pending = [:]; s.statusSubscribers = [:] }
                 return (Array(s.pending.values), Array(s.statusSubscribers.values))
             }
+        wake.signal()  // the writer sees `closed` and ends
+        release()
         for c in pending { c.resume(throwing: TransportError.radioUnavailable(reason)) }
         let final = state.withLock { $0.status }
         for s in subscribers {
