@@ -15,21 +15,33 @@ public struct VoterService: Service {
     let lines: AsyncStream<String>
     let report: @Sendable (String) -> Void
     let logger: Logger
+    /// Returns when the group shuts down (or the task is cancelled).
+    let untilShutdown: @Sendable () async -> Void
 
     /// - Parameters:
     ///   - lines: answers, one a line; surrounding spaces and blank lines are ignored.
     ///   - report: one line for the person or script watching (stdout), written at once.
     public init(session: VoterSession, first: Answer, lines: AsyncStream<String>,
                 report: @escaping @Sendable (String) -> Void, logger: Logger) {
+        self.init(session: session, first: first, lines: lines, report: report, logger: logger,
+                  untilShutdown: { try? await gracefulShutdown() })
+    }
+
+    /// `untilShutdown` wraps the wait for shutdown, so a test sees the service reach it.
+    package init(session: VoterSession, first: Answer, lines: AsyncStream<String>,
+                 report: @escaping @Sendable (String) -> Void, logger: Logger,
+                 untilShutdown: @escaping @Sendable () async -> Void) {
         self.session = session
         self.first = first
         self.lines = lines
         self.report = report
         self.logger = logger
+        self.untilShutdown = untilShutdown
     }
 
     public func run() async throws {
         let session = self.session, lines = self.lines, report = self.report, logger = self.logger
+        let untilShutdown = self.untilShutdown
         do {
             let b = try await session.cast(first)
             report("voting \(b.answer) as voter \(IDText.voter(b.voterID)) (sequence \(b.sequence))")
@@ -51,7 +63,7 @@ public struct VoterService: Service {
             guard !Task.isCancelled else { return }
             report("input closed; the vote stays on the air until stopped")
             // Keep the vote on the air until the group shuts down (Ctrl-C, SIGTERM).
-            try? await gracefulShutdown()
+            await untilShutdown()
         }
         await session.stop()
         report("stopped advertising")

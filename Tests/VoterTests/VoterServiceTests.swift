@@ -62,7 +62,9 @@ final class VoterServiceTests: XCTestCase {
         let session = VoterSession(secret: pollSecret(code), question: 1, identity: DeviceKey.generate(),
                                    transport: LoggingRadio(log: log), state: nil)
         let (lines, input) = AsyncStream<String>.makeStream()
-        let service = VoterService(session: session, first: .choice(1), lines: lines, report: { log.add($0) }, logger: quiet)
+        // The real wait for shutdown, announced: the service must reach it before withdrawing.
+        let service = VoterService(session: session, first: .choice(1), lines: lines, report: { log.add($0) }, logger: quiet,
+                                   untilShutdown: { log.add("waiting for shutdown"); try? await gracefulShutdown() })
         let voter = IDText.voter(await session.voterID)
         try await testGracefulShutdown { shutdown in
             let run = Task { try await service.run() }
@@ -76,8 +78,8 @@ final class VoterServiceTests: XCTestCase {
             seen = await log.waitFor(6)
             XCTAssertEqual(Array(seen[2...]), ["advertise", "changed to C (sequence 2)", "advertise", "changed to A (sequence 3)"])
             input.finish()
-            seen = await log.waitFor(7)
-            XCTAssertEqual(seen.last, "input closed; the vote stays on the air until stopped")
+            seen = await log.waitFor(8)
+            XCTAssertEqual(Array(seen[6...]), ["input closed; the vote stays on the air until stopped", "waiting for shutdown"])
             log.add("test: shutdown")
             shutdown.triggerGracefulShutdown()
             try await run.value
@@ -85,8 +87,8 @@ final class VoterServiceTests: XCTestCase {
             XCTAssertEqual(current?.answer, .choice(0))
         }
         // The radio was shut down only after the shutdown was asked for, and the service said so.
-        XCTAssertEqual(Array(log.all[6...]), ["input closed; the vote stays on the air until stopped", "test: shutdown",
-                                              "shutdown", "stopped advertising"])
+        XCTAssertEqual(Array(log.all[6...]), ["input closed; the vote stays on the air until stopped", "waiting for shutdown",
+                                              "test: shutdown", "shutdown", "stopped advertising"])
     }
 
     func testAFirstCastThatFailsEndsTheServiceWithItsErrorAndWithdraws() async throws {
