@@ -24,7 +24,10 @@ public enum MessageText {
         text.split(separator: "\n", omittingEmptySubsequences: false).map { line -> String in
             let chars = Array(line)
             guard chars.count > limit else { return String(line) }
-            let tail = limit * 2 / 3, head = limit / 3
+            // The marker counts in the limit (at its longest: the cut has no more digits than the
+            // line's length), so a clipped line is never clipped again.
+            let room = max(0, limit - "…( characters cut)…".count - String(chars.count).count)
+            let head = room / 3, tail = room - head
             let cut = chars.count - head - tail
             return String(chars[..<head]) + "…(\(cut) characters cut)…" + String(chars[(chars.count - tail)...])
         }.joined(separator: "\n")
