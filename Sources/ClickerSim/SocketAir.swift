@@ -71,7 +71,7 @@ extension SimulatedAir {
 public final class AirHost: Sendable {
     public let path: String
     public let air: SimulatedAir
-    private let shared = HostShared()
+    private let shared: HostShared
 
     init(air: SimulatedAir, path: String) throws {
         self.air = air
@@ -97,6 +97,18 @@ public final class AirHost: Sendable {
             throw error
         }
         UnixSocket.setNonBlocking(fd)
+        // A pipe that wakes the loop when it must stop, so it waits on events without a timeout.
+        var wake: [Int32] = [-1, -1]
+        guard pipe(&wake) == 0 else {
+            Glibc.close(fd)
+            unlink(path)
+            throw TransportError.radioUnavailable(SocketError.describe("pipe"))
+        }
+        for w in wake {
+            UnixSocket.setNonBlocking(w)
+            _ = fcntl(w, F_SETFD, FD_CLOEXEC)
+        }
+        shared = HostShared(wakeRead: wake[0], wakeWrite: wake[1])
         let loop = HostLoop(listenFD: fd, path: path, air: air, shared: shared)
         guard let thread = OSThread.start(name: "clicker-air", { loop.run() }) else {
             Glibc.close(fd)
@@ -106,13 +118,17 @@ public final class AirHost: Sendable {
         shared.state.withLock { $0.thread = thread }
     }
 
-    deinit { close() }
+    deinit {
+        close()
+        Glibc.close(shared.wakeRead)
+        Glibc.close(shared.wakeWrite)
+    }
 
     public var statistics: AirHostStatistics { shared.state.withLock { $0.stats } }
 
     /// Stops serving: every peer is disconnected (its device leaves), the socket file is removed.
-    /// Blocks until the host thread has finished (at most one poll interval, 50 ms); from async
-    /// code use ``shutdown()``. Idempotent.
+    /// Blocks until the host thread has finished (it is woken at once); from async code use
+    /// ``shutdown()``. Idempotent.
     public func close() {
         stop()?.waitUntilFinished()
     }
@@ -123,10 +139,13 @@ public final class AirHost: Sendable {
     }
 
     private func stop() -> ThreadHandle? {
-        shared.state.withLock { s in
+        let thread = shared.state.withLock { s in
             s.stopping = true
             return s.thread
         }
+        var byte: UInt8 = 1
+        _ = write(shared.wakeWrite, &byte, 1)  // non-blocking; a full pipe already wakes the loop
+        return thread
     }
 }
 
@@ -139,6 +158,16 @@ private final class HostShared: Sendable {
     }
 
     let state = Mutex(State())
+    /// The stop pipe: the loop polls `wakeRead`; `AirHost.stop()` writes to `wakeWrite`. Both stay
+    /// open until the host is deinitialised, after its thread has ended.
+    let wakeRead: Int32
+    let wakeWrite: Int32
+
+    init(wakeRead: Int32, wakeWrite: Int32) {
+        self.wakeRead = wakeRead
+        self.wakeWrite = wakeWrite
+    }
+
     var stopping: Bool { state.withLock { $0.stopping } }
     func count(_ update: (inout AirHostStatistics) -> Void) { state.withLock { update(&$0.stats) } }
 }
@@ -170,12 +199,13 @@ private final class HostLoop: Sendable {
         var buffer = [UInt8](repeating: 0, count: 65536)
         while !host.stopping {
             let order = peers.keys.sorted()
-            var fds = [pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0)]
+            var fds = [pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0),
+                       pollfd(fd: host.wakeRead, events: Int16(POLLIN), revents: 0)]
                 + order.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
-            let rc = poll(&fds, nfds_t(fds.count), 50)
+            let rc = poll(&fds, nfds_t(fds.count), -1)
             guard rc > 0 else { continue }
             if fds[0].revents != 0 { acceptAll(into: &peers) }
-            for p in fds.dropFirst() where p.revents != 0 {
+            for p in fds.dropFirst(2) where p.revents != 0 {  // after the listener and the stop pipe
                 guard let peer = peers[p.fd] else { continue }
                 let n = buffer.withUnsafeMutableBytes { read(p.fd, $0.baseAddress, $0.count) }
                 if n < 0 && (errno == EAGAIN || errno == EINTR) { continue }
