@@ -73,7 +73,8 @@ let package = Package(
         .target(name: "DBus", dependencies: ["CDBus"]),
         // Private dbus-daemon + helper processes for tests (used only by test targets).
         .target(name: "DBusTestSupport", dependencies: ["DBus"]),
-        // Poll secrets derived once per test process (scrypt is slow on purpose); test targets only.
+        // Test targets only: poll secrets derived once per test process (scrypt is slow on purpose), a clock
+        // tests move (TestClock), and `eventually` for states that announce no event.
         .target(name: "ClickerTestSupport", dependencies: ["ClickerWire"]),
         .target(name: "BlueZ", dependencies: ["DBus", "ClickerTransport", .product(name: "Logging", package: "swift-log")]),
         .target(name: "HCI", dependencies: ["CBluetooth", "ClickerTransport", .product(name: "Logging", package: "swift-log")]),
