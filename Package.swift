@@ -69,14 +69,18 @@ let package = Package(
         .target(name: "ClickerTransport"),
 
         // Radios: backends adapt the outside world to ClickerTransport
-        .target(name: "ClickerSim", dependencies: ["ClickerTransport"]),
+        .target(name: "ClickerSim", dependencies: ["ClickerTransport", "OSThreads"]),
         .target(name: "DBus", dependencies: ["CDBus"]),
         // Private dbus-daemon + helper processes for tests (used only by test targets).
         .target(name: "DBusTestSupport", dependencies: ["DBus"]),
-        // Poll secrets derived once per test process (scrypt is slow on purpose); test targets only.
+        // Test targets only: poll secrets derived once per test process (scrypt is slow on purpose), a clock
+        // tests move (TestClock), and `eventually` for states that announce no event.
         .target(name: "ClickerTestSupport", dependencies: ["ClickerWire"]),
         .target(name: "BlueZ", dependencies: ["DBus", "ClickerTransport", .product(name: "Logging", package: "swift-log")]),
         .target(name: "HCI", dependencies: ["CBluetooth", "ClickerTransport", .product(name: "Logging", package: "swift-log")]),
+
+        // The one thread starter: OS threads for blocking work kept off the cooperative pool.
+        .target(name: "OSThreads"),
 
         // Application layers
         // Owner-only files: directory checks, mkstemp + fsync + rename, flock, off-pool file work.
@@ -88,17 +92,22 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
-        .target(name: "Voter", dependencies: ["ClickerWire", "ClickerTransport", "PrivateFiles", .product(name: "Logging", package: "swift-log")]),
+        .target(name: "Voter", dependencies: ["ClickerWire", "ClickerTransport", "PrivateFiles", .product(name: "Logging", package: "swift-log"),
+                                       .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")]),
+
+        // The command-line layer both executables share: radio choice, errors for people, --version.
+        .target(name: "ClickerCommandLine", dependencies: ["ClickerSim", "ClickerWire", "TerminalView",
+                                                      .product(name: "ArgumentParser", package: "swift-argument-parser")]),
 
         // Executables only wire things together
         .executableTarget(name: "clicker-tally", dependencies: [
-            "TallyDaemon", "ClickerSim", "BlueZ", "HCI", "Voter", "DBus", "ClickerStore", "TerminalView",
+            "ClickerCommandLine", "TallyDaemon", "ClickerSim", "BlueZ", "HCI", "Voter", "DBus", "ClickerStore", "TerminalView",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ], linkerSettings: lean),
         .executableTarget(name: "clicker-vote", dependencies: [
-            "Voter", "ClickerSim", "BlueZ", "HCI",
+            "ClickerCommandLine", "Voter", "ClickerSim", "BlueZ", "HCI", "OSThreads",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -107,17 +116,20 @@ let package = Package(
         // Tier 1: pure core and simulated radio
         .testTarget(name: "ClickerWireTests", dependencies: ["ClickerTestSupport", "ClickerWire", "ClickerTransport", "ClickerSim"]),
         .testTarget(name: "ClickerTallyTests", dependencies: ["ClickerTestSupport", "ClickerTally", "ClickerWire", "ClickerTransport", "ClickerSim"]),
-        .testTarget(name: "ClickerSimTests", dependencies: ["ClickerTestSupport", "ClickerSim", "ClickerTransport", "ClickerWire", "ClickerTally"]),
+        .testTarget(name: "ClickerSimTests", dependencies: ["ClickerTestSupport", "ClickerSim", "ClickerTransport", "ClickerWire", "ClickerTally",
+                                                          "OSThreads"]),
         .testTarget(name: "HCITests", dependencies: ["HCI", "CBluetooth", "ClickerTransport", "ClickerSim"]),
         .testTarget(name: "ClickerStoreTests", dependencies: ["ClickerStore", "ClickerSim", "ClickerWire", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "TerminalViewTests", dependencies: ["TerminalView", "ClickerWire", "ClickerSim"], exclude: ["Snapshots"]),
         // Tier 2: real dbus-daemon + python-dbusmock standing in for bluetoothd
-        .testTarget(name: "DBusTests", dependencies: ["DBus", "DBusTestSupport"]),
+        .testTarget(name: "DBusTests", dependencies: ["ClickerTestSupport", "DBus", "DBusTestSupport"]),
         .testTarget(name: "BlueZTests", dependencies: ["ClickerTestSupport", "BlueZ", "DBus", "ClickerWire", "ClickerTally", "TallyDaemon",
                                                        .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "TallyDaemonTests", dependencies: ["ClickerTestSupport", "TallyDaemon", "TerminalView", "ClickerSim", "ClickerWire", "DBus", "DBusTestSupport",
                                                              .product(name: "Crypto", package: "swift-crypto"),
                                                              .product(name: "GRDB", package: "GRDB.swift")]),
-        .testTarget(name: "VoterTests", dependencies: ["ClickerTestSupport", "Voter", "ClickerSim", "ClickerWire", "PrivateFiles"]),
+        .testTarget(name: "ClickerCommandLineTests", dependencies: ["ClickerCommandLine", "ClickerSim"]),
+        .testTarget(name: "VoterTests", dependencies: ["ClickerTestSupport", "Voter", "ClickerSim", "ClickerWire", "PrivateFiles",
+                                                      .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle")]),
     ]
 )

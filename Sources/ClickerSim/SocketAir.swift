@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import ClickerTransport
+import OSThreads
 import Synchronization
 
 // The simulated air across processes: the central's process hosts the air on a Unix socket;
@@ -27,6 +28,21 @@ public struct AirHostStatistics: Sendable, Hashable {
     public init() {}
 }
 
+/// Why the simulated air's socket could not be used, so a command can say what to do.
+public enum AirSocketError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// Nobody hosts an air at this path (no socket file, or a stale one nobody listens on).
+    case noAir(path: String)
+    /// Another process already hosts an air at this path.
+    case inUse(path: String)
+
+    public var description: String {
+        switch self {
+        case .noAir(let path): "no simulated air at \(path)"
+        case .inUse(let path): "an air host is already listening at \(path)"
+        }
+    }
+}
+
 extension SimulatedAir {
     /// `$XDG_RUNTIME_DIR/clicker-air.sock`, or `/tmp/clicker-air-<uid>.sock` without it.
     public static var defaultSocketPath: String {
@@ -37,13 +53,14 @@ extension SimulatedAir {
     }
 
     /// Hosts this air on a Unix socket at `path` so that peripherals in other processes can join
-    /// (use a real-time air). A stale socket file is replaced; a live host at `path` is an error.
+    /// (use a real-time air). A stale socket file is replaced; a live host at `path` is
+    /// ``AirSocketError/inUse(path:)``.
     public func host(path: String = SimulatedAir.defaultSocketPath) throws -> AirHost {
         try AirHost(air: self, path: path)
     }
 
     /// Joins the air hosted at `path` as a peripheral. `address` nil lets the host choose one;
-    /// `rssi` (dBm) nil lets it draw one.
+    /// `rssi` (dBm) nil lets it draw one. No host at `path` is ``AirSocketError/noAir(path:)``.
     public static func connect(path: String = SimulatedAir.defaultSocketPath, address: DeviceAddress? = nil,
                                rssi: Double? = nil) async throws -> RemotePeripheral {
         try await RemotePeripheral.connect(path: path, address: address, rssi: rssi)
@@ -54,7 +71,7 @@ extension SimulatedAir {
 public final class AirHost: Sendable {
     public let path: String
     public let air: SimulatedAir
-    private let shared = HostShared()
+    private let shared: HostShared
 
     init(air: SimulatedAir, path: String) throws {
         self.air = air
@@ -69,7 +86,7 @@ public final class AirHost: Sendable {
                 let probe = try UnixSocket.make()
                 defer { Glibc.close(probe) }
                 if (try? UnixSocket.connect(probe, path)) != nil {
-                    throw TransportError.radioUnavailable("an air host is already listening at \(path)")
+                    throw AirSocketError.inUse(path: path)
                 }
                 unlink(path)
                 try UnixSocket.bind(fd, path)
@@ -80,33 +97,56 @@ public final class AirHost: Sendable {
             throw error
         }
         UnixSocket.setNonBlocking(fd)
+        // A pipe that wakes the loop when it must stop, so it waits on events without a timeout.
+        var wake: [Int32] = [-1, -1]
+        guard pipe(&wake) == 0 else {
+            Glibc.close(fd)
+            unlink(path)
+            throw TransportError.radioUnavailable(SocketError.describe("pipe"))
+        }
+        for w in wake {
+            UnixSocket.setNonBlocking(w)
+            _ = fcntl(w, F_SETFD, FD_CLOEXEC)
+        }
+        shared = HostShared(wakeRead: wake[0], wakeWrite: wake[1])
         let loop = HostLoop(listenFD: fd, path: path, air: air, shared: shared)
-        guard let tid = OSThread.start({ loop.run() }) else {
+        guard let thread = OSThread.start(name: "clicker-air", { loop.run() }) else {
             Glibc.close(fd)
             unlink(path)
             throw TransportError.radioUnavailable("cannot start the air host thread")
         }
-        shared.state.withLock { $0.thread = tid }
+        shared.state.withLock { $0.thread = thread }
     }
 
-    deinit { close() }
+    deinit {
+        close()
+        Glibc.close(shared.wakeRead)
+        Glibc.close(shared.wakeWrite)
+    }
 
     public var statistics: AirHostStatistics { shared.state.withLock { $0.stats } }
 
     /// Stops serving: every peer is disconnected (its device leaves), the socket file is removed.
-    /// Waits for the host thread to finish. Idempotent.
+    /// Blocks until the host thread has finished (it is woken at once); from async code use
+    /// ``shutdown()``. Idempotent.
     public func close() {
-        let thread: pthread_t? = shared.state.withLock { s in
+        stop()?.waitUntilFinished()
+    }
+
+    /// ``close()`` for async code: suspends until the host thread has finished, blocking no thread.
+    public func shutdown() async {
+        await stop()?.finished()
+    }
+
+    private func stop() -> ThreadHandle? {
+        let thread = shared.state.withLock { s in
             s.stopping = true
-            defer { s.thread = nil }
             return s.thread
         }
-        if let thread, !pthread_equal(thread, pthread_self()).isTrue { pthread_join(thread, nil) }
+        var byte: UInt8 = 1
+        _ = write(shared.wakeWrite, &byte, 1)  // non-blocking; a full pipe already wakes the loop
+        return thread
     }
-}
-
-extension Int32 {
-    fileprivate var isTrue: Bool { self != 0 }
 }
 
 /// What the host and its thread share.
@@ -114,10 +154,20 @@ private final class HostShared: Sendable {
     struct State {
         var stopping = false
         var stats = AirHostStatistics()
-        var thread: pthread_t?
+        var thread: ThreadHandle?
     }
 
     let state = Mutex(State())
+    /// The stop pipe: the loop polls `wakeRead`; `AirHost.stop()` writes to `wakeWrite`. Both stay
+    /// open until the host is deinitialised, after its thread has ended.
+    let wakeRead: Int32
+    let wakeWrite: Int32
+
+    init(wakeRead: Int32, wakeWrite: Int32) {
+        self.wakeRead = wakeRead
+        self.wakeWrite = wakeWrite
+    }
+
     var stopping: Bool { state.withLock { $0.stopping } }
     func count(_ update: (inout AirHostStatistics) -> Void) { state.withLock { update(&$0.stats) } }
 }
@@ -149,12 +199,13 @@ private final class HostLoop: Sendable {
         var buffer = [UInt8](repeating: 0, count: 65536)
         while !host.stopping {
             let order = peers.keys.sorted()
-            var fds = [pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0)]
+            var fds = [pollfd(fd: listenFD, events: Int16(POLLIN), revents: 0),
+                       pollfd(fd: host.wakeRead, events: Int16(POLLIN), revents: 0)]
                 + order.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
-            let rc = poll(&fds, nfds_t(fds.count), 50)
+            let rc = poll(&fds, nfds_t(fds.count), -1)
             guard rc > 0 else { continue }
             if fds[0].revents != 0 { acceptAll(into: &peers) }
-            for p in fds.dropFirst() where p.revents != 0 {
+            for p in fds.dropFirst(2) where p.revents != 0 {  // after the listener and the stop pipe
                 guard let peer = peers[p.fd] else { continue }
                 let n = buffer.withUnsafeMutableBytes { read(p.fd, $0.baseAddress, $0.count) }
                 if n < 0 && (errno == EAGAIN || errno == EINTR) { continue }
@@ -276,188 +327,6 @@ private final class HostLoop: Sendable {
             return (.ok, [])
         case .hello, .result:
             return (.unknownType, [])
-        }
-    }
-}
-
-/// A peripheral whose radio is an `AirHost` in another process (or the same one).
-public final class RemotePeripheral: PeripheralTransport {
-    /// The address the host gave this device.
-    public let address: DeviceAddress
-    private let link: ClientLink
-
-    private init(address: DeviceAddress, link: ClientLink) {
-        self.address = address
-        self.link = link
-    }
-
-    static func connect(path: String, address: DeviceAddress?, rssi: Double?) async throws -> RemotePeripheral {
-        let link = try ClientLink(path: path)
-        var w = ByteWriter()
-        w.u16(AirFrame.version)
-        w.u64(address?.rawValue ?? 0)
-        w.u16(rssi.map { UInt16(bitPattern: Int16(sanitizedRSSI($0.rounded()))) } ?? 0x7FFF)
-        do {
-            let body = try await link.request(.hello, w.bytes)
-            var r = ByteReader(body[...])
-            guard let raw = r.u64() else { throw TransportError.radioUnavailable("bad hello reply from the air host") }
-            return RemotePeripheral(address: DeviceAddress(rawValue: raw), link: link)
-        } catch {
-            link.close()
-            throw error
-        }
-    }
-
-    public func advertise(_ payload: AdvertisingPayload) async throws {
-        var w = ByteWriter()
-        w.u16(payload.companyID)
-        w.u32(UInt32(clamping: Swift.max(0, payload.interval.nanoseconds / 1000)))
-        w.u8(payload.connectable ? 1 : 0)
-        w.raw(payload.data)
-        _ = try await link.request(.advertise, w.bytes)
-        link.setStatus(.advertising)
-    }
-
-    public func stopAdvertising() async throws {
-        _ = try await link.request(.stopAdvertising, [])
-        link.setStatus(.stopped)
-    }
-
-    public func publish(service: UUID128, characteristic: UUID128, value: [UInt8]) async throws {
-        var w = ByteWriter()
-        w.u64(service.high); w.u64(service.low); w.u64(characteristic.high); w.u64(characteristic.low)
-        w.raw(value)
-        _ = try await link.request(.publish, w.bytes)
-    }
-
-    /// Withdraws the device and disconnects from the host. Idempotent.
-    public func shutdown() async {
-        _ = try? await link.request(.shutdown, [])
-        link.setStatus(.stopped)
-        link.close()
-    }
-
-    public func status() -> AsyncStream<RadioStatus> { link.statusStream() }
-}
-
-/// The peripheral's end of the socket: sends requests, a reader thread matches replies to them.
-final class ClientLink: Sendable {
-    struct State {
-        var closed = false
-        var nextID: UInt32 = 1
-        var pending: [UInt32: CheckedContinuation<[UInt8], any Error>] = [:]
-        var status = RadioStatus(adapter: "simulated air (socket)", state: .starting)
-        var statusSubscribers: [UInt32: AsyncStream<RadioStatus>.Continuation] = [:]
-    }
-
-    private let fd: Int32
-    private let state = Mutex(State())
-
-    init(path: String) throws {
-        fd = try UnixSocket.make()
-        do {
-            try UnixSocket.connect(fd, path)
-        } catch {
-            Glibc.close(fd)
-            throw error
-        }
-        let reader = self
-        guard OSThread.start({ reader.readLoop() }) != nil else {
-            Glibc.close(fd)
-            throw TransportError.radioUnavailable("cannot start the socket reader thread")
-        }
-    }
-
-    func request(_ kind: AirFrame.Kind, _ body: [UInt8]) async throws -> [UInt8] {
-        try await withCheckedThrowingContinuation { (cont: CheckedContinuation<[UInt8], any Error>) in
-            // Sending under the lock keeps frames whole and the descriptor open while in use.
-            let failed: Bool = state.withLock { s in
-                guard !s.closed else { return true }
-                let id = s.nextID
-                s.nextID &+= 1
-                var w = ByteWriter()
-                w.u32(id)
-                w.raw(body)
-                guard UnixSocket.sendAll(fd, AirFrame.encode(kind, w.bytes)) else { return true }
-                s.pending[id] = cont
-                return false
-            }
-            if failed { cont.resume(throwing: TransportError.radioUnavailable("the air host is gone")) }
-        }
-    }
-
-    func setStatus(_ state: RadioStatus.State, error: String? = nil) {
-        let outputs: [(AsyncStream<RadioStatus>.Continuation, RadioStatus)] = self.state.withLock { s in
-            s.status.state = state
-            if let error { s.status.lastError = error }
-            let st = s.status
-            return s.statusSubscribers.keys.sorted().compactMap { k in s.statusSubscribers[k].map { ($0, st) } }
-        }
-        for (c, st) in outputs { c.yield(st) }
-    }
-
-    func statusStream() -> AsyncStream<RadioStatus> {
-        let (stream, continuation) = AsyncStream<RadioStatus>.makeStream()
-        let (id, current): (UInt32, RadioStatus) = state.withLock { s in
-            let id = s.nextID
-            s.nextID &+= 1
-            s.statusSubscribers[id] = continuation
-            return (id, s.status)
-        }
-        continuation.yield(current)
-        continuation.onTermination = { [weak self] _ in self?.state.withLock { _ = $0.statusSubscribers.removeValue(forKey: id) } }
-        return stream
-    }
-
-    /// Wakes the reader (which then closes the descriptor). Idempotent.
-    func close() {
-        state.withLock { s in if !s.closed { _ = Glibc.shutdown(fd, Int32(SHUT_RDWR)) } }
-    }
-
-    private func readLoop() {
-        var assembler = FrameAssembler()
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        var reason = "the air host closed the connection"
-        reading: while true {
-            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { break }
-            assembler.append(buffer[0..<n])
-            while true {
-                switch assembler.next() {
-                case .needMore: continue reading
-                case .badLength(let len):
-                    reason = "garbage from the air host (frame length \(len))"
-                    break reading
-                case .frame(let kind, let body):
-                    var r = ByteReader(body)
-                    guard kind == AirFrame.Kind.result.rawValue, let id = r.u32(), let code = r.u8() else { continue }
-                    let rest = r.rest()
-                    let cont = state.withLock { $0.pending.removeValue(forKey: id) }
-                    if code == AirFrame.Code.ok.rawValue {
-                        cont?.resume(returning: rest)
-                    } else {
-                        let message = String(decoding: rest, as: UTF8.self)
-                        cont?.resume(throwing: code == AirFrame.Code.unsupported.rawValue
-                            ? TransportError.unsupported(message) : TransportError.radioUnavailable("air host refused: \(message)"))
-                    }
-                }
-            }
-        }
-        let (pending, subscribers): ([CheckedContinuation<[UInt8], any Error>], [AsyncStream<RadioStatus>.Continuation]) =
-            state.withLock { s in
-                s.closed = true
-                Glibc.close(fd)
-                s.status.state = .stopped
-                s.status.lastError = reason
-                defer { s.pending = [:]; s.statusSubscribers = [:] }
-                return (Array(s.pending.values), Array(s.statusSubscribers.values))
-            }
-        for c in pending { c.resume(throwing: TransportError.radioUnavailable(reason)) }
-        let final = state.withLock { $0.status }
-        for s in subscribers {
-            s.yield(final)
-            s.finish()
         }
     }
 }

@@ -130,7 +130,11 @@ enum UnixSocket {
                 Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
             }
         }
-        guard rc == 0 else { throw TransportError.radioUnavailable(SocketError.describe("connect \(path)")) }
+        guard rc == 0 else {
+            // No socket file, or one nobody listens on (its host died): there is no air to join.
+            if errno == ENOENT || errno == ECONNREFUSED { throw AirSocketError.noAir(path: path) }
+            throw TransportError.radioUnavailable(SocketError.describe("connect \(path)"))
+        }
     }
 
     static func bind(_ fd: Int32, _ path: String) throws {
@@ -160,27 +164,5 @@ enum UnixSocket {
             offset += n
         }
         return true
-    }
-}
-
-/// Starts a detached OS thread (blocking socket work must not occupy the cooperative pool).
-final class OSThread: Sendable {
-    private let body: @Sendable () -> Void
-    private init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-
-    static func start(_ body: @escaping @Sendable () -> Void) -> pthread_t? {
-        let box = Unmanaged.passRetained(OSThread(body))
-        var tid = pthread_t()
-        let rc = pthread_create(&tid, nil, { arg in
-            guard let arg else { return nil }
-            let t = Unmanaged<OSThread>.fromOpaque(arg).takeRetainedValue()
-            t.body()
-            return nil
-        }, box.toOpaque())
-        guard rc == 0 else {
-            box.release()
-            return nil
-        }
-        return tid
     }
 }

@@ -1,3 +1,5 @@
+import ClickerTransport
+
 /// A voter's per-poll Ed25519 public key, as a signed GATT ballot carries it (32 bytes).
 public struct VoterPublicKey: Sendable, Hashable, CustomStringConvertible {
     public let bytes: [UInt8]
@@ -9,7 +11,7 @@ public struct VoterPublicKey: Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String {
-        "pk:" + bytes.prefix(4).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined() + "…"
+        "pk:" + Hex.string(bytes.prefix(4)) + "…"
     }
 }
 

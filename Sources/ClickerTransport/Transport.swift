@@ -39,11 +39,7 @@ public struct DeviceAddress: Sendable, Hashable, Comparable, CustomStringConvert
     }
 
     public var description: String {
-        let hex = [bytes.0, bytes.1, bytes.2, bytes.3, bytes.4, bytes.5].map { b -> String in
-            let s = String(b, radix: 16, uppercase: true)
-            return s.count == 1 ? "0" + s : s
-        }
-        return hex.joined(separator: ":")
+        Hex.string([bytes.0, bytes.1, bytes.2, bytes.3, bytes.4, bytes.5], uppercase: true, separator: ":")
     }
 
     public static func == (a: Self, b: Self) -> Bool { a.rawValue == b.rawValue }
@@ -203,11 +199,7 @@ public struct UUID128: Sendable, Hashable, CustomStringConvertible {
 
     /// Lower-case 8-4-4-4-12 form, as BlueZ prints it.
     public var description: String {
-        let hex = bytes.map { b -> String in
-            let s = String(b, radix: 16)
-            return s.count == 1 ? "0" + s : s
-        }.joined()
-        let c = Array(hex)
+        let c = Array(Hex.string(bytes))
         return String(c[0..<8]) + "-" + String(c[8..<12]) + "-" + String(c[12..<16]) + "-"
             + String(c[16..<20]) + "-" + String(c[20..<32])
     }

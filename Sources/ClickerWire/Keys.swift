@@ -1,3 +1,4 @@
+import ClickerTransport
 import Crypto
 
 /// The two keys that protect ballots: one for the answer's keystream, one for the tag.
@@ -169,7 +170,7 @@ public struct DeviceKey: Sendable, Hashable {
     /// The storage form: `clicker-device-key-v1 ` followed by 64 lower-case hex digits and one
     /// newline (the whole file).
     public var encoded: String {
-        "clicker-device-key-v1 " + bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined() + "\n"
+        "clicker-device-key-v1 " + Hex.string(bytes) + "\n"
     }
 
     /// Parses ``encoded`` (surrounding white space ignored).

@@ -1,6 +1,7 @@
 import ClickerTransport
 import ClickerWire
 import Logging
+import ServiceLifecycle
 
 /// A room of simulated students for demos: each is a real `VoterSession` on its own peripheral
 /// radio, voting after a think time and sometimes changing their mind.
@@ -74,11 +75,19 @@ public struct Classroom: Sendable {
     }
 
     /// Runs the room in real time until every student is done, then keeps them advertising
-    /// until the task is cancelled. `secret` is the poll's S, derived once for the whole room.
-    /// `makeRadio(i)` gives student `i` its own peripheral radio.
+    /// until the task is cancelled or a graceful shutdown. `secret` is the poll's S, derived once
+    /// for the whole room. `makeRadio(i)` gives student `i` its own peripheral radio.
     /// With `churn` (votes per second in all, in real time) students keep changing answers.
     public func run(secret: PollSecret, question: UInt8, timeScale: Double = 1, churn votesPerSecond: Double? = nil,
                     makeRadio: @Sendable @escaping (Int) -> any PeripheralTransport) async {
+        await run(secret: secret, question: question, timeScale: timeScale, churn: votesPerSecond,
+                  clock: ContinuousClock(), makeRadio: makeRadio)
+    }
+
+    /// ``run(secret:question:timeScale:churn:makeRadio:)`` with the students' waits on `clock`.
+    public func run<C: Clock<Duration>>(secret: PollSecret, question: UInt8, timeScale: Double = 1,
+                                        churn votesPerSecond: Double? = nil, clock: C,
+                                        makeRadio: @Sendable @escaping (Int) -> any PeripheralTransport) async {
         let churn = votesPerSecond.flatMap { Churn(votesPerSecond: $0, students: students.count) }
         let options = options
         await withTaskGroup(of: Void.self) { group in
@@ -88,23 +97,23 @@ public struct Classroom: Sendable {
                                                transport: makeRadio(i), state: nil,
                                                logger: Logger(label: "clicker.classroom", factory: { _ in SwiftLogNoOpLogHandler() }))
                     do {
-                        try await Task.sleep(for: s.thinkTime * timeScale)
+                        try await clock.sleep(for: s.thinkTime * timeScale)
                         try await session.cast(s.answer)
                         if let c = s.change {
-                            try await Task.sleep(for: c.after * timeScale)
+                            try await clock.sleep(for: c.after * timeScale)
                             try await session.cast(c.to)
                         }
                         if let churn {
                             var answer = s.change?.to ?? s.answer
-                            try await Task.sleep(for: churn.phase(of: i))
+                            try await clock.sleep(for: churn.phase(of: i))
                             while !Task.isCancelled {
                                 answer = Churn.next(after: answer, options: options)
                                 try await session.cast(answer)
-                                try await Task.sleep(for: churn.period)
+                                try await clock.sleep(for: churn.period)
                             }
                         }
                         // Keep advertising until the demo ends.
-                        while !Task.isCancelled { try await Task.sleep(for: .seconds(3600)) }
+                        try await gracefulShutdown()
                     } catch {}
                     await session.stop()
                 }

@@ -1,3 +1,4 @@
+import ClickerTransport
 import PrivateFiles
 
 /// The last ballot a voter sealed in each poll, oldest first: the pure rule behind the sequence file.
@@ -42,7 +43,7 @@ struct SequenceBook: Equatable, Sendable {
     /// One line per poll: `<poll> <sequence> <question> <answer hex>`.
     var text: String {
         entries.map { e in
-            "\(e.poll) \(e.sequence) \(e.question) " + e.answer.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined() + "\n"
+            "\(e.poll) \(e.sequence) \(e.question) " + Hex.string(e.answer) + "\n"
         }.joined()
     }
 

@@ -1,4 +1,5 @@
 import ArgumentParser
+import ClickerCommandLine
 import Synchronization
 import ClickerSim
 import ClickerStore
@@ -191,13 +192,6 @@ enum PollSummary {
         }
         return lines.joined(separator: "\n")
     }
-}
-
-/// An error for the person at the keyboard: ArgumentParser prints `Error: <description>` and exits 1.
-/// Its text may quote input (a roster name in an import error): control characters are neutralised.
-struct Failure: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = TerminalText.safe(description, keepingNewlines: true) }
 }
 
 /// A simulated room of students (demos, tests, the crash check).

@@ -1,4 +1,5 @@
 import ArgumentParser
+import ClickerCommandLine
 import BlueZ
 import ClickerTransport
 import ClickerStore

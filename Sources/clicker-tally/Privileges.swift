@@ -1,4 +1,5 @@
 import ArgumentParser
+import ClickerCommandLine
 import HCI
 
 /// The entry point: binds the raw HCI socket when the command will use it and drops the network

@@ -1,22 +1,13 @@
 import ArgumentParser
+import ClickerCommandLine
 import ClickerSim
 import ClickerTransport
 import HCI
 import Logging
 
-/// Which radio backend to use.
-enum RadioKind: String, ExpressibleByArgument, CaseIterable {
-    /// BlueZ (bluetoothd) over the D-Bus system bus: the default.
-    case bluez
-    /// Raw HCI on an adapter bluetoothd does not manage.
-    case hci
-    /// The simulated air, hosted on a local socket so `clicker-vote --radio sim` processes can join.
-    case sim
-}
-
 /// Radio options of the central (tally) side.
 struct CentralRadioArguments: ParsableArguments {
-    @Option(help: "Radio backend: bluez (default), hci or sim.")
+    @Option(help: RadioKind.help)
     var radio: RadioKind = .bluez
 
     @Option(help: "Adapter: a name (hci0) or, on BlueZ, an address. Default: the first powered adapter (raw HCI: hci0).")
@@ -39,15 +30,21 @@ struct CentralRadioArguments: ParsableArguments {
         switch kind {
         case .sim:
             let air = SimulatedAir(AirConfiguration(seed: seed, clock: .realTime()))
-            // Host the air so that voters in other processes can join; a demo still runs without it.
+            // Host the air so that voters in other processes can join. With `--radio sim` that is the
+            // point of the run: an air nobody can join would never get a vote, so it is an error. A
+            // `--simulate` room alone votes in this process and still runs on a private air.
             let host: AirHost?
             do { host = try air.host(path: self.air) } catch {
-                logger.notice("simulated air not shared on \(self.air): \(error)")
+                if radio == .sim {
+                    air.stop()
+                    throw Failure.radio(error)
+                }
+                logger.notice("simulated air not shared on \(self.air) (\(error)): only the simulated room votes")
                 host = nil
             }
             if let host { logger.info("simulated air open for clicker-vote --radio sim on \(host.path)") }
             return OpenedCentral(central: air.central(), air: air) {
-                host?.close()
+                await host?.shutdown()
                 air.stop()
             }
         case .hci:

@@ -1,4 +1,5 @@
 import ArgumentParser
+import ClickerCommandLine
 import ClickerStore
 import ClickerTally
 import Foundation

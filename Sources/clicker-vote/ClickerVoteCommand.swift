@@ -1,12 +1,13 @@
 import ArgumentParser
+import ClickerCommandLine
 import ClickerSim
 import ClickerTransport
 import ClickerWire
 import Foundation
 import HCI
 import Logging
+import OSThreads
 import ServiceLifecycle
-import Synchronization
 import Voter
 
 struct ClickerVoteCommand: AsyncParsableCommand {
@@ -18,6 +19,7 @@ struct ClickerVoteCommand: AsyncParsableCommand {
             (or pipe one per line into stdin, e.g. from a board's buttons) to change it; Ctrl-C or \
             SIGTERM stops advertising cleanly.
             """,
+        version: ClickerVersion.text(program: "clicker-vote"),
         subcommands: [Cast.self, Enroll.self],
         defaultSubcommand: Cast.self
     )
@@ -44,8 +46,8 @@ struct Cast: AsyncParsableCommand {
     @OptionGroup var radio: PeripheralRadioArguments
 
     func validate() throws {
-        do { _ = try JoinCode(parsing: joinCode) } catch { throw ValidationError("join code: \(error)") }
-        do { _ = try Answer(parsing: answer) } catch { throw ValidationError("answer: \(error)") }
+        do { _ = try JoinCode(parsing: joinCode) } catch { throw ValidationError(quoting: "join code: \(error)") }
+        do { _ = try Answer(parsing: answer) } catch { throw ValidationError(quoting: "answer: \(error)") }
         guard (20...10_240).contains(intervalMs) else { throw ValidationError("--interval-ms must be 20 to 10240") }
     }
 
@@ -61,55 +63,17 @@ struct Cast: AsyncParsableCommand {
             identity = try await DeviceIdentity.load(in: state)
         } catch { throw Failure("\(error)") }
         let transport: any PeripheralTransport
-        do { transport = try await radio.open(logger: logger) } catch { throw Failure("\(error)") }
+        do { transport = try await radio.open(logger: logger) } catch { throw Failure.radio(error) }
         let secret = PollSecret(deriving: code)  // scrypt, once per run
         let session = VoterSession(secret: secret, question: question, identity: identity, roster: roster,
                                    transport: transport, state: state,
                                    interval: .milliseconds(intervalMs), logger: logger)
-        let service = VoterService(session: session, first: first, logger: logger)
+        let service = VoterService(session: session, first: first, lines: StdinLines.stream(), report: say, logger: logger)
         let group = ServiceGroup(configuration: ServiceGroupConfiguration(
             services: [.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup)],
             gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
-        try await group.run()
-        if let e = service.failure.error { throw Failure("\(e)") }
-    }
-}
-
-/// Casts the first answer, then follows answers typed on stdin, until shutdown; then withdraws
-/// the advertisement and the GATT application.
-struct VoterService: Service {
-    let session: VoterSession
-    let first: Answer
-    let logger: Logger
-    let failure = ErrorBox()
-
-    func run() async throws {
-        let session = self.session, failure = self.failure, logger = self.logger
-        do {
-            let b = try await session.cast(first)
-            say("voting \(b.answer) as voter \(hex8(b.voterID)) (sequence \(b.sequence))")
-        } catch {
-            failure.set(error)
-            await session.stop()
-            return
-        }
-        await cancelWhenGracefulShutdown {
-            for await line in StdinLines.stream() {
-                let text = line.trimmingCharacters(in: .whitespaces)
-                if text.isEmpty { continue }
-                do {
-                    let answer = try Answer(parsing: text)
-                    let b = try await session.cast(answer)
-                    say("changed to \(b.answer) (sequence \(b.sequence))")
-                } catch {
-                    logger.error("\(text): \(error)")
-                }
-            }
-            // Input closed: keep the vote on the air until told to stop.
-            while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
-        }
-        await session.stop()
-        say("stopped advertising")
+        // A first cast that fails ends the service with its error, which the group rethrows.
+        do { try await group.run() } catch { throw Failure("\(error)") }
     }
 }
 
@@ -117,11 +81,12 @@ struct VoterService: Service {
 enum StdinLines {
     static func stream() -> AsyncStream<String> {
         AsyncStream { continuation in
-            let thread = Thread {
+            let started = OSThread.start(name: "clicker-stdin") {
                 while let line = readLine(strippingNewline: true) { continuation.yield(line) }
                 continuation.finish()
             }
-            thread.start()
+            // Without a thread for stdin the first answer still stands; no later ones can arrive.
+            if started == nil { continuation.finish() }
         }
     }
 }
@@ -137,25 +102,6 @@ struct Enroll: AsyncParsableCommand {
             print(key.enrollmentCode.description)
         } catch { throw Failure("\(error)") }
     }
-}
-
-/// An error for the person at the keyboard: ArgumentParser prints `Error: <description>` and exits 1.
-struct Failure: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
-}
-
-/// Holds the error that ended the voter; written once, read after the run.
-final class ErrorBox: Sendable {
-    private let storage = Mutex<(any Error)?>(nil)
-    func set(_ e: any Error) { storage.withLock { $0 = e } }
-    var error: (any Error)? { storage.withLock { $0 } }
-}
-
-/// A voter ID as the tally prints it: eight hex digits.
-func hex8(_ v: UInt32) -> String {
-    let h = String(v, radix: 16)
-    return String(repeating: "0", count: 8 - h.count) + h
 }
 
 /// One line to stdout, written at once (a board's script reads it through a pipe).

@@ -1,22 +1,13 @@
 import ArgumentParser
+import ClickerCommandLine
 import ClickerSim
 import ClickerTransport
 import HCI
 import Logging
 
-/// Which radio backend to use.
-enum RadioKind: String, ExpressibleByArgument, CaseIterable {
-    /// BlueZ (bluetoothd) over the D-Bus system bus: the default.
-    case bluez
-    /// Raw HCI on an adapter bluetoothd does not manage (exact advertising interval).
-    case hci
-    /// Join the simulated air hosted by `clicker-tally --radio sim` or `--simulate`.
-    case sim
-}
-
 /// Radio options of the peripheral (voter) side.
 struct PeripheralRadioArguments: ParsableArguments {
-    @Option(help: "Radio backend: bluez (default), hci or sim.")
+    @Option(help: RadioKind.help)
     var radio: RadioKind = .bluez
 
     @Option(help: "Adapter: a name (hci1) or, on BlueZ, an address. Default: the first powered adapter (raw HCI: hci0).")

@@ -347,16 +347,3 @@ final class Collector<Element: Sendable>: Sendable {
         throw HarnessError.timeout(what)
     }
 }
-
-/// Polls an async condition.
-func eventually(_ what: String, timeout: Duration = .seconds(10), file: StaticString = #filePath, line: UInt = #line,
-                _ condition: () async throws -> Bool) async throws {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if try await condition() { return }
-        try await Task.sleep(for: .milliseconds(25))
-    }
-    if try await condition() { return }
-    XCTFail("timed out waiting for \(what)", file: file, line: line)
-    throw HarnessError.timeout(what)
-}

@@ -3,6 +3,8 @@ import Glibc
 #endif
 import ClickerSim
 import ClickerTransport
+import OSThreads
+import Synchronization
 import XCTest
 
 /// The air across two processes: this test runs this very test binary again as the peripheral.
@@ -73,15 +75,22 @@ final class CrossProcessTests: XCTestCase {
         XCTAssertEqual(String(decoding: value, as: UTF8.self), "from pid \(pid)")
 
         host.close()  // the child sees the air vanish and its test ends
-        var status: Int32 = 0
-        var waited = 0
-        while waitpid(pid, &status, WNOHANG) == 0 && waited < 1000 {
-            try await Task.sleep(for: .milliseconds(20))
-            waited += 1
+        // Reaped on a thread of its own (waitpid blocks); a child still there after 20 s is killed.
+        let childPID = pid
+        let exit = Mutex<Int32?>(nil)
+        let reaper = try XCTUnwrap(OSThread.start(name: "reaper") {
+            var st: Int32 = 0
+            let r = waitpid(childPID, &st, 0)
+            exit.withLock { $0 = r == childPID ? st : -1 }
+        })
+        let watchdog = Task {
+            try await Task.sleep(for: .seconds(20))
+            kill(childPID, SIGKILL)
         }
-        reaped = waited < 1000
-        XCTAssertTrue(reaped, "child test process did not end within 20 s")
-        XCTAssertEqual(status, 0, "child test process exit status")
+        await reaper.finished()
+        watchdog.cancel()
+        reaped = true
+        XCTAssertEqual(exit.withLock { $0 }, 0, "child test process exit status (\(SIGKILL) when it did not end within 20 s)")
         XCTAssertFalse(air.devices.contains(child))
     }
 }

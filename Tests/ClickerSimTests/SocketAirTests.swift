@@ -71,16 +71,6 @@ func tempSocketPath(_ name: String) -> String {
     return path
 }
 
-/// Polls `condition` for up to `seconds` of wall time.
-func eventually(_ seconds: Double = 5, _ condition: () -> Bool) async -> Bool {
-    let deadline = RadioInstant.now() + .milliseconds(Int64(seconds * 1000))
-    while RadioInstant.now() < deadline {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(10))
-    }
-    return condition()
-}
-
 final class SocketAirTests: XCTestCase {
     func testPeripheralsOverSocketsAreHeardAndRead() async throws {
         let air = SimulatedAir(AirConfiguration(seed: 51, clock: .realTime()))
@@ -119,8 +109,7 @@ final class SocketAirTests: XCTestCase {
 
         // A clean shutdown: the device leaves.
         await a.shutdown()
-        let aLeft = await eventually { !air.devices.contains(a.address) }
-        XCTAssertTrue(aLeft)
+        try await eventually("the device to leave") { !air.devices.contains(a.address) }
         do {
             _ = try await central.readCharacteristic(device: a.address, service: service, characteristic: ballot, timeout: .seconds(1))
             XCTFail("read from a departed device succeeded")
@@ -154,10 +143,8 @@ final class SocketAirTests: XCTestCase {
         XCTAssertEqual(raw?.reply()?.code, 0)
         XCTAssertTrue(air.devices.contains(DeviceAddress(rawValue: 0x42)))
         raw = nil  // the process "crashes": its socket closes
-        let left = await eventually { !air.devices.contains(DeviceAddress(rawValue: 0x42)) }
-        XCTAssertTrue(left)
-        let gone = await eventually { host.statistics.peersConnected == 0 }
-        XCTAssertTrue(gone)
+        try await eventually("the device to leave") { !air.devices.contains(DeviceAddress(rawValue: 0x42)) }
+        try await eventually("the peer to be dropped") { host.statistics.peersConnected == 0 }
     }
 
     func testGarbageIsCountedAndNeverStopsTheHost() async throws {
@@ -194,8 +181,7 @@ final class SocketAirTests: XCTestCase {
             noise.send((0..<Int(g.next() % 300 + 1)).map { _ in UInt8(truncatingIfNeeded: g.next()) })
             _ = noise.reply()  // whatever happens, the host must survive
         }
-        let dropped = await eventually { host.statistics.peersDroppedForGarbage >= 2 }
-        XCTAssertTrue(dropped)
+        try await eventually("both garbled peers to be dropped") { host.statistics.peersDroppedForGarbage >= 2 }
 
         // A well-behaved peripheral is still served and heard.
         let good = try await SimulatedAir.connect(path: path)
@@ -248,5 +234,42 @@ final class SocketAirTests: XCTestCase {
         let q = try await SimulatedAir.connect(path: path)
         await q.shutdown()
         again.close()
+    }
+}
+
+final class AirSocketErrorTests: XCTestCase {
+    /// No socket file, or a stale one nobody listens on: the voter learns that there is no air.
+    func testJoiningWithoutAHostIsNoAir() async throws {
+        let path = tempSocketPath("noair")
+        do {
+            _ = try await SimulatedAir.connect(path: path)
+            XCTFail("joined an air nobody hosts")
+        } catch let e as AirSocketError { XCTAssertEqual(e, .noAir(path: path)) }
+        // A stale socket file left by a host that died.
+        let stale = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var addr = sockaddr_un()
+        addr.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &addr.sun_path) { raw in for (i, b) in path.utf8.enumerated() { raw[i] = b } }
+        _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(stale, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } }
+        close(stale)
+        defer { unlink(path) }
+        do {
+            _ = try await SimulatedAir.connect(path: path)
+            XCTFail("joined a stale socket")
+        } catch let e as AirSocketError { XCTAssertEqual(e, .noAir(path: path)) }
+    }
+
+    /// A second host on a live socket is refused with its own error (the tally turns it into advice).
+    func testASecondHostIsInUse() throws {
+        let air = SimulatedAir(AirConfiguration(seed: 55, clock: .realTime()))
+        defer { air.stop() }
+        let path = tempSocketPath("inuse")
+        let host = try air.host(path: path)
+        defer { host.close() }
+        let second = SimulatedAir(AirConfiguration(seed: 56, clock: .realTime()))
+        defer { second.stop() }
+        XCTAssertThrowsError(try second.host(path: path)) { error in
+            XCTAssertEqual(error as? AirSocketError, .inUse(path: path))
+        }
     }
 }

@@ -1,3 +1,4 @@
+import ClickerTestSupport
 import XCTest
 import Synchronization
 import DBus
@@ -9,16 +10,6 @@ func busMatchRuleCount(_ c: DBusConnection, for name: String) async throws -> UI
                                  interface: "org.freedesktop.DBus.Debug.Stats", method: "GetConnectionStats",
                                  arguments: [.string(name)])
     return try XCTUnwrap(stats["MatchRules"]).decode(UInt32.self)
-}
-
-/// Waits until `condition` holds (polling), failing after `timeout`.
-func eventually(_ what: String, timeout: Duration = .seconds(5), _ condition: () async throws -> Bool) async throws {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if try await condition() { return }
-        try await Task.sleep(for: .milliseconds(10))
-    }
-    XCTFail("timed out waiting for \(what)")
 }
 
 final class SignalTests: XCTestCase {

@@ -155,24 +155,45 @@ final class VoterTests: XCTestCase {
         }
     }
 
-    /// Real time, loose bounds: sleeps never end early, so the upper bound holds on any machine.
+    /// The churning room on an injected clock: the test moves time from one wake-up to the next,
+    /// each time after every student is asleep again, so the number of casts is exact.
     func testChurningRoomKeepsCasting() async throws {
         var rng = SplitMix64(seed: 9)
         let room = Classroom(count: 4, abstainRate: 0, using: &rng)
         let counter = AdvertCounter()
         let secret = pollSecret(self.code)
+        let clock = TestClock()
         let task = Task {
-            await room.run(secret: secret, question: 1, timeScale: 0.0001, churn: 20) { _ in CountingPeripheral(counter: counter) }
+            await room.run(secret: secret, question: 1, churn: 20, clock: clock) { _ in CountingPeripheral(counter: counter) }
         }
-        try await Task.sleep(for: .seconds(1))
+        // Casts fall on whole milliseconds; an end between two keeps rounding out of the count.
+        let horizon = Duration.microseconds(40_000_500)
+        let end = TestClock.Instant(offset: horizon)
+        while true {
+            await clock.waitForSleepers(room.students.count)
+            guard let next = clock.nextDeadline, next <= end else { break }
+            clock.advance(to: next)
+        }
         task.cancel()
         await task.value
-        let n = counter.count
-        let first = room.students.count + room.students.filter { $0.change != nil }.count
-        // About 20 are expected; a stalled machine may deliver fewer in this wall-clock second, so the
-        // lower bound only proves that churn happens (the timing itself is tested purely above).
-        XCTAssertGreaterThanOrEqual(n - first, 1, "about 20 changes expected in a second, got \(n - first)")
-        XCTAssertLessThanOrEqual(n - first, 30)
+        // Every cast a student makes up to the horizon: the first answer, a change, then one every period.
+        let churn = try XCTUnwrap(Classroom.Churn(votesPerSecond: 20, students: room.students.count))
+        var expected = 0
+        for (i, s) in room.students.enumerated() {
+            var t = s.thinkTime
+            expected += 1
+            if let c = s.change {
+                t += c.after
+                expected += 1
+            }
+            t += churn.phase(of: i)
+            while t <= horizon {
+                expected += 1
+                t += churn.period
+            }
+        }
+        XCTAssertGreaterThan(expected - room.students.count, 4 * 20, "the room churns (period \(churn.period))")
+        XCTAssertEqual(counter.count, expected)
     }
 }
 

@@ -1,0 +1,162 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import ClickerTransport
+
+// What the simulator keeps of the air: PDUs, devices, reads, scheduled events, scan schedules.
+
+/// Advertising state frozen at the start of an advertising event: changes take effect at the next event.
+final class PDUSnapshot {
+    let companyID: UInt16
+    let data: [UInt8]
+    let connectable: Bool
+    /// Air time of one PDU, ns.
+    let airTime: UInt64
+    /// Advertising interval, ns (clamped to what BLE allows).
+    let interval: UInt64
+
+    init(_ p: AdvertisingPayload, interval: UInt64) {
+        companyID = p.companyID
+        data = p.data
+        connectable = p.connectable
+        airTime = LegacyAdvertising.airTime(of: p).clampedNanoseconds
+        self.interval = interval
+    }
+}
+
+/// One PDU in the air on one channel.
+final class Transmission {
+    let device: Int
+    let channel: UInt8
+    let start: UInt64
+    let end: UInt64
+    let rssi: Double
+    let pdu: PDUSnapshot
+    /// Sum of the power (mW) of every PDU that overlapped this one.
+    var interference: Double = 0
+    var overlaps = 0
+
+    init(device: Int, channel: UInt8, start: UInt64, rssi: Double, pdu: PDUSnapshot) {
+        self.device = device
+        self.channel = channel
+        self.start = start
+        self.end = start + pdu.airTime
+        self.rssi = rssi
+        self.pdu = pdu
+    }
+}
+
+struct GATTKey: Hashable {
+    var service: UUID128
+    var characteristic: UUID128
+}
+
+final class Device {
+    let index: Int
+    let address: DeviceAddress
+    var rssi: Double
+    var present = true
+    var advertising: PDUSnapshot?
+    /// Bumped whenever advertising stops or restarts: scheduled events of an older generation are void.
+    var generation: UInt64 = 0
+    var connections = 0
+    var gatt: [GATTKey: [UInt8]] = [:]
+    var note: String?
+    var statusSubscribers: [UInt64: AsyncStream<RadioStatus>.Continuation] = [:]
+
+    init(index: Int, address: DeviceAddress, rssi: Double) {
+        self.index = index
+        self.address = address
+        self.rssi = rssi
+    }
+
+    var status: RadioStatus {
+        RadioStatus(adapter: "simulated air (\(address))",
+                    state: present && advertising != nil ? .advertising : .stopped, lastError: note)
+    }
+}
+
+final class ReadRequest {
+    enum State { case queued, initiating, connected }
+    let id: UInt64
+    let device: Int
+    let key: GATTKey
+    let continuation: CheckedContinuation<[UInt8], any Error>
+    var state = State.queued
+
+    init(id: UInt64, device: Int, key: GATTKey, continuation: CheckedContinuation<[UInt8], any Error>) {
+        self.id = id
+        self.device = device
+        self.key = key
+        self.continuation = continuation
+    }
+}
+
+/// Work for outside the lock: resuming continuations may run arbitrary code.
+enum Output: Sendable {
+    case report(AsyncThrowingStream<AdvertisementReport, any Error>.Continuation, AdvertisementReport)
+    case finishReports(AsyncThrowingStream<AdvertisementReport, any Error>.Continuation)
+    case read(CheckedContinuation<[UInt8], any Error>, Result<[UInt8], any Error>)
+    case status(AsyncStream<RadioStatus>.Continuation, RadioStatus)
+    case finishStatus(AsyncStream<RadioStatus>.Continuation)
+
+    func deliver() {
+        switch self {
+        case .report(let c, let r): c.yield(r)
+        case .finishReports(let c): c.finish()
+        case .read(let c, let result): c.resume(with: result)
+        case .status(let c, let s): c.yield(s)
+        case .finishStatus(let c): c.finish()
+        }
+    }
+}
+
+/// A script action run at a virtual instant, inside the simulator.
+public typealias ScriptAction = @Sendable (SimulationContext) -> Void
+
+enum Event {
+    case advertisingEvent(device: Int, generation: UInt64)
+    case pduStart(device: Int, generation: UInt64, channel: UInt8, pdu: PDUSnapshot)
+    case pduEnd(Transmission)
+    case script(ScriptAction)
+    case connectionComplete(request: UInt64)
+    case readTimeout(request: UInt64)
+}
+
+/// When one scanner listens on which channel.
+struct ScanSchedule {
+    let interval: UInt64
+    let window: UInt64
+    let channels: [UInt8]
+    let first: Int
+    let origin: UInt64
+
+    init(_ c: ScannerConfiguration, origin: UInt64) {
+        interval = Swift.max(1, c.interval.clampedNanoseconds)
+        window = Swift.min(interval, c.window.clampedNanoseconds)
+        channels = c.channels.isEmpty ? [37, 38, 39] : c.channels
+        first = ((c.firstChannelIndex % channels.count) + channels.count) % channels.count
+        self.origin = origin
+    }
+
+    func channel(inInterval k: UInt64) -> UInt8 {
+        channels[(first + Int(k % UInt64(channels.count))) % channels.count]
+    }
+
+    /// True when the scanner listens on `channel` for the whole of [start, end).
+    func hears(channel: UInt8, start: UInt64, end: UInt64) -> Bool {
+        guard start >= origin, end > start else { return false }
+        let s = start - origin, e = end - 1 - origin
+        let k = s / interval
+        return e / interval == k && e % interval < window && self.channel(inInterval: k) == channel
+    }
+
+    /// True when the scanner may listen on `channel` at some point of [start, end) (over-inclusive).
+    func mayHear(channel: UInt8, start: UInt64, end: UInt64) -> Bool {
+        guard end > origin else { return false }
+        let s = start > origin ? start - origin : 0, e = end - 1 - origin
+        return self.channel(inInterval: s / interval) == channel || self.channel(inInterval: e / interval) == channel
+    }
+}

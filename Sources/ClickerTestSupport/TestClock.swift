@@ -1,0 +1,90 @@
+import Synchronization
+
+/// A clock that moves only when a test says so: sleepers wait until ``advance(to:)`` passes their
+/// deadline, and a test can wait (without time) until a given number of them are asleep.
+public final class TestClock: Clock, Sendable {
+    public struct Instant: InstantProtocol, Sendable {
+        public var offset: Duration
+        public init(offset: Duration) { self.offset = offset }
+        public func advanced(by d: Duration) -> Instant { Instant(offset: offset + d) }
+        public func duration(to other: Instant) -> Duration { other.offset - offset }
+        public static func < (a: Instant, b: Instant) -> Bool { a.offset < b.offset }
+    }
+
+    private struct Sleeper {
+        let deadline: Instant
+        let continuation: CheckedContinuation<Void, any Error>
+    }
+
+    private struct State {
+        var now = Instant(offset: .zero)
+        var nextID = 0
+        var sleepers: [Int: Sleeper] = [:]
+        var watchers: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+    }
+
+    private let state = Mutex(State())
+
+    public init() {}
+
+    public var now: Instant { state.withLock { $0.now } }
+    public var minimumResolution: Duration { .nanoseconds(1) }
+
+    public func sleep(until deadline: Instant, tolerance: Duration? = nil) async throws {
+        let id = state.withLock { s in
+            defer { s.nextID += 1 }
+            return s.nextID
+        }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
+                let (resumeNow, watchers) = state.withLock { s -> (Bool, [CheckedContinuation<Void, Never>]) in
+                    if deadline <= s.now || Task.isCancelled { return (true, []) }
+                    s.sleepers[id] = Sleeper(deadline: deadline, continuation: c)
+                    return (false, Self.satisfied(&s))
+                }
+                if resumeNow {
+                    Task.isCancelled ? c.resume(throwing: CancellationError()) : c.resume()
+                }
+                for w in watchers { w.resume() }
+            }
+        } onCancel: {
+            let sleeper = state.withLock { $0.sleepers.removeValue(forKey: id) }
+            sleeper?.continuation.resume(throwing: CancellationError())
+        }
+    }
+
+    /// The number of tasks asleep on this clock now.
+    public var sleepers: Int { state.withLock { $0.sleepers.count } }
+
+    /// The earliest deadline of a sleeper, if any.
+    public var nextDeadline: Instant? { state.withLock { $0.sleepers.values.map(\.deadline).min() } }
+
+    /// Suspends until at least `count` tasks are asleep on this clock.
+    public func waitForSleepers(_ count: Int) async {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let ready = state.withLock { s in
+                if s.sleepers.count >= count { return true }
+                s.watchers.append((count, c))
+                return false
+            }
+            if ready { c.resume() }
+        }
+    }
+
+    /// Moves the clock to `instant` (never back) and wakes every sleeper whose deadline has come.
+    public func advance(to instant: Instant) {
+        let due = state.withLock { s -> [CheckedContinuation<Void, any Error>] in
+            if s.now < instant { s.now = instant }
+            let ids = s.sleepers.filter { $0.value.deadline <= s.now }.map(\.key)
+            return ids.compactMap { s.sleepers.removeValue(forKey: $0)?.continuation }
+        }
+        for c in due { c.resume() }
+    }
+
+    private static func satisfied(_ s: inout State) -> [CheckedContinuation<Void, Never>] {
+        let n = s.sleepers.count
+        let ready = s.watchers.filter { $0.count <= n }.map(\.continuation)
+        s.watchers.removeAll { $0.count <= n }
+        return ready
+    }
+}

@@ -1,0 +1,76 @@
+import ClickerWire
+import Logging
+import ServiceLifecycle
+
+/// `clicker-vote`'s run: casts the first answer, then follows the answers that arrive as lines
+/// (typed on stdin, or piped from a board's buttons), until a graceful shutdown; then withdraws the
+/// advertisement and the GATT application.
+///
+/// When the input ends the vote stays on the air until shutdown. A first cast that fails ends the
+/// service with its error (the service group rethrows it); a later line that does not parse or
+/// cannot be cast is logged and the vote on the air stays as it was.
+public struct VoterService: Service {
+    let session: VoterSession
+    let first: Answer
+    let lines: AsyncStream<String>
+    let report: @Sendable (String) -> Void
+    let logger: Logger
+    /// Returns when the group shuts down (or the task is cancelled).
+    let untilShutdown: @Sendable () async -> Void
+
+    /// - Parameters:
+    ///   - lines: answers, one a line; surrounding spaces and blank lines are ignored.
+    ///   - report: one line for the person or script watching (stdout), written at once.
+    public init(session: VoterSession, first: Answer, lines: AsyncStream<String>,
+                report: @escaping @Sendable (String) -> Void, logger: Logger) {
+        self.init(session: session, first: first, lines: lines, report: report, logger: logger,
+                  untilShutdown: { try? await gracefulShutdown() })
+    }
+
+    /// `untilShutdown` wraps the wait for shutdown, so a test sees the service reach it.
+    package init(session: VoterSession, first: Answer, lines: AsyncStream<String>,
+                 report: @escaping @Sendable (String) -> Void, logger: Logger,
+                 untilShutdown: @escaping @Sendable () async -> Void) {
+        self.session = session
+        self.first = first
+        self.lines = lines
+        self.report = report
+        self.logger = logger
+        self.untilShutdown = untilShutdown
+    }
+
+    public func run() async throws {
+        let session = self.session, lines = self.lines, report = self.report, logger = self.logger
+        let untilShutdown = self.untilShutdown
+        do {
+            let b = try await session.cast(first)
+            report("voting \(b.answer) as voter \(IDText.voter(b.voterID)) (sequence \(b.sequence))")
+        } catch {
+            await session.stop()
+            throw error
+        }
+        await cancelWhenGracefulShutdown {
+            for await line in lines {
+                let text = line.trimmingWhitespace()
+                if text.isEmpty { continue }
+                do {
+                    let b = try await session.cast(try Answer(parsing: text))
+                    report("changed to \(b.answer) (sequence \(b.sequence))")
+                } catch {
+                    logger.error("\(Self.excerpt(text)): \(Self.excerpt("\(error)", limit: 160))")
+                }
+            }
+            guard !Task.isCancelled else { return }
+            report("input closed; the vote stays on the air until stopped")
+            // Keep the vote on the air until the group shuts down (Ctrl-C, SIGTERM).
+            await untilShutdown()
+        }
+        await session.stop()
+        report("stopped advertising")
+    }
+
+    /// Text that may quote a typed line, as the log shows it: at most `limit` characters.
+    static func excerpt(_ text: String, limit: Int = 40) -> String {
+        text.count <= limit ? text : String(text.prefix(limit)) + "…"
+    }
+}

@@ -1,0 +1,110 @@
+import ClickerTransport
+import ClickerWire
+import Logging
+import ServiceLifecycle
+import ServiceLifecycleTestKit
+import Synchronization
+import Voter
+import XCTest
+
+/// What a `VoterService` did, in order: its reports and what it asked of the radio.
+final class EventLog: Sendable {
+    private let events = Mutex<[String]>([])
+    private let waiters = Mutex<[(Int, CheckedContinuation<Void, Never>)]>([])
+
+    func add(_ e: String) {
+        let n = events.withLock { $0.append(e); return $0.count }
+        let ready = waiters.withLock { w in
+            let r = w.filter { $0.0 <= n }.map(\.1)
+            w.removeAll { $0.0 <= n }
+            return r
+        }
+        for c in ready { c.resume() }
+    }
+
+    var all: [String] { events.withLock { $0 } }
+
+    /// Suspends until `n` events have been logged (an acknowledged event, no clock).
+    func waitFor(_ n: Int) async -> [String] {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let done = waiters.withLock { w in
+                let have = events.withLock { $0.count }
+                if have >= n { return true }
+                w.append((n, c))
+                return false
+            }
+            if done { c.resume() }
+        }
+        return all
+    }
+}
+
+/// A radio that logs what it is asked to do, and can refuse to advertise.
+struct LoggingRadio: PeripheralTransport {
+    let log: EventLog
+    var refuse: TransportError?
+    func advertise(_ payload: AdvertisingPayload) async throws {
+        if let refuse { throw refuse }
+        log.add("advertise")
+    }
+    func stopAdvertising() async throws {}
+    func publish(service: UUID128, characteristic: UUID128, value: [UInt8]) async throws {}
+    func shutdown() async { log.add("shutdown") }
+    func status() -> AsyncStream<RadioStatus> { AsyncStream { $0.finish() } }
+}
+
+final class VoterServiceTests: XCTestCase {
+    let code = try! JoinCode(parsing: "4821-ABCDE-FGHJK")  // test constant, not input
+    let quiet = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+
+    func testFollowsTypedAnswersKeepsTheVoteAfterInputEndsAndStopsOnShutdown() async throws {
+        let log = EventLog()
+        let session = VoterSession(secret: pollSecret(code), question: 1, identity: DeviceKey.generate(),
+                                   transport: LoggingRadio(log: log), state: nil)
+        let (lines, input) = AsyncStream<String>.makeStream()
+        // The real wait for shutdown, announced: the service must reach it before withdrawing.
+        let service = VoterService(session: session, first: .choice(1), lines: lines, report: { log.add($0) }, logger: quiet,
+                                   untilShutdown: { log.add("waiting for shutdown"); try? await gracefulShutdown() })
+        let voter = IDText.voter(await session.voterID)
+        try await testGracefulShutdown { shutdown in
+            let run = Task { try await service.run() }
+            var seen = await log.waitFor(2)
+            XCTAssertEqual(seen, ["advertise", "voting B as voter \(voter) (sequence 1)"])
+            XCTAssertEqual(voter.count, 8, "the voter ID in its one text form")
+            input.yield("  C ")
+            input.yield("")
+            input.yield("not an answer")  // logged, the vote on the air stays
+            input.yield("A")
+            seen = await log.waitFor(6)
+            XCTAssertEqual(Array(seen[2...]), ["advertise", "changed to C (sequence 2)", "advertise", "changed to A (sequence 3)"])
+            input.finish()
+            seen = await log.waitFor(8)
+            XCTAssertEqual(Array(seen[6...]), ["input closed; the vote stays on the air until stopped", "waiting for shutdown"])
+            log.add("test: shutdown")
+            shutdown.triggerGracefulShutdown()
+            try await run.value
+            let current = await session.current
+            XCTAssertEqual(current?.answer, .choice(0))
+        }
+        // The radio was shut down only after the shutdown was asked for, and the service said so.
+        XCTAssertEqual(Array(log.all[6...]), ["input closed; the vote stays on the air until stopped", "waiting for shutdown",
+                                              "test: shutdown", "shutdown", "stopped advertising"])
+    }
+
+    func testAFirstCastThatFailsEndsTheServiceWithItsErrorAndWithdraws() async throws {
+        let log = EventLog()
+        let radio = LoggingRadio(log: log, refuse: .radioUnavailable("adapter gone"))
+        let session = VoterSession(secret: pollSecret(code), question: 1, identity: DeviceKey.generate(), transport: radio, state: nil)
+        let service = VoterService(session: session, first: .choice(0), lines: AsyncStream { $0.finish() },
+                                   report: { log.add($0) }, logger: quiet)
+        let group = ServiceGroup(configuration: ServiceGroupConfiguration(
+            services: [.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup)], logger: quiet))
+        do {
+            try await group.run()
+            XCTFail("the group ended without the cast's error")
+        } catch let e as TransportError {
+            XCTAssertEqual(e, .radioUnavailable("adapter gone"))
+        }
+        XCTAssertEqual(log.all, ["shutdown"], "nothing reported as voting; the radio withdrawn")
+    }
+}
