@@ -168,10 +168,4 @@ public final class DBusConnection: Sendable {
         _ = try await busCall("RemoveMatch", [.string(rule.description)])
     }
 
-    /// CPU time consumed so far by this connection's dispatch thread (reading, parsing, matching and
-    /// running fast-path decoders), in nanoseconds; `nil` once the thread has ended. For measurements.
-    public var dispatchThreadCPUNanoseconds: UInt64? { core.dispatchThreadCPUNanos() }
-
-    /// The number of match rules this connection's subscriptions currently hold on the bus.
-    public var activeMatchCount: Int { core.state.withLock { $0.activeMatches } }
 }

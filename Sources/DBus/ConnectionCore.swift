@@ -1,17 +1,6 @@
 import CDBus
 import Synchronization
 
-let liveCores = Atomic<Int>(0)
-let liveThreads = Atomic<Int>(0)
-
-extension DBusConnection {
-    /// Diagnostics for leak tests: connection cores still alive and dispatch threads still running in
-    /// this process. Both return to zero once every connection is closed and released.
-    public static var liveInstances: (connections: Int, dispatchThreads: Int) {
-        (liveCores.load(ordering: .relaxed), liveThreads.load(ordering: .relaxed))
-    }
-}
-
 /// Raw libdbus connection pointer.
 struct RawConnection: @unchecked Sendable {
     // @unchecked Sendable: libdbus connections are internally locked (threads are initialised with
