@@ -34,6 +34,8 @@ final class ConnectionCore: Sendable {
     let objects = ObjectRegistry()
     /// Subscribers with buffered batch items; touched only on the dispatch thread.
     let dirty = DispatchThreadBox<[SignalSubscriber]>([])
+    /// Signals read from the bus so far (written by the dispatch thread only; for tests).
+    let signalsRead = Atomic<Int>(0)
     /// CPU clock of the dispatch thread (valid while `threadRunning`).
     let threadClock = Mutex<Int32?>(nil)
 

@@ -51,6 +51,7 @@ extension ConnectionCore {
     }
 
     private func dispatchSignal(_ msg: OpaquePointer) {
+        signalsRead.store(signalsRead.load(ordering: .relaxed) &+ 1, ordering: .relaxed)  // one writer
         let subs = subscribers.withLock { $0 }
         guard !subs.isEmpty else { return }
         var wrapped: DBusMessage? = nil

@@ -19,4 +19,7 @@ extension DBusConnection {
 
     /// The number of match rules this connection's subscriptions currently hold on the bus.
     package var activeMatchCount: Int { core.state.withLock { $0.activeMatches } }
+
+    /// Signals this connection has read from the bus, whether or not a subscription matched them.
+    package var signalsReceived: Int { core.signalsRead.load(ordering: .relaxed) }
 }
