@@ -113,6 +113,10 @@ final class SignalTests: XCTestCase {
         defer { rx.close(); a.close(); b.close() }
         try await a.requestName("org.example.Emitter")
         let stream = try await rx.signals(matching: DBusMatchRule(sender: "org.example.Emitter", interface: "org.example.Sig"))
+        // A second, broader subscription makes the bus route every sender's signals to rx: only the
+        // connection's own sender matching keeps the non-owners' out of `stream`.
+        let everyone = try await rx.signals(matching: DBusMatchRule(interface: "org.example.Sig"))
+        defer { _ = everyone }
         var it = stream.makeAsyncIterator()
         func next() async -> String? {
             guard let s = await it.next() else { return nil }
