@@ -86,13 +86,22 @@ extension ConnectionCore {
                 handle(m)
                 dbus_message_unref(m)
             }
-            if !readSomething { flushBatches() }
             let (stop, deadline) = state.withLock { ($0.stopRequested, $0.earliestDeadline) }
             if stop || dbus_connection_get_is_connected(conn) == 0 { break }
             var now = monotonicNanos()
             if deadline <= now { expireWaiters(now: now); now = monotonicNanos() }
             if !readSomething {
-                let nextDeadline = state.withLock { $0.earliestDeadline }
+                // The socket ran dry: deliver the buffered batches once the oldest has waited
+                // `batchDelayNanos`, else wake up for them then.
+                var flushDue = UInt64.max
+                if !dirty.value.isEmpty {
+                    flushDue = dirtySince.value &+ Self.batchDelayNanos
+                    if flushDue <= now {
+                        flushBatches()
+                        flushDue = .max
+                    }
+                }
+                let nextDeadline = min(state.withLock { $0.earliestDeadline }, flushDue)
                 let timeoutMs: Int32
                 if nextDeadline == .max {
                     timeoutMs = -1

@@ -52,13 +52,14 @@ extension ConnectionCore {
 
     private func dispatchSignal(_ msg: OpaquePointer) {
         signalsRead.store(signalsRead.load(ordering: .relaxed) &+ 1, ordering: .relaxed)  // one writer
-        let subs = subscribers.withLock { $0 }
+        let subs = subscribers.current()
         guard !subs.isEmpty else { return }
         var wrapped: DBusMessage? = nil
         for s in subs where s.match.matches(msg) {
             let m: DBusMessage
             if let w = wrapped { m = w } else { m = DBusMessage(retaining: msg); wrapped = m }
             if s.deliver(m) {
+                if dirty.value.isEmpty { dirtySince.value = monotonicNanos() }
                 dirty.value.append(s)
             }
         }
@@ -85,7 +86,7 @@ extension ConnectionCore {
                 try await connection.addMatch(tracker.rule)
                 state.withLock { $0.activeMatches += 1 }
                 if let owner = try await connection.nameOwner(name) {
-                    s.match.owner.withLock { if $0 == nil { $0 = Array(owner.utf8CString) } }
+                    s.match.owner.set(owner, onlyIfUnknown: true)
                 }
             } catch {
                 removeSubscriberLocally(tracker)
@@ -131,5 +132,36 @@ extension ConnectionCore {
                 self.state.withLock { $0.activeMatches -= 1 }
             }
         }
+    }
+}
+
+/// The subscribers of one connection. Changed rarely (subscribing, unsubscribing) under a lock that
+/// bumps a version; the dispatch thread keeps its own copy, refreshed when the version moved, so routing
+/// a signal takes no lock.
+final class SubscriberList: @unchecked Sendable {
+    // @unchecked Sendable: `list` is behind a Mutex; `cached` and `cachedVersion` are read and written
+    // only on the connection's dispatch thread (``current()``).
+    private let list = Mutex<[SignalSubscriber]>([])
+    private let version = Atomic<Int>(0)
+    private var cachedVersion = 0
+    private var cached: [SignalSubscriber] = []
+
+    /// Reads or changes the list (any thread).
+    func withLock<R>(_ body: (inout [SignalSubscriber]) throws -> R) rethrows -> R {
+        try list.withLock { l in
+            defer { version.add(1, ordering: .releasing) }
+            return try body(&l)
+        }
+    }
+
+    /// The current subscribers. Dispatch thread only.
+    @inline(__always)
+    func current() -> [SignalSubscriber] {
+        let v = version.load(ordering: .acquiring)
+        if v != cachedVersion {
+            cached = list.withLock { $0 }
+            cachedVersion = v
+        }
+        return cached
     }
 }
