@@ -203,7 +203,7 @@ async def main():
             done.set()
         else:
             print(f"count {count} cpu {cpu():.6f}", flush=True)
-    scanner = BleakScanner(detection_callback=seen, adapter="hci0")
+    scanner = BleakScanner(detection_callback=seen, bluez={"adapter": "hci0"})
     await scanner.start()
     asyncio.get_running_loop().add_reader(sys.stdin.fileno(), on_stdin)
     print(f"scanning {version('bleak')} dbus-fast {version('dbus-fast')}", flush=True)
