@@ -19,7 +19,7 @@ cleanup() {
 trap cleanup EXIT
 
 SWIFTC="$(command -v swiftc || echo /opt/swift/usr/bin/swiftc)"
-"$SWIFTC" -O -swift-version 6 -module-name exp -I Sources/CDBus \
+"$SWIFTC" -O -swift-version 6 -module-name exp -package-name clicker -I Sources/CDBus \
     $(pkg-config --cflags dbus-1 | sed 's/-I/-Xcc -I/g') \
     Sources/DBus/*.swift Tests/DBusTests/AdvReportDecoder.swift scripts/dbus-receive-cost/main.swift -ldbus-1 -o "$WORK/exp"
 

@@ -47,7 +47,7 @@ enum SignalDecoder {
         // PropertiesChanged starts with a string, InterfacesAdded/Removed with an object path.
         switch r.currentType {
         case .string?:
-            guard msg.signature.rawValue == "sa{sv}as" else { return nil }  // PropertiesChanged (a short, inline string)
+            guard msg.hasSignature("sa{sv}as") else { return nil }  // PropertiesChanged (a short, inline string)
             let isDevice = try r.readStringEquals("org.bluez.Device1")
             if isDevice, let fast = try fastDeviceChange(msg, &r) { return .advert(fast) }
             var full = msg.reader()

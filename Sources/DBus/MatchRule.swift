@@ -100,7 +100,7 @@ final class CompiledMatch: Sendable {
     let fixedSender: [CChar]?
     /// Well-known sender name whose current owner is tracked.
     let trackedSender: String?
-    let owner: Mutex<[CChar]?>
+    let owner = TrackedOwner()
     let args: [(Int, [CChar])]
 
     init(_ r: DBusMatchRule) {
@@ -118,7 +118,6 @@ final class CompiledMatch: Sendable {
             fixedSender = nil
             trackedSender = r.sender
         }
-        owner = Mutex(nil)
         args = r.arguments.sorted { $0.key < $1.key }.map { ($0.key, Array($0.value.utf8CString)) }
     }
 
@@ -146,11 +145,7 @@ final class CompiledMatch: Sendable {
         if let d = destination, !Self.eq(dbus_message_get_destination(msg), d) { return false }
         if let s = fixedSender, !Self.eq(dbus_message_get_sender(msg), s) { return false }
         if trackedSender != nil {
-            let ok = owner.withLock { o -> Bool in
-                guard let o else { return false }
-                return Self.eq(dbus_message_get_sender(msg), o)
-            }
-            if !ok { return false }
+            guard let o = owner.current(), Self.eq(dbus_message_get_sender(msg), o) else { return false }
         }
         if !args.isEmpty {
             var it = DBusMessageIter()
@@ -168,5 +163,37 @@ final class CompiledMatch: Sendable {
             }
         }
         return true
+    }
+}
+
+/// The current owner of a tracked well-known name. Written rarely (an owner change, from the dispatch
+/// thread or a subscribing task); read for every signal on the dispatch thread through a copy that is
+/// refreshed only when the version moved, so matching takes no lock.
+final class TrackedOwner: @unchecked Sendable {
+    // @unchecked Sendable: `name` is behind a Mutex; `cached` and `cachedVersion` are read and written
+    // only on the connection's dispatch thread (``current()``).
+    private let name = Mutex<[CChar]?>(nil)
+    private let version = Atomic<Int>(0)
+    private var cachedVersion = 0
+    private var cached: [CChar]? = nil
+
+    /// Sets the owner (`nil` or empty: none). With `onlyIfUnknown`, an owner already known is kept.
+    func set(_ owner: String?, onlyIfUnknown: Bool = false) {
+        name.withLock { n in
+            if onlyIfUnknown && n != nil { return }
+            n = owner.flatMap { $0.isEmpty ? nil : Array($0.utf8CString) }
+            version.add(1, ordering: .releasing)
+        }
+    }
+
+    /// The owner as a NUL-terminated string. Dispatch thread only.
+    @inline(__always)
+    func current() -> [CChar]? {
+        let v = version.load(ordering: .acquiring)
+        if v != cachedVersion {
+            cached = name.withLock { $0 }
+            cachedVersion = v
+        }
+        return cached
     }
 }

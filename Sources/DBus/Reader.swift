@@ -9,8 +9,12 @@ public struct DBusMessageReader {
     @usableFromInline var iter: DBusMessageIter
     @usableFromInline let message: DBusMessage
     /// The libdbus type code under the cursor (0 at the end or for an empty body), cached so that each
-    /// value costs one type query.
+    /// value costs one type query. Valid only when `pending` is false.
     @usableFromInline var type: Int32
+    /// Moving past the last value read is deferred until the reader is used again, so a reader that is
+    /// dropped after its last read (a variant's content, a dictionary entry's value) never pays for
+    /// libdbus skipping over what was just read.
+    @usableFromInline var pending = false
 
     init(message: DBusMessage) {
         self.message = message
@@ -27,15 +31,24 @@ public struct DBusMessageReader {
 
     /// The type code of the value under the cursor, or `nil` at the end.
     public var currentType: DBusTypeCode? {
-        type == 0 ? nil : DBusTypeCode(rawValue: UInt8(truncatingIfNeeded: type))
+        mutating get {
+            resolve()
+            return type == 0 ? nil : DBusTypeCode(rawValue: UInt8(truncatingIfNeeded: type))
+        }
     }
 
     /// Whether all values have been consumed.
-    public var isAtEnd: Bool { type == 0 }
+    public var isAtEnd: Bool {
+        mutating get {
+            resolve()
+            return type == 0
+        }
+    }
 
     /// The signature of the value under the cursor (`""` at the end).
     public var currentSignature: String {
         mutating get {
+            resolve()
             guard type != 0 else { return "" }
             guard let p = dbus_message_iter_get_signature(&iter) else { return "?" }
             defer { dbus_free(p) }
@@ -45,6 +58,7 @@ public struct DBusMessageReader {
 
     @inline(__always) @usableFromInline
     mutating func expect(_ t: DBusTypeCode) throws {
+        resolve()
         if type != t.cValue { throw mismatch(String(UnicodeScalar(t.rawValue))) }
     }
 
@@ -54,8 +68,16 @@ public struct DBusMessageReader {
         return DBusDecodingError(expected: expected, found: found)
     }
 
+    /// Moves past the value under the cursor (performed on the next use, see `pending`).
     @inline(__always) @usableFromInline
     mutating func advance() {
+        pending = true
+    }
+
+    @inline(__always) @usableFromInline
+    mutating func resolve() {
+        guard pending else { return }
+        pending = false
         type = dbus_message_iter_next(&iter) != 0 ? dbus_message_iter_get_arg_type(&iter) : 0
     }
 
@@ -104,6 +126,7 @@ public struct DBusMessageReader {
     /// Calls `body` with the UTF-8 bytes (no terminator) of the string or object path under the cursor,
     /// without allocating. The buffer is only valid inside `body`.
     public mutating func withStringBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
+        resolve()
         switch type {
         case DBusTypeCode.string.cValue, DBusTypeCode.objectPath.cValue, DBusTypeCode.signature.cValue: break
         default: throw mismatch("s")

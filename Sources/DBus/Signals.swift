@@ -70,7 +70,7 @@ final class OwnerTracker: SignalSubscriber, @unchecked Sendable {
     override func deliver(_ message: DBusMessage) -> Bool {
         var r = message.reader()
         guard (try? r.skip()) != nil, (try? r.skip()) != nil, let new = try? r.readString() else { return false }
-        target.owner.withLock { $0 = new.isEmpty ? nil : Array(new.utf8CString) }
+        target.owner.set(new)
         return false
     }
 }
@@ -94,28 +94,51 @@ final class StreamSubscriber: SignalSubscriber, @unchecked Sendable {
     override func finish() { continuation.finish() }
 }
 
-/// Decodes on the dispatch thread and delivers arrays of results.
-final class BatchSubscriber<Element: Sendable>: SignalSubscriber, @unchecked Sendable {
+/// A subscriber whose per-signal work is given as closures. `signalBatches` builds them where the
+/// element type is known (it is inlined into its caller), so decoding and buffering run code
+/// specialised for the element, without generic metadata lookups per signal.
+final class ClosureSubscriber: SignalSubscriber, @unchecked Sendable {
+    // @unchecked Sendable: immutable; the closures are called on the dispatch thread only.
+    let onDeliver: @Sendable (DBusMessage) -> Bool
+    let onFlush: @Sendable () -> Void
+    let onFinish: @Sendable () -> Void
+
+    init(rule: DBusMatchRule, deliver: @escaping @Sendable (DBusMessage) -> Bool, flush: @escaping @Sendable () -> Void,
+         finish: @escaping @Sendable () -> Void) {
+        onDeliver = deliver
+        onFlush = flush
+        onFinish = finish
+        super.init(rule: rule)
+    }
+
+    override func deliver(_ message: DBusMessage) -> Bool { onDeliver(message) }
+    override func flush() { onFlush() }
+    override func finish() { onFinish() }
+}
+
+/// Decodes on the dispatch thread and collects the results into arrays.
+@usableFromInline
+final class BatchBuffer<Element: Sendable>: @unchecked Sendable {
     // @unchecked Sendable: `buffer` is touched only on the dispatch thread (deliver/flush/finish all run
     // there); the continuation and the counters are thread-safe; the rest is immutable.
-    let decode: @Sendable (DBusMessage, inout DBusMessageReader) throws -> Element?
-    let continuation: AsyncStream<[Element]>.Continuation
-    let maxBatch: Int
-    var buffer: [Element] = []
-    let stats: DBusSubscriptionStats
+    @usableFromInline let decode: @Sendable (DBusMessage, inout DBusMessageReader) throws -> Element?
+    @usableFromInline let continuation: AsyncStream<[Element]>.Continuation
+    @usableFromInline let maxBatch: Int
+    @usableFromInline var buffer: [Element] = []
+    @usableFromInline let stats: DBusSubscriptionStats
 
-    init(rule: DBusMatchRule, maxBatch: Int, stats: DBusSubscriptionStats,
-         continuation: AsyncStream<[Element]>.Continuation,
+    @inlinable
+    init(maxBatch: Int, stats: DBusSubscriptionStats, continuation: AsyncStream<[Element]>.Continuation,
          decode: @escaping @Sendable (DBusMessage, inout DBusMessageReader) throws -> Element?) {
         self.decode = decode
         self.continuation = continuation
         self.maxBatch = max(1, maxBatch)
         self.stats = stats
-        super.init(rule: rule)
-        buffer.reserveCapacity(self.maxBatch)
     }
 
-    override func deliver(_ message: DBusMessage) -> Bool {
+    /// Decodes one signal; returns true if the buffer just became non-empty (needs a flush).
+    @inlinable
+    func deliver(_ message: DBusMessage) -> Bool {
         var r = message.reader()
         let item: Element?
         do {
@@ -136,16 +159,20 @@ final class BatchSubscriber<Element: Sendable>: SignalSubscriber, @unchecked Sen
         return buffer.count == 1
     }
 
-    override func flush() {
+    @inlinable
+    func flush() {
         guard !buffer.isEmpty else { return }
         let batch = buffer
-        buffer.removeAll(keepingCapacity: true)
+        // The batch keeps the storage; the next one starts at about this one's size.
+        buffer = []
+        buffer.reserveCapacity(min(maxBatch, max(16, batch.count)))
         stats.delivered.add(batch.count, ordering: .relaxed)
         stats.batches.add(1, ordering: .relaxed)
         continuation.yield(batch)
     }
 
-    override func finish() {
+    @inlinable
+    func finish() {
         flush()
         continuation.finish()
     }
@@ -183,17 +210,30 @@ extension DBusConnection {
     /// collected and yielded as arrays: one array per burst of signals read from the socket (at most
     /// `maxBatch` items each), so the consumer pays one wake-up per batch instead of per signal.
     /// A throwing decoder counts the signal as rejected in `stats` and drops it.
+    @inlinable
     public func signalBatches<Element: Sendable>(
         matching rule: DBusMatchRule, maxBatch: Int = 1024, bufferLimit: Int = 4096,
         stats: DBusSubscriptionStats = DBusSubscriptionStats(),
         decode: @escaping @Sendable (DBusMessage, inout DBusMessageReader) throws -> Element?
     ) async throws -> AsyncStream<[Element]> {
         let (stream, cont) = AsyncStream<[Element]>.makeStream(bufferingPolicy: .bufferingNewest(bufferLimit))
-        let sub = BatchSubscriber(rule: rule, maxBatch: maxBatch, stats: stats, continuation: cont, decode: decode)
+        let buffer = BatchBuffer(maxBatch: maxBatch, stats: stats, continuation: cont, decode: decode)
+        let unsubscribe = try await subscribe(rule, deliver: { buffer.deliver($0) }, flush: { buffer.flush() },
+                                              finish: { buffer.finish() })
+        cont.onTermination = { _ in unsubscribe() }
+        return stream
+    }
+
+    /// Adds a subscriber made of the given closures (called on the dispatch thread); returns what
+    /// removes it.
+    @usableFromInline
+    func subscribe(_ rule: DBusMatchRule, deliver: @escaping @Sendable (DBusMessage) -> Bool,
+                   flush: @escaping @Sendable () -> Void,
+                   finish: @escaping @Sendable () -> Void) async throws -> @Sendable () -> Void {
+        let sub = ClosureSubscriber(rule: rule, deliver: deliver, flush: flush, finish: finish)
         try await core.addSubscriber(sub, connection: self)
         let core = self.core
-        cont.onTermination = { _ in core.removeSubscriber(sub) }
-        return stream
+        return { core.removeSubscriber(sub) }
     }
 
     /// `PropertiesChanged` signals, decoded.

@@ -22,7 +22,7 @@ func monotonicNanos() -> UInt64 {
 }
 
 /// CPU time consumed by the calling thread, in nanoseconds.
-public func dbusThreadCPUNanos() -> UInt64 {
+package func dbusThreadCPUNanos() -> UInt64 {
     var ts = timespec()
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
     return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)

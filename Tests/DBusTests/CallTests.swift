@@ -76,10 +76,20 @@ extension CallTests {
         }
     }
 
+    /// Waits until the echo service has received a `Hang` call (it signals `Hanging`).
+    func hangingCall(_ body: () -> Void) async throws {
+        let hanging = try await c.signals(matching: DBusMatchRule(sender: "org.example.PyEcho", interface: "org.example.Echo",
+                                                                  member: "Hanging"))
+        var it = hanging.makeAsyncIterator()
+        body()
+        _ = await it.next()
+    }
+
     func testCancellation() async throws {
         let c = self.c!
-        let task = Task { try await pyCall(c, "Hang", timeout: .seconds(60)) }
-        try await Task.sleep(for: .milliseconds(100))
+        var task: Task<DBusMessage, Error>!
+        // Cancelled only once the call is at the service, in flight.
+        try await hangingCall { task = Task { try await pyCall(c, "Hang", timeout: .seconds(60)) } }
         task.cancel()
         let start = ContinuousClock.now
         do {
@@ -129,11 +139,11 @@ extension CallTests {
     func testBusDisappearingFailsCallsAndEndsStreams() async throws {
         let stream = try await c.signals(matching: DBusMatchRule(interface: "org.example.Never"))
         let c = self.c!
-        async let pending: DBusMessage = pyCall(c, "Hang", timeout: .seconds(30))
-        try await Task.sleep(for: .milliseconds(100))
+        var pending: Task<DBusMessage, Error>!
+        try await hangingCall { pending = Task { try await pyCall(c, "Hang", timeout: .seconds(30)) } }
         bus.stop()
         do {
-            _ = try await pending
+            _ = try await pending.value
             XCTFail("survived")
         } catch let e as DBusError {
             XCTAssertEqual(e.name, DBusError.disconnected)

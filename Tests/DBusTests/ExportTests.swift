@@ -244,16 +244,25 @@ final class ExportTests: XCTestCase {
     }
 
     func testAsyncHandlersDoNotBlockOtherCalls() async throws {
-        let order = Mutex<[String]>([])
+        // Slow waits, inside its handler, until Fast has run: that can only happen if a running handler
+        // does not hold up the next call. (If it did, Slow would give up after 20 s and say so.)
+        let (started, startedCont) = AsyncStream<Void>.makeStream()
+        let (fastRan, fastRanCont) = AsyncStream<Void>.makeStream()
         try server.export("/obj", interfaces: [
             DBusInterface("org.example.Slow", methods: [
                 DBusMethod("Slow", out: [DBusArgument("r", .string)]) { _ in
-                    try await Task.sleep(for: .milliseconds(400))
-                    order.withLock { $0.append("slow") }
-                    return [.string("slow")]
+                    startedCont.yield()
+                    let sawFast = await withTaskGroup(of: Bool.self) { group in
+                        group.addTask { for await _ in fastRan { return true }; return false }
+                        group.addTask { try? await Task.sleep(for: .seconds(20)); return false }
+                        let first = await group.next() ?? false
+                        group.cancelAll()
+                        return first
+                    }
+                    return [.string(sawFast ? "slow after fast" : "fast never ran")]
                 },
                 DBusMethod("Fast", out: [DBusArgument("r", .string)]) { _ in
-                    order.withLock { $0.append("fast") }
+                    fastRanCont.yield()
                     return [.string("fast")]
                 },
             ]),
@@ -261,13 +270,13 @@ final class ExportTests: XCTestCase {
         let client = self.client!
         async let slow = client.call(String.self, destination: "org.example.Server", path: "/obj",
                                      interface: "org.example.Slow", method: "Slow")
-        try await Task.sleep(for: .milliseconds(50))
+        var it = started.makeAsyncIterator()
+        _ = await it.next()  // Slow's handler is running
         let fast = try await client.call(String.self, destination: "org.example.Server", path: "/obj",
                                          interface: "org.example.Slow", method: "Fast")
         XCTAssertEqual(fast, "fast")
         let s = try await slow
-        XCTAssertEqual(s, "slow")
-        XCTAssertEqual(order.withLock { $0 }, ["fast", "slow"])
+        XCTAssertEqual(s, "slow after fast")
     }
 
     /// The shapes the BlueZ peripheral backend exports, driven by a Python stand-in for bluetoothd.

@@ -41,6 +41,9 @@ final class LeakScenarioTests: XCTestCase {
     func runScenario(_ address: String) async throws {
         let server = try await DBusConnection.connect(.address(address))
         let client = try await DBusConnection.connect(.address(address))
+        // Each Hang call announces itself, so calls are cancelled or cut off while really in flight.
+        let (hanging, hangingCont) = AsyncStream<Void>.makeStream()
+        var hangs = hanging.makeAsyncIterator()
         try await server.requestName("org.example.Leak")
         server.addObjectManager(at: "/app")
         let obj = try server.export("/app/obj", interfaces: [
@@ -48,6 +51,7 @@ final class LeakScenarioTests: XCTestCase {
                 DBusMethod("Echo", in: nil, out: nil) { call in call.arguments },
                 DBusMethod("Fail") { _ in throw DBusError(name: "org.example.Error.Leak", message: "x") },
                 DBusMethod("Hang") { _ in
+                    hangingCont.yield()  // announces the call: it is in flight now
                     try await Task.sleep(for: .seconds(30))
                     return []
                 },
@@ -76,10 +80,11 @@ final class LeakScenarioTests: XCTestCase {
             _ = try await client.call(destination: "org.example.Leak", path: "/app/obj", interface: "org.example.Leak",
                                       method: "Hang", timeout: .milliseconds(50))
         }
+        _ = await hangs.next()
         let cancelled = Task {
             try await client.call(destination: "org.example.Leak", path: "/app/obj", interface: "org.example.Leak", method: "Hang")
         }
-        try await Task.sleep(for: .milliseconds(50))
+        _ = await hangs.next()
         cancelled.cancel()
         _ = try? await cancelled.value
         // Properties and object manager.
@@ -104,7 +109,6 @@ final class LeakScenarioTests: XCTestCase {
         let consumer = Task { for await _ in stream {} }
         consumer.cancel()
         await consumer.value
-        obj.unexport()
         // Short-lived connections, one closed with a call in flight, one dropped without close().
         for _ in 0..<5 {
             let c = try await DBusConnection.connect(.address(address))
@@ -115,9 +119,10 @@ final class LeakScenarioTests: XCTestCase {
         let inflight = Task {
             try await busy.call(destination: "org.example.Leak", path: "/app/obj", interface: "org.example.Leak", method: "Hang")
         }
-        try await Task.sleep(for: .milliseconds(50))
+        _ = await hangs.next()
         busy.close()
         _ = try? await inflight.value
+        obj.unexport()
         do {
             let dropped = try await DBusConnection.connect(.address(address))
             _ = try await dropped.signals(matching: DBusMatchRule(interface: "org.example.Never"))

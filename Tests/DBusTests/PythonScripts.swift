@@ -21,7 +21,11 @@ class Echo(dbus.service.Object):
 
     @dbus.service.method(IFACE, async_callbacks=("ok", "err"))
     def Hang(self, ok, err):
-        pass  # never replies
+        self.Hanging()  # the call has arrived; it is never answered
+
+    @dbus.service.signal(IFACE, signature="")
+    def Hanging(self):
+        pass
 
     @dbus.service.method(IFACE, out_signature="i")
     def WrongType(self):

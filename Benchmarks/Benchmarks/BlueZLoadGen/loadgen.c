@@ -4,7 +4,8 @@
 // (/org/bluez/hci0/dev_XX_XX_XX_XX_XX_XX: Device1 with the properties bluetoothd 5.66 gives an unnamed
 // LE advertiser, ManufacturerData among them, plus the two freedesktop interfaces), answers the
 // adapter methods a central calls (SetDiscoveryFilter, StartDiscovery, StopDiscovery, RemoveDevice,
-// Properties.Get/GetAll), and after the first StartDiscovery emits
+// Properties.Get/GetAll), and after the first StartDiscovery (the first N with --discoveries N, for N
+// scanners side by side) emits
 //   PropertiesChanged("org.bluez.Device1", {ManufacturerData: a{qv}, RSSI: n}, [])
 // round-robin over the devices at a fixed rate or as fast as the bus takes them.
 //
@@ -57,7 +58,8 @@ static size_t npayloads;
 static uint16_t company = 0xFFFF;
 static volatile sig_atomic_t stop_requested;
 static volatile sig_atomic_t reload_requested;
-static int discovery_started;
+static int discovery_started;  // StartDiscovery calls so far
+static int discoveries_wanted = 1;
 static unsigned long removed_devices;
 
 static void die(const char *msg) {
@@ -388,7 +390,7 @@ static DBusHandlerResult handle(DBusConnection *conn, DBusMessage *msg, void *da
     if (!strcmp(member, "GetManagedObjects") && !strcmp(path, "/")) {
         reply = managed_objects(msg);
     } else if (!strcmp(iface, "org.bluez.Adapter1") && !strcmp(path, "/org/bluez/hci0")) {
-        if (!strcmp(member, "StartDiscovery")) discovery_started = 1;
+        if (!strcmp(member, "StartDiscovery")) discovery_started++;
         if (!strcmp(member, "RemoveDevice")) removed_devices++;
         reply = dbus_message_new_method_return(msg);
     } else if (!strcmp(iface, "org.freedesktop.DBus.Properties") && !strcmp(path, "/org/bluez/hci0")
@@ -443,7 +445,7 @@ static void on_hup(int s) {
 static void usage(void) {
     fprintf(stderr,
             "usage: bluez-loadgen --address BUS --payloads FILE [--devices N] [--rate PER_S (0: as fast as possible)]\n"
-            "                     [--count N | --seconds S] [--company ID]\n");
+            "                     [--count N | --seconds S] [--company ID] [--discoveries N]\n");
     exit(2);
 }
 
@@ -462,6 +464,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--count")) count = strtoull(v, NULL, 0);
         else if (!strcmp(a, "--seconds")) seconds = strtod(v, NULL);
         else if (!strcmp(a, "--company")) company = (uint16_t)strtoul(v, NULL, 0);
+        else if (!strcmp(a, "--discoveries")) discoveries_wanted = atoi(v);
         else usage();
         i++;
     }
@@ -511,8 +514,8 @@ int main(int argc, char **argv) {
     if (!dbus_connection_get_unix_fd(conn, &fd)) die("no socket");
     printf("ready %s\n", dbus_bus_get_unique_name(conn));
 
-    // Wait for the central to start discovery (it has subscribed and mirrored the tree by then).
-    while (!discovery_started && !stop_requested) {
+    // Wait for the central(s) to start discovery (each has subscribed and mirrored the tree by then).
+    while (discovery_started < discoveries_wanted && !stop_requested) {
         struct pollfd p = {fd, POLLIN, 0};
         poll(&p, 1, 50);
         service_libdbus(conn);

@@ -6,9 +6,16 @@
 // whether every signal sent became a report, RSS. After measuring, every device's last payload is
 // verified and tallied with ClickerWire/ClickerTally (outside the measured window).
 //
+// Side by side, in the same run and on the same generator: bleak (the Python BLE library; its
+// BlueZ backend over dbus-fast) scanning with a BleakScanner whose detection callback keeps each
+// device's manufacturer data for the clicker company ID, as the central does. Its process's CPU
+// (getrusage, read by the script itself) per callback is measured over the same sending window,
+// and the table gives the ratio clicker / bleak. The target is a ratio of at most 0.75.
+//
 // Run: swift run --package-path Benchmarks -c release DBusIngest [--rates 2000,20000,60000,0]
-//          [--devices 1000] [--seconds 5] [--saturation-count 400000]
-// (rate 0 = as fast as the bus takes them). Needs dbus-daemon and libdbus-1-dev.
+//          [--devices 1000] [--seconds 5] [--saturation-count 400000] [--python python3 | --no-bleak]
+// (rate 0 = as fast as the bus takes them). Needs dbus-daemon, libdbus-1-dev and, for the side by
+// side, `python3 -m pip install bleak==3.1.0`.
 
 import BlueZ
 import ClickerTally
@@ -31,6 +38,8 @@ struct Options {
     /// `bluez`: the BlueZ central (the figure that matters). `binding`: the D-Bus binding alone, with a
     /// decoder that only counts (the floor under the central: libdbus, dispatch thread, batching).
     var mode = "bluez"
+    /// The Python that runs bleak side by side (`nil`: no bleak).
+    var python: String? = "python3"
 
     init(_ args: [String]) {
         var i = 1
@@ -44,6 +53,8 @@ struct Options {
             case "--saturation-count": saturationCount = Int(v) ?? saturationCount
             case "--loadgen": loadgen = v
             case "--mode": mode = v
+            case "--python": python = v
+            case "--no-bleak": python = nil; i -= 1
             default:
                 FileHandle.standardError.write("unknown option \(a)\n".data(using: .utf8)!)
                 exit(2)
@@ -60,7 +71,7 @@ final class Child: @unchecked Sendable {
     let lines = Lines()
     private var stdinFD: Int32
 
-    init(_ path: String, _ args: [String]) throws {
+    init(_ path: String, _ args: [String], environment: [String: String]? = nil) throws {
         var fa = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&fa)
         defer { posix_spawn_file_actions_destroy(&fa) }
@@ -73,7 +84,9 @@ final class Child: @unchecked Sendable {
         let argv: [UnsafeMutablePointer<CChar>?] = ([path] + args).map { strdup($0) } + [nil]
         defer { for a in argv { free(a) } }
         var child: pid_t = 0
-        let rc = posix_spawn(&child, path, &fa, nil, argv, environ)
+        let envp: [UnsafeMutablePointer<CChar>?]? = environment.map { $0.map { strdup("\($0.key)=\($0.value)") } + [nil] }
+        defer { for e in envp ?? [] { free(e) } }
+        let rc = envp.map { posix_spawnp(&child, path, &fa, nil, argv, $0) } ?? posix_spawnp(&child, path, &fa, nil, argv, environ)
         close(out[1])
         close(inp[0])
         guard rc == 0 else { throw Failure("cannot start \(path): error \(rc)") }
@@ -98,13 +111,26 @@ final class Child: @unchecked Sendable {
         thread.start()
     }
 
-    func waitLine(_ prefix: String, timeout: Double) throws -> String {
+    func waitLine(_ prefix: String, timeout: Double, after skipped: Int = 0) throws -> String {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
-            if let l = lines.m.withLock({ $0.first { $0.hasPrefix(prefix) } }) { return l }
+            if let l = lines.m.withLock({ $0.dropFirst(skipped).first { $0.hasPrefix(prefix) } }) { return l }
             usleep(2000)
         }
         throw Failure("no '\(prefix)' line from pid \(pid) within \(timeout) s; got \(lines.m.withLock { $0 })")
+    }
+
+    /// Writes one line to the child's stdin.
+    func send(_ line: String) {
+        let bytes = Array((line + "\n").utf8)
+        _ = bytes.withUnsafeBytes { write(stdinFD, $0.baseAddress, $0.count) }
+    }
+
+    /// Sends `request` and returns the child's next line starting with `prefix`.
+    func ask(_ request: String, answer prefix: String, timeout: Double = 30) throws -> String {
+        let skipped = lines.m.withLock { $0.count }
+        send(request)
+        return try waitLine(prefix, timeout: timeout, after: skipped)
     }
 
     func stop() {
@@ -146,6 +172,54 @@ func rssMB() -> (current: Double, peak: Double) {
     return (field("VmRSS:"), field("VmHWM:"))
 }
 
+/// bleak scanning the private bus (DBUS_SYSTEM_BUS_ADDRESS points at it). Prints "scanning <version>"
+/// once discovery runs; answers each stdin line with "count <callbacks with our company ID> cpu
+/// <process CPU seconds>"; stops at the end of stdin.
+let bleakScript = #"""
+import asyncio, resource, sys
+import bleak
+from importlib.metadata import version
+from bleak import BleakScanner
+
+COMPANY = int(sys.argv[1])
+
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+async def main():
+    count = 0
+    last = {}
+    def seen(device, adv):
+        nonlocal count
+        data = adv.manufacturer_data.get(COMPANY)
+        if data is not None:
+            count += 1
+            last[device.address] = data
+    done = asyncio.Event()
+    def on_stdin():
+        line = sys.stdin.readline()
+        if not line:
+            done.set()
+        else:
+            print(f"count {count} cpu {cpu():.6f}", flush=True)
+    scanner = BleakScanner(detection_callback=seen, bluez={"adapter": "hci0"})
+    await scanner.start()
+    asyncio.get_running_loop().add_reader(sys.stdin.fileno(), on_stdin)
+    print(f"scanning {version('bleak')} dbus-fast {version('dbus-fast')}", flush=True)
+    await done.wait()
+    await scanner.stop()
+
+asyncio.run(main())
+"""#
+
+/// The bleak process's callback count and CPU seconds, asked over its stdin.
+func bleakSample(_ bleak: Child) throws -> (count: Int, cpu: Double) {
+    let parts = try bleak.ask("report", answer: "count ").split(separator: " ")
+    guard parts.count == 4, let n = Int(parts[1]), let c = Double(parts[3]) else { throw Failure("bad line from bleak: \(parts)") }
+    return (n, c)
+}
+
 /// The repository root, found from this source file (Benchmarks/Benchmarks/DBusIngest/main.swift).
 let repoRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
     .deletingLastPathComponent().deletingLastPathComponent()
@@ -183,6 +257,9 @@ struct RunResult {
     var baselineRSSMB: Double
     var validBallots: Int
     var tallyMatches: Bool
+    /// bleak on the same signals: callbacks in the window, CPU µs per callback (nil: bleak not run).
+    var bleakReceived: Int? = nil
+    var bleakCPUPerSignalMicros: Double? = nil
 }
 
 final class Counter: Sendable {
@@ -191,7 +268,7 @@ final class Counter: Sendable {
 }
 
 func runOnce(rate: Int, options: Options, payloadFile: String, code: JoinCode, expected: [Answer: Int],
-             loadgen: String) async throws -> RunResult {
+             loadgen: String, bleakScriptFile: String?) async throws -> RunResult {
     let dir = FileManager.default.temporaryDirectory.appendingPathComponent("dbus-ingest-\(UUID().uuidString.prefix(8))")
     try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(at: dir) }
@@ -202,10 +279,19 @@ func runOnce(rate: Int, options: Options, payloadFile: String, code: JoinCode, e
     let count = rate > 0 ? Int(Double(rate) * options.seconds) : options.saturationCount
     var args = ["--address", address, "--payloads", payloadFile, "--devices", String(options.devices), "--count", String(count),
                 "--rate", String(rate)]
-    args += []
+    if bleakScriptFile != nil { args += ["--discoveries", "2"] }
     let gen = try Child(loadgen, args)
     defer { gen.stop() }
     _ = try gen.waitLine("ready", timeout: 10)
+    var bleak: Child? = nil
+    if let bleakScriptFile, let python = options.python {
+        var env = ProcessInfo.processInfo.environment
+        env["DBUS_SYSTEM_BUS_ADDRESS"] = address
+        let b = try Child(python, [bleakScriptFile, String(BallotFormat.companyID)], environment: env)
+        bleak = b
+        _ = try b.waitLine("scanning", timeout: 30)
+    }
+    defer { bleak?.stop() }
 
     let baseline = rssMB().current
     let counter = Counter()
@@ -251,15 +337,21 @@ func runOnce(rate: Int, options: Options, payloadFile: String, code: JoinCode, e
     }
     _ = try gen.waitLine("started", timeout: 20)
     let cpu0 = cpuSeconds()
+    let bleak0 = try bleak.map(bleakSample)
     // Sending ends with the loadgen's JSON line; then wait until the reports stop growing.
     let summary = try gen.waitLine("{", timeout: options.seconds * 20 + 120)
     var seen = -1
+    var bleakSeen = -1
+    var bleak1: (count: Int, cpu: Double)? = nil
     let drainDeadline = Date().addingTimeInterval(30)
     while Date() < drainDeadline {
         let now = counter.count.load(ordering: .relaxed)
-        if now >= count { break }
-        if now == seen && now > 0 { break }
+        bleak1 = try bleak.map(bleakSample)
+        let bleakNow = bleak1?.count ?? count
+        let bleakDone = bleakNow >= count || (bleakNow == bleakSeen && bleakNow > 0)
+        if (now >= count || (now == seen && now > 0)) && bleakDone { break }
         seen = now
+        bleakSeen = bleakNow
         try await Task.sleep(for: .milliseconds(250))
     }
     await central?.shutdown()
@@ -307,9 +399,16 @@ func runOnce(rate: Int, options: Options, payloadFile: String, code: JoinCode, e
         matches = results.countTable == expected
     }
     // The received reports include none of the CPU spent verifying above: cpu1 was taken before.
-    return RunResult(rate: rate, sent: sent, sendSeconds: number("seconds"), received: received,
-                     cpuPerSignalMicros: received > 0 ? (cpu1 - cpu0) / Double(received) * 1e6 : .nan,
-                     rssMB: rss.current, peakRSSMB: rss.peak, baselineRSSMB: baseline, validBallots: valid, tallyMatches: matches)
+    var result = RunResult(rate: rate, sent: sent, sendSeconds: number("seconds"), received: received,
+                           cpuPerSignalMicros: received > 0 ? (cpu1 - cpu0) / Double(received) * 1e6 : .nan,
+                           rssMB: rss.current, peakRSSMB: rss.peak, baselineRSSMB: baseline, validBallots: valid,
+                           tallyMatches: matches)
+    if let b0 = bleak0, let b1 = bleak1 {
+        let n = b1.count - b0.count
+        result.bleakReceived = b1.count
+        result.bleakCPUPerSignalMicros = n > 0 ? (b1.cpu - b0.cpu) / Double(n) * 1e6 : .nan
+    }
+    return result
 }
 
 let options = Options(CommandLine.arguments)
@@ -323,16 +422,27 @@ let (ballots, code, expected) = try makeBallots(devices: options.devices)
 let payloadFile = FileManager.default.temporaryDirectory.appendingPathComponent("dbus-ingest-ballots-\(getpid()).txt").path
 try ballots.write(toFile: payloadFile, atomically: true, encoding: .utf8)
 defer { try? FileManager.default.removeItem(atPath: payloadFile) }
+var bleakScriptFile: String? = nil
+if options.python != nil {
+    let f = FileManager.default.temporaryDirectory.appendingPathComponent("dbus-ingest-bleak-\(getpid()).py").path
+    try bleakScript.write(toFile: f, atomically: true, encoding: .utf8)
+    bleakScriptFile = f
+}
+defer { if let f = bleakScriptFile { try? FileManager.default.removeItem(atPath: f) } }
 
 print("DBusIngest (\(options.mode)): \(options.devices) devices, sealed ballots (\(BallotFormat.advertisementLength) bytes), "
-      + "\(options.seconds) s per fixed rate, \(options.saturationCount) signals at saturation")
-print("rate/s(target)  sent/s(actual)      sent  received  lost  CPU µs/signal  RSS MB (peak)  before  ballots ok  tally ok")
+      + "\(options.seconds) s per fixed rate, \(options.saturationCount) signals at saturation"
+      + (options.python.map { "; bleak side by side (\($0))" } ?? ""))
+print("rate/s(target)  sent/s(actual)      sent  received  lost  CPU µs/signal  bleak: lost  µs/signal  ratio  RSS MB (peak)  ballots ok  tally ok")
 var allGood = true
+var ratios: [(String, Double)] = []
 for rate in options.rates {
     let r = try await runOnce(rate: rate, options: options, payloadFile: payloadFile, code: code, expected: expected,
-                              loadgen: loadgen)
+                              loadgen: loadgen, bleakScriptFile: bleakScriptFile)
     let target = rate == 0 ? "saturation" : String(rate)
     let actual = r.sendSeconds > 0 ? Double(r.sent) / r.sendSeconds : 0
+    let ratio = r.bleakCPUPerSignalMicros.map { r.cpuPerSignalMicros / $0 }
+    if let ratio { ratios.append((target, ratio)) }
     let line = [
         target.padding(toLength: 14, withPad: " ", startingAt: 0),
         String(format: "%14.0f", actual),
@@ -340,13 +450,20 @@ for rate in options.rates {
         String(format: "%9d", r.received),
         String(format: "%5d", r.sent - r.received),
         String(format: "%14.2f", r.cpuPerSignalMicros),
+        r.bleakReceived.map { String(format: "%11d", r.sent - $0) } ?? "          -",
+        r.bleakCPUPerSignalMicros.map { String(format: "%10.2f", $0) } ?? "         -",
+        ratio.map { String(format: "%5.2f", $0) } ?? "    -",
         String(format: "%8.1f (%5.1f)", r.rssMB, r.peakRSSMB),
-        String(format: "%6.1f", r.baselineRSSMB),
         String(format: "%7d/%d", r.validBallots, options.devices),
         r.tallyMatches ? "yes" : "NO",
     ].joined(separator: "  ")
     print(line)
     if r.sent != r.received || r.validBallots != options.devices || !r.tallyMatches { allGood = false }
+}
+if !ratios.isEmpty {
+    let missed = ratios.filter { $0.1 > 0.75 }
+    print("CPU per signal, clicker / bleak: " + ratios.map { "\($0.0) \(String(format: "%.2f", $0.1))" }.joined(separator: ", ")
+          + (missed.isEmpty ? "; target ≤ 0.75 met" : "; target ≤ 0.75 MISSED at " + missed.map(\.0).joined(separator: ", ")))
 }
 print(allGood ? "every signal counted; every ballot verified and tallied" : "LOSS OR INVALID BALLOTS (see table)")
 exit(allGood ? 0 : 1)
