@@ -7,8 +7,8 @@ import TerminalView
 
 /// How results are shown while a poll runs.
 public enum ViewMode: Sendable {
-    /// Full-screen live view on this terminal.
-    case live(TerminalSession, exportDirectory: String)
+    /// Full-screen live view on this terminal; `log`'s latest notice is shown on its status line.
+    case live(TerminalSession, exportDirectory: String, log: LogRoute? = nil)
     /// Plain log lines through `write` (stdout not a terminal).
     case plain(@Sendable (String) -> Void)
     /// Plain log lines for a log others may read (the journal): the join secret is left out.
@@ -57,18 +57,19 @@ public struct TallyRunService: Service {
                         failure.set(error)
                     }
                 }
-                for companion in companions { group.addTask { await companion(); await Self.forever() } }
+                // A companion that ends early (a classroom that finished) must not end the run.
+                for companion in companions { group.addTask { await companion(); await Self.untilShutdown() } }
                 group.addTask {
                     switch view {
-                    case .live(let terminal, let dir):
+                    case .live(let terminal, let dir, let log):
                         await LiveView.run(controller, terminal: terminal, exportDirectory: dir,
-                                           environment: ProcessInfo.processInfo.environment)
+                                           environment: ProcessInfo.processInfo.environment, log: log)
                     case .plain(let write):
                         await PlainView.run(controller, write: write)
                     case .log(let write):
                         await PlainView.run(controller, redactSecret: true, write: write)
                     case .none:
-                        await Self.forever()
+                        await Self.untilShutdown()
                     }
                 }
                 if let d = duration {
@@ -82,8 +83,9 @@ public struct TallyRunService: Service {
         await controller.flush()
     }
 
-    static func forever() async {
-        while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
+    /// Returns at graceful shutdown or cancellation, whichever comes first.
+    static func untilShutdown() async {
+        try? await gracefulShutdown()
     }
 }
 

@@ -149,8 +149,9 @@ struct Watch: AsyncParsableCommand {
     func run() async throws {
         let remote = try await busArguments.remote()
         guard let terminal = try? TerminalSession() else { throw Failure("watch needs a terminal") }
+        // Quitting only detaches from the daemon: no question to confirm.
         await LiveView.run(remote, terminal: terminal, exportDirectory: "",
-                           environment: ProcessInfo.processInfo.environment)
+                           environment: ProcessInfo.processInfo.environment, quitNeedsConfirmation: false)
     }
 }
 

@@ -1,4 +1,5 @@
 import TallyDaemon
+import TerminalTestSupport
 import TerminalView
 import XCTest
 
