@@ -25,6 +25,8 @@ public struct LiveView {
     private let log: LogRoute?
     /// Whether `q` asks first while a question is open (not for `watch`, which only detaches).
     private let quitNeedsConfirmation: Bool
+    /// Students in a simulated room, shown against the voters counted.
+    public var simulatedRoom: Int?
 
     /// A view that honours NO_COLOR (and TERM=dumb) from `environment`, timed by `clock`.
     /// - Parameters:
@@ -89,6 +91,7 @@ public struct LiveView {
                 status = nil
             }
             next.status = [status?.text, next.status].compactMap { $0 }.first
+            next.simulatedRoom = simulatedRoom
             model = next
         } catch {
             // The daemon went away (watch): keep the last picture and say so.
@@ -115,9 +118,11 @@ public struct LiveView {
 
     /// Runs until the operator quits (returns) or the task is cancelled.
     public static func run(_ poll: any PollControl, terminal: TerminalSession, exportDirectory: String,
-                           environment: [String: String], log: LogRoute? = nil, quitNeedsConfirmation: Bool = true) async {
+                           environment: [String: String], log: LogRoute? = nil, quitNeedsConfirmation: Bool = true,
+                           simulatedRoom: Int? = nil) async {
         let clock = ContinuousClock()
         var view = LiveView(environment: environment, clock: clock, log: log, quitNeedsConfirmation: quitNeedsConfirmation)
+        view.simulatedRoom = simulatedRoom
         let (wakes, wake) = AsyncStream<Wake>.makeStream()
         await withTaskGroup(of: Void.self) { group in
             group.addTask {

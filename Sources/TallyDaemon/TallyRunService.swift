@@ -25,13 +25,17 @@ public struct TallyRunService: Service {
     public let central: any CentralTransport
     public let view: ViewMode
     public let duration: Duration?
+    /// Students in a simulated room (`--simulate N`): the view says why fewer are counted.
+    public let simulatedRoom: Int?
     /// Other work that lives as long as the poll (a simulated classroom, a D-Bus API).
     public let companions: [@Sendable () async -> Void]
     private let failure = FailureBox()
     private let logger: Logger
 
     public init(controller: PollController, central: any CentralTransport, view: ViewMode, duration: Duration? = nil,
+                simulatedRoom: Int? = nil,
                 companions: [@Sendable () async -> Void] = [], logger: Logger = Logger(label: "clicker.tally")) {
+        self.simulatedRoom = simulatedRoom
         self.controller = controller
         self.central = central
         self.view = view
@@ -45,7 +49,7 @@ public struct TallyRunService: Service {
 
     public func run() async throws {
         let controller = self.controller, central = self.central, view = self.view
-        let failure = self.failure, logger = self.logger
+        let failure = self.failure, logger = self.logger, room = self.simulatedRoom
         await cancelWhenGracefulShutdown {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask {
@@ -63,11 +67,12 @@ public struct TallyRunService: Service {
                     switch view {
                     case .live(let terminal, let dir, let log):
                         await LiveView.run(controller, terminal: terminal, exportDirectory: dir,
-                                           environment: ProcessInfo.processInfo.environment, log: log)
+                                           environment: ProcessInfo.processInfo.environment, log: log,
+                                           simulatedRoom: room)
                     case .plain(let write):
-                        await PlainView.run(controller, write: write)
+                        await PlainView.run(controller, simulatedRoom: room, write: write)
                     case .log(let write):
-                        await PlainView.run(controller, redactSecret: true, write: write)
+                        await PlainView.run(controller, redactSecret: true, simulatedRoom: room, write: write)
                     case .none:
                         await Self.untilShutdown()
                     }

@@ -71,18 +71,23 @@ public enum PlainView {
     /// - Parameter redactSecret: show only the vote ID of the join code (logs that others may read,
     ///   such as the journal); the instructor gets the whole code from `clicker-tally status`.
     public static func run<C: Clock>(_ controller: PollController, every: Duration = .seconds(2), redactSecret: Bool = false,
+                                     simulatedRoom: Int? = nil, summary: RejectionSummary = RejectionSummary(),
                                      clock: C = ContinuousClock(), write: @Sendable (String) -> Void) async
     where C.Duration == Duration {
         let formatter = PlainLineFormatter()
-        let settle = max(every, await controller.options.publishRule.minInterval)
+        var summary = summary
+        let settle = max(every, await controller.options.publishRule.minInterval, summary.interval)
         // Subscribed before the first reading, so no change between the two is missed.
         let updates = controller.changeFeed.updates(every: .milliseconds(200), settle: settle, clock: clock)
+        let start = clock.now
         var last: TallyViewModel?
         var lastVersion = await controller.version
         var lastStatus = clock.now
         func pass() async {
-            let model = await controller.viewModel(showJoinCode: !redactSecret)
-            for line in formatter.eventLines(from: last, to: model) { write(line) }
+            var model = await controller.viewModel(showJoinCode: !redactSecret)
+            model.simulatedRoom = simulatedRoom
+            for line in formatter.eventLines(from: last, to: model, rejections: false) { write(line) }
+            for line in summary.update(model.rejections, at: start.duration(to: clock.now)) { write(line) }
             let version = await controller.version
             if version != lastVersion, lastStatus.duration(to: clock.now) >= every {
                 write(formatter.statusLine(model))
