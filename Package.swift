@@ -122,7 +122,8 @@ let package = Package(
                                                        .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "TallyDaemonTests", dependencies: ["ClickerTestSupport", "TallyDaemon", "TerminalView", "TerminalTestSupport", "ClickerSim", "ClickerWire", "DBus", "DBusTestSupport",
                                                              .product(name: "Crypto", package: "swift-crypto"),
-                                                             .product(name: "GRDB", package: "GRDB.swift")]),
+                                                             .product(name: "GRDB", package: "GRDB.swift"),
+                                                             .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "VoterTests", dependencies: ["ClickerTestSupport", "Voter", "ClickerSim", "ClickerWire", "PrivateFiles"]),
     ]
 )

@@ -2,7 +2,7 @@ import Synchronization
 
 /// A clock that moves only when a test calls `advance(by:)`: sleepers wake when it passes their
 /// deadline, so a test drives time-based behaviour without sleeping.
-public final class ManualClock: Clock, Sendable {
+public final class SteppedClock: Clock, Sendable {
     public struct Instant: InstantProtocol {
         public var offset: Duration
         public init(offset: Duration) { self.offset = offset }
