@@ -5,7 +5,7 @@ import TerminalView
 
 extension PollController {
     /// What the join code looks like wherever it must not appear (logs, D-Bus `Status`, `--json`).
-    public static func redacted(_ code: JoinCode) -> String { "\(code.voteID)-(secret not shown)" }
+    public static func redacted(_ code: JoinCode) -> String { "\(IDText.vote(code.voteID))-(secret not shown)" }
 
     /// What the live view shows, derived from the tally now. `showJoinCode` is for a screen the
     /// instructor projects (the local live view); everything else gets the vote ID only.

@@ -1,6 +1,7 @@
 import ArgumentParser
 import BlueZ
 import ClickerTransport
+import ClickerWire
 import ClickerStore
 import DBus
 import Foundation
@@ -79,7 +80,7 @@ struct Daemon: AsyncParsableCommand {
             throw Failure("D-Bus: \(error)")
         }
         let voteID = await controller.joinCode.voteID
-        logger.info("serving \(TallyBus.name); poll \(voteID) open, database \(store.path)")
+        logger.info("serving \(TallyBus.name); poll \(IDText.vote(voteID)) open, database \(store.path)")
         let opened: OpenedCentral
         do { opened = try await radio.open(room.simulate != nil ? .sim : radio.radio, seed: room.seed, logger: logger,
                                           keepTrying: true) } catch {
