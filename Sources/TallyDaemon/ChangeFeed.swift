@@ -38,28 +38,34 @@ public final class ChangeFeed: Sendable {
 }
 
 extension ChangeFeed {
-    /// Wake-ups for a consumer that shows live counts: at most one per `interval` while changes
-    /// arrive (the last change of a burst is never lost), and one more `settle` after the last
-    /// change, when the count publisher's next epoch is due at the latest (an epoch needs its
-    /// interval since the last one, which came before the last change).
+    /// `coalescedUpdates` of this feed.
     public func updates<C: Clock>(every interval: Duration, settle: Duration?, clock: C) -> AsyncStream<Void>
     where C.Duration == Duration {
-        let throttled = subscribe()._throttle(for: interval, clock: clock, latest: true)
-        let (stream, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
-        let task: Task<Void, Never>
-        if let settle {
-            let settled = subscribe().debounce(for: settle, clock: clock)
-            task = Task {
-                for await _ in merge(throttled, settled) { continuation.yield() }
-                continuation.finish()
-            }
-        } else {
-            task = Task {
-                for await _ in throttled { continuation.yield() }
-                continuation.finish()
-            }
-        }
-        continuation.onTermination = { _ in task.cancel() }
-        return stream
+        coalescedUpdates(of: { self.subscribe() }, every: interval, settle: settle, clock: clock)
     }
+}
+
+/// Wake-ups for a consumer of change notices (each call of `subscribe` is a fresh subscription): at
+/// most one per `interval` while changes arrive (`_throttle` passes the first of each interval), one
+/// `interval` after the last change of a burst (`debounce`: throttling alone would hold the last
+/// change until another came), and, with `settle`, one more that long after the last change, when
+/// the count publisher's next epoch is due at the latest (an epoch needs its interval since the last
+/// one, which came before the last change).
+public func coalescedUpdates<C: Clock>(of subscribe: () -> AsyncStream<Void>, every interval: Duration,
+                                       settle: Duration?, clock: C) -> AsyncStream<Void>
+where C.Duration == Duration {
+    let throttled = subscribe()._throttle(for: interval, clock: clock, latest: true)
+    let trailing = subscribe().debounce(for: interval, clock: clock)
+    let settled = settle.map { subscribe().debounce(for: $0, clock: clock) }
+    let (stream, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+    let task = Task {
+        if let settled {
+            for await _ in merge(throttled, trailing, settled) { continuation.yield() }
+        } else {
+            for await _ in merge(throttled, trailing) { continuation.yield() }
+        }
+        continuation.finish()
+    }
+    continuation.onTermination = { _ in task.cancel() }
+    return stream
 }

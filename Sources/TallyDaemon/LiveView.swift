@@ -130,7 +130,8 @@ public struct LiveView {
             }
             group.addTask {
                 // At most one frame's worth of wake-ups: the screen draws at most ten a second anyway.
-                for await _ in poll.changes()._throttle(for: FramePacer().minimumInterval, clock: clock) { wake.yield(.update) }
+                for await _ in coalescedUpdates(of: { poll.changes() }, every: FramePacer().minimumInterval, settle: nil,
+                                                clock: clock) { wake.yield(.update) }
             }
             if let log {
                 group.addTask { for await _ in log.notices.subscribe() { wake.yield(.update) } }

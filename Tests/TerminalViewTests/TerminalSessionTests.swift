@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Foundation
+import Synchronization
 import TerminalTestSupport
 import TerminalView
 import XCTest
@@ -93,10 +94,14 @@ final class TerminalSessionTests: XCTestCase {
         XCTAssertEqual(fcntl(pty.secondary, F_SETFL, fcntl(pty.secondary, F_GETFL) | O_NONBLOCK), 0)
         let filler = [UInt8](repeating: UInt8(ascii: "a"), count: 4096)
         var filled = 0
-        while true {
-            let n = filler.withUnsafeBytes { write(pty.secondary, $0.baseAddress, $0.count) }
-            if n <= 0 { XCTAssertEqual(errno, EAGAIN); break }
-            filled += n
+        // Until not even one byte fits (the line discipline moves data on to the other side in the
+        // background, so a large write can fail while a small one still fits).
+        for size in [4096, 256, 1] {
+            while true {
+                let n = filler.withUnsafeBytes { write(pty.secondary, $0.baseAddress, size) }
+                if n <= 0 { XCTAssertEqual(errno, EAGAIN); break }
+                filled += n
+            }
         }
         XCTAssertGreaterThan(filled, 0)
 
@@ -107,10 +112,15 @@ final class TerminalSessionTests: XCTestCase {
         }
         let payload = [UInt8](repeating: UInt8(ascii: "z"), count: 2000)
         let before = cpu()
-        let writer = Task { await session.write(payload) }
+        let done = Done()
+        let writer = Task {
+            await session.write(payload)
+            done.set()
+        }
         // The writer is stuck on the full terminal for this long; a spinning one burns it all.
         try await Task.sleep(for: .milliseconds(400))
         let spent = cpu() - before
+        XCTAssertFalse(done.isSet, "the terminal was not full: this test checked nothing")
         XCTAssertLessThan(spent, .milliseconds(150), "the writer spun on EAGAIN: \(spent) of CPU in 400 ms")
 
         var got: [UInt8] = []
@@ -121,4 +131,11 @@ final class TerminalSessionTests: XCTestCase {
         XCTAssertEqual(Array(got.suffix(payload.count)), payload)
         withExtendedLifetime(session) {}
     }
+}
+
+/// Set once by the writer task.
+final class Done: Sendable {
+    private let flag = Mutex(false)
+    func set() { flag.withLock { $0 = true } }
+    var isSet: Bool { flag.withLock { $0 } }
 }
