@@ -55,12 +55,8 @@ struct Daemon: AsyncParsableCommand {
             throw Failure(RemotePollError.noBus("\(error)").description)
         }
         let store: ClickerStore
-<<<<<<< HEAD
         do { store = try ClickerStore(path: poll.db, durability: .normal, exclusive: true) } catch {
-=======
-        do { store = try ClickerStore(path: poll.db, durability: .normal) } catch {
             connection.close()
->>>>>>> 1a6460b (First hour: --help lists the default run's options, --version, range messages for --duration and --question, the three-group join code in help, export directory default stated once, status JSON in seconds without escaped slashes, the daemon checks the bus before the database, the simulated room explained on screen, rejections summarised in logs, live view logs to a file)
             throw Failure("cannot open the database: \(error)")
         }
         let controller: PollController
