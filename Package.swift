@@ -48,6 +48,8 @@ let package = Package(
         .library(name: "ClickerStore", targets: ["ClickerStore"]),
         .library(name: "TerminalView", targets: ["TerminalView"]),
         .library(name: "TallyDaemon", targets: ["TallyDaemon"]),
+        // A pseudo-terminal for the view's tests and the ViewLoop benchmark; not used by the executables.
+        .library(name: "TerminalTestSupport", targets: ["TerminalTestSupport"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -87,10 +89,13 @@ let package = Package(
         .target(name: "PrivateFiles"),
         .target(name: "ClickerStore", dependencies: ["ClickerWire", "PrivateFiles", .product(name: "GRDB", package: "GRDB.swift")]),
         .target(name: "TerminalView"),
+        // A pseudo-terminal pair that tests and the ViewLoop benchmark type into and read back.
+        .target(name: "TerminalTestSupport", dependencies: ["TerminalView"]),
         .target(name: "TallyDaemon", dependencies: [
             "ClickerWire", "ClickerTally", "ClickerTransport", "ClickerStore", "TerminalView", "DBus", "PrivateFiles",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
         ]),
         .target(name: "Voter", dependencies: ["ClickerWire", "ClickerTransport", "PrivateFiles", .product(name: "Logging", package: "swift-log"),
                                        .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")]),
@@ -120,14 +125,15 @@ let package = Package(
                                                           "OSThreads"]),
         .testTarget(name: "HCITests", dependencies: ["HCI", "CBluetooth", "ClickerTransport", "ClickerSim"]),
         .testTarget(name: "ClickerStoreTests", dependencies: ["ClickerStore", "ClickerSim", "ClickerWire", .product(name: "GRDB", package: "GRDB.swift")]),
-        .testTarget(name: "TerminalViewTests", dependencies: ["TerminalView", "ClickerWire", "ClickerSim"], exclude: ["Snapshots"]),
+        .testTarget(name: "TerminalViewTests", dependencies: ["TerminalView", "TerminalTestSupport", "ClickerWire", "ClickerSim"], exclude: ["Snapshots"]),
         // Tier 2: real dbus-daemon + python-dbusmock standing in for bluetoothd
         .testTarget(name: "DBusTests", dependencies: ["ClickerTestSupport", "DBus", "DBusTestSupport"]),
         .testTarget(name: "BlueZTests", dependencies: ["ClickerTestSupport", "BlueZ", "DBus", "ClickerWire", "ClickerTally", "TallyDaemon",
                                                        .product(name: "Crypto", package: "swift-crypto")]),
-        .testTarget(name: "TallyDaemonTests", dependencies: ["ClickerTestSupport", "TallyDaemon", "TerminalView", "ClickerSim", "ClickerWire", "DBus", "DBusTestSupport",
+        .testTarget(name: "TallyDaemonTests", dependencies: ["ClickerTestSupport", "TallyDaemon", "TerminalView", "TerminalTestSupport", "ClickerSim", "ClickerWire", "DBus", "DBusTestSupport",
                                                              .product(name: "Crypto", package: "swift-crypto"),
-                                                             .product(name: "GRDB", package: "GRDB.swift")]),
+                                                             .product(name: "GRDB", package: "GRDB.swift"),
+                                                             .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "ClickerCommandLineTests", dependencies: ["ClickerCommandLine", "ClickerSim"]),
         .testTarget(name: "VoterTests", dependencies: ["ClickerTestSupport", "Voter", "ClickerSim", "ClickerWire", "PrivateFiles",
                                                       .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle")]),

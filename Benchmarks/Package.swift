@@ -72,6 +72,7 @@ let package = Package(
             dependencies: [
                 .product(name: "TallyDaemon", package: "clicker"),
                 .product(name: "TerminalView", package: "clicker"),
+                .product(name: "TerminalTestSupport", package: "clicker"),
                 .product(name: "ClickerWire", package: "clicker"),
                 .product(name: "ClickerTransport", package: "clicker"),
             ],

@@ -19,10 +19,13 @@ has_adapter() {
 if [ $# -eq 0 ] && has_adapter; then
   exec "$BIN"
 elif [ $# -eq 0 ]; then
+  # A store of its own in a temporary directory, so that e (export) works and no real poll is touched.
+  DEMO=$(mktemp -d "${TMPDIR:-/tmp}/clicker-demo.XXXXXX")
   echo "No Bluetooth adapter with bluetoothd here: simulating a room of 300 students on the simulated radio." >&2
   echo "Keys: o open, c close, n next, h hide votes, e export, q quit." >&2
+  echo "Database, exports and log lines go to $DEMO" >&2
   sleep 2
-  exec "$BIN" --simulate 300 --no-store
+  exec "$BIN" --simulate 300 --db "$DEMO/clicker.sqlite" --export-directory "$DEMO"
 else
   exec "$BIN" "$@"
 fi

@@ -15,7 +15,7 @@ public enum TallyBus {
 
     static let encoder: JSONEncoder = {
         let e = JSONEncoder()
-        e.outputFormatting = [.sortedKeys]
+        e.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return e
     }()
 }
@@ -113,21 +113,30 @@ public final class TallyBusService: Sendable {
     }
 
     /// Emits `TallyChanged` when the live counts changed, at most every `interval`, until cancelled.
-    public func emitChanges(every interval: Duration = .milliseconds(250)) async {
+    /// Woken by the poll's change notices (throttled), and once more when the count publisher's
+    /// next epoch may have come due after the last change; never by a timer of its own.
+    public func emitChanges<C: Clock>(every interval: Duration = .milliseconds(250), clock: C = ContinuousClock()) async
+    where C.Duration == Duration {
+        let settle = await controller.options.publishRule.minInterval
+        // Subscribed before the first reading, so no change between the two is missed.
+        let updates = controller.changeFeed.updates(every: interval, settle: settle > .zero ? settle : nil, clock: clock)
         var last: (question: UInt8, counts: LiveCounts)?
-        while !Task.isCancelled {
+        func emitIfChanged() async {
             let question = await controller.question
             let live = await controller.liveCounts(now: Date())
-            if last?.question != question || last?.counts != live {
-                last = (question, live)
-                let counts = live.counts.sorted { $0.key < $1.key }.map {
-                    DBusDictEntry(.string($0.key), .uint32(UInt32(max(0, $0.value))))
-                }
-                try? connection.emitSignal(path: TallyBus.path, interface: TallyBus.interface, name: "TallyChanged",
-                                           arguments: [.uint32(UInt32(question)), .uint32(UInt32(live.voters)),
-                                                       .dictionary(key: .string, value: .uint32, counts)])
+            guard last?.question != question || last?.counts != live else { return }
+            last = (question, live)
+            let counts = live.counts.sorted { $0.key < $1.key }.map {
+                DBusDictEntry(.string($0.key), .uint32(UInt32(max(0, $0.value))))
             }
-            try? await Task.sleep(for: interval)
+            try? connection.emitSignal(path: TallyBus.path, interface: TallyBus.interface, name: "TallyChanged",
+                                       arguments: [.uint32(UInt32(question)), .uint32(UInt32(live.voters)),
+                                                   .dictionary(key: .string, value: .uint32, counts)])
+        }
+        await emitIfChanged()
+        for await _ in updates {
+            if Task.isCancelled { break }
+            await emitIfChanged()
         }
     }
 }
@@ -183,6 +192,21 @@ public struct RemotePoll: PollControl {
         m.joinCode = try await joinCode()
         if let status { m.status = status }
         return m
+    }
+
+    /// Yields on each `TallyChanged` signal of the daemon (coalesced).
+    public func changes() -> AsyncStream<Void> {
+        let (stream, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        let connection = self.connection
+        let task = Task {
+            let rule = DBusMatchRule(interface: TallyBus.interface, member: "TallyChanged", path: TallyBus.path)
+            if let signals = try? await connection.signals(matching: rule) {
+                for await _ in signals { continuation.yield() }
+            }
+            continuation.finish()
+        }
+        continuation.onTermination = { _ in task.cancel() }
+        return stream
     }
 
     public func perform(_ action: ViewAction, exportDirectory: String) async -> String? {

@@ -48,8 +48,10 @@ public actor PollController {
     /// GATT reads that verified the ballot read (ok), and reads that failed or verified nothing.
     public internal(set) var gattReads = (ok: 0, failed: 0)
     var gattUnsupported = false
-    /// Increments on every change a view could show.
-    public internal(set) var version = 0
+    /// Increments on every change a view could show, and tells `changeFeed` so.
+    public internal(set) var version = 0 { didSet { changeFeed.signal() } }
+    /// Notified on every change of `version`: the views and the D-Bus signal wait on it.
+    public nonisolated let changeFeed = ChangeFeed()
     /// The radio clock's latest reading (from reports), used to time GATT results on the same clock.
     var radioNow = RadioInstant.zero
     /// The live counts of the open question, moved in epochs; every live consumer reads them.

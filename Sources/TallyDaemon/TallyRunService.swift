@@ -7,8 +7,8 @@ import TerminalView
 
 /// How results are shown while a poll runs.
 public enum ViewMode: Sendable {
-    /// Full-screen live view on this terminal.
-    case live(TerminalSession, exportDirectory: String)
+    /// Full-screen live view on this terminal; `log`'s latest notice is shown on its status line.
+    case live(TerminalSession, exportDirectory: String, log: LogRoute? = nil)
     /// Plain log lines through `write` (stdout not a terminal).
     case plain(@Sendable (String) -> Void)
     /// Plain log lines for a log others may read (the journal): the join secret is left out.
@@ -25,13 +25,17 @@ public struct TallyRunService: Service {
     public let central: any CentralTransport
     public let view: ViewMode
     public let duration: Duration?
+    /// Students in a simulated room (`--simulate N`): the view says why fewer are counted.
+    public let simulatedRoom: Int?
     /// Other work that lives as long as the poll (a simulated classroom, a D-Bus API).
     public let companions: [@Sendable () async -> Void]
     private let failure = FailureBox()
     private let logger: Logger
 
     public init(controller: PollController, central: any CentralTransport, view: ViewMode, duration: Duration? = nil,
+                simulatedRoom: Int? = nil,
                 companions: [@Sendable () async -> Void] = [], logger: Logger = Logger(label: "clicker.tally")) {
+        self.simulatedRoom = simulatedRoom
         self.controller = controller
         self.central = central
         self.view = view
@@ -45,7 +49,7 @@ public struct TallyRunService: Service {
 
     public func run() async throws {
         let controller = self.controller, central = self.central, view = self.view
-        let failure = self.failure, logger = self.logger
+        let failure = self.failure, logger = self.logger, room = self.simulatedRoom
         await cancelWhenGracefulShutdown {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask {
@@ -57,18 +61,20 @@ public struct TallyRunService: Service {
                         failure.set(error)
                     }
                 }
-                for companion in companions { group.addTask { await companion(); await Self.forever() } }
+                // A companion that ends early (a classroom that finished) must not end the run.
+                for companion in companions { group.addTask { await companion(); await Self.untilShutdown() } }
                 group.addTask {
                     switch view {
-                    case .live(let terminal, let dir):
+                    case .live(let terminal, let dir, let log):
                         await LiveView.run(controller, terminal: terminal, exportDirectory: dir,
-                                           environment: ProcessInfo.processInfo.environment)
+                                           environment: ProcessInfo.processInfo.environment, log: log,
+                                           simulatedRoom: room)
                     case .plain(let write):
-                        await PlainView.run(controller, write: write)
+                        await PlainView.run(controller, simulatedRoom: room, write: write)
                     case .log(let write):
-                        await PlainView.run(controller, redactSecret: true, write: write)
+                        await PlainView.run(controller, redactSecret: true, simulatedRoom: room, write: write)
                     case .none:
-                        await Self.forever()
+                        await Self.untilShutdown()
                     }
                 }
                 if let d = duration {
@@ -82,8 +88,9 @@ public struct TallyRunService: Service {
         await controller.flush()
     }
 
-    static func forever() async {
-        while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
+    /// Returns at graceful shutdown or cancellation, whichever comes first.
+    static func untilShutdown() async {
+        try? await gracefulShutdown()
     }
 }
 

@@ -5,7 +5,7 @@ import TerminalView
 
 extension PollController {
     /// What the join code looks like wherever it must not appear (logs, D-Bus `Status`, `--json`).
-    public static func redacted(_ code: JoinCode) -> String { "\(code.voteID)-(secret not shown)" }
+    public static func redacted(_ code: JoinCode) -> String { "\(IDText.vote(code.voteID))-(secret not shown)" }
 
     /// What the live view shows, derived from the tally now. `showJoinCode` is for a screen the
     /// instructor projects (the local live view); everything else gets the vote ID only.
@@ -65,107 +65,41 @@ extension PollController {
     }
 }
 
-/// The full-screen live view on a terminal: keys drive the poll, frames are redrawn only on change,
-/// at most ten a second, writing only the changed cells.
-///
-/// `run` is the whole loop; `step` is one pass of it, so a benchmark or a test can drive the loop
-/// itself, pass by pass, and measure or check what each pass does.
-public struct LiveView {
-    /// How long `run` waits between passes.
-    public static let passInterval: Duration = .milliseconds(50)
-
-    private var screen: LiveScreen
-    private var state = ViewState()
-    private var decoder = KeyDecoder()
-    private var status: String?
-    private var model: TallyViewModel?
-    private let start = ContinuousClock.now
-
-    /// A view that honours NO_COLOR (and TERM=dumb) from `environment`.
-    public init(environment: [String: String]) {
-        screen = LiveScreen(encoder: ANSIEncoder(color: ANSIEncoder.colorAllowed(environment: environment)))
-    }
-
-    /// What one pass did.
-    public enum Pass: Sendable, Equatable {
-        /// Nothing to show yet (no answer from the poll so far).
-        case waiting
-        /// A frame of this many bytes was written (0: throttled or unchanged).
-        case shown(bytes: Int)
-        /// The operator quit.
-        case quit
-    }
-
-    /// One pass: handles pending keys and resizes, reads the poll, writes the changed cells.
-    public mutating func step(_ poll: any PollControl, terminal: TerminalSession, exportDirectory: String) async -> Pass {
-        for event in terminal.readEvents(timeout: .zero, decoder: &decoder) {
-            switch event {
-            case .key(let key):
-                let open = model?.question?.isOpen ?? false
-                if let action = state.handle(key, questionOpen: open) {
-                    if action == .quit { return .quit }
-                    status = await poll.perform(action, exportDirectory: exportDirectory)
-                }
-            case .resize:
-                screen.invalidate()
-            case .endOfInput:
-                break
-            }
-        }
-        do {
-            model = try await poll.viewModel(status: status)
-        } catch {
-            // The daemon went away (watch): keep the last picture and say so.
-            model?.alert = "lost the daemon: \(error)"
-        }
-        guard let shown = model else { return .waiting }
-        let size = terminal.size() ?? TerminalSize(width: 80, height: 24)
-        switch screen.tick(model: shown, state: state, width: size.width, height: size.height,
-                           now: ContinuousClock.now - start) {
-        case .draw(let bytes):
-            if !bytes.isEmpty { terminal.write(bytes) }
-            return .shown(bytes: bytes.count)
-        case .throttled, .unchanged:
-            return .shown(bytes: 0)
-        }
-    }
-
-    /// Runs until the operator quits (returns) or the task is cancelled.
-    public static func run(_ poll: any PollControl, terminal: TerminalSession, exportDirectory: String,
-                           environment: [String: String]) async {
-        var view = LiveView(environment: environment)
-        while !Task.isCancelled {
-            switch await view.step(poll, terminal: terminal, exportDirectory: exportDirectory) {
-            case .quit: return
-            case .waiting: try? await Task.sleep(for: .milliseconds(200))
-            case .shown: try? await Task.sleep(for: passInterval)
-            }
-        }
-    }
-}
-
 /// Plain log lines (stdout not a terminal, or under systemd): events as they happen and a status
-/// line every `every` while votes arrive.
+/// line every `every` while votes arrive. Woken by the poll's changes, not by a timer.
 public enum PlainView {
     /// - Parameter redactSecret: show only the vote ID of the join code (logs that others may read,
     ///   such as the journal); the instructor gets the whole code from `clicker-tally status`.
-    public static func run(_ controller: PollController, every: Duration = .seconds(2), redactSecret: Bool = false,
-                           write: @Sendable (String) -> Void) async {
+    public static func run<C: Clock>(_ controller: PollController, every: Duration = .seconds(2), redactSecret: Bool = false,
+                                     simulatedRoom: Int? = nil, summary: RejectionSummary = RejectionSummary(),
+                                     clock: C = ContinuousClock(), write: @Sendable (String) -> Void) async
+    where C.Duration == Duration {
         let formatter = PlainLineFormatter()
+        var summary = summary
+        let settle = max(every, await controller.options.publishRule.minInterval, summary.interval)
+        // Subscribed before the first reading, so no change between the two is missed.
+        let updates = controller.changeFeed.updates(every: .milliseconds(200), settle: settle, clock: clock)
+        let start = clock.now
         var last: TallyViewModel?
-        var lastVersion = -1
-        var lastStatus = ContinuousClock.now
-        while !Task.isCancelled {
-            let model = await controller.viewModel(showJoinCode: !redactSecret)
-            for line in formatter.eventLines(from: last, to: model) { write(line) }
+        var lastVersion = await controller.version
+        var lastStatus = clock.now
+        func pass() async {
+            var model = await controller.viewModel(showJoinCode: !redactSecret)
+            model.simulatedRoom = simulatedRoom
+            for line in formatter.eventLines(from: last, to: model, rejections: false) { write(line) }
+            for line in summary.update(model.rejections, at: start.duration(to: clock.now)) { write(line) }
             let version = await controller.version
-            if version != lastVersion, ContinuousClock.now - lastStatus >= every {
+            if version != lastVersion, lastStatus.duration(to: clock.now) >= every {
                 write(formatter.statusLine(model))
                 lastVersion = version
-                lastStatus = ContinuousClock.now
+                lastStatus = clock.now
             }
             last = model
-            try? await Task.sleep(for: .milliseconds(200))
+        }
+        await pass()
+        for await _ in updates {
+            if Task.isCancelled { break }
+            await pass()
         }
     }
 }

@@ -78,7 +78,7 @@ public enum FrameRenderer {
             let n = m.question.map { "Question \($0.number) is open. " } ?? ""
             let text = " \(n)Quit anyway? y = quit, any other key = stay "
             g.put(text, row: promptRow, column: 1, style: CellStyle(foreground: .yellow, bold: true, reverse: true), maxWidth: W - 2)
-        } else if let s = m.status {
+        } else if let s = m.status ?? m.roomNote {
             g.put(s, row: promptRow, column: 2, style: CellStyle(dim: true), maxWidth: W - 4)
         }
         if let alert = m.alert {

@@ -12,6 +12,7 @@ public struct PlainLineFormatter: Sendable {
             parts.append("no-question")
         }
         parts.append("voters=\(m.voters)")
+        if let room = m.simulatedRoom { parts.append("simulated=\(room)") }
         let total = m.answers.reduce(0) { $0 + max(0, $1.count) }
         if m.countsHidden { parts.append("counts=hidden") }
         for a in m.answers where !m.countsHidden {
@@ -25,7 +26,9 @@ public struct PlainLineFormatter: Sendable {
 
     /// Event lines for what changed from `old` to `new` (question opened/closed, alert, radio, rejections
     /// by reason), then nothing else: callers add a `statusLine` periodically.
-    public func eventLines(from old: TallyViewModel?, to new: TallyViewModel) -> [String] {
+    /// - Parameter rejections: also a line per reason with new rejections (a log rate-limits them
+    ///   with ``RejectionSummary`` instead).
+    public func eventLines(from old: TallyViewModel?, to new: TallyViewModel, rejections: Bool = true) -> [String] {
         var lines: [String] = []
         if old?.joinCode != new.joinCode {
             lines.append("poll \"\(sanitize(new.title))\" join code \(sanitize(new.joinCode))\(new.anonymous ? " (anonymous)" : "")")
@@ -43,7 +46,7 @@ public struct PlainLineFormatter: Sendable {
         }
         if let e = r.lastError, old?.radio.lastError != e { lines.append("radio error: " + sanitize(e)) }
         let oldRej = Dictionary((old?.rejections ?? []).map { ($0.reason, $0.count) }, uniquingKeysWith: +)
-        for rej in new.rejections where rej.count > (oldRej[rej.reason] ?? 0) {
+        for rej in new.rejections where rejections && rej.count > (oldRej[rej.reason] ?? 0) {
             lines.append("rejected \(rej.count - (oldRej[rej.reason] ?? 0)) \(sanitize(rej.reason)) (total \(rej.count))")
         }
         if let s = new.status, old?.status != s { lines.append(sanitize(s)) }

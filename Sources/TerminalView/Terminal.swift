@@ -80,6 +80,9 @@ public final class TerminalSession: Sendable {
     public let inputFD: Int32
     public let outputFD: Int32
     private let wakeReadFD: Int32
+    private let wakeWrite: Int32
+    /// Where `write(_:) async` does its blocking writes.
+    private let writer = DispatchQueue(label: "clicker.terminal.write")
 
     /// Whether `fd` is a terminal.
     public static func isTerminal(_ fd: Int32) -> Bool { isatty(fd) == 1 }
@@ -103,6 +106,7 @@ public final class TerminalSession: Sendable {
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
         }
         wakeReadFD = fds[0]
+        wakeWrite = fds[1]
 
         sessionLock.lock()
         defer { sessionLock.unlock() }
@@ -157,15 +161,40 @@ public final class TerminalSession: Sendable {
     /// The current size, or nil.
     public func size() -> TerminalSize? { Self.size(of: outputFD) }
 
-    /// Writes all bytes (retrying on EINTR/EAGAIN).
+    /// Writes all bytes in the calling thread. When the terminal's file is non-blocking (a shell may
+    /// leave O_NONBLOCK on a shared tty) and full, it waits in poll(2) until it can write again,
+    /// instead of retrying in a loop. Blocks: from async code use `write(_:) async`.
     public func write(_ bytes: [UInt8]) {
+        Self.writeAll(outputFD, bytes)
+    }
+
+    /// Writes all bytes on the session's own serial queue, off Swift's cooperative pool (a slow or
+    /// stopped terminal then holds that queue, not a pool thread). Writes keep their order.
+    public func write(_ bytes: [UInt8]) async {
+        let fd = outputFD
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            writer.async {
+                Self.writeAll(fd, bytes)
+                c.resume()
+            }
+        }
+    }
+
+    static func writeAll(_ fd: Int32, _ bytes: [UInt8]) {
         bytes.withUnsafeBytes { buf in
             guard var p = buf.baseAddress else { return }
             var left = buf.count
             while left > 0 {
-                let n = Glibc.write(outputFD, p, left)
+                let n = Glibc.write(fd, p, left)
                 if n < 0 {
-                    if errno == EINTR || errno == EAGAIN { continue }
+                    if errno == EINTR { continue }
+                    if errno == EAGAIN || errno == EWOULDBLOCK {
+                        var pfd = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+                        let r = poll(&pfd, 1, -1)
+                        if r < 0, errno != EINTR { return }
+                        if r > 0, pfd.revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 { return }
+                        continue
+                    }
                     return
                 }
                 p += n
@@ -184,9 +213,15 @@ public final class TerminalSession: Sendable {
         guard r > 0 else { return [] }
         var events: [TerminalEvent] = []
         if pfds[1].revents & Int16(POLLIN) != 0 {
+            // 1: SIGWINCH; 2: `interruptRead()`.
             var sink = [UInt8](repeating: 0, count: 64)
-            while read(wakeReadFD, &sink, sink.count) > 0 {}
-            if let s = size() { events.append(.resize(s)) }
+            var resized = false
+            while true {
+                let n = read(wakeReadFD, &sink, sink.count)
+                if n <= 0 { break }
+                resized = resized || sink[0..<n].contains(1)
+            }
+            if resized, let s = size() { events.append(.resize(s)) }
         }
         if pfds[0].revents & Int16(POLLIN | POLLHUP) != 0 {
             var buf = [UInt8](repeating: 0, count: 256)
@@ -200,6 +235,13 @@ public final class TerminalSession: Sendable {
         return events
     }
 
+    /// Wakes a `readEvents` waiting in another thread (it returns what it has, possibly nothing),
+    /// so that a reader thread can be told to stop without a timeout.
+    public func interruptRead() {
+        var b: UInt8 = 2
+        _ = Glibc.write(wakeWrite, &b, 1)
+    }
+
     /// Leaves the alternate screen, shows the cursor and restores the saved terminal mode. Idempotent.
     public func restore() {
         sessionLock.lock()
@@ -207,64 +249,3 @@ public final class TerminalSession: Sendable {
         restoreTerminalUnsafe()
     }
 }
-
-#if os(Linux)
-/// A pseudo-terminal pair, so tests and benchmarks can run a `TerminalSession` on a real terminal
-/// that they type into and read from (the view writes to `secondary`; `primary` is the emulator side).
-public final class PseudoTerminal: Sendable {
-    public let primary: Int32
-    public let secondary: Int32
-
-    /// Opens a pair of `width`×`height` cells. The primary side does not block on reads.
-    public init(width: UInt16, height: UInt16) throws(TerminalError) {
-        // posix_openpt/grantpt/unlockpt by hand: Glibc's module does not export them.
-        let TIOCSPTLCK: UInt = 0x4004_5431, TIOCGPTN: UInt = 0x8004_5430  // _IOW('T', 0x31, int), _IOR('T', 0x30, uint)
-        let p = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC)
-        guard p >= 0 else { throw .system(call: "open /dev/ptmx", errno: errno) }
-        var unlock: Int32 = 0
-        var number: UInt32 = 0
-        guard ioctl(p, TIOCSPTLCK, &unlock) == 0, ioctl(p, TIOCGPTN, &number) == 0 else {
-            let e = errno
-            close(p)
-            throw .system(call: "ioctl(ptmx)", errno: e)
-        }
-        let s = open("/dev/pts/\(number)", O_RDWR | O_NOCTTY | O_CLOEXEC)
-        guard s >= 0 else {
-            let e = errno
-            close(p)
-            throw .system(call: "open /dev/pts/\(number)", errno: e)
-        }
-        _ = fcntl(p, F_SETFL, fcntl(p, F_GETFL) | O_NONBLOCK)
-        primary = p
-        secondary = s
-        resize(width: width, height: height)
-    }
-
-    deinit {
-        close(primary)
-        close(secondary)
-    }
-
-    /// Sets the size the secondary side reports (and sends SIGWINCH to its foreground group, if any).
-    public func resize(width: UInt16, height: UInt16) {
-        var ws = winsize(ws_row: height, ws_col: width, ws_xpixel: 0, ws_ypixel: 0)
-        _ = ioctl(primary, UInt(TIOCSWINSZ), &ws)
-    }
-
-    /// Types `bytes` as if on the keyboard.
-    public func type(_ bytes: [UInt8]) {
-        _ = bytes.withUnsafeBytes { write(primary, $0.baseAddress, $0.count) }
-    }
-
-    /// Everything written to the terminal and not read yet.
-    public func readAvailable() -> [UInt8] {
-        var out: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let n = read(primary, &chunk, chunk.count)
-            if n <= 0 { return out }
-            out += chunk[0..<n]
-        }
-    }
-}
-#endif

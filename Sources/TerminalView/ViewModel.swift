@@ -12,6 +12,23 @@ public struct TallyViewModel: Sendable, Equatable, Codable {
             self.isOpen = isOpen
             self.elapsed = elapsed
         }
+
+        enum CodingKeys: String, CodingKey { case number, isOpen, elapsed }
+
+        // Durations are seconds, as numbers (scripts read `status --json`).
+        public init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            number = try c.decode(Int.self, forKey: .number)
+            isOpen = try c.decode(Bool.self, forKey: .isOpen)
+            elapsed = Format.duration(seconds: try c.decode(Double.self, forKey: .elapsed))
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(number, forKey: .number)
+            try c.encode(isOpen, forKey: .isOpen)
+            try c.encode(Format.seconds(elapsed), forKey: .elapsed)
+        }
     }
 
     /// One answer's current count.
@@ -57,6 +74,27 @@ public struct TallyViewModel: Sendable, Equatable, Codable {
             self.errors = errors
             self.lastError = lastError
         }
+
+        enum CodingKeys: String, CodingKey { case adapter, scanning, sinceDiscoveryRestart, errors, lastError }
+
+        // Durations are seconds, as numbers.
+        public init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            adapter = try c.decodeIfPresent(String.self, forKey: .adapter)
+            scanning = try c.decode(Bool.self, forKey: .scanning)
+            sinceDiscoveryRestart = try c.decodeIfPresent(Double.self, forKey: .sinceDiscoveryRestart).map(Format.duration(seconds:))
+            errors = try c.decode(Int.self, forKey: .errors)
+            lastError = try c.decodeIfPresent(String.self, forKey: .lastError)
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encodeIfPresent(adapter, forKey: .adapter)
+            try c.encode(scanning, forKey: .scanning)
+            try c.encodeIfPresent(sinceDiscoveryRestart.map(Format.seconds), forKey: .sinceDiscoveryRestart)
+            try c.encode(errors, forKey: .errors)
+            try c.encodeIfPresent(lastError, forKey: .lastError)
+        }
     }
 
     public var title: String
@@ -82,6 +120,17 @@ public struct TallyViewModel: Sendable, Equatable, Codable {
     public var alert: String?
     /// A transient status message, e.g. "exported to /var/lib/clicker/poll-3.json".
     public var status: String?
+    /// Students in a simulated room (`--simulate N`), so the screen can say why fewer are counted.
+    public var simulatedRoom: Int?
+
+    /// Why the voters counted differ from the simulated room, if they do.
+    public var roomNote: String? {
+        guard let room = simulatedRoom, room != voters else { return nil }
+        if voters < room {
+            return "\(room) simulated, \(voters) counted: \(room - voters) unheard (3% abstain; rest thinking/collided)"
+        }
+        return "\(room) simulated, \(voters) counted: \(voters - room) from other voters on the air"
+    }
 
     public init(title: String = "Clicker", joinCode: String, anonymous: Bool = false, question: Question? = nil,
                 answers: [Answer] = ["A", "B", "C", "D"].map { Answer(label: $0, count: 0) },
@@ -123,6 +172,17 @@ public enum Format {
         if s < 120 { return "\(s)s" }
         if s < 7200 { return "\(s / 60)m" }
         return "\(s / 3600)h"
+    }
+
+    /// Seconds as a number (JSON).
+    public static func seconds(_ d: Duration) -> Double {
+        Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+    }
+
+    /// A duration from seconds; non-finite or negative values give zero.
+    public static func duration(seconds s: Double) -> Duration {
+        guard s.isFinite, s > 0 else { return .zero }
+        return .milliseconds(Int64(min(s, 1e12) * 1000))
     }
 
     /// Fixed one-decimal number, e.g. `12.5`.

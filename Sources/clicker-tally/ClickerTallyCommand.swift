@@ -18,19 +18,26 @@ struct ClickerTallyCommand: AsyncParsableCommand {
         commandName: "clicker-tally",
         abstract: "Count classroom votes from Bluetooth LE advertisements.",
         discussion: """
-            With no subcommand it runs a poll in this terminal: it picks a fresh join code, shows it large, \
-            and counts the votes that arrive. Every run starts a new poll; `--resume` continues the open one \
-            (if it started less than --resume-limit hours ago). `--simulate 300` fills the room with simulated students.
+            With no subcommand it runs a poll in this terminal (the options below): it picks a fresh join code, \
+            shows it large, and counts the votes that arrive. Every run starts a new poll; `--resume` continues \
+            the open one (if it started less than --resume-limit hours ago). `--simulate 300` fills the room with \
+            simulated students.
             """,
+        version: ClickerVersion.current,
         subcommands: [Run.self, Daemon.self, Watch.self, Status.self, New.self, Open.self, Close.self, Next.self,
-                      Results.self, Export.self, RosterCommand.self],
-        defaultSubcommand: Run.self
+                      Results.self, Export.self, RosterCommand.self]
     )
+
+    // The default run's options are the root command's own, so that `--help` lists them.
+    @OptionGroup var run: RunArguments
+
+    func run() async throws { try await run.execute() }
 }
 
 /// Options shared by every command that runs a poll.
 struct PollArguments: ParsableArguments {
-    @Option(help: "Join code as shown to students (VOTEID-SECRET), never used before. Default: a fresh random one.")
+    @Option(help: ArgumentHelp("Join code as shown to students, e.g. 4821-K7QXM-3PF9A (vote ID, then the secret in two groups of five), never used before. Default: a fresh random one.",
+                               valueName: "code"))
     var joinCode: String?
 
     @Flag(help: "Continue the open poll (its join code, rule and votes) instead of starting a new one.")
@@ -39,9 +46,10 @@ struct PollArguments: ParsableArguments {
     @Option(help: ArgumentHelp("--resume refuses a poll that started more than this many hours ago.", valueName: "hours"))
     var resumeLimit: Double = 6
 
-    @Option(name: .customLong("question"), help: "Question to open first (default 1; --resume: the open poll's).")
-    var questionGiven: UInt8?
-    var question: UInt8 { questionGiven ?? 1 }
+    @Option(name: .customLong("question"), help: "Question to open first, 1-255 (default 1; --resume: the open poll's).")
+    var questionGiven: Int?
+    /// Checked to be 1-255 by `validate()`.
+    var question: UInt8 { UInt8(clamping: questionGiven ?? 1) }
 
     @Option(name: .customLong("options"), help: "Answers offered per question, 2-8 (default 4; --resume: the open poll's).")
     var optionsGiven: Int?
@@ -64,7 +72,7 @@ struct PollArguments: ParsableArguments {
 
     func validate() throws {
         guard (2...8).contains(options) else { throw ValidationError("--options must be between 2 and 8") }
-        guard question >= 1 else { throw ValidationError("--question starts at 1") }
+        if let q = questionGiven, !(1...255).contains(q) { throw ValidationError("--question is 1 to 255 (got \(q))") }
         if let j = joinCode {
             do { _ = try JoinCode(parsing: j) } catch { throw ValidationError("--join-code: \(error)") }
         }
@@ -82,7 +90,8 @@ struct PollArguments: ParsableArguments {
         // What was said is checked against the open poll; what was not is taken from it.
         return .resume(maxAge: .seconds(Int64(resumeLimit * 3600)),
                        stated: ResumeFlags(options: optionsGiven, roster: roster ? true : nil,
-                                           policy: firstResponseOnly ? .firstResponseOnly : nil, question: questionGiven))
+                                           policy: firstResponseOnly ? .firstResponseOnly : nil,
+                                           question: questionGiven.map { _ in question }))
     }
 
     func pollOptions(store: ClickerStore?) throws -> PollOptions {
@@ -105,28 +114,38 @@ struct PollArguments: ParsableArguments {
 }
 
 struct Run: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Run a poll here (the default).")
+    static let configuration = CommandConfiguration(abstract: "Run a poll here (the default: the same as no subcommand).")
 
+    @OptionGroup var arguments: RunArguments
+
+    func run() async throws { try await arguments.execute() }
+}
+
+/// The options of a run in this terminal (`clicker-tally` with no subcommand, or `clicker-tally run`).
+struct RunArguments: ParsableArguments {
     @OptionGroup var poll: PollArguments
     @OptionGroup var radio: CentralRadioArguments
 
     @OptionGroup var room: SimulationArguments
 
-    @Option(help: "Stop after this many seconds and print the results.")
+    @Option(parsing: .unconditional, help: ArgumentHelp("Stop after this many seconds and print the results.", valueName: "seconds"))
     var duration: Double?
 
     @Flag(help: "Print the final results as one JSON object on the last line of stdout.")
     var json = false
 
-    @Option(help: "Where the export key writes its files (default: the current directory).")
-    var exportDirectory: String = FileManager.default.currentDirectoryPath
+    @Option(help: ArgumentHelp("Where the export key writes its files. Default: the current directory.", valueName: "directory"))
+    var exportDirectory: String?
 
     func validate() throws {
-        if let d = duration, !(d > 0) { throw ValidationError("--duration must be positive") }
+        if let d = duration, !(d > 0 && d <= 86_400) {
+            throw ValidationError("--duration is above 0, up to 86400 seconds (got \(d))")
+        }
     }
 
-    func run() async throws {
-        LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
+    func execute() async throws {
+        let route = LogRoute()
+        LoggingSystem.bootstrap { route.handler(label: $0) }
         var logger = Logger(label: "clicker.tally")
         logger.logLevel = .info
         let kind: RadioKind = room.simulate != nil ? .sim : radio.radio
@@ -146,9 +165,18 @@ struct Run: AsyncParsableCommand {
                                          question: poll.question, logger: logger)
 
         let view: ViewMode
-        if !json, TerminalSession.isTerminal(STDOUT_FILENO), TerminalSession.isTerminal(STDIN_FILENO),
-           let terminal = try? TerminalSession() {
-            view = .live(terminal, exportDirectory: exportDirectory)
+        if !json, TerminalSession.isTerminal(STDOUT_FILENO), TerminalSession.isTerminal(STDIN_FILENO) {
+            // Log lines must not land on the picture: to a file (or the journal) while it is up.
+            let target = (try? route.divert(toFile: Self.logFile(store: store)))
+                ?? (try? route.divert(toFile: NSTemporaryDirectory() + "clicker-tally-\(getpid()).log"))
+            if let terminal = try? TerminalSession() {
+                if let target { logger.notice("log lines go to \(target)") }
+                view = .live(terminal, exportDirectory: exportDirectory ?? FileManager.default.currentDirectoryPath,
+                             log: route)
+            } else {
+                route.restore()
+                view = .plain { line in FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
+            }
         } else if json {
             view = .none
         } else {
@@ -158,31 +186,50 @@ struct Run: AsyncParsableCommand {
         }
         let service = TallyRunService(controller: controller, central: opened.central, view: view,
                                       duration: duration.map { .milliseconds(Int64($0 * 1000)) },
-                                      companions: companions, logger: logger)
+                                      simulatedRoom: room.simulate, companions: companions, logger: logger)
         let group = ServiceGroup(configuration: ServiceGroupConfiguration(
             services: [.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup)],
             gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
+        if case .live(let terminal, _, _) = view { terminal.restore() }
+        if let file = route.restore() {
+            FileHandle.standardError.write(Data("log lines of this run: \(file)\n".utf8))
+        }
         await opened.close()
 
         let results = await controller.results()
         if let e = service.radioFailure, results.voters == 0 { throw Failure("radio failed: \(e)") }
         if json {
             let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys]
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
             print(String(decoding: try encoder.encode(results), as: UTF8.self))
         } else {
-            print(PollSummary.text(results))
+            print(PollSummary.text(results, simulatedRoom: room.simulate))
         }
         if let e = service.radioFailure { throw Failure("radio failed: \(e)") }
+    }
+
+    /// Where the live view's log lines go: next to the database, else in the state directory if it
+    /// exists, else in the temporary directory.
+    static func logFile(store: ClickerStore?) -> String {
+        let name = "clicker-tally.log"
+        if let store { return (store.path as NSString).deletingLastPathComponent + "/" + name }
+        if let dir = try? StoreLocation.defaultDirectory(environment: ProcessInfo.processInfo.environment),
+           FileManager.default.fileExists(atPath: dir) {
+            return dir + "/" + name
+        }
+        return NSTemporaryDirectory() + "clicker-tally-\(getpid()).log"
     }
 }
 
 /// Human summary printed at the end of a run.
 enum PollSummary {
-    static func text(_ r: PollResults) -> String {
+    static func text(_ r: PollResults, simulatedRoom: Int? = nil) -> String {
         let total = max(1, r.counts.values.reduce(0, +))
-        var lines = ["vote \(r.voteID) question \(r.question): \(r.voters) voters, \(r.changes) changed their answer"]
+        var lines = ["vote \(IDText.vote(UInt16(clamping: r.voteID))) question \(r.question): \(r.voters) voters, \(r.changes) changed their answer"]
+        var room = TallyViewModel(joinCode: "", voters: r.voters)
+        room.simulatedRoom = simulatedRoom
+        if let note = room.roomNote { lines.append("  " + note) }
         for (answer, n) in r.counts.sorted(by: { $0.key < $1.key }) {
             lines.append("  \(answer)  \(String(repeating: "#", count: n * 40 / total)) \(n)")
         }

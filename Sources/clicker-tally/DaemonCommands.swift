@@ -2,6 +2,7 @@ import ArgumentParser
 import ClickerCommandLine
 import BlueZ
 import ClickerTransport
+import ClickerWire
 import ClickerStore
 import DBus
 import Foundation
@@ -49,34 +50,44 @@ struct Daemon: AsyncParsableCommand {
     func run() async throws {
         LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
         let logger = Logger(label: "clicker.daemon")
+        // The bus first: without it there is nothing to serve, and the database stays untouched.
+        let connection: DBusConnection
+        do { connection = try await DBusConnection.connect(busArguments.target) } catch {
+            throw Failure(RemotePollError.noBus("\(error)").description)
+        }
         let store: ClickerStore
         do { store = try ClickerStore(path: poll.db, durability: .normal, exclusive: true) } catch {
+            connection.close()
             throw Failure("cannot open the database: \(error)")
         }
         let controller: PollController
         do {
             controller = try PollController(options: try poll.pollOptions(store: store), store: store, start: poll.start,
                                             logger: logger)
-        } catch { throw Failure("\(error)") }
+        } catch {
+            connection.close()
+            throw Failure("\(error)")
+        }
         let exports = (store.path as NSString).deletingLastPathComponent + "/exports"
-        let connection: DBusConnection
         let api: TallyBusService
         do {
-            connection = try await DBusConnection.connect(busArguments.target)
             api = try await TallyBusService(controller: controller, connection: connection, exportDirectory: exports)
-        } catch { throw Failure("D-Bus: \(error)") }
+        } catch {
+            connection.close()
+            throw Failure("D-Bus: \(error)")
+        }
         let voteID = await controller.joinCode.voteID
-        logger.info("serving \(TallyBus.name); poll \(voteID) open, database \(store.path)")
+        logger.info("serving \(TallyBus.name); poll \(IDText.vote(voteID)) open, database \(store.path)")
         let opened: OpenedCentral
         do { opened = try await radio.open(room.simulate != nil ? .sim : radio.radio, seed: room.seed, logger: logger,
                                           keepTrying: true) } catch {
             throw Failure("\(error)")
         }
         let students = room.companions(air: opened.air, controller: controller, options: poll.options,
-                                       question: poll.question, logger: logger)
+                                       question: UInt8(poll.question), logger: logger)
         let service = TallyRunService(
             controller: controller, central: opened.central,
-            view: .log { logger.info("\($0)") },
+            view: .log { logger.info("\($0)") }, simulatedRoom: room.simulate,
             companions: [{ await api.emitChanges() }] + students + statisticsLog(controller, opened.central, logger),
             logger: logger)
         let group = ServiceGroup(configuration: ServiceGroupConfiguration(
@@ -150,8 +161,9 @@ struct Watch: AsyncParsableCommand {
     func run() async throws {
         let remote = try await busArguments.remote()
         guard let terminal = try? TerminalSession() else { throw Failure("watch needs a terminal") }
+        // Quitting only detaches from the daemon: no question to confirm.
         await LiveView.run(remote, terminal: terminal, exportDirectory: "",
-                           environment: ProcessInfo.processInfo.environment)
+                           environment: ProcessInfo.processInfo.environment, quitNeedsConfirmation: false)
     }
 }
 
@@ -220,7 +232,7 @@ struct Results: AsyncParsableCommand {
     @Option(help: "Question number (default: the current one).") var question: Int?
     @Flag(help: "Print JSON.") var json = false
     func run() async throws {
-        if let q = question, !(1...255).contains(q) { throw ValidationError("--question is 1 to 255") }
+        if let q = question, !(1...255).contains(q) { throw ValidationError("--question is 1 to 255 (got \(q))") }
         let remote = try await busArguments.remote()
         let text = try await wrap { try await remote.resultsJSON(question: question) }
         if json { print(text); return }
@@ -239,7 +251,9 @@ struct Export: AsyncParsableCommand {
         let remote = try await busArguments.remote()
         let files = try await wrap { try await remote.export(to: directory) }
         if json {
-            print(String(decoding: try JSONEncoder().encode(files), as: UTF8.self))
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.withoutEscapingSlashes]
+            print(String(decoding: try encoder.encode(files), as: UTF8.self))
         } else {
             files.forEach { print($0) }
         }

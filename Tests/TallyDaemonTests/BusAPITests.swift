@@ -109,6 +109,43 @@ final class BusAPITests: XCTestCase {
 
     /// `Status` and `Results` replies never carry the join secret; `JoinCode` (instructors only, by
     /// the policy) is the one that does, for `watch`. `NewPoll` starts a new poll with a new code.
+    /// TallyChanged follows the poll's change notices: with a throttle interval of an hour, the
+    /// first change after the start is still signalled at once (a timer-driven emitter would sleep
+    /// the hour before it looked again).
+    func testTallyChangedIsSentOnChangeNotOnATimer() async throws {
+        let bus = try PrivateBus()
+        defer { bus.stop() }
+        var options = PollOptions(joinCode: code, confirmByGATT: false)
+        options.publishRule = .perBallot
+        let controller = try PollController(options: options, store: nil)
+        let server = try await DBusConnection.connect(.address(bus.address))
+        defer { server.close() }
+        let api = try await TallyBusService(controller: controller, connection: server, exportDirectory: "/tmp")
+        let listener = try await DBusConnection.connect(.address(bus.address))
+        defer { listener.close() }
+        let signals = try await listener.signals(matching: DBusMatchRule(interface: TallyBus.interface, member: "TallyChanged"))
+        let emitter = Task { await api.emitChanges(every: .seconds(3600)) }
+        defer { emitter.cancel() }
+
+        let vote = report(voter: 7, answer: .choice(2))
+        let watching = Task { () -> [UInt32] in
+            var voters: [UInt32] = []
+            for await s in signals {
+                guard case .uint32(let v)? = s.arguments.dropFirst().first else { continue }
+                voters.append(v)
+                // The first signal (the state at start) says the emitter is up: then one vote.
+                if voters.count == 1 { await controller.ingest(vote) }
+                if v == 1 { break }
+            }
+            return voters
+        }
+        // A deadline for a broken emitter, so the test fails instead of hanging.
+        let deadline = Task { try await Task.sleep(for: .seconds(20)); watching.cancel() }
+        defer { deadline.cancel() }
+        let voters = await watching.value
+        XCTAssertEqual(voters, [0, 1], "TallyChanged for the vote did not come at once")
+    }
+
     func testOnlyJoinCodeRepliesWithTheSecretAndNewPollReplacesThePoll() async throws {
         let bus = try PrivateBus()
         defer { bus.stop() }

@@ -1,4 +1,5 @@
 import ClickerStore
+import ClickerWire
 import Foundation
 import XCTest
 
@@ -69,5 +70,47 @@ final class CommandLineTests: XCTestCase {
         XCTAssertEqual(r.status, 64, r.stderr)
         XCTAssertTrue(r.stderr.contains("leave out --no-store"), r.stderr)
         XCTAssertFalse(FileManager.default.fileExists(atPath: db), "no database was created")
+    }
+
+    /// The daemon without a bus says what the clients say, and leaves the database alone.
+    func testTheDaemonWithoutABusGivesTheHintAndOpensNoDatabase() throws {
+        let dir = NSTemporaryDirectory() + "clicker-cli-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: dir) }
+        let db = dir + "/clicker.sqlite"
+        let bus = "unix:path=\(dir)/no-bus"
+        let daemon = try clickerTally(["daemon", "--bus", bus, "--db", db, "--radio", "sim"], runtime: dir)
+        let client = try clickerTally(["status", "--bus", bus], runtime: dir)
+        XCTAssertEqual(daemon.status, 1, daemon.stderr)
+        XCTAssertTrue(daemon.stderr.contains("is dbus running? (sudo systemctl start dbus)"), daemon.stderr)
+        XCTAssertTrue(client.stderr.contains("is dbus running? (sudo systemctl start dbus)"), client.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: db), "the database was opened before the bus worked")
+    }
+
+    /// `--help` shows the default run's options, `--version` answers, and out-of-range values get
+    /// a message that names the range.
+    func testHelpVersionAndRangeMessages() throws {
+        let dir = NSTemporaryDirectory() + "clicker-cli-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: dir) }
+        let help = try clickerTally(["--help"], runtime: dir)
+        XCTAssertEqual(help.status, 0)
+        for option in ["--simulate", "--duration", "--json", "--radio", "--adapter", "--export-directory", "SUBCOMMANDS"] {
+            XCTAssertTrue(help.stdout.contains(option), "\(option) missing from --help:\n\(help.stdout)")
+        }
+        XCTAssertTrue(help.stdout.contains("4821-K7QXM-3PF9A"), "the join code's real shape")
+        let exportHelp = help.stdout.components(separatedBy: "--export-directory").dropFirst().joined()
+            .components(separatedBy: "--version").first ?? ""
+        XCTAssertEqual(exportHelp.components(separatedBy: "efault").count - 1, 1, "the default is stated once: \(exportHelp)")
+        let version = try clickerTally(["--version"], runtime: dir)
+        XCTAssertEqual(version.status, 0)
+        XCTAssertEqual(version.stdout.trimmingCharacters(in: .whitespacesAndNewlines), ClickerVersion.current)
+
+        let duration = try clickerTally(["--duration", "-1", "--no-store", "--radio", "sim"], runtime: dir)
+        XCTAssertEqual(duration.status, 64)
+        XCTAssertTrue(duration.stderr.contains("--duration is above 0, up to 86400 seconds"), duration.stderr)
+        let question = try clickerTally(["--question", "300", "--no-store", "--radio", "sim"], runtime: dir)
+        XCTAssertEqual(question.status, 64)
+        XCTAssertTrue(question.stderr.contains("--question is 1 to 255 (got 300)"), question.stderr)
     }
 }

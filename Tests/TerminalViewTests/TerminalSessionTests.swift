@@ -1,6 +1,9 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Foundation
+import Synchronization
+import TerminalTestSupport
 import TerminalView
 import XCTest
 
@@ -80,4 +83,59 @@ final class TerminalSessionTests: XCTestCase {
         session.restore()
         XCTAssertEqual(readAll(master), [], "restore is idempotent")
     }
+
+    /// A full terminal whose file is non-blocking (a shell can leave O_NONBLOCK on a shared tty):
+    /// the writer waits in poll(2) for room, off the cooperative pool, instead of retrying EAGAIN in
+    /// a loop, and everything arrives, in order, once the terminal is read.
+    func testWriteToAFullNonBlockingTerminalWaitsWithoutSpinning() async throws {
+        let pty = try PseudoTerminal(width: 80, height: 24)
+        let session = try TerminalSession(input: pty.secondary, output: pty.secondary, restoreOnSignals: false)
+        _ = pty.readAvailable()
+        XCTAssertEqual(fcntl(pty.secondary, F_SETFL, fcntl(pty.secondary, F_GETFL) | O_NONBLOCK), 0)
+        let filler = [UInt8](repeating: UInt8(ascii: "a"), count: 4096)
+        var filled = 0
+        // Until not even one byte fits (the line discipline moves data on to the other side in the
+        // background, so a large write can fail while a small one still fits).
+        for size in [4096, 256, 1] {
+            while true {
+                let n = filler.withUnsafeBytes { write(pty.secondary, $0.baseAddress, size) }
+                if n <= 0 { XCTAssertEqual(errno, EAGAIN); break }
+                filled += n
+            }
+        }
+        XCTAssertGreaterThan(filled, 0)
+
+        func cpu() -> Duration {
+            var t = timespec()
+            clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t)
+            return .seconds(t.tv_sec) + .nanoseconds(t.tv_nsec)
+        }
+        let payload = [UInt8](repeating: UInt8(ascii: "z"), count: 2000)
+        let before = cpu()
+        let done = Done()
+        let writer = Task {
+            await session.write(payload)
+            done.set()
+        }
+        // The writer is stuck on the full terminal for this long; a spinning one burns it all.
+        try await Task.sleep(for: .milliseconds(400))
+        let spent = cpu() - before
+        XCTAssertFalse(done.isSet, "the terminal was not full: this test checked nothing")
+        XCTAssertLessThan(spent, .milliseconds(150), "the writer spun on EAGAIN: \(spent) of CPU in 400 ms")
+
+        var got: [UInt8] = []
+        var p = pollfd(fd: pty.primary, events: Int16(POLLIN), revents: 0)
+        while got.count < filled + payload.count, poll(&p, 1, 5000) > 0 { got += pty.readAvailable() }
+        await writer.value
+        XCTAssertEqual(got.count, filled + payload.count)
+        XCTAssertEqual(Array(got.suffix(payload.count)), payload)
+        withExtendedLifetime(session) {}
+    }
+}
+
+/// Set once by the writer task.
+final class Done: Sendable {
+    private let flag = Mutex(false)
+    func set() { flag.withLock { $0 = true } }
+    var isSet: Bool { flag.withLock { $0 } }
 }

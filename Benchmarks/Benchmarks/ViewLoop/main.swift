@@ -16,6 +16,7 @@ import ClickerTransport
 import ClickerWire
 import Foundation
 import TallyDaemon
+import TerminalTestSupport
 import TerminalView
 
 #if canImport(Glibc)
