@@ -23,7 +23,7 @@ struct ClickerTallyCommand: AsyncParsableCommand {
             the open one (if it started less than --resume-limit hours ago). `--simulate 300` fills the room with \
             simulated students.
             """,
-        version: ClickerVersion.current,
+        version: ClickerVersion.text(program: "clicker-tally"),
         subcommands: [Run.self, Daemon.self, Watch.self, Status.self, New.self, Open.self, Close.self, Next.self,
                       Results.self, Export.self, RosterCommand.self]
     )

@@ -104,7 +104,8 @@ final class CommandLineTests: XCTestCase {
         XCTAssertEqual(exportHelp.components(separatedBy: "efault").count - 1, 1, "the default is stated once: \(exportHelp)")
         let version = try clickerTally(["--version"], runtime: dir)
         XCTAssertEqual(version.status, 0)
-        XCTAssertEqual(version.stdout.trimmingCharacters(in: .whitespacesAndNewlines), ClickerVersion.current)
+        let line = version.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        XCTAssertTrue(line.hasPrefix("clicker-tally ") && line.hasSuffix("(ballot protocol \(BallotFormat.version))"), line)
 
         let duration = try clickerTally(["--duration", "-1", "--no-store", "--radio", "sim"], runtime: dir)
         XCTAssertEqual(duration.status, 64)
