@@ -72,6 +72,7 @@ for t in "${targets[@]}"; do [ "$t" = radio-input ] && needs_radio=1; done
 if [ $needs_radio = 1 ]; then
     # -enable-testing: the harness builds a DBusMessage from demarshalled bytes (an internal initialiser).
     module DBus -enable-testing Sources/DBus/*.swift
+    module OSThreads Sources/OSThreads/*.swift
     module HCI Sources/HCI/*.swift
 fi
 
@@ -85,7 +86,7 @@ for t in "${targets[@]}"; do
         advertisement) inputs=("${wire[@]}" fuzz/FuzzAdvertisement.swift) ;;
         gatt) inputs=("${wire[@]}" fuzz/FuzzGATT.swift) ;;
         text) inputs=("${wire[@]}" fuzz/FuzzText.swift) ;;
-        radio-input) inputs=(Sources/BlueZ/*.swift fuzz/FuzzRadioInput.swift "$OUT/libDBus.a" "$OUT/libHCI.a"
+        radio-input) inputs=(Sources/BlueZ/*.swift fuzz/FuzzRadioInput.swift "$OUT/libDBus.a" "$OUT/libHCI.a" "$OUT/libOSThreads.a"
                              "$OUT/libClickerTransport.a" "${LOG_OBJS[@]}" -ldbus-1 -lbluetooth) ;;
     esac
     echo "== building fuzz-$t"
