@@ -79,7 +79,7 @@ let package = Package(
         // tests move (TestClock), and `eventually` for states that announce no event.
         .target(name: "ClickerTestSupport", dependencies: ["ClickerWire"]),
         .target(name: "BlueZ", dependencies: ["DBus", "ClickerTransport", .product(name: "Logging", package: "swift-log")]),
-        .target(name: "HCI", dependencies: ["CBluetooth", "ClickerTransport", .product(name: "Logging", package: "swift-log")]),
+        .target(name: "HCI", dependencies: ["CBluetooth", "ClickerTransport", "OSThreads", .product(name: "Logging", package: "swift-log")]),
 
         // The one thread starter: OS threads for blocking work kept off the cooperative pool.
         .target(name: "OSThreads"),

@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets with `swiftc -sanitize=fuzzer,address -parse-as-library` against the
-# ClickerWire sources (and swift-crypto from a release `swift build`), seeds each corpus from the
-# test vectors in docs/PROTOCOL.md, and runs them.
+# Builds the libFuzzer targets with `swiftc -sanitize=fuzzer,address -parse-as-library`, seeds each
+# corpus from the test vectors in docs/PROTOCOL.md, and runs them:
+#   advertisement  BallotCodec.openAdvertisement (ClickerWire sources, swift-crypto from a release build)
+#   gatt           BallotCodec.openGATT
+#   radio-input    the radios' decoders: HCI's AdvertisementExtractor.extract on event packets, and
+#                  BlueZ's SignalDecoder.decode on D-Bus messages that libdbus demarshals (BlueZ
+#                  sources, instrumented DBus and HCI modules, libdbus-1, libbluetooth)
+#   text           the join code, answer, enrollment code and device key parsers
 #
 #   fuzz/run.sh                    10,000,000 executions per target (the release gate)
 #   fuzz/run.sh --short            30 seconds per target (CI)
 #   fuzz/run.sh --runs N [target…]  N executions of the named targets
 #   fuzz/run.sh --seconds S [target…]
 #
-# Targets: advertisement, gatt, manufacturer-data. Exit status is non-zero on any crash; crash
-# inputs land in fuzz/artifacts/. Needs: swift toolchain (libFuzzer ships with it), python3.
+# Targets: advertisement, gatt, radio-input, text. Exit status is non-zero on any crash; crash
+# inputs land in fuzz/artifacts/. Needs: swift toolchain (libFuzzer ships with it), python3,
+# libdbus-1-dev and libbluetooth-dev (scripts/setup.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -21,20 +27,22 @@ while [ $# -gt 0 ]; do
         --short) mode=(-max_total_time=30) ;;
         --runs) mode=(-runs="$2"); shift ;;
         --seconds) mode=(-max_total_time="$2"); shift ;;
-        advertisement|gatt|manufacturer-data) targets+=("$1") ;;
-        *) echo "usage: $0 [--short | --runs N | --seconds S] [advertisement|gatt|manufacturer-data…]" >&2; exit 2 ;;
+        advertisement|gatt|radio-input|text) targets+=("$1") ;;
+        *) echo "usage: $0 [--short | --runs N | --seconds S] [advertisement|gatt|radio-input|text…]" >&2; exit 2 ;;
     esac
     shift
 done
-[ ${#targets[@]} -eq 0 ] && targets=(advertisement gatt manufacturer-data)
+[ ${#targets[@]} -eq 0 ] && targets=(advertisement gatt radio-input text)
 
-echo "== building swift-crypto and _CryptoExtras (release)"
+echo "== building swift-crypto, _CryptoExtras and swift-log (release)"
 swift build -c release --target _CryptoExtras >/dev/null
+swift build -c release --target Logging >/dev/null
 BIN=$(swift build -c release --show-bin-path)
 MODS=$BIN/Modules
 [ -d "$MODS" ] || MODS=$BIN
 mapfile -t OBJS < <(find "$BIN"/CCryptoBoringSSL.build "$BIN"/CCryptoBoringSSLShims.build "$BIN"/CryptoBoringWrapper.build \
     "$BIN"/Crypto.build "$BIN"/_CryptoExtras.build "$BIN"/SwiftASN1.build -name '*.o' | sort)
+mapfile -t LOG_OBJS < <(find "$BIN"/Logging.build -name '*.o' | sort)
 CRYPTO_SRC=$(swift package show-dependencies --format json | python3 -c '
 import json,sys
 def walk(d):
@@ -45,29 +53,46 @@ walk(json.load(sys.stdin))')
 # The C modules' module maps live in their include directories.
 CFLAGS=(-Xcc -I"$CRYPTO_SRC"/Sources/CCryptoBoringSSL/include -Xcc -I"$CRYPTO_SRC"/Sources/CCryptoBoringSSLShims/include)
 SAN=(-sanitize=fuzzer,address -parse-as-library -O)
+# The system libraries' module maps (Sources/C*) and headers, for the radio-input target.
+CFLAGS+=(-I Sources/CDBus -I Sources/CBluetooth)
+for f in $(pkg-config --cflags dbus-1 bluez); do CFLAGS+=(-Xcc "$f"); done
 mkdir -p "$OUT/mod" "$ROOT/fuzz/artifacts"
 
-
-echo "== building ClickerTransport"
-swiftc "${SAN[@]}" -module-name ClickerTransport -emit-module -emit-module-path "$OUT/mod/ClickerTransport.swiftmodule" \
-    -emit-library -static -o "$OUT/libClickerTransport.a" Sources/ClickerTransport/*.swift > "$OUT/build-transport.log" 2>&1 \
-    || { cat "$OUT/build-transport.log" >&2; exit 1; }
+# module NAME [swiftc flags…] sources…: an instrumented static library and its module.
+module() {
+    local name=$1; shift
+    echo "== building $name"
+    swiftc "${SAN[@]}" -module-name "$name" -emit-module -emit-module-path "$OUT/mod/$name.swiftmodule" \
+        -I "$OUT/mod" -I "$MODS" "${CFLAGS[@]}" -emit-library -static -o "$OUT/lib$name.a" "$@" > "$OUT/build-$name.log" 2>&1 \
+        || { cat "$OUT/build-$name.log" >&2; exit 1; }
+}
+module ClickerTransport Sources/ClickerTransport/*.swift
+needs_radio=0
+for t in "${targets[@]}"; do [ "$t" = radio-input ] && needs_radio=1; done
+if [ $needs_radio = 1 ]; then
+    # -enable-testing: the harness builds a DBusMessage from demarshalled bytes (an internal initialiser).
+    module DBus -enable-testing Sources/DBus/*.swift
+    module OSThreads Sources/OSThreads/*.swift
+    module HCI Sources/HCI/*.swift
+fi
 
 echo "== writing seed corpora from docs/PROTOCOL.md"
 python3 fuzz/seeds.py docs/PROTOCOL.md "$OUT/seeds"
 
 status=0
 for t in "${targets[@]}"; do
+    wire=(Sources/ClickerWire/*.swift "$OUT/libClickerTransport.a" "${OBJS[@]}" -lstdc++)
     case "$t" in
-        advertisement) src=fuzz/FuzzAdvertisement.swift ;;
-        gatt) src=fuzz/FuzzGATT.swift ;;
-        manufacturer-data) src=fuzz/FuzzManufacturerData.swift ;;
+        advertisement) inputs=("${wire[@]}" fuzz/FuzzAdvertisement.swift) ;;
+        gatt) inputs=("${wire[@]}" fuzz/FuzzGATT.swift) ;;
+        text) inputs=("${wire[@]}" fuzz/FuzzText.swift) ;;
+        radio-input) inputs=(Sources/BlueZ/*.swift fuzz/FuzzRadioInput.swift "$OUT/libDBus.a" "$OUT/libHCI.a" "$OUT/libOSThreads.a"
+                             "$OUT/libClickerTransport.a" "${LOG_OBJS[@]}" -ldbus-1 -lbluetooth) ;;
     esac
     echo "== building fuzz-$t"
     # (The linker's "Cannot export local symbol '__asan_…'" warnings are harmless; kept in the log.)
     if ! swiftc "${SAN[@]}" -module-name "Fuzz_${t//-/_}" -I "$OUT/mod" -I "$MODS" "${CFLAGS[@]}" \
-        Sources/ClickerWire/*.swift "$src" "$OUT/libClickerTransport.a" "${OBJS[@]}" -lstdc++ -o "$OUT/fuzz-$t" \
-        > "$OUT/build-$t.log" 2>&1; then
+        "${inputs[@]}" -o "$OUT/fuzz-$t" > "$OUT/build-$t.log" 2>&1; then
         grep -v "Cannot export local symbol" "$OUT/build-$t.log" >&2
         exit 1
     fi

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Writes libFuzzer seed corpora from the ```vector blocks of docs/PROTOCOL.md.
-usage: seeds.py PROTOCOL.md OUTDIR  → OUTDIR/{advertisement,gatt,manufacturer-data}/"""
+usage: seeds.py PROTOCOL.md OUTDIR  → OUTDIR/{advertisement,gatt,radio-input,text}/
+radio-input: HCI advertising-report events (first byte 0) and BlueZ D-Bus signals (first byte 1)
+carrying the vector advertisements."""
 import os, re, struct, sys
 
 doc, out = sys.argv[1], sys.argv[2]
@@ -17,24 +19,89 @@ for b in blocks:
 def ad(payload):      # raw advertising data: flags + manufacturer data (company 0xFFFF)
     return bytes([2, 1, 6, len(payload) + 3, 0xFF, 0xFF, 0xFF]) + payload
 
-def dbus(entries, be):  # a{qv} with ay variants
-    e = ">" if be else "<"
-    body = bytearray(8)
-    for company, data in entries:
-        while len(body) % 8: body.append(0)
-        body += struct.pack(e + "H", company) + b"\x02ay\x00"
-        while len(body) % 4: body.append(0)
-        body += struct.pack(e + "I", len(data)) + data
-    body[0:4] = struct.pack(e + "I", len(body) - 8)
-    return bytes(body)
+ADDR = bytes([0x01, 0x00, 0x00, 0x01, 0xAA, 0xC0])   # C0:AA:01:00:00:01, least significant first
 
-md = []
+def hci_event(datas, extended=False):   # LE Meta: (Extended) Advertising Report with one report per data
+    params = bytearray([0x0D if extended else 0x02, len(datas)])
+    for d in datas:
+        if extended:
+            params += bytes([0x13, 0x00, 0x01]) + ADDR + bytes([1, 0, 0xFF, 0x7F, 0xC4, 0, 0, 0]) + bytes(6) + bytes([len(d)]) + d
+        else:
+            params += bytes([0x03, 0x01]) + ADDR + bytes([len(d)]) + d + bytes([0xC4])
+    return bytes([0x04, 0x3E, len(params)]) + bytes(params)
+
+# A D-Bus marshaller (little-endian), by the specification, for the signals BlueZ sends.
+ALIGN = {"y": 1, "b": 4, "n": 2, "q": 2, "i": 4, "u": 4, "x": 8, "t": 8, "d": 8, "s": 4, "o": 4, "g": 1,
+         "a": 4, "(": 8, "{": 8, "v": 1}
+FMT = {"y": "B", "b": "I", "n": "h", "q": "H", "i": "i", "u": "I", "x": "q", "t": "Q", "d": "d"}
+
+def one_type(sig, i=0):   # end index of the complete type starting at sig[i]
+    c = sig[i]
+    if c == "a": return one_type(sig, i + 1)
+    if c in "({":
+        close, j = {"(": ")", "{": "}"}[c], i + 1
+        while sig[j] != close: j = one_type(sig, j)
+        return j + 1
+    return i + 1
+
+def split(sig):
+    out, i = [], 0
+    while i < len(sig):
+        j = one_type(sig, i); out.append(sig[i:j]); i = j
+    return out
+
+def pad(buf, n):
+    while len(buf) % n: buf.append(0)
+
+def put(buf, sig, v):
+    c = sig[0]
+    pad(buf, ALIGN[c])
+    if c in FMT: buf += struct.pack("<" + FMT[c], v)
+    elif c in "so":
+        b = v.encode(); buf += struct.pack("<I", len(b)) + b + b"\0"
+    elif c == "g":
+        b = v.encode(); buf += bytes([len(b)]) + b + b"\0"
+    elif c == "v":
+        put(buf, "g", v[0]); put(buf, v[0], v[1])
+    elif c in "({":
+        for t, x in zip(split(sig[1:-1]), v): put(buf, t, x)
+    elif c == "a":
+        elem = sig[1:]
+        at = len(buf); buf += b"\0\0\0\0"
+        pad(buf, ALIGN[elem[0]])
+        start = len(buf)
+        for x in v: put(buf, elem, x)
+        buf[at:at + 4] = struct.pack("<I", len(buf) - start)
+
+def dbus_signal(path, interface, member, sig, args, serial=7):
+    body = bytearray()
+    for t, x in zip(split(sig), args): put(body, t, x)
+    fields = [(1, ("o", path)), (2, ("s", interface)), (3, ("s", member)), (8, ("g", sig)), (7, ("s", ":1.4"))]
+    msg = bytearray()
+    put(msg, "(yyyyuua(yv))", (ord("l"), 4, 0, 1, len(body), serial, fields))
+    pad(msg, 8)
+    return bytes(msg + body)
+
+DEV = "/org/bluez/hci0/dev_C0_AA_01_00_00_01"
+PROPS = "org.freedesktop.DBus.Properties"
+def manufacturer(entries): return ("a{qv}", [(c, ("ay", d)) for c, d in entries])
+
+radio = []
 for p in adv:
-    md.append(b"\x00" + ad(p))
-    md.append(b"\x01" + dbus([(0x004C, b"\x02\x15"), (0xFFFF, p)], False))
-    md.append(b"\x02" + dbus([(0xFFFF, p)], True))
-md += [b"\x03" + t for t in texts]
-for name, items in (("advertisement", adv), ("gatt", gatt), ("manufacturer-data", md)):
+    radio.append(b"\x00" + hci_event([ad(p)]))
+    radio.append(b"\x00" + hci_event([ad(p), bytes([2, 1, 6, 5, 0xFF, 0x4C, 0x00, 2, 0x15])], extended=True))
+    change = [("ManufacturerData", manufacturer([(0xFFFF, p)])), ("RSSI", ("n", -60))]
+    radio.append(b"\x01" + dbus_signal(DEV, PROPS, "PropertiesChanged", "sa{sv}as", ["org.bluez.Device1", change, []]))
+    radio.append(b"\x01" + dbus_signal(DEV, PROPS, "PropertiesChanged", "sa{sv}as",
+                                      ["org.bluez.Device1", change + [("Name", ("s", "clicker"))], ["TxPower"]]))
+    device = [("Address", ("s", "C0:AA:01:00:00:01")), ("AddressType", ("s", "random")), ("RSSI", ("n", -61)),
+              ("ManufacturerData", manufacturer([(0x004C, b"\x02\x15"), (0xFFFF, p)]))]
+    radio.append(b"\x01" + dbus_signal("/", "org.freedesktop.DBus.ObjectManager", "InterfacesAdded", "oa{sa{sv}}",
+                                      [DEV, [("org.bluez.Device1", device), ("org.freedesktop.DBus.Properties", [])]]))
+radio.append(b"\x01" + dbus_signal("/", "org.freedesktop.DBus.ObjectManager", "InterfacesRemoved", "oas",
+                                  [DEV, ["org.bluez.Device1"]]))
+
+for name, items in (("advertisement", adv), ("gatt", gatt), ("radio-input", radio), ("text", texts)):
     d = os.path.join(out, name)
     os.makedirs(d, exist_ok=True)
     for i, x in enumerate(items):

@@ -151,24 +151,19 @@ public struct PollKeyring: Sendable {
     public let anonymousKey: BallotKey
     /// Roster voter ID → (key, index of the student in the list given to `init`).
     let rosterKeys: [UInt32: (key: BallotKey, index: Int)]
-    /// Indices of students whose roster voter ID collides with an earlier one (2^-32 per pair);
-    /// they cannot vote in this poll in roster mode. Pick a new join code if this is not empty.
-    public let rosterCollisions: [Int]
 
     /// Derives the poll key and one key per enrolled student (a few microseconds each; no scrypt).
     public init(secret: PollSecret, roster: [RosterKey] = []) {
         self.secret = secret
         anonymousKey = BallotKey.anonymous(secret)
         var keys: [UInt32: (key: BallotKey, index: Int)] = [:]
-        var collisions: [Int] = []
+        // A student whose roster voter ID collides with an earlier one's (2^-32 per pair) keeps no
+        // key: the earlier student's ballots stay readable.
         for (i, r) in roster.enumerated() {
             let id = r.voterID(in: secret)
-            if keys[id] != nil { collisions.append(i) } else {
-                keys[id] = (BallotKey.roster(r, secret: secret), i)
-            }
+            if keys[id] == nil { keys[id] = (BallotKey.roster(r, secret: secret), i) }
         }
         rosterKeys = keys
-        rosterCollisions = collisions
     }
 
     /// Number of enrolled devices with a usable key.

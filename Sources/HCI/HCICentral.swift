@@ -37,13 +37,18 @@ public final class HCICentral: CentralTransport {
         /// advertisement without it; emulated ones (BlueZ's btvirt) report an advertiser only when
         /// scanning or advertising is (re)enabled, so the tally needs this to see changed votes there.
         public var scanRestartInterval: Duration?
+        /// How the restart timer waits (`Task.sleep` by default; tests step it by hand). Must throw
+        /// when the waiting task is cancelled.
+        public var sleep: @Sendable (Duration) async throws -> Void
 
         public init(scanInterval: Duration = .milliseconds(100), scanWindow: Duration? = nil,
                     activeScanning: Bool = false, filterDuplicates: Bool = false, resetController: Bool = true,
                     commandTimeout: Duration = .seconds(2), programName: String = "clicker-tally",
                     clock: @escaping @Sendable () -> RadioInstant = RadioInstant.now,
-                    scanRestartInterval: Duration? = nil) {
+                    scanRestartInterval: Duration? = nil,
+                    sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }) {
             self.clock = clock
+            self.sleep = sleep
             self.scanRestartInterval = scanRestartInterval
             self.scanInterval = scanInterval
             self.scanWindow = scanWindow ?? scanInterval
@@ -92,6 +97,10 @@ public final class HCICentral: CentralTransport {
 
     /// What the reader has seen so far.
     public func statistics() -> HCIStatistics { controller.statistics }
+
+    /// Streams registered with the controller (tests use it as an acknowledgement: a stream counts
+    /// once its registration, which runs one at a time with every other start and stop, is done).
+    var subscriberCount: Int { controller.subscriberCount }
 
     public func advertisements(companyID: UInt16) -> AsyncThrowingStream<AdvertisementReport, any Error> {
         let (stream, continuation) = AsyncThrowingStream<AdvertisementReport, any Error>.makeStream(
@@ -162,9 +171,9 @@ public final class HCICentral: CentralTransport {
         state.withLock { $0.scanning = true }
         broadcaster.update { $0.state = .scanning; $0.lastDiscoveryRestart = options.clock(); $0.lastError = nil }
         if let every = options.scanRestartInterval {
-            let task = Task { [weak self] in
+            let task = Task { [weak self, sleep = options.sleep] in
                 while !Task.isCancelled {
-                    try? await Task.sleep(for: every)
+                    try? await sleep(every)
                     guard !Task.isCancelled, let self else { return }
                     await self.restartScanning()
                 }

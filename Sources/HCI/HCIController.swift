@@ -1,6 +1,6 @@
 import ClickerTransport
 import Logging
-import Foundation
+import OSThreads
 import Synchronization
 
 /// Counters of what the HCI reader saw, for status displays and tests.
@@ -88,11 +88,11 @@ final class HCIController: Sendable {
         self.clock = clock
         self.onFailure = onFailure
         let name = "\(adapter)-reader"   // ≤ 15 characters: the kernel's thread-name limit
-        let thread = Thread { [self] in
-            Thread.current.name = name   // best effort, for debuggers and `top -H`
-            readLoop()
+        let started = OSThread.start(name: name) { [self] in readLoop() }
+        if started == nil {
+            channel.close()
+            fail(.closed("cannot start the reader thread of \(adapter)"), notify: true)
         }
-        thread.start()
     }
 
     var statistics: HCIStatistics { state.withLock { $0.statistics } }
@@ -159,6 +159,9 @@ final class HCIController: Sendable {
         }
         return try result.get()
     }
+
+    /// How many subscribers are registered.
+    var subscriberCount: Int { state.withLock { $0.subscribers.count } }
 
     /// Removes a subscriber; returns how many remain.
     @discardableResult
@@ -291,3 +294,4 @@ extension HCIController {
         return (controller, broadcaster)
     }
 }
+

@@ -3,7 +3,16 @@ import ClickerCommandLine
 import ClickerSim
 import ClickerTransport
 import ClickerWire
+#if canImport(FoundationEssentials)
+import FoundationEssentials   // not Foundation: it would bring ICU's 34 MB of data into the binary
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 import HCI
 import Logging
 import OSThreads
@@ -106,5 +115,12 @@ struct Enroll: AsyncParsableCommand {
 
 /// One line to stdout, written at once (a board's script reads it through a pipe).
 func say(_ line: String) {
-    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    let bytes = Array((line + "\n").utf8)
+    var written = 0
+    while written < bytes.count {
+        let n = bytes[written...].withUnsafeBytes { write(STDOUT_FILENO, $0.baseAddress, $0.count) }
+        if n < 0 && errno == EINTR { continue }
+        guard n > 0 else { return }   // stdout closed: nobody is reading
+        written += n
+    }
 }

@@ -1,3 +1,4 @@
+import ClickerTransport
 @testable import HCI
 import XCTest
 
@@ -17,37 +18,48 @@ final class ADStructureTests: XCTestCase {
         }
     }
 
-    func testManufacturerDataFindsTheWantedCompany() throws {
-        let ad: [UInt8] = [0x02, 0x01, 0x06] + [0x05, 0xFF, 0x4C, 0x00, 0xAA, 0xBB] + [0x04, 0xFF, 0xFF, 0xFF, 0x42]
-        XCTAssertEqual(try AdvertisingData.manufacturerData(ad[...], companyID: 0xFFFF).map(Array.init), [0x42])
-        XCTAssertEqual(try AdvertisingData.manufacturerData(ad[...], companyID: 0x004C).map(Array.init), [0xAA, 0xBB])
-        XCTAssertNil(try AdvertisingData.manufacturerData(ad[...], companyID: 0x0006))
-        XCTAssertEqual(try AdvertisingData.structures(ad[...]).map(\.type), [0x01, 0xFF, 0xFF])
+    /// The receiving walk is `AdvertisementExtractor`'s: one legacy report carrying `ad`.
+    func payload(_ ad: [UInt8], company: UInt16 = 0xFFFF) throws -> (data: [UInt8]?, counts: ExtractionCounts) {
+        let report = ReportModel(eventType: 0, addressType: 0, address: [1, 2, 3, 4, 5, 6], data: ad, rssi: 0xC4)
+        var out: [AdvertisementReport] = []
+        let counts = try AdvertisementExtractor.extract(packet: advertisingEvent([report]), companyID: company,
+                                                        timestamp: .zero, into: &out)
+        return (out.first?.data, counts)
     }
 
-    func testManufacturerDataOnASliceWithNonZeroStart() throws {
-        let packet: [UInt8] = [9, 9, 9] + msd(company: 0xFFFF, [5, 6]) + [9]
-        let slice = packet[3..<(packet.count - 1)]
-        XCTAssertEqual(try AdvertisingData.manufacturerData(slice, companyID: 0xFFFF).map(Array.init), [5, 6])
+    func testBuiltDataIsFoundByTheExtractor() throws {
+        let ad = try AdvertisingData.build(companyID: 0xFFFF, payload: Array(0..<22))
+        XCTAssertEqual(try payload(ad).data, Array(0..<22))
+    }
+
+    func testExtractorFindsTheWantedCompany() throws {
+        let ad: [UInt8] = [0x02, 0x01, 0x06] + [0x05, 0xFF, 0x4C, 0x00, 0xAA, 0xBB] + [0x04, 0xFF, 0xFF, 0xFF, 0x42]
+        XCTAssertEqual(try payload(ad).data, [0x42])
+        XCTAssertEqual(try payload(ad, company: 0x004C).data, [0xAA, 0xBB])
+        let none = try payload(ad, company: 0x0006)
+        XCTAssertNil(none.data)
+        XCTAssertEqual(none.counts.ignored, 1)
     }
 
     func testZeroLengthEndsTheSignificantPart() throws {
         let ad: [UInt8] = [0x02, 0x01, 0x06, 0x00, 0x04, 0xFF, 0xFF, 0xFF, 0x01]
-        XCTAssertNil(try AdvertisingData.manufacturerData(ad[...], companyID: 0xFFFF))
-        XCTAssertEqual(try AdvertisingData.structures(ad[...]).count, 1)
+        let r = try payload(ad)
+        XCTAssertNil(r.data)
+        XCTAssertEqual(r.counts.ignored, 1)
+        XCTAssertEqual(r.counts.malformed, 0)
     }
 
     func testTooShortManufacturerStructureIsNotAMatch() throws {
         // Length 2: type + one octet, no room for a company identifier.
         let ad: [UInt8] = [0x02, 0xFF, 0xFF, 0x04, 0xFF, 0xFF, 0xFF, 0x09]
-        XCTAssertEqual(try AdvertisingData.manufacturerData(ad[...], companyID: 0xFFFF).map(Array.init), [0x09])
+        XCTAssertEqual(try payload(ad).data, [0x09])
     }
 
-    func testOverrunningStructureThrows() {
+    func testOverrunningStructureIsCountedMalformed() throws {
         let ad: [UInt8] = [0x02, 0x01, 0x06, 0x09, 0xFF, 0xFF, 0xFF]
-        XCTAssertThrowsError(try AdvertisingData.manufacturerData(ad[...], companyID: 0xFFFF)) {
-            XCTAssertEqual($0 as? HCIParseError, .malformedADStructure(offset: 3))
-        }
-        XCTAssertThrowsError(try AdvertisingData.structures(ad[...]))
+        let r = try payload(ad)
+        XCTAssertNil(r.data)
+        XCTAssertEqual(r.counts.malformed, 1)
+        XCTAssertEqual(r.counts.ignored, 0)
     }
 }

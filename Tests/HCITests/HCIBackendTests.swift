@@ -33,8 +33,7 @@ final class HCIBackendTests: XCTestCase {
         fake.inject(advertisingEvent([report, other, second]))
         fake.inject([0x04, 0x3E, 0x02, 0x02, 0x00])        // malformed: zero reports
         fake.inject(advertisingEvent([report], extended: true))
-        let deadline = ContinuousClock.now + .seconds(5)
-        while received.withLock({ $0.count }) < 3 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(2)) }
+        await fake.wait("three reports") { _ in received.withLock { $0.count } >= 3 }
         let got = received.withLock { $0 }
         XCTAssertEqual(got.map(\.address.description), ["C0:AA:01:00:00:01", "01:02:03:04:05:06", "C0:AA:01:00:00:01"])
         XCTAssertEqual(got.map(\.rssi), [-55, nil, -55])
@@ -87,27 +86,32 @@ final class HCIBackendTests: XCTestCase {
 
     func testCentralPeriodicScanRestart() async throws {
         let fake = FakeController()
-        let central = HCICentral(channel: fake, adapter: "hci0", options: .init(scanRestartInterval: .milliseconds(20)))
+        let timer = ManualTimer()
+        let central = HCICentral(channel: fake, adapter: "hci0",
+                                 options: .init(scanRestartInterval: .milliseconds(20), sleep: timer.sleep))
         let consumer = Task { for try await _ in central.advertisements(companyID: 0xFFFF) {} }
         let off: [UInt8] = [0x01, 0x0C, 0x20, 0x02, 0x00, 0x00]
         let on: [UInt8] = [0x01, 0x0C, 0x20, 0x02, 0x01, 0x00]
-        await fake.wait("two restarts") { f in f.written.filter { $0 == off }.count >= 2 }
+        func count(_ w: [UInt8]) -> Int { fake.written.filter { $0 == w }.count }
+        await fake.wait("scan enabled, restart timer armed") { _ in count(on) == 1 && timer.waiting == 1 }
+        for n in 1...2 {
+            timer.fire()
+            await fake.wait("restart \(n) done, timer armed again") { _ in count(off) == n && count(on) == n + 1 && timer.waiting == 1 }
+        }
         // Every restart is off then on: the writes after the initial enable alternate.
         let scans = fake.written.filter { $0 == off || $0 == on }
         for (i, w) in scans.enumerated() { XCTAssertEqual(w, i % 2 == 0 ? on : off, "write \(i)") }
         consumer.cancel()
-        await fake.wait("scan disabled") { f in f.written.last == off }
-        // A restart may have been under way when the stream ended (its "off" written, its "on" not yet);
-        // the stop waits for it and writes the last "off". So wait for the writes to go quiet: with a
-        // 20 ms restart interval they never do while restarts go on.
-        var settled = -1
-        for _ in 0..<20 where fake.written.count != settled {
-            settled = fake.written.count
-            try await Task.sleep(for: .milliseconds(100))
-        }
+        await fake.wait("scan disabled") { _ in count(off) == 3 }
+        // The stop cancels the timer: its wait ends in cancellation (acknowledged by the timer), after
+        // which the restart loop has returned and nothing can restart scanning.
+        await fake.wait("restart timer cancelled") { _ in timer.cancelled == 1 && timer.waiting == 0 }
+        let settled = fake.written.count
+        timer.fire()
+        await central.shutdown()   // one operation at a time: a restart under way would finish first
         XCTAssertEqual(fake.written.count, settled, "no restarts after the last stream ended")
         XCTAssertEqual(fake.written.last, off, "scanning left disabled")
-        await central.shutdown()
+        XCTAssertEqual(timer.waiting, 0, "the restart loop ended")
     }
 
     func testCentralTwoStreamsShareOneScan() async throws {
@@ -116,18 +120,22 @@ final class HCIBackendTests: XCTestCase {
         let counts = Locked<[Int]>([0, 0])
         let a = Task { for try await _ in central.advertisements(companyID: 0xFFFF) { counts.withLock { $0[0] += 1 } } }
         let b = Task { for try await _ in central.advertisements(companyID: 0xFFFF) { counts.withLock { $0[1] += 1 } } }
-        await fake.wait("both subscribed") { _ in central.statistics().events >= 0 && fakeEnabledScans(fake) == 1 }
-        try await Task.sleep(for: .milliseconds(50))
+        await fake.wait("both subscribed") { _ in central.subscriberCount == 2 }
+        // Starts and stops run one at a time, so once a marker stream is registered, whatever the
+        // second stream's start wrote is written.
+        let marker1 = Task { for try await _ in central.advertisements(companyID: 0x0001) {} }
+        await fake.wait("marker registered") { _ in central.subscriberCount == 3 }
         XCTAssertEqual(fakeEnabledScans(fake), 1, "one Scan Enable for two streams")
         fake.inject(advertisingEvent([report]))
-        let deadline = ContinuousClock.now + .seconds(5)
-        while counts.withLock({ $0 }) != [1, 1] && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(2)) }
-        XCTAssertEqual(counts.withLock { $0 }, [1, 1])
+        await fake.wait("both streams got the report") { _ in counts.withLock { $0 } == [1, 1] }
         a.cancel()
-        try await Task.sleep(for: .milliseconds(100))
-        XCTAssertFalse(fake.written.contains([0x01, 0x0C, 0x20, 0x02, 0x00, 0x00]), "still one stream: keep scanning")
-        b.cancel()
+        await fake.wait("first stream unregistered") { _ in central.subscriberCount == 2 }
+        let marker2 = Task { for try await _ in central.advertisements(companyID: 0x0002) {} }
+        await fake.wait("second marker registered") { _ in central.subscriberCount == 3 }
+        XCTAssertFalse(fake.written.contains([0x01, 0x0C, 0x20, 0x02, 0x00, 0x00]), "streams left: keep scanning")
+        for t in [b, marker1, marker2] { t.cancel() }
         await fake.wait("scan disable") { $0.written.last == [0x01, 0x0C, 0x20, 0x02, 0x00, 0x00] }
+        XCTAssertEqual(counts.withLock { $0 }, [1, 1])
         await central.shutdown()
     }
 

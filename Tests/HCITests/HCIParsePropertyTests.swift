@@ -172,9 +172,11 @@ final class HCIParsePropertyTests: XCTestCase {
             } catch {
                 kinds.insert(String(describing: error).components(separatedBy: " ").prefix(3).joined(separator: " "))
             }
-            for text in [packet[...], packet.dropFirst(min(3, packet.count))] {
-                _ = try? AdvertisingData.structures(text)
-                _ = try? AdvertisingData.manufacturerData(text, companyID: 0xFFFF)
+            if HCIEvent.isAdvertisingReportEvent(packet) {
+                var out: [AdvertisementReport] = []
+                if (try? AdvertisementExtractor.extract(packet: packet, companyID: 0xFFFF, timestamp: .zero, into: &out)) == nil {
+                    XCTAssertTrue(out.isEmpty, "a rejected event delivered reports")
+                }
             }
         }
         XCTAssertTrue(kinds.contains("ok"))

@@ -127,3 +127,44 @@ final class Locked<T: Sendable>: Sendable {
     init(_ value: T) { mutex = Mutex(value) }
     func withLock<R: Sendable>(_ body: (inout sending T) -> sending R) -> R { mutex.withLock(body) }
 }
+
+/// A timer the test fires by hand, for `HCICentral.Options.sleep`: each `sleep` waits until `fire()`
+/// or until its task is cancelled (then it throws, and counts the cancellation).
+final class ManualTimer: Sendable {
+    private struct State {
+        var waiters: [(id: Int, continuation: CheckedContinuation<Void, any Error>)] = []
+        var nextID = 0
+        var cancelled = 0
+    }
+    private let state = Mutex(State())
+
+    var waiting: Int { state.withLock { $0.waiters.count } }
+    var cancelled: Int { state.withLock { $0.cancelled } }
+
+    /// Resumes the oldest waiter, if any.
+    func fire() {
+        let c = state.withLock { s in s.waiters.isEmpty ? nil : s.waiters.removeFirst().continuation }
+        c?.resume()
+    }
+
+    @Sendable func sleep(_: Duration) async throws {
+        let id = self.state.withLock { s in defer { s.nextID += 1 }; return s.nextID }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
+                let resumeNow = self.state.withLock { s -> Bool in
+                    if Task.isCancelled { s.cancelled += 1; return true }
+                    s.waiters.append((id, c))
+                    return false
+                }
+                if resumeNow { c.resume(throwing: CancellationError()) }
+            }
+        } onCancel: {
+            let c = self.state.withLock { s -> CheckedContinuation<Void, any Error>? in
+                guard let i = s.waiters.firstIndex(where: { $0.id == id }) else { return nil }
+                s.cancelled += 1
+                return s.waiters.remove(at: i).continuation
+            }
+            c?.resume(throwing: CancellationError())
+        }
+    }
+}

@@ -1,0 +1,116 @@
+// libFuzzer target: what the radios hand the tally, through the production decoders. Compiled
+// together with the BlueZ sources (see run.sh), against instrumented DBus and HCI modules.
+// The first byte picks the decoder, the rest is its input:
+//   even: an HCI event packet → `AdvertisementExtractor.extract` (the HCI central's hot path);
+//   odd:  a D-Bus message in wire format → `dbus_message_demarshal` (libdbus validates it, as it
+//         does every message from the bus) → `SignalDecoder.decode` (the BlueZ central's decoder).
+// Properties: nothing traps; the extractor agrees with `HCIEvent.parse` and an independent walk of
+// the AD structures; a rejected event delivers nothing; the BlueZ hot path reads the same ballot
+// bytes and RSSI as the generic decoding of the same signal, whenever the generic decoding reads it.
+
+import CDBus
+import ClickerTransport
+@testable import DBus
+import HCI
+
+let fuzzCompany: UInt16 = 0xFFFF
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzRadioInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+    guard size >= 1 else { return 0 }
+    let bytes = Array(UnsafeBufferPointer(start: data + 1, count: size - 1))
+    if data[0] & 1 == 0 { checkHCI(bytes) } else { checkDBus(bytes) }
+    return 0
+}
+
+// MARK: HCI
+
+/// The first Manufacturer Specific Data for `company` in `d`: [len][type][data…], a zero length
+/// ends the data, a structure running past the end makes the report malformed.
+enum Walk: Equatable { case found([UInt8]), absent, malformed }
+
+func referenceWalk(_ d: ArraySlice<UInt8>) -> Walk {
+    let d = Array(d)
+    var i = 0
+    while i < d.count {
+        let len = Int(d[i])
+        if len == 0 { return .absent }
+        if i + 1 + len > d.count { return .malformed }
+        if d[i + 1] == 0xFF && len >= 3 && UInt16(d[i + 2]) | UInt16(d[i + 3]) << 8 == fuzzCompany {
+            return .found(Array(d[(i + 4)..<(i + 1 + len)]))
+        }
+        i += 1 + len
+    }
+    return .absent
+}
+
+func checkHCI(_ packet: [UInt8]) {
+    let sentinel = AdvertisementReport(address: DeviceAddress(0, 0, 0, 0, 0, 0), rssi: nil, companyID: 0, data: [], timestamp: .zero)
+    var out = [sentinel]
+    let counts: ExtractionCounts
+    do {
+        counts = try AdvertisementExtractor.extract(packet: packet, companyID: fuzzCompany, timestamp: .zero, into: &out)
+    } catch {
+        guard out == [sentinel] else { fatalError("a rejected event delivered reports") }
+        if case .leAdvertisingReport? = try? HCIEvent.parse(packet: packet) { fatalError("parse accepts what extract rejects") }
+        if case .leExtendedAdvertisingReport? = try? HCIEvent.parse(packet: packet) { fatalError("parse accepts what extract rejects") }
+        return
+    }
+    let reports: [LEAdvertisingReport]
+    switch try? HCIEvent.parse(packet: packet) {
+    case .leAdvertisingReport(let r)?, .leExtendedAdvertisingReport(let r)?: reports = r
+    default: fatalError("extract accepts what parse rejects")
+    }
+    var expected = ExtractionCounts()
+    var delivered: [AdvertisementReport] = []
+    for r in reports {
+        if r.dataStatus != .complete { expected.fragments += 1; continue }
+        switch referenceWalk(r.data) {
+        case .found(let payload):
+            expected.matched += 1
+            delivered.append(AdvertisementReport(address: r.address, rssi: r.rssi, companyID: fuzzCompany, data: payload, timestamp: .zero))
+        case .absent: expected.ignored += 1
+        case .malformed: expected.malformed += 1
+        }
+    }
+    guard counts == expected else { fatalError("counts \(counts) but the reports give \(expected)") }
+    guard Array(out.dropFirst()) == delivered else { fatalError("delivered reports differ from the parsed ones") }
+}
+
+// MARK: BlueZ over D-Bus
+
+func checkDBus(_ wire: [UInt8]) {
+    var error = DBusError()
+    dbus_error_init(&error)
+    let raw = wire.withUnsafeBufferPointer { b in
+        b.baseAddress.flatMap { p in
+            p.withMemoryRebound(to: CChar.self, capacity: b.count) { dbus_message_demarshal($0, Int32(b.count), &error) }
+        }
+    }
+    dbus_error_free(&error)
+    guard let raw else { return }   // libdbus refuses it: it would never reach the decoder
+    let message = DBusMessage(adopting: raw)
+    var reader = message.reader()
+    let signal: BlueZSignal?
+    do {
+        signal = try SignalDecoder.decode(message, &reader)
+    } catch {
+        return   // a counted rejection in the subscriber
+    }
+    guard case .advert(let fast)? = signal else { return }
+    // The hot path took it: the generic decoding of the same change must read the same ballot.
+    guard let path = message.path else { fatalError("an advert from a signal without a path") }
+    var full = message.reader()
+    guard (try? full.readString()) == BlueZ.device else { fatalError("an advert from another interface's change") }
+    // The hot path skips manufacturer entries of other shapes (an `ah` whose descriptors the message
+    // lacks, say) where the generic decoding rejects the whole signal; compare when both read it.
+    guard let changed = try? [String: DBusValue](from: &full) else { return }
+    let generic = SignalDecoder.advertFrom(path: path, properties: changed)
+    guard generic?.address ?? fast.address == fast.address else { fatalError("addresses differ") }
+    guard fast.manufacturerData(fuzzCompany) == generic?.manufacturerData(fuzzCompany) else {
+        fatalError("hot path read \(String(describing: fast.manufacturerData(fuzzCompany))), generic \(String(describing: generic?.manufacturerData(fuzzCompany)))")
+    }
+    if fast.manufacturerData(fuzzCompany) != nil, fast.rssi != generic?.rssi {
+        fatalError("hot path RSSI \(String(describing: fast.rssi)), generic \(String(describing: generic?.rssi))")
+    }
+}
