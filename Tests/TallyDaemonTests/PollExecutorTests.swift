@@ -34,6 +34,8 @@ final class PollExecutorTests: XCTestCase {
 
     func testCommitsRunOnTheControllersOwnThread() async throws {
         let path = NSTemporaryDirectory() + "clicker-executor-\(UUID().uuidString)/db.sqlite"
+        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent,
+                                                withIntermediateDirectories: true)
         let store = try ClickerStore(path: path, durability: .normal)
         let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: store)
         let outside = currentThreadName()
@@ -51,6 +53,8 @@ final class PollExecutorTests: XCTestCase {
     /// voter count, then counts the stored ballots through a second connection.
     func testEveryBallotShownIsAlreadyStored() async throws {
         let path = NSTemporaryDirectory() + "clicker-executor-\(UUID().uuidString)/db.sqlite"
+        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent,
+                                                withIntermediateDirectories: true)
         let store = try ClickerStore(path: path, durability: .normal)
         let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: store)
         let reader = try ClickerStore(path: path, durability: .normal)

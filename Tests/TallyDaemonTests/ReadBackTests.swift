@@ -86,6 +86,8 @@ final class ReadBackTests: XCTestCase {
 
     func make(policy: ChangePolicy = .latestWins) async throws -> (PollController, ClickerStore, String, ReadPump, ScriptedCentral) {
         let path = NSTemporaryDirectory() + "clicker-readback-\(UUID().uuidString)/db.sqlite"
+        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent,
+                                                withIntermediateDirectories: true)
         let store = try ClickerStore(path: path, durability: .normal)
         var options = PollOptions(joinCode: Self.code, policy: policy)
         options.publishRule = .perBallot  // live counts show every ballot at once
@@ -125,7 +127,7 @@ final class ReadBackTests: XCTestCase {
         let reads = await controller.gattReads
         XCTAssertEqual(reads.ok, 1, "the conflicting read verified nothing")
         XCTAssertEqual(reads.failed, 1)
-        XCTAssertEqual(try storedRows(store, q: 1).map { [$0.answer, Int($0.sequence), $0.gattVerified ? 1 : 0] }, [[1, 5, 1]])
+        XCTAssertEqual(try storedRows(store, q: 1).map { "\($0.answer) \($0.sequence) \($0.gattVerified)" }, ["B 5 true"])
 
         // Question 2: the victim's ballot is counted unverified (its read fails); an attacker's
         // ballot with the same sequence is read back signed by the attacker's key: nothing verified.
