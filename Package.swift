@@ -92,7 +92,7 @@ let package = Package(
         // A pseudo-terminal pair that tests and the ViewLoop benchmark type into and read back.
         .target(name: "TerminalTestSupport", dependencies: ["TerminalView"]),
         .target(name: "TallyDaemon", dependencies: [
-            "ClickerWire", "ClickerTally", "ClickerTransport", "ClickerStore", "TerminalView", "DBus", "PrivateFiles",
+            "ClickerWire", "ClickerTally", "ClickerTransport", "ClickerStore", "TerminalView", "DBus", "PrivateFiles", "OSThreads",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),

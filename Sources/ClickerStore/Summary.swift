@@ -11,8 +11,8 @@ extension ClickerStore {
     ///   roster ballots are all verified by their tag), then ascending sequence for `latestWins`,
     ///   descending for `firstResponseOnly`;
     /// - the counted ballot is the last in that order;
-    /// - a voter "changed" when their counted answer was replaced by a different one, that is when
-    ///   their stored ballots carry more than one answer.
+    /// - a voter "changed" their answer when, in that order, a ballot with a higher sequence and a
+    ///   different answer replaced the one before it (ClickerTally's `VoterRecord.changed`).
     ///
     /// A question with `totals` (a sealed anonymous question) is summarised from them alone.
     public static func summarize(questions: [QuestionRecord], ballots: [BallotRecord], rejections: [RejectionCount],
@@ -49,7 +49,9 @@ extension ClickerStore {
                 if rank(a) != rank(b) { return !rank(a) }
                 return rule == .latestWins ? a.sequence < b.sequence : a.sequence > b.sequence
             }
-            if Set(ordered.map(\.answer)).count > 1 { changes += 1 }
+            if zip(ordered, ordered.dropFirst()).contains(where: { $1.sequence > $0.sequence && $1.answer != $0.answer }) {
+                changes += 1
+            }
             // The count columns are the options of single choices; other kinds have none.
             guard let current = ordered.last, case .choice(let option) = current.answer else { continue }
             let i = Int(option)

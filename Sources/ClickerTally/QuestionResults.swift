@@ -11,7 +11,9 @@ public struct QuestionResults: Sendable, Hashable {
     /// Answer → count (offered single choices included with 0).
     public var countTable: [Answer: Int]
     public var voters: Int
-    /// Voters whose counted answer was replaced by a different answer.
+    /// Voters who changed their answer: a ballot with a higher sequence and another answer replaced
+    /// their counted one (see ``VoterRecord/changed``). Results, live counts, `--json` and the export
+    /// all report this figure as `changes`.
     public var changedVoters: Int
     /// Counted voters whose counted ballot is verified.
     public var verifiedVoters: Int

@@ -44,10 +44,8 @@ public struct VoterKey: Sendable, Hashable, Comparable, CustomStringConvertible 
         self.voterID = voterID
     }
     public static func < (a: Self, b: Self) -> Bool { (a.mode.rawValue, a.voterID) < (b.mode.rawValue, b.voterID) }
-    public var description: String {
-        let s = String(voterID, radix: 16)
-        return (mode == .roster ? "r:" : "") + String(repeating: "0", count: 8 - s.count) + s
-    }
+    /// The voter ID in its one text form (`IDText.voter`); the mode is not part of it.
+    public var description: String { IDText.voter(voterID) }
 }
 
 /// One voter's standing on one question.
@@ -67,10 +65,12 @@ public struct VoterRecord: Sendable, Hashable {
     /// Whether the counted ballot is verified: a roster-mode ballot, or an anonymous one read over GATT
     /// and signed by the key bound to this voter ID. Only a verified ballot can replace a verified one.
     public var verified: Bool
-    /// Whether the counted answer was ever replaced by a different answer. This is what `changes`
-    /// counts (not stale or ignored ballots, not a later ballot with the same answer), and what the
-    /// store recomputes from the ballots it kept (every ballot it keeps was counted when it arrived),
-    /// so a restart gives the same figure.
+    /// Whether the voter changed their answer: a ballot with a higher sequence and a different answer
+    /// replaced the counted one at least once. This is what `changes` counts everywhere (results,
+    /// live counts, `--json`, the export): not stale, ignored or rejected ballots, not a repeat cast
+    /// (higher sequence, same answer), not a lower or equal sequence that replaced the counted ballot.
+    /// The store recomputes it from the ballots it kept (every ballot it keeps was counted when it
+    /// arrived), so a restart and the export give the same figure.
     public var changed: Bool = false
 }
 
@@ -119,7 +119,7 @@ public struct QuestionTally: Sendable {
 
     /// Number of counted voters.
     public var voterCount: Int { voters.count }
-    /// Number of voters whose counted answer was replaced by a different answer.
+    /// Number of voters who changed their answer (see ``VoterRecord/changed``).
     public var changedVoters: Int { voters.values.reduce(0) { $0 + ($1.changed ? 1 : 0) } }
     /// Number of counted voters whose counted ballot is verified.
     public var verifiedVoters: Int { voters.values.reduce(0) { $0 + ($1.verified ? 1 : 0) } }
@@ -205,9 +205,10 @@ public struct QuestionTally: Sendable {
             if r.answer != b.answer {
                 removed = r.answer
                 added = b.answer
-                // A verified ballot replacing an unverified copy with its own sequence is no change:
-                // the voter sent one ballot with that sequence.
-                if b.sequence != r.sequence { r.changed = true }
+                // The voter changed their answer only when a later ballot (higher sequence) replaced
+                // it: not a verified ballot outranking an unverified copy with its own or a higher
+                // sequence, nor, in first-response-only polls, an earlier response heard late.
+                if b.sequence > r.sequence { r.changed = true }
             }
             r.answer = b.answer
             r.sequence = b.sequence

@@ -35,6 +35,7 @@ public struct LiveCounts: Sendable, Equatable {
     /// Count per offered answer, by label; empty while hidden.
     public var counts: [String: Int]
     public var voters: Int
+    /// Voters who changed their answer (as `PollResults.changes`).
     public var changes: Int
     /// The instructor hid the counts (roster polls hide them by default while a question is open).
     public var hidden: Bool

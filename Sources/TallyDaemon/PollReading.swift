@@ -1,6 +1,7 @@
 import ClickerStore
 import ClickerTally
 import ClickerWire
+import Foundation
 
 /// What the controller reports: results per question (D-Bus `Results`, `--json`, the views).
 extension PollController {
@@ -33,7 +34,7 @@ extension PollController {
         let verified = anonymous ? r?.verifiedVoters ?? 0 : 0
         let listed = withRows && (!anonymous || open) ? voters : [:]
         let rows = listed.sorted { $0.key < $1.key }.map { key, v in
-            PollResults.BallotRow(voter: key.hex, answer: v.answer.description, sequence: Int(v.sequence),
+            PollResults.BallotRow(voter: IDText.voter(key.voterID), answer: v.answer.description, sequence: Int(v.sequence),
                                   address: anonymous ? nil : v.address.description,
                                   gattVerified: anonymous && v.verified, student: student(key))
         }
@@ -49,4 +50,75 @@ extension PollController {
               let i = pipeline.keyring.rosterIndex(ofVoter: key.voterID), i < roster.entries.count else { return nil }
         return "\(roster.entries[i].name) (\(roster.entries[i].studentID))"
     }
+}
+
+/// The live figures: counts as published, rates, footprint and counters.
+extension PollController {
+    /// The counts every live consumer shows: while the question is open, hidden unless shown, and
+    /// moved only at epochs of `options.publishRule`; once it is closed, exact.
+    public func liveCounts(now: Date = Date()) -> LiveCounts {
+        let tally = pipeline.tally, q = question, n = options.options, totals = sealed[q]
+        guard isOpen else { return Self.exactCounts(tally, sealed: totals, question: q, options: n) }
+        var live = publisher.read(at: now) { Self.exactCounts(tally, sealed: totals, question: q, options: n) }
+        if !countsShown {
+            live.counts = [:]
+            live.hidden = true
+        }
+        return live
+    }
+
+    /// Shows or hides the live counts of open questions (the `h` key, D-Bus `ShowCounts`).
+    public func setCountsShown(_ shown: Bool) {
+        countsShown = shown
+        version &+= 1
+    }
+
+    func resetPublished() {
+        publisher.reset(to: Self.exactCounts(pipeline.tally, sealed: sealed[question], question: question,
+                                             options: options.options), at: Date())
+    }
+
+    /// The exact counts of a question: from the tally, or from its totals once an anonymous
+    /// question is sealed (its voters are forgotten).
+    static func exactCounts(_ tally: Tally, sealed: QuestionTotals?, question q: UInt8, options: Int) -> LiveCounts {
+        var counts: [String: Int] = [:]
+        for i in 0..<options { counts[Answer.choice(UInt8(i)).description] = 0 }
+        if let t = sealed {
+            for (i, n) in t.counts.enumerated() where n > 0 {
+                counts[Answer.optionLabel(i), default: 0] += n
+            }
+            return LiveCounts(counts: counts, voters: t.voters, changes: t.changes)
+        }
+        let r = tally.results(question: q)
+        for (answer, n) in r?.countTable ?? [:] { counts[answer.description] = n }
+        return LiveCounts(counts: counts, voters: r?.voters ?? 0, changes: r?.changedVoters ?? 0)
+    }
+
+    /// Accepted ballots per second over the last five seconds.
+    public func votesPerSecond(now: Date? = nil) -> Double {
+        acceptedRate.perSecond(at: now ?? clock())
+    }
+
+    /// Entries held per voter and per event, for tests, logs and the soak benchmark.
+    public var footprint: PollFootprint {
+        PollFootprint(rateWindow: acceptedRate.storage, unsaved: unsaved.count,
+                      verificationRequests: verification.requested.count,
+                      committed: committed.values.reduce(0) { $0 + $1.count },
+                      tallyVoters: pipeline.tally.questions.values.reduce(0) { $0 + $1.voters.count + $1.unregistered.count },
+                      pendingRejections: pendingRejections.count, ingest: pipeline.footprint)
+    }
+
+    /// The ingest pipeline's counters (reports, cache hits, verifications).
+    public var ingestStatistics: IngestStats { pipeline.stats }
+
+    /// Flood alert from the ingest pipeline, if any.
+    public var floodAlert: Bool { pipeline.flood.alert }
+
+    /// Time since the current question opened (frozen when closed).
+    public func elapsed(now: Date = Date()) -> Duration {
+        .seconds((closedAt ?? now).timeIntervalSince(openedAt))
+    }
+
+    /// Radio errors seen since start.
+    public var radioErrorCount: Int { radioErrors }
 }

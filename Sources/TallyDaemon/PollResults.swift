@@ -5,7 +5,8 @@ import ClickerWire
 /// the D-Bus `Results` method give them. Field names are a stable interface for scripts.
 public struct PollResults: Codable, Sendable, Equatable {
     public struct BallotRow: Codable, Sendable, Equatable {
-        /// Voter ID in hex (8 digits), prefixed `r` for roster-mode voters.
+        /// The voter ID as `IDText.voter` writes it (eight hex digits, no mode prefix: a results row is
+        /// always a counted voter of the poll's own mode).
         public var voter: String
         public var answer: String
         public var sequence: Int
@@ -23,7 +24,8 @@ public struct PollResults: Codable, Sendable, Equatable {
     /// Count per offered answer, by letter (`A`…`D`) or answer text.
     public var counts: [String: Int]
     public var voters: Int
-    /// Voters who changed their answer at least once.
+    /// Voters who changed their answer: a ballot with a higher sequence and a different answer replaced
+    /// their counted one (not a stale ballot, not a repeat cast; ClickerTally's `VoterRecord.changed`).
     public var changes: Int
     /// Authentic votes from devices outside the roster (roster polls only), not in the totals.
     public var unregistered: Int
@@ -35,12 +37,4 @@ public struct PollResults: Codable, Sendable, Equatable {
     /// One row per counted voter. In anonymous polls only while the question is open, without
     /// addresses; a closed anonymous question has none.
     public var ballots: [BallotRow]
-}
-
-extension VoterKey {
-    /// Hex form used in results and the store: 8 hex digits, `r` prefix in roster mode.
-    public var hex: String {
-        let h = String(voterID, radix: 16)
-        return (mode == .roster ? "r" : "") + String(repeating: "0", count: 8 - h.count) + h
-    }
 }

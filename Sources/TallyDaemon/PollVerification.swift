@@ -71,12 +71,18 @@ extension PollController {
         if verification.requested.count >= VerificationState.requestedLimit { verification.requested.removeAll() }
         verification.requested.insert(request)
         // A full queue drops its oldest request: forget it too, so that hearing that ballot again asks again.
-        if case .dropped(let old) = queue.yield(request) { verification.requested.remove(old) }
+        switch queue.yield(request) {
+        case .enqueued: readsOutstanding += 1
+        case .dropped(let old): verification.requested.remove(old)
+        case .terminated: break
+        @unknown default: break
+        }
     }
 
     /// Reads one ballot over GATT and counts what was read: a value signed by the voter's key verifies
     /// exactly the ballot it carries (and binds the key on first use); anything else is counted by reason.
     func confirm(_ r: VerificationState.Request, central: any CentralTransport) async {
+        defer { readsOutstanding -= 1 }
         if gattUnsupported || verification.shuttingDown || Task.isCancelled { return }
         if let c = pipeline.tally.counted(question: r.question, voter: r.voter), c.verified, c.sequence == r.sequence {
             return  // verified meanwhile

@@ -20,7 +20,7 @@ final class BlueZTakeoverTests: XCTestCase {
 
     func testTheAttackerFirstIsReplacedAndThenCannotReplaceTheVictim() async throws {
         let victim = BallotSealer(secret: Self.secret, deviceKey: DeviceKey(bytes: [UInt8](repeating: 0x5A, count: 32))!)
-        let victimHex = VoterKey(mode: .anonymous, voterID: victim.voterID).hex
+        let victimHex = IDText.voter(victim.voterID)
         for policy in ChangePolicy.allCases {
             let bus = try PrivateBus()
             defer { bus.stop() }

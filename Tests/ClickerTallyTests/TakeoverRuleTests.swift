@@ -107,7 +107,9 @@ final class TakeoverRuleTests: XCTestCase {
         XCTAssertEqual(t.results(question: 1)?.changedVoters, 0)
     }
 
-    /// `changes` counts voters whose counted answer changed: not stale ballots, not repeat casts.
+    /// `changes` counts voters who changed their answer: a ballot with a higher sequence and another
+    /// answer replaced their counted one. Not stale ballots, not repeat casts, not a lower sequence that
+    /// replaced the counted ballot (verified over unverified, or first response only).
     func testChangesCountsVotersWhoseCountedAnswerChanged() {
         var t = tally()
         _ = t.record(ballot(1, 2, .choice(0)), from: a, at: .zero)
@@ -117,7 +119,17 @@ final class TakeoverRuleTests: XCTestCase {
         _ = t.record(ballot(3, 1, .choice(0)), from: a, at: .zero)
         _ = t.record(ballot(3, 2, .choice(1)), from: a, at: .zero)  // a change
         _ = t.record(ballot(3, 3, .choice(2)), from: a, at: .zero)  // the same voter again
+        // The voter's own verified ballot outranks an attacker's copy with a higher sequence: the
+        // voter changed nothing.
+        _ = t.record(ballot(4, 9, .choice(3)), from: a, at: .zero)
+        XCTAssertEqual(t.record(ballot(4, 4, .choice(1)), from: a, at: .zero, proof: .signed(victimKey)),
+                       .changed(from: .choice(3)))
         XCTAssertEqual(t.results(question: 1)?.changedVoters, 1)
+        // First response only: an earlier ballot heard late replaces the later one; no change either.
+        var f = tally(.firstResponseOnly)
+        XCTAssertEqual(f.record(ballot(2, 5, .choice(3)), from: a, at: .zero), .new)
+        XCTAssertEqual(f.record(ballot(2, 4, .choice(2)), from: a, at: .zero), .changed(from: .choice(3)))
+        XCTAssertEqual(f.results(question: 1)?.changedVoters, 0)
     }
 
     /// Without signed reads (no GATT) the version-1 rule holds: the highest sequence wins.

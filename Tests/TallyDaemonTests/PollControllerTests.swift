@@ -43,8 +43,8 @@ final class PollControllerTests: XCTestCase {
                                        transport: air.addPeripheral(), state: nil)
             try await session.cast(answer)
         }
-        let run = Task { try await controller.run(central: air.central()) }
-        await air.advance(until: RadioInstant(nanoseconds: 30_000_000_000))
+        let run = await air.start(controller)
+        await air.drive(controller, until: RadioInstant(nanoseconds: 30_000_000_000))
         run.cancel()
         _ = try? await run.value
         let r = await controller.results()
@@ -95,12 +95,15 @@ final class PollControllerTests: XCTestCase {
         var options = PollOptions(joinCode: code, confirmByGATT: false)
         options.publishRule = .perBallot  // the status line shows the one ballot at once
         let controller = try PollController(options: options, store: nil)
-        let lines = LineSink()
-        let logging = Task { await PlainView.run(controller, every: .milliseconds(1), redactSecret: true) { lines.add($0) } }
+        let (shown, seen) = AsyncStream<Void>.makeStream()
+        let lines = LineSink { if $0.contains("voters=1") { seen.yield() } }
         await controller.ingest(report(voter: 1, answer: .choice(0)))
-        try await Task.sleep(for: .milliseconds(600))
+        let logging = Task { await PlainView.run(controller, every: .milliseconds(1), redactSecret: true) { lines.add($0) } }
+        // Acknowledged: the line that shows the ballot was written (the limit only ends a broken run).
+        let arrived = await first(of: shown, within: .seconds(60))
         logging.cancel()
         _ = await logging.value
+        XCTAssertTrue(arrived, "no status line showed the ballot")
         let text = lines.all.joined(separator: "\n")
         XCTAssertTrue(text.contains("4821"), text)
         XCTAssertTrue(text.contains("voters=1"), text)
@@ -255,8 +258,8 @@ final class PollControllerTests: XCTestCase {
             }
             air.perform { ctx in ctx.schedule(after: .milliseconds(25)) { again($0, 1600, seed) } }
         }
-        let run = Task { try await controller.run(central: air.central()) }
-        await air.advance(until: RadioInstant(nanoseconds: 25_000_000_000), quantum: .milliseconds(20))
+        let run = await air.start(controller)
+        await air.drive(controller, until: RadioInstant(nanoseconds: 25_000_000_000), quantum: .milliseconds(20))
         run.cancel()
         _ = try? await run.value
         let r = await controller.results()
@@ -273,11 +276,34 @@ final class PollControllerTests: XCTestCase {
     }
 }
 
-/// Collects lines from a view.
+/// Collects lines from a view; `onLine` sees each one as it arrives.
 final class LineSink: Sendable {
     private let storage = Mutex<[String]>([])
-    func add(_ s: String) { storage.withLock { $0.append(s) } }
+    private let onLine: @Sendable (String) -> Void
+    init(onLine: @escaping @Sendable (String) -> Void = { _ in }) { self.onLine = onLine }
+    func add(_ s: String) {
+        storage.withLock { $0.append(s) }
+        onLine(s)
+    }
     var all: [String] { storage.withLock { $0 } }
+}
+
+/// Whether `stream` delivers an element before `limit` (a bound for a broken run, not a wait the
+/// test relies on: a working run returns as soon as the element arrives).
+func first(of stream: AsyncStream<Void>, within limit: Duration) async -> Bool {
+    await withTaskGroup(of: Bool.self) { group in
+        group.addTask {
+            for await _ in stream { return true }
+            return false
+        }
+        group.addTask {
+            try? await Task.sleep(for: limit)
+            return false
+        }
+        let got = await group.next() ?? false
+        group.cancelAll()
+        return got
+    }
 }
 
 /// A thread-safe counter for script actions.

@@ -44,7 +44,7 @@ final class TakeoverAttackTests: XCTestCase {
                         gatt: victim.gattValue(question: question, sequence: sequence, answer: answer))
     }
 
-    var victimHex: String { VoterKey(mode: .anonymous, voterID: victim.voterID).hex }
+    var victimHex: String { IDText.voter(victim.voterID) }
 
     func assertVictimCounted(_ r: PollResults, _ answer: Answer, _ why: String, line: UInt = #line) {
         XCTAssertEqual(r.voters, 1, why, line: line)
@@ -61,14 +61,14 @@ final class TakeoverAttackTests: XCTestCase {
         for policy in ChangePolicy.allCases {
             let air = SimulatedAir(AirConfiguration(seed: 11, clock: .virtual))
             let controller = try PollController(options: PollOptions(joinCode: Self.code, policy: policy), store: nil)
-            let run = Task { try await controller.run(central: air.central()) }
+            let run = await air.start(controller)
             // The victim's third ballot of the poll (sequences run per poll).
             try await vote(air, question: 1, sequence: 3, answer: .choice(1))
-            await air.advance(until: RadioInstant(nanoseconds: 5_000_000_000))
+            await air.drive(controller, until: RadioInstant(nanoseconds: 5_000_000_000))
             assertVictimCounted(await controller.results(), .choice(1), "\(policy): before the attack")
 
             try await attack(air, question: 1, sequence: winning(policy), answer: .choice(3))
-            await air.advance(until: RadioInstant(nanoseconds: 20_000_000_000))
+            await air.drive(controller, until: RadioInstant(nanoseconds: 20_000_000_000))
             run.cancel()
             _ = try? await run.value
             let r = await controller.results()
@@ -85,18 +85,20 @@ final class TakeoverAttackTests: XCTestCase {
         for policy in ChangePolicy.allCases {
             let air = SimulatedAir(AirConfiguration(seed: 12, clock: .virtual))
             let controller = try PollController(options: PollOptions(joinCode: Self.code, policy: policy), store: nil)
-            let run = Task { try await controller.run(central: air.central()) }
+            let run = await air.start(controller)
             try await vote(air, question: 1, sequence: 1, answer: .choice(0))
-            await air.advance(until: RadioInstant(nanoseconds: 5_000_000_000))
+            await air.drive(controller, until: RadioInstant(nanoseconds: 5_000_000_000))
             try await controller.nextQuestion()
             try await attack(air, question: 2, sequence: winning(policy), answer: .choice(3))
-            await air.advance(until: RadioInstant(nanoseconds: 10_000_000_000))
+            await air.drive(controller, until: RadioInstant(nanoseconds: 10_000_000_000))
             let before = await controller.results()
-            XCTAssertEqual(before.counts["D"], 1, "\(policy): the attacker's ballot counts while nothing is verified")
+            XCTAssertEqual(before.counts["D"], 1, "\(policy): the attacker's ballot counts while nothing is verified \(before)")
             XCTAssertEqual(before.ballots.first?.gattVerified, false)
 
             try await vote(air, question: 2, sequence: 4, answer: .choice(2))
-            await air.advance(until: RadioInstant(nanoseconds: 25_000_000_000))
+            await air.drive(controller, until: RadioInstant(nanoseconds: 25_000_000_000))
+            // The victim's ballot is verified once every read has finished; the attacker is heard after it.
+            await air.drive(controller, until: RadioInstant(nanoseconds: air.now.nanoseconds + 2_000_000_000))
             run.cancel()
             _ = try? await run.value
             let r = await controller.results()
@@ -113,11 +115,11 @@ final class TakeoverAttackTests: XCTestCase {
         let store = try ClickerStore(path: path, durability: .normal)
         let air = SimulatedAir(AirConfiguration(seed: 13, clock: .virtual))
         let first = try PollController(options: PollOptions(joinCode: Self.code), store: store)
-        let run = Task { try await first.run(central: air.central()) }
+        let run = await air.start(first)
         try await attack(air, question: 1, sequence: 0xFFFF, answer: .choice(3))
-        await air.advance(until: RadioInstant(nanoseconds: 3_000_000_000))
+        await air.drive(first, until: RadioInstant(nanoseconds: 3_000_000_000))
         try await vote(air, question: 1, sequence: 2, answer: .choice(1))
-        await air.advance(until: RadioInstant(nanoseconds: 15_000_000_000))
+        await air.drive(first, until: RadioInstant(nanoseconds: 15_000_000_000))
         run.cancel()
         _ = try? await run.value
         let before = await first.results()

@@ -1,7 +1,7 @@
 import ClickerTally
 import ClickerTransport
 import ClickerWire
-import TallyDaemon
+@testable import TallyDaemon
 import XCTest
 
 /// Without GATT reads nothing is verified: the version-1 rule holds, a takeover is possible, and the
@@ -32,27 +32,25 @@ final class UnverifiedChangesTests: XCTestCase {
                        "an operator message does not hide it")
     }
 
-    /// A radio that cannot read GATT (raw HCI) turns verification off at its first refusal.
+    /// A radio that cannot read GATT (raw HCI) turns verification off at its first refusal, and no
+    /// read is asked for after it.
     func testARadioWithoutGATTTurnsVerificationOff() async throws {
         let central = RecordingCentral(gattSupported: false)
         let controller = try PollController(options: PollOptions(joinCode: code), store: nil)
         let before = await controller.verificationStatus
         XCTAssertEqual(before, .verified)
-        let run = Task { try await controller.run(central: central) }
-        await central.running(controller)
-        var started = central.readsStarted.makeAsyncIterator()
+        var pump = await ReadPump(controller, central)
         await controller.ingest(report(voter: 7, sequence: 3, answer: .choice(1), address: 1))
-        _ = await started.next()
-        var status = await controller.verificationStatus
-        for _ in 0..<10_000 where status != .changesUnverified {
-            await Task.yield()
-            status = await controller.verificationStatus
-        }
+        let first = await pump.drain()
+        XCTAssertEqual(first, [DeviceAddress(rawValue: 1)])
+        let status = await controller.verificationStatus
         XCTAssertEqual(status, .changesUnverified)
         let view = await controller.viewModel()
         XCTAssertEqual(view.status, "changes unverified (no GATT reads)")
-        run.cancel()
-        _ = try? await run.value
+        await controller.ingest(report(voter: 8, sequence: 1, answer: .choice(2), address: 2))
+        let after = await pump.drain()
+        XCTAssertEqual(after, [], "no read is asked for once the radio refused one")
+        XCTAssertEqual(central.readDevices, [DeviceAddress(rawValue: 1)])
     }
 
     func testRosterPollsAreVerifiedWithoutGATT() async throws {

@@ -1,0 +1,54 @@
+import ClickerStore
+import ClickerTally
+import ClickerWire
+import Foundation
+
+/// How a poll is run.
+public struct PollOptions: Sendable {
+    public var joinCode: JoinCode
+    /// The class list (roster mode): only its students are counted; anonymous ballots are kept
+    /// apart as "unregistered". Nil for anonymous polls.
+    public var roster: Roster?
+    public var policy: ChangePolicy
+    /// Answers offered per question (A…).
+    public var options: Int
+    /// The question opened when the poll starts.
+    public var firstQuestion: UInt8
+    /// Read anonymous ballots back over GATT and verify their signature (PROTOCOL.md §7, §8.3).
+    public var confirmByGATT: Bool
+    public var gattTimeout: Duration
+    /// GATT reads in flight at once (controllers allow only a few connections).
+    public var maxConcurrentReads: Int
+    public var title: String?
+    /// When live counts of an open question move (see `PublishRule`); final results are exact.
+    public var publishRule = PublishRule()
+
+    public init(joinCode: JoinCode, roster: Roster? = nil,
+                policy: ChangePolicy = .latestWins, options: Int = 4, firstQuestion: UInt8 = 1,
+                confirmByGATT: Bool = true, gattTimeout: Duration = .seconds(10), maxConcurrentReads: Int = 2,
+                title: String? = nil) {
+        self.joinCode = joinCode
+        self.roster = roster
+        self.policy = policy
+        self.options = options
+        self.firstQuestion = firstQuestion
+        self.confirmByGATT = confirmByGATT
+        self.gattTimeout = gattTimeout
+        self.maxConcurrentReads = maxConcurrentReads
+        self.title = title
+    }
+}
+
+/// How a `PollController` starts.
+public enum PollStart: Sendable, Equatable {
+    /// A new poll with `PollOptions.joinCode`, which the database must not hold yet; the open poll
+    /// in the database, if any, is closed first.
+    case fresh
+    /// Continue the open poll of the database (its join code, counting rule, mode, question
+    /// definitions and ballots), refused when it started more than `maxAge` ago or when `stated`
+    /// (what the command line said) contradicts it.
+    case resume(maxAge: Duration, stated: ResumeFlags = ResumeFlags())
+
+    /// The default limit of `--resume`: a poll older than a long lecture is not continued.
+    public static let defaultResumeLimit: Duration = .seconds(6 * 3600)
+}

@@ -1,0 +1,81 @@
+import ClickerStore
+import ClickerTally
+import ClickerWire
+import Foundation
+
+/// The operator's actions on questions: open again, close (an anonymous question keeps only its
+/// totals), next.
+extension PollController {
+    /// Opens the current question again (after a close).
+    public func openQuestion() throws {
+        guard !isOpen else { throw PollError.questionAlreadyOpen(Int(question)) }
+        // An anonymous question forgets its voters when it closes: reopening it would count again
+        // voters who already voted.
+        if options.roster == nil { throw PollError.questionSealed(Int(question)) }
+        try storeAction { try $0.openQuestion(poll: $1, number: Int(question)) }
+        if !pipeline.tally.openQuestions.contains(question), !pipeline.tally.reopen(question: question) {
+            pipeline.tally.open(.choice(question, options: options.options))
+        }
+        isOpen = true
+        closedAt = nil
+        resetPublished()
+        version &+= 1
+    }
+
+    /// Closes the current question: later ballots for it are rejected (`otherQuestion`). In an
+    /// anonymous poll only its totals remain, in the database and in memory.
+    public func closeQuestion() throws {
+        guard isOpen else { throw PollError.noOpenQuestion }
+        flush()
+        if options.roster == nil, !unsaved.isEmpty {
+            throw PollError.storage("votes not yet saved (\(storageError ?? "database error")): the question stays open")
+        }
+        // An anonymous question keeps the totals the live tally shows.
+        let totals = options.roster == nil ? liveTotals(question) : nil
+        try storeAction { try $0.closeQuestion(poll: $1, number: Int(question), totals: totals) }
+        pipeline.tally.close(question: question)
+        pipeline.forgetClosedQuestions()
+        if let totals { seal(question, totals) }
+        isOpen = false
+        closedAt = Date()
+        resetPublished()
+        version &+= 1
+    }
+
+    /// Closes the current question (if open) and opens the next one.
+    public func nextQuestion() throws {
+        guard question < UInt8.max else { throw PollError.lastQuestion }
+        if isOpen { try closeQuestion() }
+        let next = question + 1
+        try storeAction { try $0.openQuestion(poll: $1, number: Int(next), definition: options.questionDefinition) }
+        pipeline.tally.open(.choice(next, options: options.options))
+        question = next
+        isOpen = true
+        openedAt = Date()
+        closedAt = nil
+        acceptedRate.reset()
+        resetPublished()
+        version &+= 1
+    }
+
+    /// The totals of a question as the live tally counts them.
+    func liveTotals(_ q: UInt8) -> QuestionTotals {
+        let r = results(question: q, ballots: false)
+        var counts = [Int](repeating: 0, count: 4)
+        for (answer, n) in pipeline.tally.question(q)?.counts ?? [:] {
+            guard case .choice(let option) = answer else { continue }
+            let i = Int(option)
+            if i >= counts.count { counts += [Int](repeating: 0, count: i + 1 - counts.count) }
+            counts[i] += n
+        }
+        return QuestionTotals(pollId: pollID ?? 0, question: Int(q), voters: r.voters, changes: r.changes,
+                              gattVerified: r.gattVerified, counts: counts)
+    }
+
+    /// Keeps only the totals of a closed anonymous question, and forgets its voters.
+    func seal(_ q: UInt8, _ totals: QuestionTotals) {
+        sealed[q] = totals
+        pipeline.tally.forgetVoters(question: q)
+        committed[q] = nil
+    }
+}

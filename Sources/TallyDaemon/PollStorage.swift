@@ -1,0 +1,115 @@
+import ClickerStore
+import ClickerTally
+import ClickerTransport
+import ClickerWire
+import Foundation
+
+/// Storage: every accepted ballot is committed in the actor turn that tallied it, before any reader
+/// sees it; what fails to commit is kept (one record per voter) and retried.
+extension PollController {
+    func record(_ b: Ballot, address: DeviceAddress, gattVerified: Bool) -> BallotRecord {
+        let now = Date()
+        // Anonymous polls keep no address (the store enforces it too).
+        return BallotRecord(poll: pollID ?? 0, question: Int(b.question),
+                            voter: VoterKey(mode: b.mode, voterID: b.voterID).storeBytes,
+                            answer: b.answer, sequence: UInt32(b.sequence),
+                            address: options.roster == nil ? "" : address.description,
+                            firstHeard: now, lastHeard: now, gattVerified: gattVerified)
+    }
+
+    /// Commits ballots (and pending rejection counters) in one transaction. On failure they are kept
+    /// and retried with the next commit; the error shows in the view.
+    func commit(_ ballots: [BallotRecord]) {
+        guard let store, let pollID else { verification.newBindings.removeAll(); return }
+        let all = unsaved + ballots
+        let rejections = pendingRejections.map {
+            RejectionCount(poll: pollID, question: Int($0.key.question), reason: $0.key.reason, count: $0.value)
+        }
+        do {
+            try store.record(all, rejections: rejections, voterKeys: verification.newBindings)
+            verification.newBindings.removeAll()
+            for b in all {
+                guard let key = VoterKey(storeBytes: b.voter), let q = UInt8(exactly: b.question),
+                      let seq = UInt16(exactly: b.sequence) else { continue }
+                committed[q, default: [:]][key] = seq
+            }
+            unsaved.removeAll()
+            pendingRejections.removeAll()
+            if storageError != nil { storageError = nil; version &+= 1 }
+        } catch {
+            unsaved = Self.latestPerVoter(all)
+            storageError = "\(error)"
+            logger.error("cannot commit \(all.count) ballots: \(error)")
+            version &+= 1
+        }
+    }
+
+    /// Ballots kept while the store fails: only each voter's highest sequence per question (what a
+    /// retry must store to count), so a long outage holds one record per voter, not one per ballot.
+    static func latestPerVoter(_ records: [BallotRecord]) -> [BallotRecord] {
+        var best: [BallotSlot: Int] = [:]
+        for (i, b) in records.enumerated() {
+            let k = BallotSlot(question: b.question, voter: b.voter)
+            if let j = best[k], records[j].sequence > b.sequence
+                || (records[j].sequence == b.sequence && (records[j].gattVerified || !b.gattVerified)) { continue }
+            best[k] = i
+        }
+        return best.values.sorted().map { records[$0] }
+    }
+
+    struct BallotSlot: Hashable { var question: Int; var voter: Data }
+
+    /// Commits everything pending (rejection counters, ballots after a storage error).
+    public func flush() { commit([]) }
+
+    func storeAction(_ body: (ClickerStore, Int64) throws -> Void) throws {
+        guard let store, let pollID else { return }
+        do { try body(store, pollID) } catch { throw PollError.storage("\(error)") }
+    }
+
+    /// Writes the poll's CSV and JSON exports into `directory`; returns the file paths.
+    public func export(to directory: String) throws -> [String] {
+        flush()
+        guard let store, let pollID else { throw PollError.storage("no database: run without --no-store to export") }
+        do {
+            let roster = options.roster.map { [(suffix: "roster.csv", contents: rosterCSV($0))] } ?? []
+            return try store.export(poll: pollID, to: directory, adding: roster)
+        } catch { throw PollError.storage("\(error)") }
+    }
+
+    /// One row per enrolled student, one column per question: the counted answer, or empty.
+    func rosterCSV(_ roster: Roster) -> String {
+        let numbers = pipeline.tally.questions.keys.sorted()
+        var columns: [[Answer?]] = []
+        for q in numbers {
+            guard let r = pipeline.tally.results(question: q) else { continue }
+            columns.append(roster.answers(r, keyring: pipeline.keyring).map(\.answer))
+        }
+        var rows = [["name", "student_id"] + numbers.map { "q\($0)" }]
+        for (i, e) in roster.entries.enumerated() {
+            rows.append([e.name, e.studentID] + columns.map { $0[i]?.description ?? "" })
+        }
+        return Exporter.csv(rows)
+    }
+}
+
+extension VoterKey {
+    /// Stored form: mode byte, then the voter ID big-endian.
+    var storeBytes: Data {
+        Data([mode.rawValue, UInt8(voterID >> 24), UInt8((voterID >> 16) & 0xFF), UInt8((voterID >> 8) & 0xFF),
+              UInt8(voterID & 0xFF)])
+    }
+
+    init?(storeBytes d: Data) {
+        let b = [UInt8](d)
+        guard b.count == 5, let mode = BallotMode(rawValue: b[0]) else { return nil }
+        self.init(mode: mode, voterID: UInt32(b[1]) << 24 | UInt32(b[2]) << 16 | UInt32(b[3]) << 8 | UInt32(b[4]))
+    }
+}
+
+extension Answer {
+    /// The label of a count column (an option index of a sealed question's totals): `A`…`H`, else the index.
+    static func optionLabel(_ i: Int) -> String {
+        i >= 0 && i < Answer.maxOptions ? Answer.choice(UInt8(i)).description : String(i)
+    }
+}
