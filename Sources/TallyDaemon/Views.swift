@@ -81,7 +81,9 @@ public enum PlainView {
         let updates = controller.changeFeed.updates(every: .milliseconds(200), settle: settle, clock: clock)
         let start = clock.now
         var last: TallyViewModel?
-        var lastVersion = await controller.version
+        // The first pass always writes a status line, so changes made before the view started
+        // (ballots counted while it was being set up) show without waiting for the next one.
+        var lastVersion: Int? = nil
         var lastStatus = clock.now
         func pass() async {
             var model = await controller.viewModel(showJoinCode: !redactSecret)
@@ -89,7 +91,7 @@ public enum PlainView {
             for line in formatter.eventLines(from: last, to: model, rejections: false) { write(line) }
             for line in summary.update(model.rejections, at: start.duration(to: clock.now)) { write(line) }
             let version = await controller.version
-            if version != lastVersion, lastStatus.duration(to: clock.now) >= every {
+            if version != lastVersion, lastVersion == nil || lastStatus.duration(to: clock.now) >= every {
                 write(formatter.statusLine(model))
                 lastVersion = version
                 lastStatus = clock.now
