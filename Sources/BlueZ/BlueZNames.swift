@@ -31,6 +31,15 @@ public enum AdapterSelection: Sendable, Hashable, CustomStringConvertible {
         case .address(let a): "address \(a)"
         }
     }
+
+    /// The adapter's name in log lines until the real one is known.
+    var logName: String {
+        switch self {
+        case .name(let n): n
+        case .address(let a): a.description
+        case .firstPowered: "bluez"
+        }
+    }
 }
 
 enum DevicePath {

@@ -83,11 +83,7 @@ actor PeripheralEngine {
     init(options: BlueZPeripheralOptions, logger: Logger) {
         self.options = options
         self.logger = logger
-        let name: String = switch options.adapter {
-        case .name(let n): n
-        case .address(let a): a.description
-        case .firstPowered: "bluez"
-        }
+        let name = options.adapter.logName
         adapterName = name
         status = RadioStatusBroadcaster(RadioStatus(adapter: name, state: .stopped))
     }

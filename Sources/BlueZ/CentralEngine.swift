@@ -102,11 +102,7 @@ final class CentralEngine: Sendable {
     init(options: BlueZCentralOptions, logger: Logger) {
         self.options = options
         self.logger = logger
-        let name: String = switch options.adapter {
-        case .name(let n): n
-        case .address(let a): a.description
-        case .firstPowered: "bluez"
-        }
+        let name = options.adapter.logName
         state = Mutex(State(adapterName: name))
         statusHub = RadioStatusBroadcaster(RadioStatus(adapter: name, state: .stopped))
         slots = AsyncSemaphore(permits: options.maxConcurrentConnections)

@@ -81,6 +81,11 @@ public final class TestClock: Clock, Sendable {
         for c in due { c.resume() }
     }
 
+    /// Moves the clock forward by `duration` and wakes every sleeper whose deadline has come.
+    public func advance(by duration: Duration) {
+        advance(to: now.advanced(by: duration))
+    }
+
     private static func satisfied(_ s: inout State) -> [CheckedContinuation<Void, Never>] {
         let n = s.sleepers.count
         let ready = s.watchers.filter { $0.count <= n }.map(\.continuation)

@@ -1,3 +1,4 @@
+import ClickerTestSupport
 import Foundation
 import Logging
 import TallyDaemon
@@ -61,7 +62,7 @@ final class LiveViewTests: XCTestCase {
         let terminal = try TerminalSession(input: pty.secondary, output: pty.secondary, restoreOnSignals: false)
         XCTAssertEqual(pty.readAvailable(), TerminalSequences.enter)
         let poll = StubPoll(model: Self.model)
-        let clock = SteppedClock()
+        let clock = TestClock()
         var view = LiveView(environment: ["NO_COLOR": "1"], clock: clock)
 
         // First pass: the whole frame.
@@ -109,7 +110,7 @@ final class LiveViewTests: XCTestCase {
         let terminal = try TerminalSession(input: pty.secondary, output: pty.secondary, restoreOnSignals: false)
         _ = pty.readAvailable()
         let poll = StubPoll(model: Self.model, failing: true)
-        let clock = SteppedClock()
+        let clock = TestClock()
         var view = LiveView(environment: ["TERM": "xterm-256color"], clock: clock)
         let before = await view.step(poll, terminal: terminal, exportDirectory: "/x")
         XCTAssertEqual(before, .waiting)
@@ -135,7 +136,7 @@ final class LiveViewTests: XCTestCase {
         let terminal = try TerminalSession(input: pty.secondary, output: pty.secondary, restoreOnSignals: false)
         _ = pty.readAvailable()
         let poll = StubPoll(model: Self.model)
-        let clock = SteppedClock()
+        let clock = TestClock()
         var view = LiveView(environment: ["NO_COLOR": "1"], clock: clock, quitNeedsConfirmation: false)
         _ = await view.step(poll, terminal: terminal, events: [.key(.character("e"))], exportDirectory: "/x")
         XCTAssertTrue(String(decoding: pty.readAvailable(), as: UTF8.self).contains("did export"))
@@ -181,7 +182,7 @@ final class LiveViewTests: XCTestCase {
         let file = NSTemporaryDirectory() + "clicker-log-\(UUID().uuidString).log"
         addTeardownBlock { try? FileManager.default.removeItem(atPath: file) }
         XCTAssertEqual(try route.divert(toFile: file), file)
-        let clock = SteppedClock()
+        let clock = TestClock()
         var view = LiveView(environment: ["NO_COLOR": "1"], clock: clock, log: route)
         let poll = StubPoll(model: Self.model)
         _ = await view.step(poll, terminal: terminal, events: [], exportDirectory: "/x")
