@@ -111,7 +111,8 @@ public struct TallyViewModel: Sendable, Equatable, Codable {
     /// Distinct voters counted for the current question.
     public var voters: Int
     public var votesPerSecond: Double
-    /// Answer changes for the current question.
+    /// Voters of the current question who changed their answer (a higher sequence with another answer
+    /// replaced their counted one; `VoterRecord.changed`).
     public var changes: Int
     /// Rejections by reason, in display order.
     public var rejections: [Rejection]
