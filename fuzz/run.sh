@@ -52,7 +52,8 @@ def walk(d):
 walk(json.load(sys.stdin))')
 # The C modules' module maps live in their include directories.
 CFLAGS=(-Xcc -I"$CRYPTO_SRC"/Sources/CCryptoBoringSSL/include -Xcc -I"$CRYPTO_SRC"/Sources/CCryptoBoringSSLShims/include)
-SAN=(-sanitize=fuzzer,address -parse-as-library -O)
+# -package-name: the sources use `package` access (test hooks), as SwiftPM builds them.
+SAN=(-sanitize=fuzzer,address -parse-as-library -O -package-name clicker)
 # The system libraries' module maps (Sources/C*) and headers, for the radio-input target.
 CFLAGS+=(-I Sources/CDBus -I Sources/CBluetooth)
 for f in $(pkg-config --cflags dbus-1 bluez); do CFLAGS+=(-Xcc "$f"); done

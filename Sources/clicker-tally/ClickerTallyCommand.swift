@@ -18,20 +18,28 @@ struct ClickerTallyCommand: AsyncParsableCommand {
         commandName: "clicker-tally",
         abstract: "Count classroom votes from Bluetooth LE advertisements.",
         discussion: """
-            With no subcommand it runs a poll in this terminal (the options below): it picks a fresh join code, \
-            shows it large, and counts the votes that arrive. Every run starts a new poll; `--resume` continues \
-            the open one (if it started less than --resume-limit hours ago). `--simulate 300` fills the room with \
-            simulated students.
-            """,
+            With no subcommand it runs a poll in this terminal (`clicker-tally run`, whose options follow): it \
+            picks a fresh join code, shows it large, and counts the votes that arrive. Every run starts a new \
+            poll; `--resume` continues the open one (if it started less than --resume-limit hours ago). \
+            `--simulate 300` fills the room with simulated students.
+
+            """ + "\n" + runOptionsHelp,
         version: ClickerVersion.text(program: "clicker-tally"),
         subcommands: [Run.self, Daemon.self, Watch.self, Status.self, New.self, Open.self, Close.self, Next.self,
-                      Results.self, Export.self, RosterCommand.self]
+                      Results.self, Export.self, RosterCommand.self],
+        // The default run is a subcommand, not the root's own options: a subcommand's `--json` or
+        // `--question` must not be taken by the root (`results --json`).
+        defaultSubcommand: Run.self
     )
 
-    // The default run's options are the root command's own, so that `--help` lists them.
-    @OptionGroup var run: RunArguments
-
-    func run() async throws { try await run.execute() }
+    /// The default run's options, as `clicker-tally run --help` lists them, for the root's `--help`.
+    static var runOptionsHelp: String {
+        let help = Run.helpMessage(columns: 78)
+        guard let start = help.range(of: "OPTIONS:") else { return "" }
+        return help[start.lowerBound...].split(separator: "\n", omittingEmptySubsequences: false)
+            .filter { !$0.contains("--help") }.joined(separator: "\n")
+            .replacingOccurrences(of: "OPTIONS:", with: "OPTIONS OF THE DEFAULT RUN:")
+    }
 }
 
 /// Options shared by every command that runs a poll.

@@ -24,7 +24,7 @@ enum ClickerTallyMain {
 
     /// The adapter a command will open over raw HCI, if it will.
     static func hciAdapter(of command: ParsableCommand) -> String? {
-        if let c = (command as? Run)?.arguments ?? (command as? ClickerTallyCommand)?.run,
+        if let c = (command as? Run)?.arguments,
            c.room.simulate == nil, c.radio.radio == .hci { return c.radio.adapter ?? "hci0" }
         if let c = command as? Daemon, c.room.simulate == nil, c.radio.radio == .hci { return c.radio.adapter ?? "hci0" }
         return nil
