@@ -72,7 +72,7 @@ let package = Package(
 
         // Radios: backends adapt the outside world to ClickerTransport
         .target(name: "ClickerSim", dependencies: ["ClickerTransport", "OSThreads"]),
-        .target(name: "DBus", dependencies: ["CDBus"]),
+        .target(name: "DBus", dependencies: ["CDBus", "OSThreads"]),
         // Private dbus-daemon + helper processes for tests (used only by test targets).
         .target(name: "DBusTestSupport", dependencies: ["DBus"]),
         // Test targets only: poll secrets derived once per test process (scrypt is slow on purpose), a clock

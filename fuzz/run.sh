@@ -72,8 +72,8 @@ needs_radio=0
 for t in "${targets[@]}"; do [ "$t" = radio-input ] && needs_radio=1; done
 if [ $needs_radio = 1 ]; then
     # -enable-testing: the harness builds a DBusMessage from demarshalled bytes (an internal initialiser).
-    module DBus -enable-testing Sources/DBus/*.swift
     module OSThreads Sources/OSThreads/*.swift
+    module DBus -enable-testing Sources/DBus/*.swift
     module HCI Sources/HCI/*.swift
 fi
 

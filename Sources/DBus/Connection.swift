@@ -1,4 +1,5 @@
 import CDBus
+import OSThreads
 import Synchronization
 
 /// Which bus (or peer) to connect to.
@@ -56,10 +57,10 @@ public final class DBusConnection: Sendable {
     /// Connects (authentication and `Hello` run on the new dispatch thread, not on the caller's).
     public static func connect(_ target: DBusBusTarget) async throws -> DBusConnection {
         try await withCheckedThrowingContinuation { (cont: CheckedContinuation<DBusConnection, Error>) in
-            let started = startThread {
+            let started = OSThread.start(name: "clicker-dbus") {
                 ConnectionCore.threadMain(target: target, cont: cont)
             }
-            if !started {
+            if started == nil {
                 cont.resume(throwing: DBusError(name: DBusError.failed, message: "cannot start dispatch thread"))
             }
         }

@@ -60,28 +60,6 @@ func pollConnection(_ connFD: Int32, wantWrite: Bool, wakeFD: Int32, timeoutMs: 
     return (fds[1].revents & Int16(POLLIN) != 0, false)
 }
 
-/// Starts a detached OS thread running `body`.
-func startThread(_ body: @escaping @Sendable () -> Void) -> Bool {
-    final class Box: Sendable {
-        let body: @Sendable () -> Void
-        init(_ b: @escaping @Sendable () -> Void) { body = b }
-    }
-    let ctx = Unmanaged.passRetained(Box(body)).toOpaque()
-    var tid = pthread_t()
-    let rc = pthread_create(&tid, nil, { raw in
-        guard let raw else { return nil }
-        let box = Unmanaged<Box>.fromOpaque(raw).takeRetainedValue()
-        box.body()
-        return nil
-    }, ctx)
-    if rc != 0 {
-        Unmanaged<Box>.fromOpaque(ctx).release()
-        return false
-    }
-    pthread_detach(tid)
-    return true
-}
-
 func getenvString(_ name: String) -> String? {
     guard let p = getenv(name) else { return nil }
     let s = String(cString: p)
