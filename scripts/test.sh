@@ -25,8 +25,11 @@ stage() {
   local t0=$SECONDS rc p f
   echo "=== stage: $name"
   "$@" 2>&1 | tee "$log"; rc=${PIPESTATUS[0]}
-  p=$(grep -aoE 'Executed [0-9]+ tests?, with [0-9]+ failures?' "$log" | tail -1 | awk '{print $2}')
-  f=$(grep -aoE 'Executed [0-9]+ tests?, with [0-9]+ failures?' "$log" | tail -1 | awk '{print $5}')
+  # XCTest's last summary line: "Executed 421 tests, with [1 test skipped and ]0 failures".
+  local summary
+  summary=$(grep -aoE 'Executed [0-9]+ tests?, with ([0-9]+ tests? skipped and )?[0-9]+ failures?' "$log" | tail -1)
+  p=$(sed -E 's/^Executed ([0-9]+) .*/\1/' <<<"$summary")
+  f=$(sed -E 's/.* ([0-9]+) failures?$/\1/' <<<"$summary")
   if [ -n "$p" ]; then p=$((p - f))
   else
     p=$(grep -aE '(^|: )[0-9]+ passed, [0-9]+ failed' "$log" | tail -1 | grep -oE '[0-9]+ passed' | grep -oE '[0-9]+')
@@ -36,8 +39,16 @@ stage() {
   [ "$rc" -ne 0 ] && [ "${f:-0}" -eq 0 ] && f=1
   passed=$((passed + p)); failed=$((failed + f))
   if [ "$rc" -eq 0 ]; then echo "=== stage $name: PASS ($((SECONDS - t0)) s)"
-  else failures+=("$name"); echo "=== stage $name: FAIL (exit $rc, $((SECONDS - t0)) s)"; fi
+  else
+    failures+=("$name"); echo "=== stage $name: FAIL (exit $rc, $((SECONDS - t0)) s)"
+    # What failed, kept for the end of the output (where a long log's reader looks first).
+    digest+="--- $name: exit $rc"$'\n'
+    digest+=$(grep -aE "error:|' failed \(|Fatal error|FAIL|Assertion|signal [0-9]+|Segmentation|Illegal instruction" "$log" \
+      | grep -av "PASS" | head -20)$'\n'
+    digest+=$(tail -5 "$log")$'\n'
+  fi
 }
+digest=""
 
 stage build swift build --build-tests
 stage unit-and-dbus swift test --skip-build --disable-swift-testing
@@ -52,6 +63,10 @@ if [ "${SKIP_E2E:-0}" != 1 ]; then
   stage e2e-bluez Tests/e2e/run.sh all hci
 fi
 
-[ ${#failures[@]} -eq 0 ] || echo "failed stages: ${failures[*]}"
+if [ ${#failures[@]} -ne 0 ]; then
+  echo "=== what failed"
+  printf '%s' "$digest"
+  echo "failed stages: ${failures[*]}"
+fi
 echo "tests: $passed passed, $failed failed"
 [ ${#failures[@]} -eq 0 ]
