@@ -180,11 +180,16 @@ public final class TerminalSession: Sendable {
         }
     }
 
-    static func writeAll(_ fd: Int32, _ bytes: [UInt8]) {
+    /// Writes all of `bytes` to `fd`, waiting in poll(2) whenever it is full. Returns how many
+    /// write(2) calls it took, so that a test can tell waiting from retrying.
+    @discardableResult
+    package static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Int {
+        var calls = 0
         bytes.withUnsafeBytes { buf in
             guard var p = buf.baseAddress else { return }
             var left = buf.count
             while left > 0 {
+                calls += 1
                 let n = Glibc.write(fd, p, left)
                 if n < 0 {
                     if errno == EINTR { continue }
@@ -201,6 +206,7 @@ public final class TerminalSession: Sendable {
                 left -= n
             }
         }
+        return calls
     }
 
     /// Waits up to `timeout` for input or a resize; returns the events (possibly none).
