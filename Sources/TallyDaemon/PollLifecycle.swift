@@ -123,7 +123,7 @@ extension PollController {
     static func spec(_ q: QuestionRecord, options: Int) -> QuestionSpec {
         let number = UInt8(clamping: q.number)
         guard let d = q.definition else { return .choice(number, options: options) }
-        return QuestionSpec(number: number, options: d.options, kinds: Set(d.kinds))
+        return QuestionSpec(number: number, definition: d)
     }
 
     /// Rebuilds the tally of a stored poll: ballots are replayed in the order they were counted in
