@@ -113,7 +113,7 @@ public struct QuestionDefinition: Sendable, Hashable {
 }
 
 /// A question of a poll, numbered from 1.
-public struct QuestionRecord: Sendable, Hashable, Codable, FetchableRecord, PersistableRecord {
+public struct QuestionRecord: Sendable, Hashable, Codable, FetchableRecord, PersistableRecord, DefinitionColumns {
     public static let databaseTableName = "question"
     // Dates are seconds since 1970 (REAL columns).
     public static var databaseDateDecodingStrategy: DatabaseDateDecodingStrategy { .timeIntervalSince1970 }
@@ -157,28 +157,8 @@ public struct QuestionRecord: Sendable, Hashable, Codable, FetchableRecord, Pers
 
     /// What the question offers; nil when it was stored by a version that did not keep it.
     public var definition: QuestionDefinition? {
-        get {
-            guard let answerKinds, let options else { return nil }
-            let kinds = answerKinds.compactMap(Answer.Kind.init(rawValue:))
-            guard kinds.count == answerKinds.count else { return nil }
-            var numeric: QuestionDefinition.Numeric?
-            if let numericDecimals, let numericLowest, let numericHighest {
-                numeric = .init(decimals: numericDecimals, lowest: numericLowest, highest: numericHighest)
-            }
-            return QuestionDefinition(kinds: kinds, options: options, optionTexts: optionTexts, title: title,
-                                      numeric: numeric, correct: correctAnswers ?? [], points: points)
-        }
-        set {
-            answerKinds = newValue?.kinds.map(\.rawValue)
-            options = newValue?.options
-            optionTexts = newValue?.optionTexts
-            title = newValue?.title
-            numericDecimals = newValue?.numeric?.decimals
-            numericLowest = newValue?.numeric?.lowest
-            numericHighest = newValue?.numeric?.highest
-            correctAnswers = newValue.flatMap { $0.correct.isEmpty ? nil : $0.correct }
-            points = newValue?.points
-        }
+        get { storedDefinition }
+        set { storedDefinition = newValue }
     }
 }
 
@@ -262,6 +242,8 @@ public struct ResumeState: Sendable, Hashable {
     public var totals: [QuestionTotals] = []
     /// The poll's voter key bindings (trust on first use).
     public var voterKeys: [VoterKeyRecord] = []
+    /// The question set the poll follows (question 1 first); empty when asked ad hoc.
+    public var plan: [QuestionDefinition] = []
 }
 
 /// The totals of a closed question of an anonymous poll: all that is kept of it once it closes

@@ -117,6 +117,7 @@ extension ClickerStore {
                 t.add(column: "points", .double)
             }
         }
+        registerPlanMigration(&m)
         return m
     }
 }
