@@ -18,7 +18,8 @@ struct QuestionArguments: ParsableArguments {
     @Option(help: ArgumentHelp("The question's title.", valueName: "text"))
     var title: String?
 
-    @Option(help: ArgumentHelp("A numeric question's range, in the students' units: LOW..HIGH, e.g. 0..100 or -2.5..2.5.", valueName: "low..high"))
+    @Option(parsing: .unconditional,
+            help: ArgumentHelp("A numeric question's range, in the students' units: LOW..HIGH, e.g. 0..100 or -2.5..2.5.", valueName: "low..high"))
     var range: String?
 
     @Option(help: ArgumentHelp("Digits after the decimal point of a numeric question's answers, 0-4 (default: the range's).", valueName: "n"))
