@@ -25,6 +25,11 @@ public enum QuestionFile {
     public static func parse(_ text: String, file: String) throws(QuestionFileError) -> [QuestionSpec] {
         let root: Node?
         do { root = try Yams.compose(yaml: text) } catch let e as YamlError {
+            if case .duplicatedKeysInMapping(let keys, let context) = e,
+               let n = question(withKeyOnLine: context.mark.line, before: e.line(in: text), in: text) {
+                throw QuestionFileError(file: file, line: e.line(in: text),
+                                        message: "question \(n): '\(keys.first ?? "?")': given twice (first on line \(context.mark.line))")
+            }
             throw QuestionFileError(file: file, line: e.line(in: text), message: e.summary)
         } catch {
             throw QuestionFileError(file: file, line: 1, message: "\(error)")
@@ -58,6 +63,20 @@ public enum QuestionFile {
             specs.append(try reader.read(entry))
         }
         return specs
+    }
+}
+
+extension QuestionFile {
+    /// The number of the question that has a key on line `keyLine`, read from the text before line
+    /// `end` (where the duplicate key is, so that it parses): for naming the question of a key given twice.
+    static func question(withKeyOnLine keyLine: Int, before end: Int, in text: String) -> Int? {
+        let head = text.split(separator: "\n", omittingEmptySubsequences: false).prefix(max(0, end - 1)).joined(separator: "\n")
+        guard let root = try? Yams.compose(yaml: head), case .sequence(let entries)? = root.mapping?["questions"] else { return nil }
+        for (i, entry) in entries.enumerated() {
+            guard case .mapping(let map) = entry else { continue }
+            if map.contains(where: { $0.key.mark?.line == keyLine }) { return i + 1 }
+        }
+        return nil
     }
 }
 
