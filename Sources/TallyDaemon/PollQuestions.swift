@@ -55,7 +55,8 @@ extension PollController {
 
     /// Closes the current question (if open) and opens the next one: the set's next question, or
     /// `adHoc` (its number is ignored), or without a set the current question's kind and options again
-    /// (no title, no correct answer). After the set's last question only an ad-hoc question opens.
+    /// (no title, no correct answer). After the set's last question only an ad-hoc question opens;
+    /// after that one, the same kind again.
     public func nextQuestion(_ adHoc: QuestionSpec? = nil) throws {
         guard question < UInt8.max else { throw PollError.lastQuestion }
         let next = question + 1
@@ -64,10 +65,12 @@ extension PollController {
         if let adHoc {
             if Int(next) <= set.count { throw PollError.questionSetNotFinished(next: Int(next), count: set.count) }
             upcoming = adHoc
-        } else if !set.isEmpty {
-            guard Int(next) <= set.count else { throw PollError.endOfQuestionSet(count: set.count) }
+        } else if Int(next) <= set.count {
             upcoming = set[Int(next) - 1]
+        } else if !set.isEmpty, Int(question) == set.count {
+            throw PollError.endOfQuestionSet(count: set.count)
         } else {
+            // Ad hoc (or past the set, after an ad-hoc question): the current kind and options again.
             let current = spec
             upcoming = QuestionSpec(number: next, options: current.options, kinds: current.kinds, numeric: current.numeric)
         }

@@ -179,5 +179,12 @@ final class QuestionSetTests: XCTestCase {
         do { try await set.nextQuestion(numeric); XCTFail("the set has questions left") } catch let e as PollError {
             XCTAssertEqual(e, .questionSetNotFinished(next: 2, count: 4))
         }
+        for _ in 2...4 { try await set.nextQuestion() }
+        // After the set's last question: an ad-hoc question, then `n` asks its kind again.
+        try await set.nextQuestion(numeric)
+        try await set.nextQuestion()
+        let (n, past) = await (set.question, set.spec)
+        XCTAssertEqual(n, 6)
+        XCTAssertEqual(past, QuestionSpec(number: 6, options: 1, kinds: [.numeric], numeric: numeric.numeric))
     }
 }
