@@ -108,6 +108,22 @@ final class QuestionSetTests: XCTestCase {
         XCTAssertEqual(try db.plan(poll: 1).count, 4)
     }
 
+    /// `--question N` starts the set at its question N; beyond the set it is refused before any poll starts.
+    func testStartingInsideTheSet() async throws {
+        var o = try setOptions()
+        o.firstQuestion = 3
+        let c = try PollController(options: o, store: nil, now: t0)
+        let (q, spec) = await (c.question, c.spec)
+        XCTAssertEqual(q, 3)
+        XCTAssertEqual(spec.title, "g in m/s²")
+        o.firstQuestion = 5
+        let db = try store()
+        XCTAssertThrowsError(try PollController(options: o, store: db, now: t0)) {
+            XCTAssertEqual($0 as? PollError, .notInQuestionSet(question: 5, count: 4))
+        }
+        XCTAssertEqual(try db.polls().count, 0)
+    }
+
     /// A resume told nothing goes on with the stored set: the current question's kind still governs,
     /// `n` opens the set's next question; a different set on the command line is refused.
     func testResumeKeepsTheSet() async throws {
