@@ -58,6 +58,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-async-algorithms", from: "1.1.4"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
     ],
     targets: [
         // C libraries
@@ -69,6 +70,8 @@ let package = Package(
                                               .product(name: "_CryptoExtras", package: "swift-crypto")]),
         .target(name: "ClickerTally", dependencies: ["ClickerWire", "ClickerTransport"]),
         .target(name: "ClickerTransport"),
+        // Question definitions from text: the question file (YAML) and ad-hoc kinds, options and ranges.
+        .target(name: "ClickerQuestions", dependencies: ["ClickerTally", "ClickerWire", .product(name: "Yams", package: "Yams")]),
 
         // Radios: backends adapt the outside world to ClickerTransport
         .target(name: "ClickerSim", dependencies: ["ClickerTransport", "OSThreads"]),
@@ -92,7 +95,7 @@ let package = Package(
         // A pseudo-terminal pair that tests and the ViewLoop benchmark type into and read back.
         .target(name: "TerminalTestSupport", dependencies: ["TerminalView"]),
         .target(name: "TallyDaemon", dependencies: [
-            "ClickerWire", "ClickerTally", "ClickerTransport", "ClickerStore", "TerminalView", "DBus", "PrivateFiles", "OSThreads",
+            "ClickerWire", "ClickerTally", "ClickerQuestions", "ClickerTransport", "ClickerStore", "TerminalView", "DBus", "PrivateFiles", "OSThreads",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
@@ -106,7 +109,7 @@ let package = Package(
 
         // Executables only wire things together
         .executableTarget(name: "clicker-tally", dependencies: [
-            "ClickerCommandLine", "TallyDaemon", "ClickerSim", "BlueZ", "HCI", "Voter", "DBus", "ClickerStore", "TerminalView",
+            "ClickerCommandLine", "TallyDaemon", "ClickerQuestions", "ClickerSim", "BlueZ", "HCI", "Voter", "DBus", "ClickerStore", "TerminalView",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -120,6 +123,7 @@ let package = Package(
 
         // Tier 1: pure core and simulated radio
         .testTarget(name: "ClickerWireTests", dependencies: ["ClickerTestSupport", "ClickerWire", "ClickerTransport", "ClickerSim"]),
+        .testTarget(name: "ClickerQuestionsTests", dependencies: ["ClickerQuestions", "ClickerTally", "ClickerWire"]),
         .testTarget(name: "ClickerTallyTests", dependencies: ["ClickerTestSupport", "ClickerTally", "ClickerWire", "ClickerTransport", "ClickerSim"]),
         .testTarget(name: "ClickerSimTests", dependencies: ["ClickerTestSupport", "ClickerSim", "ClickerTransport", "ClickerWire", "ClickerTally",
                                                           "OSThreads"]),
@@ -130,7 +134,7 @@ let package = Package(
         .testTarget(name: "DBusTests", dependencies: ["ClickerTestSupport", "DBus", "DBusTestSupport"]),
         .testTarget(name: "BlueZTests", dependencies: ["ClickerTestSupport", "BlueZ", "DBus", "ClickerWire", "ClickerTally", "TallyDaemon",
                                                        .product(name: "Crypto", package: "swift-crypto")]),
-        .testTarget(name: "TallyDaemonTests", dependencies: ["ClickerTestSupport", "TallyDaemon", "TerminalView", "TerminalTestSupport", "ClickerSim", "ClickerWire", "DBus", "DBusTestSupport",
+        .testTarget(name: "TallyDaemonTests", dependencies: ["ClickerTestSupport", "TallyDaemon", "ClickerQuestions", "TerminalView", "TerminalTestSupport", "ClickerSim", "ClickerWire", "DBus", "DBusTestSupport",
                                                              .product(name: "Crypto", package: "swift-crypto"),
                                                              .product(name: "GRDB", package: "GRDB.swift"),
                                                              .product(name: "Logging", package: "swift-log")]),

@@ -234,7 +234,8 @@ public final class ClickerStore: Sendable {
                                rejections: try Self.fetchRejections(db, poll: poll.id),
                                totals: try QuestionTotals.filter(Column("poll_id") == poll.id)
                                    .order(Column("question")).fetchAll(db),
-                               voterKeys: try Self.fetchVoterKeys(db, poll: poll.id))
+                               voterKeys: try Self.fetchVoterKeys(db, poll: poll.id),
+                               plan: try Self.plan(db, poll: poll.id))
         }
     }
 
@@ -276,7 +277,7 @@ public final class ClickerStore: Sendable {
         try String.fetchOne(db, sql: "SELECT mode FROM poll WHERE id = ?", arguments: [poll]) == PollMode.anonymous.rawValue
     }
 
-    private static func requirePoll(_ db: Database, _ poll: Int64) throws {
+    static func requirePoll(_ db: Database, _ poll: Int64) throws {
         guard try Bool.fetchOne(db, sql: "SELECT 1 FROM poll WHERE id = ?", arguments: [poll]) == true else {
             throw StoreError.unknownPoll(poll)
         }

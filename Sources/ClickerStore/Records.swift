@@ -64,19 +64,48 @@ public struct PollRecord: Sendable, Hashable, Identifiable, Codable, FetchableRe
     }
 }
 
-/// What a question offers, stored with it so that `--resume` asks the same question.
+/// What a question offers, stored with it so that `--resume` asks the same question: its answer
+/// kinds and options, and what the screen and the gradebook say about it.
 public struct QuestionDefinition: Sendable, Hashable {
+    /// The scale and range of a numeric question, in wire units (a ballot's value means
+    /// `value / 10^decimals`).
+    public struct Numeric: Sendable, Hashable {
+        public var decimals: Int
+        public var lowest: Int16
+        public var highest: Int16
+
+        public init(decimals: Int, lowest: Int16, highest: Int16) {
+            self.decimals = decimals
+            self.lowest = lowest
+            self.highest = highest
+        }
+    }
+
     /// The answer kinds accepted (ClickerWire's kinds, stored by their wire kind byte).
     public var kinds: [Answer.Kind]
     /// Options offered (letters A…).
     public var options: Int
     /// The options' texts, when the question has them.
     public var optionTexts: [String]?
+    /// The question's title, when it has one.
+    public var title: String?
+    /// A numeric question's scale and range; nil for any 16-bit value.
+    public var numeric: Numeric?
+    /// The correct answers of a graded question (stored in ClickerWire's answer encoding, as ballots
+    /// are); empty when ungraded.
+    public var correct: [Answer]
+    /// Points a correct answer scores.
+    public var points: Double?
 
-    public init(kinds: [Answer.Kind], options: Int, optionTexts: [String]? = nil) {
+    public init(kinds: [Answer.Kind], options: Int, optionTexts: [String]? = nil, title: String? = nil,
+                numeric: Numeric? = nil, correct: [Answer] = [], points: Double? = nil) {
         self.kinds = kinds
         self.options = options
         self.optionTexts = optionTexts
+        self.title = title
+        self.numeric = numeric
+        self.correct = correct
+        self.points = points
     }
 
     /// A single-choice question with `options` letters.
@@ -84,7 +113,7 @@ public struct QuestionDefinition: Sendable, Hashable {
 }
 
 /// A question of a poll, numbered from 1.
-public struct QuestionRecord: Sendable, Hashable, Codable, FetchableRecord, PersistableRecord {
+public struct QuestionRecord: Sendable, Hashable, Codable, FetchableRecord, PersistableRecord, DefinitionColumns {
     public static let databaseTableName = "question"
     // Dates are seconds since 1970 (REAL columns).
     public static var databaseDateDecodingStrategy: DatabaseDateDecodingStrategy { .timeIntervalSince1970 }
@@ -101,11 +130,19 @@ public struct QuestionRecord: Sendable, Hashable, Codable, FetchableRecord, Pers
     var answerKinds: [UInt8]?
     var options: Int?
     var optionTexts: [String]?
+    var title: String?
+    var numericDecimals: Int?
+    var numericLowest: Int16?
+    var numericHighest: Int16?
+    /// Correct answers, each as the store writes a ballot's answer (`AnswerColumn.swift`), JSON.
+    var correctAnswers: [Answer]?
+    var points: Double?
 
     enum CodingKeys: String, CodingKey {
-        case number, state, options
+        case number, state, options, title, points
         case poll = "poll_id", openedAt = "opened_at", closedAt = "closed_at", answerKinds = "answer_kinds",
-             optionTexts = "option_texts"
+             optionTexts = "option_texts", numericDecimals = "numeric_decimals", numericLowest = "numeric_lowest",
+             numericHighest = "numeric_highest", correctAnswers = "correct_answers"
     }
 
     public init(poll: Int64, number: Int, state: QuestionState, openedAt: Date, closedAt: Date?,
@@ -120,17 +157,8 @@ public struct QuestionRecord: Sendable, Hashable, Codable, FetchableRecord, Pers
 
     /// What the question offers; nil when it was stored by a version that did not keep it.
     public var definition: QuestionDefinition? {
-        get {
-            guard let answerKinds, let options else { return nil }
-            let kinds = answerKinds.compactMap(Answer.Kind.init(rawValue:))
-            guard kinds.count == answerKinds.count else { return nil }
-            return QuestionDefinition(kinds: kinds, options: options, optionTexts: optionTexts)
-        }
-        set {
-            answerKinds = newValue?.kinds.map(\.rawValue)
-            options = newValue?.options
-            optionTexts = newValue?.optionTexts
-        }
+        get { storedDefinition }
+        set { storedDefinition = newValue }
     }
 }
 
@@ -214,6 +242,8 @@ public struct ResumeState: Sendable, Hashable {
     public var totals: [QuestionTotals] = []
     /// The poll's voter key bindings (trust on first use).
     public var voterKeys: [VoterKeyRecord] = []
+    /// The question set the poll follows (question 1 first); empty when asked ad hoc.
+    public var plan: [QuestionDefinition] = []
 }
 
 /// The totals of a closed question of an anonymous poll: all that is kept of it once it closes

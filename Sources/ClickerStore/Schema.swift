@@ -104,6 +104,20 @@ extension ClickerStore {
         m.registerMigration("answer-wire-encoding") { db in
             try db.execute(sql: Self.answersInWireEncoding)
         }
+        // The rest of a question's definition: its title, a numeric question's scale and range (wire
+        // units), its correct answers (JSON array of answers in the ballots' encoding) and points.
+        // NULL in the questions stored before: those have none.
+        m.registerMigration("question-definition-details") { db in
+            try db.alter(table: "question") { t in
+                t.add(column: "title", .text)
+                t.add(column: "numeric_decimals", .integer)
+                t.add(column: "numeric_lowest", .integer)
+                t.add(column: "numeric_highest", .integer)
+                t.add(column: "correct_answers", .text)
+                t.add(column: "points", .double)
+            }
+        }
+        registerPlanMigration(&m)
         return m
     }
 }

@@ -1,3 +1,5 @@
+import ClickerQuestions
+import ClickerTally
 import DBus
 import Foundation
 import Logging
@@ -25,8 +27,10 @@ public enum TallyBus {
 /// | member | signature | does |
 /// |---|---|---|
 /// | `OpenQuestion()` | → | reopens the current question |
+/// | `OpenQuestion(s kind, as options, s title)` | → | asks a new question (next number) while none is open |
 /// | `CloseQuestion()` | → | closes it |
-/// | `NextQuestion()` | → `u` | closes it and opens the next; returns its number |
+/// | `NextQuestion()` | → `u` | closes it and opens the next (of the set); returns its number |
+/// | `NextQuestion(s kind, as options, s title)` | → `u` | closes it and asks this question next |
 /// | `NewPoll()` | → `q` | ends the poll and starts a new one with a fresh join code; returns its vote ID |
 /// | `Status()` | → `s` | the live view's model as JSON (aggregates; the join code as vote ID only) |
 /// | `JoinCode()` | → `s` | the join code, for `watch` and `status` to show on the instructor's screen |
@@ -67,11 +71,20 @@ public final class TallyBusService: Sendable {
             }
         }
         return DBusInterface(TallyBus.interface, methods: [
-            DBusMethod("OpenQuestion") { _ in try await run { try await c.openQuestion(); return [] } },
+            // Both take no arguments, or a question's kind, options and title (`adHocQuestion`): in
+            // signatures "" and "sass", so declared as taking any and checked there.
+            DBusMethod("OpenQuestion", in: nil) { call in
+                let adHoc = try TallyBusService.adHocQuestion(call, method: "OpenQuestion")
+                return try await run {
+                    if let adHoc { try await c.openQuestion(adHoc) } else { try await c.openQuestion() }
+                    return []
+                }
+            },
             DBusMethod("CloseQuestion") { _ in try await run { try await c.closeQuestion(); return [] } },
-            DBusMethod("NextQuestion", out: [DBusArgument("question", .uint32)]) { _ in
-                try await run {
-                    try await c.nextQuestion()
+            DBusMethod("NextQuestion", in: nil, out: [DBusArgument("question", .uint32)]) { call in
+                let adHoc = try TallyBusService.adHocQuestion(call, method: "NextQuestion")
+                return try await run {
+                    try await c.nextQuestion(adHoc)
                     return [.uint32(UInt32(await c.question))]
                 }
             },
@@ -110,6 +123,30 @@ public final class TallyBusService: Sendable {
             DBusSignalDescription("TallyChanged", [DBusArgument("question", .uint32), DBusArgument("voters", .uint32),
                                                    DBusArgument("counts", "a{su}")]),
         ])
+    }
+
+    /// The ad-hoc question of an `OpenQuestion` or `NextQuestion` call: nil for no arguments, else
+    /// (s kind, as options, s title) read as `AdHocQuestion` reads the command line's. Anything else,
+    /// or a question that cannot be asked, is an `InvalidArgs` error.
+    static func adHocQuestion(_ call: DBusMethodCall, method: String) throws -> QuestionSpec? {
+        let args = call.arguments
+        if args.isEmpty { return nil }
+        if args.count == 3, case .string(let kind) = args[0], case .array(_, let options) = args[1],
+           case .string(let title) = args[2] {
+            let texts = options.compactMap { o -> String? in
+                if case .string(let t) = o { return t }
+                return nil
+            }
+            if texts.count == options.count {
+                do {
+                    return try AdHocQuestion.spec(number: 1, kind: kind, options: texts, title: title.isEmpty ? nil : title)
+                } catch {
+                    throw DBusError(name: TallyBus.errorInvalid, message: "\(method): \(error)")
+                }
+            }
+        }
+        throw DBusError(name: TallyBus.errorInvalid,
+                        message: "\(method) takes no arguments, or a question: (s kind, as options, s title)")
     }
 
     /// Emits `TallyChanged` when the live counts changed, at most every `interval`, until cancelled.
@@ -172,6 +209,16 @@ public struct RemotePoll: PollControl {
     public func openQuestion() async throws { _ = try await call("OpenQuestion") }
     public func closeQuestion() async throws { _ = try await call("CloseQuestion") }
     public func nextQuestion() async throws -> Int { Int(try await call("NextQuestion").decode(UInt32.self)) }
+    /// Asks a question of `kind` (single, multi, truefalse, numeric, ranked) with `options` (texts,
+    /// their count, or a numeric question's range) and `title` ("" for none): with `next`, closes the
+    /// current question first (`NextQuestion`); without, only while none is open (`OpenQuestion`).
+    /// Returns the question's number.
+    public func ask(kind: String, options: [String], title: String, next: Bool) async throws -> Int {
+        let args: [DBusValue] = [.string(kind), .array(.string, options.map { .string($0) }), .string(title)]
+        if next { return Int(try await call("NextQuestion", args).decode(UInt32.self)) }
+        _ = try await call("OpenQuestion", args)
+        return try await viewModel(status: nil).question?.number ?? 0
+    }
     /// Starts a new poll; returns its vote ID.
     public func newPoll() async throws -> UInt16 { try await call("NewPoll").decode(UInt16.self) }
     /// The live view's model as JSON (the join code as vote ID only).

@@ -90,6 +90,8 @@ public actor PollController {
             (options, opening) = try Self.resuming(options, store: store, maxAge: maxAge, stated: stated, now: now,
                                                    logger: logger)
         }
+        // `options` is the current question's option count (the views draw its letters).
+        options.options = opening.tally.question(opening.question)?.spec.options ?? options.options
         self.options = options
         self.store = store
         self.logger = logger

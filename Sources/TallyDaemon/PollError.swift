@@ -22,6 +22,12 @@ public enum PollError: Error, Sendable, Equatable, CustomStringConvertible {
     case resumeContradicts(flag: String, stored: String)
     /// The system refused the thread the poll runs on.
     case threadUnavailable
+    /// `n` after the last question of the set.
+    case endOfQuestionSet(count: Int)
+    /// An ad-hoc question while the set has questions left.
+    case questionSetNotFinished(next: Int, count: Int)
+    /// `--question N` beyond the set.
+    case notInQuestionSet(question: Int, count: Int)
 
     public var description: String {
         switch self {
@@ -48,6 +54,13 @@ public enum PollError: Error, Sendable, Equatable, CustomStringConvertible {
             "question \(q) of this anonymous poll is closed for good: its per-voter ballots were discarded when it "
                 + "closed and only its totals are kept; open the next question to ask again"
         case .threadUnavailable: "cannot start the poll's thread: the system refused a new thread"
+        case .endOfQuestionSet(let n):
+            "question \(n) was the last of the question set: close it, export, or ask an ad-hoc question "
+                + "(clicker-tally next --kind …)"
+        case let .questionSetNotFinished(next, count):
+            "the question set has questions left (question \(next) of \(count) comes next): ad-hoc questions follow "
+                + "its last question"
+        case let .notInQuestionSet(q, count): "the question set has \(count) questions: there is no question \(q)"
         }
     }
 

@@ -42,6 +42,9 @@ extension PollController {
     /// after closing the open poll there.
     static func fresh(options: PollOptions, store: ClickerStore?, now: Date) throws -> Opening {
         let code = options.joinCode
+        if !options.questionSet.isEmpty, !options.questionSet.indices.contains(Int(options.firstQuestion) - 1) {
+            throw PollError.notInQuestionSet(question: Int(options.firstQuestion), count: options.questionSet.count)
+        }
         do {
             if let used = try store?.poll(joinCode: code.description) {
                 throw PollError.joinCodeUsed(voteID: code.voteID, poll: used.id)
@@ -51,11 +54,13 @@ extension PollController {
                 voteID: Data([UInt8(code.voteID >> 8), UInt8(code.voteID & 0xFF)]), joinCode: code.description,
                 mode: options.roster == nil ? .anonymous : .roster, rule: CountingRule(options.policy),
                 title: options.title, at: now)
+            let first = options.firstSpec
             if let id = poll?.id {
-                try store?.openQuestion(poll: id, number: Int(options.firstQuestion), definition: options.questionDefinition, at: now)
+                if !options.questionSet.isEmpty { try store?.savePlan(poll: id, options.questionSet.map(QuestionDefinition.init)) }
+                try store?.openQuestion(poll: id, number: Int(first.number), definition: QuestionDefinition(first), at: now)
             }
             var tally = Tally(voteID: code.voteID, policy: options.policy, rosterOnly: options.roster != nil)
-            tally.open(.choice(options.firstQuestion, options: options.options))
+            tally.open(first)
             return Opening(pollID: poll?.id, tally: tally, question: options.firstQuestion, isOpen: true,
                            openedAt: now, closedAt: nil)
         } catch let e as PollError {
@@ -102,9 +107,18 @@ extension PollController {
         if let n = stated.options, let d = stored, d.options != n {
             throw PollError.resumeContradicts(flag: "--options \(n)", stored: "offers \(d.options) answers")
         }
+        if let k = stated.kind, let d = stored, d.kinds != [k] {
+            throw PollError.resumeContradicts(flag: "--kind", stored: "asks another kind of question")
+        }
+        let plan = s.plan.enumerated().map { QuestionSpec(number: UInt8(clamping: $0.offset + 1), definition: $0.element) }
+        if let set = stated.questionSet, set != plan {
+            throw PollError.resumeContradicts(flag: "--questions", stored: plan.isEmpty ? "asks its questions ad hoc"
+                                                : "follows another question set (\(plan.count) questions)")
+        }
         var options = given
         options.joinCode = code
         options.policy = policy
+        options.questionSet = plan
         if let d = stored { options.options = d.options }
         if isRoster, options.roster == nil {
             guard let store, let roster = try RosterBook.load(from: store) else {
@@ -123,7 +137,7 @@ extension PollController {
     static func spec(_ q: QuestionRecord, options: Int) -> QuestionSpec {
         let number = UInt8(clamping: q.number)
         guard let d = q.definition else { return .choice(number, options: options) }
-        return QuestionSpec(number: number, options: d.options, kinds: Set(d.kinds))
+        return QuestionSpec(number: number, definition: d)
     }
 
     /// Rebuilds the tally of a stored poll: ballots are replayed in the order they were counted in
@@ -133,7 +147,7 @@ extension PollController {
         let current = s.questions.last
         let question = UInt8(clamping: current?.number ?? Int(options.firstQuestion))
         for q in s.questions { tally.open(spec(q, options: options.options)) }
-        if s.questions.isEmpty { tally.open(.choice(question, options: options.options)) }
+        if s.questions.isEmpty { tally.open(options.firstSpec) }
         var o = Opening(tally: tally, question: question, isOpen: current.map { $0.state == .open } ?? true,
                         openedAt: current?.openedAt ?? Date(), closedAt: current?.closedAt)
         o.pollID = s.poll.id
@@ -189,6 +203,7 @@ extension PollController {
                                     + "a new poll starts once they are")
         }
         let opening = try Self.fresh(options: next, store: store, now: Date())
+        next.options = opening.tally.question(opening.question)?.spec.options ?? next.options
         options = next
         joinCode = next.joinCode
         pipeline = IngestPipeline(keyring: keyring, tally: opening.tally, policy: pipeline.policy)
@@ -221,18 +236,20 @@ public struct ResumeFlags: Sendable, Hashable {
     public var policy: ChangePolicy?
     /// `--question N`.
     public var question: UInt8?
+    /// `--kind K`.
+    public var kind: Answer.Kind?
+    /// `--questions FILE`: the set it holds.
+    public var questionSet: [QuestionSpec]?
 
-    public init(options: Int? = nil, roster: Bool? = nil, policy: ChangePolicy? = nil, question: UInt8? = nil) {
+    public init(options: Int? = nil, roster: Bool? = nil, policy: ChangePolicy? = nil, question: UInt8? = nil,
+                kind: Answer.Kind? = nil, questionSet: [QuestionSpec]? = nil) {
         self.options = options
         self.roster = roster
         self.policy = policy
         self.question = question
+        self.kind = kind
+        self.questionSet = questionSet
     }
-}
-
-extension PollOptions {
-    /// The definition stored with each question this poll opens.
-    var questionDefinition: QuestionDefinition { .choice(options: options) }
 }
 
 extension CountingRule {

@@ -10,10 +10,16 @@ public struct PollOptions: Sendable {
     /// apart as "unregistered". Nil for anonymous polls.
     public var roster: Roster?
     public var policy: ChangePolicy
-    /// Answers offered per question (A…).
+    /// Answers offered (A…) by the current question; the controller keeps it so as the questions change.
     public var options: Int
     /// The question opened when the poll starts.
     public var firstQuestion: UInt8
+    /// The question set the poll follows (`--questions`): questions 1…n in order, `n` opens the next.
+    /// Empty when questions are asked ad hoc.
+    public var questionSet: [QuestionSpec] = []
+    /// The ad-hoc question asked first (`--kind`, `--options`, `--title`, `--range`); nil: a single
+    /// choice of `options` letters. Later ad-hoc questions keep its kind and options.
+    public var adHoc: QuestionSpec?
     /// Read anonymous ballots back over GATT and verify their signature (PROTOCOL.md §7, §8.3).
     public var confirmByGATT: Bool
     public var gattTimeout: Duration
@@ -36,6 +42,17 @@ public struct PollOptions: Sendable {
         self.gattTimeout = gattTimeout
         self.maxConcurrentReads = maxConcurrentReads
         self.title = title
+    }
+
+    /// The question the poll opens first: `firstQuestion` of the set, else the ad-hoc one.
+    public var firstSpec: QuestionSpec {
+        if !questionSet.isEmpty {
+            let i = Int(firstQuestion) - 1
+            return questionSet.indices.contains(i) ? questionSet[i] : questionSet[0]
+        }
+        var spec = adHoc ?? .choice(firstQuestion, options: options)
+        spec.number = firstQuestion
+        return spec
     }
 }
 

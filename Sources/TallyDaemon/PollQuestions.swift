@@ -14,13 +14,24 @@ extension PollController {
         if options.roster == nil { throw PollError.questionSealed(Int(question)) }
         try storeAction { try $0.openQuestion(poll: $1, number: Int(question)) }
         if !pipeline.tally.openQuestions.contains(question), !pipeline.tally.reopen(question: question) {
-            pipeline.tally.open(.choice(question, options: options.options))
+            pipeline.tally.open(spec)
         }
         isOpen = true
         closedAt = nil
         resetPublished()
         version &+= 1
     }
+
+    /// Asks a new ad-hoc question while none is open: the next number, defined by `adHoc` (its number
+    /// is ignored). Refused while a question is open (`nextQuestion` closes it first) and while the
+    /// question set has questions left.
+    public func openQuestion(_ adHoc: QuestionSpec) throws {
+        guard !isOpen else { throw PollError.questionAlreadyOpen(Int(question)) }
+        try nextQuestion(adHoc)
+    }
+
+    /// The question being asked (open or closed last).
+    public var spec: QuestionSpec { pipeline.tally.question(question)?.spec ?? options.firstSpec }
 
     /// Closes the current question: later ballots for it are rejected (`otherQuestion`). In an
     /// anonymous poll only its totals remain, in the database and in memory.
@@ -42,14 +53,33 @@ extension PollController {
         version &+= 1
     }
 
-    /// Closes the current question (if open) and opens the next one.
-    public func nextQuestion() throws {
+    /// Closes the current question (if open) and opens the next one: the set's next question, or
+    /// `adHoc` (its number is ignored), or without a set the current question's kind and options again
+    /// (no title, no correct answer). After the set's last question only an ad-hoc question opens;
+    /// after that one, the same kind again.
+    public func nextQuestion(_ adHoc: QuestionSpec? = nil) throws {
         guard question < UInt8.max else { throw PollError.lastQuestion }
-        if isOpen { try closeQuestion() }
         let next = question + 1
-        try storeAction { try $0.openQuestion(poll: $1, number: Int(next), definition: options.questionDefinition) }
-        pipeline.tally.open(.choice(next, options: options.options))
+        let set = options.questionSet
+        var upcoming: QuestionSpec
+        if let adHoc {
+            if Int(next) <= set.count { throw PollError.questionSetNotFinished(next: Int(next), count: set.count) }
+            upcoming = adHoc
+        } else if Int(next) <= set.count {
+            upcoming = set[Int(next) - 1]
+        } else if !set.isEmpty, Int(question) == set.count {
+            throw PollError.endOfQuestionSet(count: set.count)
+        } else {
+            // Ad hoc (or past the set, after an ad-hoc question): the current kind and options again.
+            let current = spec
+            upcoming = QuestionSpec(number: next, options: current.options, kinds: current.kinds, numeric: current.numeric)
+        }
+        upcoming.number = next
+        if isOpen { try closeQuestion() }
+        try storeAction { try $0.openQuestion(poll: $1, number: Int(next), definition: QuestionDefinition(upcoming)) }
+        pipeline.tally.open(upcoming)
         question = next
+        options.options = upcoming.options
         isOpen = true
         openedAt = Date()
         closedAt = nil

@@ -57,11 +57,16 @@ struct PollArguments: ParsableArguments {
     @Option(name: .customLong("question"), help: "Question to open first, 1-255 (default 1; --resume: the open poll's).")
     var questionGiven: Int?
     /// Checked to be 1-255 by `validate()`.
-    var question: UInt8 { UInt8(clamping: questionGiven ?? 1) }
+    var firstQuestion: UInt8 { UInt8(clamping: questionGiven ?? 1) }
 
-    @Option(name: .customLong("options"), help: "Answers offered per question, 2-8 (default 4; --resume: the open poll's).")
-    var optionsGiven: Int?
-    var options: Int { optionsGiven ?? 4 }
+    @Option(help: ArgumentHelp("A question set: a YAML file of questions (README, \"Question sets\"); `n` opens the next. --resume: the open poll's.",
+                               valueName: "file"))
+    var questions: String?
+
+    @OptionGroup var question: QuestionArguments
+
+    /// Options of the first question (the simulated room answers among them).
+    var options: Int { (try? question.spec(number: 1).options) ?? 4 }
 
     @Flag(help: "Count only a voter's first answer (default: the latest answer wins).")
     var firstResponseOnly = false
@@ -79,7 +84,10 @@ struct PollArguments: ParsableArguments {
     var roster = false
 
     func validate() throws {
-        guard (2...8).contains(options) else { throw ValidationError("--options must be between 2 and 8") }
+        if questions != nil, question.given {
+            throw ValidationError("--questions defines every question: leave out --kind, --options, --title, --range and --decimals")
+        }
+        _ = try question.spec(number: 1)
         if let q = questionGiven, !(1...255).contains(q) { throw ValidationError("--question is 1 to 255 (got \(q))") }
         if let j = joinCode {
             do { _ = try JoinCode(parsing: j) } catch { throw ValidationError("--join-code: \(error)") }
@@ -93,13 +101,15 @@ struct PollArguments: ParsableArguments {
     }
 
     /// A new poll, or `--resume`.
-    var start: PollStart {
+    func start() throws -> PollStart {
         guard resume else { return .fresh }
         // What was said is checked against the open poll; what was not is taken from it.
         return .resume(maxAge: .seconds(Int64(resumeLimit * 3600)),
-                       stated: ResumeFlags(options: optionsGiven, roster: roster ? true : nil,
+                       stated: ResumeFlags(options: question.optionsGiven.map { _ in options }, roster: roster ? true : nil,
                                            policy: firstResponseOnly ? .firstResponseOnly : nil,
-                                           question: questionGiven.map { _ in question }))
+                                           question: questionGiven.map { _ in firstQuestion },
+                                           kind: question.kind == nil ? nil : (try? question.spec(number: 1))?.kinds.first,
+                                           questionSet: try questions.map(readQuestionSet)))
     }
 
     func pollOptions(store: ClickerStore?) throws -> PollOptions {
@@ -112,8 +122,15 @@ struct PollArguments: ParsableArguments {
             }
             students = r
         }
-        return PollOptions(joinCode: code, roster: students, policy: firstResponseOnly ? .firstResponseOnly : .latestWins,
-                           options: options, firstQuestion: question, confirmByGATT: gattConfirm)
+        var options = PollOptions(joinCode: code, roster: students, policy: firstResponseOnly ? .firstResponseOnly : .latestWins,
+                                  options: self.options, firstQuestion: firstQuestion, confirmByGATT: gattConfirm)
+        if let questions {
+            options.questionSet = try readQuestionSet(questions)
+            options.options = options.firstSpec.options
+        } else {
+            options.adHoc = try question.spec(number: firstQuestion)
+        }
+        return options
     }
 
     func openStore() throws -> ClickerStore? {
@@ -162,7 +179,7 @@ struct RunArguments: ParsableArguments {
         let options = try poll.pollOptions(store: store)
         let controller: PollController
         do {
-            controller = try PollController(options: options, store: store, start: poll.start, logger: logger)
+            controller = try PollController(options: options, store: store, start: try poll.start(), logger: logger)
         } catch { throw Failure("\(error)") }
 
         let opened: OpenedCentral
@@ -170,7 +187,7 @@ struct RunArguments: ParsableArguments {
             throw Failure("\(error)")
         }
         let companions = room.companions(air: opened.air, controller: controller, options: poll.options,
-                                         question: poll.question, logger: logger)
+                                         question: poll.firstQuestion, logger: logger)
 
         let view: ViewMode
         if !json, TerminalSession.isTerminal(STDOUT_FILENO), TerminalSession.isTerminal(STDIN_FILENO) {

@@ -62,7 +62,7 @@ struct Daemon: AsyncParsableCommand {
         }
         let controller: PollController
         do {
-            controller = try PollController(options: try poll.pollOptions(store: store), store: store, start: poll.start,
+            controller = try PollController(options: try poll.pollOptions(store: store), store: store, start: try poll.start(),
                                             logger: logger)
         } catch {
             connection.close()
@@ -84,7 +84,7 @@ struct Daemon: AsyncParsableCommand {
             throw Failure("\(error)")
         }
         let students = room.companions(air: opened.air, controller: controller, options: poll.options,
-                                       question: UInt8(poll.question), logger: logger)
+                                       question: poll.firstQuestion, logger: logger)
         let service = TallyRunService(
             controller: controller, central: opened.central,
             view: .log { logger.info("\($0)") }, simulatedRoom: room.simulate,
@@ -198,11 +198,16 @@ struct New: AsyncParsableCommand {
 }
 
 struct Open: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Reopen the current question.")
+    static let configuration = CommandConfiguration(
+        abstract: "Reopen the current question; with --kind (--options, --title, …), ask a new question while none is open.")
     @OptionGroup var busArguments: BusArguments
+    @OptionGroup var question: QuestionArguments
     func run() async throws {
         let remote = try await busArguments.remote()
-        try await wrap { try await remote.openQuestion() }
+        guard question.given else { return try await wrap { try await remote.openQuestion() } }
+        let q = try question.busArguments()
+        let n = try await wrap { try await remote.ask(kind: q.kind, options: q.options, title: q.title, next: false) }
+        print("question \(n) open")
     }
 }
 
@@ -216,12 +221,18 @@ struct Close: AsyncParsableCommand {
 }
 
 struct Next: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Close the current question and open the next.")
+    static let configuration = CommandConfiguration(
+        abstract: "Close the current question and open the next (of the question set; with --kind …, this ad-hoc question).")
     @OptionGroup var busArguments: BusArguments
+    @OptionGroup var question: QuestionArguments
     @Flag(help: "Print JSON.") var json = false
     func run() async throws {
         let remote = try await busArguments.remote()
-        let q = try await wrap { try await remote.nextQuestion() }
+        let adHoc = question.given ? try question.busArguments() : nil
+        let q = try await wrap {
+            if let adHoc { return try await remote.ask(kind: adHoc.kind, options: adHoc.options, title: adHoc.title, next: true) }
+            return try await remote.nextQuestion()
+        }
         print(json ? "{\"question\":\(q)}" : "question \(q) open")
     }
 }

@@ -1,4 +1,5 @@
 @testable import ClickerStore
+import ClickerWire
 import Foundation
 import GRDB
 import XCTest
@@ -132,5 +133,24 @@ final class StoreSealTests: XCTestCase {
         XCTAssertEqual(try store.questions(poll: 1).map(\.definition), [nil, nil, .choice(options: 6)])
         try store.closePoll(2)
         XCTAssertEqual(try store.resume()?.questions.last?.definition, .choice(options: 6))
+    }
+
+    /// Every part of a definition comes back as stored, correct answers in the ballots' encoding.
+    func testAFullDefinitionRoundTrips() throws {
+        let store = try ClickerStore(path: try makeTempDir(self) + "/db.sqlite")
+        let poll = try store.createPoll(voteID: Data([1, 2]), joinCode: "a", mode: .roster, title: nil)
+        let numeric = QuestionDefinition(kinds: [.numeric], options: 1, title: "g in m/s²",
+                                         numeric: .init(decimals: 2, lowest: -500, highest: 2000),
+                                         correct: [.numeric(981)], points: 2.5)
+        let multi = QuestionDefinition(kinds: [.multiSelect], options: 3, optionTexts: ["He", "Fe", "Ne"],
+                                       title: "Noble gases", correct: [.multiSelect(0b101)], points: 1)
+        try store.openQuestion(poll: poll.id, number: 1, definition: numeric)
+        try store.openQuestion(poll: poll.id, number: 2, definition: multi)
+        try store.openQuestion(poll: poll.id, number: 3, definition: .choice(options: 4))
+        XCTAssertEqual(try store.questions(poll: poll.id).map(\.definition), [numeric, multi, .choice(options: 4)])
+        let stored = try DatabaseQueue(path: store.path).read { db in
+            try String.fetchOne(db, sql: "SELECT correct_answers FROM question WHERE number = 2")
+        }
+        XCTAssertEqual(stored, "[\((0x03 << 16) | 0b101)]", "the answer as a ballot stores it")
     }
 }

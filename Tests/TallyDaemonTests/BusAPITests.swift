@@ -107,6 +107,63 @@ final class BusAPITests: XCTestCase {
         XCTAssertTrue(out.contains("\\\"voters\\\":3") || out.contains("\"voters\":3"), out)
     }
 
+    /// `NextQuestion` and `OpenQuestion` with a kind, options and a title ask that question; bad
+    /// ones (unknown kind, 0 or 9 options, a wrong signature) are InvalidArgs errors and change nothing.
+    func testQuestionsWithAKindOverTheBus() async throws {
+        let bus = try PrivateBus()
+        defer { bus.stop() }
+        let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: nil)
+        let server = try await DBusConnection.connect(.address(bus.address))
+        defer { server.close() }
+        _ = try await TallyBusService(controller: controller, connection: server, exportDirectory: "/tmp")
+        let client = try await RemotePoll.connect(.address(bus.address))
+
+        let n = try await client.ask(kind: "multi", options: ["Helium", "Iron", "Neon"], title: "Noble gases", next: true)
+        XCTAssertEqual(n, 2)
+        var spec = await controller.spec
+        XCTAssertEqual(spec, QuestionSpec(number: 2, options: 3, kinds: [.multiSelect], title: "Noble gases",
+                                          optionTexts: ["Helium", "Iron", "Neon"]))
+        try await client.closeQuestion()
+        let opened = try await client.ask(kind: "numeric", options: ["-1.5..1.5"], title: "", next: false)
+        XCTAssertEqual(opened, 3)
+        spec = await controller.spec
+        XCTAssertEqual(spec, QuestionSpec(number: 3, options: 1, kinds: [.numeric], numeric: NumericRange(decimals: 1, lowest: -15, highest: 15)))
+
+        let raw = try await DBusConnection.connect(.address(bus.address))
+        defer { raw.close() }
+        let bad: [(String, [DBusValue], String)] = [
+            ("NextQuestion", [.string("multiple"), .array(.string, [.string("4")]), .string("")],
+             "NextQuestion: 'multiple' is not a question kind: one of single, multi, truefalse, numeric, ranked"),
+            ("NextQuestion", [.string("single"), .array(.string, [.string("0")]), .string("")],
+             "NextQuestion: 0 options: a question offers 2 to 8 (A to H)"),
+            ("OpenQuestion", [.string("single"), .array(.string, (1...9).map { .string("o\($0)") }), .string("")],
+             "OpenQuestion: 9 options: a question offers 2 to 8 (A to H)"),
+            ("NextQuestion", [.string("single")], "NextQuestion takes no arguments, or a question: (s kind, as options, s title)"),
+            ("OpenQuestion", [.uint32(4), .array(.string, []), .string("")],
+             "OpenQuestion takes no arguments, or a question: (s kind, as options, s title)"),
+        ]
+        for (method, args, message) in bad {
+            do {
+                _ = try await raw.call(destination: TallyBus.name, path: TallyBus.path, interface: TallyBus.interface,
+                                       method: method, arguments: args)
+                XCTFail("\(method) \(args) must be refused")
+            } catch let e as DBusError {
+                XCTAssertEqual(e.name, TallyBus.errorInvalid)
+                XCTAssertEqual(e.message, message)
+            }
+        }
+        let after = await (controller.question, controller.spec)
+        XCTAssertEqual(after.0, 3, "refused calls opened nothing")
+        XCTAssertEqual(after.1.kinds, [.numeric])
+
+        // dbus-send, as a shell script asks a true/false question.
+        _ = try run("/usr/bin/dbus-send", ["--bus=\(bus.address)", "--print-reply", "--dest=\(TallyBus.name)",
+                                           TallyBus.path.rawValue, "\(TallyBus.interface).NextQuestion", "string:truefalse",
+                                           "array:string:", "string:The Sun is a star"])
+        spec = await controller.spec
+        XCTAssertEqual(spec, QuestionSpec(number: 4, options: 2, kinds: [.trueFalse], title: "The Sun is a star"))
+    }
+
     /// `Status` and `Results` replies never carry the join secret; `JoinCode` (instructors only, by
     /// the policy) is the one that does, for `watch`. `NewPoll` starts a new poll with a new code.
     /// TallyChanged follows the poll's change notices: with a throttle interval of an hour, the

@@ -61,6 +61,57 @@ final class CommandLineTests: XCTestCase {
         XCTAssertEqual(try ClickerStore(path: db).polls().count, 2)
     }
 
+    /// `--questions FILE` stores the set and opens its first question; a bad file stops the start with
+    /// its line and field; the ad-hoc flags define the question; a resume with another file is refused.
+    func testQuestionFileAndAdHocFlags() throws {
+        let dir = NSTemporaryDirectory() + "clicker-cli-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: dir) }
+        let db = dir + "/clicker.sqlite"
+        let base = ["--radio", "sim", "--no-gatt-confirm", "--duration", "0.2", "--json", "--db", db]
+        let good = dir + "/lecture.yaml", bad = dir + "/bad.yaml", other = dir + "/other.yaml"
+        try "questions:\n  - title: Largest planet?\n    kind: single\n    options: [Venus, Jupiter]\n    correct: B\n  - title: Noble\n    kind: multi\n    options: [He, Fe, Ne]\n"
+            .write(toFile: good, atomically: true, encoding: .utf8)
+        try "questions:\n  - title: Largest planet?\n    kind: single\n    options: [Venus, Jupiter]\n  - title: Noble\n    kind: multiple\n    options: [He, Fe, Ne]\n"
+            .write(toFile: bad, atomically: true, encoding: .utf8)
+        try "questions:\n  - title: Other\n    kind: truefalse\n".write(toFile: other, atomically: true, encoding: .utf8)
+
+        let refused = try clickerTally(base + ["--questions", bad], runtime: dir)
+        XCTAssertEqual(refused.status, 1)
+        XCTAssertTrue(refused.stderr.contains("\(bad):6: question 2: 'kind': 'multiple' is not one of single, multi, truefalse, numeric, ranked"),
+                      refused.stderr)
+        let both = try clickerTally(base + ["--questions", good, "--kind", "multi"], runtime: dir)
+        XCTAssertEqual(both.status, 64)
+        XCTAssertTrue(both.stderr.contains("--questions defines every question"), both.stderr)
+        let kind = try clickerTally(base + ["--kind", "multiple"], runtime: dir)
+        XCTAssertEqual(kind.status, 64)
+        XCTAssertTrue(kind.stderr.contains("'multiple' is not a question kind"), kind.stderr)
+
+        XCTAssertEqual(try clickerTally(base + ["--questions", good], runtime: dir).status, 0)
+        var store = try ClickerStore(path: db)
+        var poll = try XCTUnwrap(store.polls().last).id
+        XCTAssertEqual(try store.plan(poll: poll).map(\.title), ["Largest planet?", "Noble"])
+        XCTAssertEqual(try store.questions(poll: poll).map(\.definition),
+                       [QuestionDefinition(kinds: [.choice], options: 2, optionTexts: ["Venus", "Jupiter"], title: "Largest planet?",
+                                           correct: [.choice(1)])])
+        let contradicted = try clickerTally(base + ["--resume", "--questions", other], runtime: dir)
+        XCTAssertEqual(contradicted.status, 1)
+        XCTAssertTrue(contradicted.stderr.contains("--questions contradicts the open poll"), contradicted.stderr)
+        XCTAssertEqual(try clickerTally(base + ["--resume"], runtime: dir).status, 0, "a resume needs no flag")
+
+        let adHoc = try clickerTally(base + ["--kind", "numeric", "--range", "-2.5..2.5", "--title", "Charge"], runtime: dir)
+        XCTAssertEqual(adHoc.status, 0, adHoc.stderr)
+        store = try ClickerStore(path: db)
+        poll = try XCTUnwrap(store.polls().last).id
+        XCTAssertEqual(try store.questions(poll: poll).map(\.definition),
+                       [QuestionDefinition(kinds: [.numeric], options: 1, title: "Charge", numeric: .init(decimals: 1, lowest: -25, highest: 25))])
+        XCTAssertEqual(try clickerTally(base + ["--kind", "ranked", "--options", "Swift,Rust,Go"], runtime: dir).status, 0)
+        store = try ClickerStore(path: db)
+        poll = try XCTUnwrap(store.polls().last).id
+        XCTAssertEqual(try store.questions(poll: poll).map(\.definition),
+                       [QuestionDefinition(kinds: [.ranking], options: 3, optionTexts: ["Swift", "Rust", "Go"])])
+    }
+
     func testTheDaemonRefusesNoStoreBeforeOpeningAnything() throws {
         let dir = NSTemporaryDirectory() + "clicker-cli-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)

@@ -82,3 +82,22 @@ final class ResumeDefinitionTests: XCTestCase {
         XCTAssertEqual(options.roster, roster)
     }
 }
+
+/// The store keeps everything a `QuestionSpec` carries.
+final class QuestionDefinitionMappingTests: XCTestCase {
+    func testASpecComesBackFromItsDefinition() {
+        let specs = [
+            QuestionSpec(number: 3, options: 5, kinds: [.ranking], title: "Rank", optionTexts: ["a", "b", "c", "d", "e"],
+                         correct: [.ranking(Ranking(order: [1, 0])!)], points: 3),
+            QuestionSpec(number: 4, options: 1, kinds: [.numeric], title: "π", numeric: NumericRange(decimals: 2, lowest: 300, highest: 400),
+                         correct: [.numeric(314)], points: 0.5),
+            QuestionSpec(number: 5, options: 2, kinds: [.trueFalse, .choice]),
+        ]
+        for s in specs {
+            let d = QuestionDefinition(s)
+            XCTAssertEqual(QuestionSpec(number: s.number, definition: d), s)
+        }
+        XCTAssertEqual(QuestionDefinition(specs[2]).kinds, [.choice, .trueFalse], "kinds in wire order")
+        XCTAssertEqual(QuestionDefinition(specs[1]).numeric, .init(decimals: 2, lowest: 300, highest: 400))
+    }
+}
