@@ -1,0 +1,106 @@
+import ClickerStore
+import ClickerTally
+import ClickerWire
+import Foundation
+import TallyDaemon
+import XCTest
+
+/// The gradebook CSVs of a scored roster poll, checked cell by cell against the layouts Canvas and
+/// Moodle import (README "Gradebook").
+final class GradebookCSVTests: XCTestCase {
+    /// RFC 4180 fields of CRLF-terminated rows (what Canvas's and Moodle's CSV readers see).
+    static func cells(_ text: String) -> [[String]] {
+        XCTAssertTrue(text.hasSuffix("\r\n"))
+        var rows: [[String]] = [], row: [String] = [], field = "", quoted = false, wasQuoted = false
+        var chars = Array(text.unicodeScalars)[...]
+        while let c = chars.popFirst() {
+            if quoted {
+                if c == "\"" {
+                    if chars.first == "\"" { field.unicodeScalars.append("\""); chars.removeFirst() } else { quoted = false }
+                } else { field.unicodeScalars.append(c) }
+            } else if c == "\"" && field.isEmpty && !wasQuoted {
+                quoted = true; wasQuoted = true
+            } else if c == "," {
+                row.append(field); field = ""; wasQuoted = false
+            } else if c == "\r" {
+                XCTAssertEqual(chars.popFirst(), "\n", "CRLF line ends")
+                row.append(field); rows.append(row); row = []; field = ""; wasQuoted = false
+            } else { field.unicodeScalars.append(c) }
+        }
+        XCTAssertTrue(row.isEmpty && field.isEmpty)
+        return rows
+    }
+
+    func book() throws -> Gradebook {
+        let keys = (0..<3).map { _ in DeviceKey.generate() }
+        let roster = try Roster(entries: [
+            RosterEntry(name: "Lovelace, Ada", studentID: "s1", enrollment: keys[0].enrollmentCode),
+            RosterEntry(name: "=cmd|' /C calc'!A0", studentID: "s2", enrollment: keys[1].enrollmentCode),
+            RosterEntry(name: "Turing", studentID: "-7", enrollment: keys[2].enrollmentCode),
+        ])
+        let specs = [
+            QuestionSpec(number: 2, options: 4, kinds: [.multiSelect], correct: [.multiSelect(0b101)], points: 1.5),
+            QuestionSpec(number: 1, options: 4, kinds: [.choice], correct: [.choice(1)], points: 2),
+            QuestionSpec(number: 3, kinds: [.trueFalse]),  // ungraded: participation only
+            QuestionSpec(number: 4, kinds: [.numeric], numeric: NumericRange(decimals: 2, lowest: 0, highest: 1000),
+                         correct: [.numeric(125)], points: 0.25),
+        ]
+        // answers[question in specs order][student]
+        let answers: [[Answer?]] = [
+            [.multiSelect(0b101), .multiSelect(0b001), nil],
+            [.choice(1), .choice(1), nil],
+            [.trueFalse(true), nil, .trueFalse(false)],
+            [.numeric(125), .numeric(120), nil],
+        ]
+        return Gradebook(roster: roster, questions: specs, answers: answers)
+    }
+
+    func testCanvasGradebookCellByCell() throws {
+        let text = GradebookCSV.canvas(try book(), prefix: "Clicker 2026-11-23 #2285")
+        XCTAssertEqual(Self.cells(text), [
+            ["Student", "ID", "SIS User ID", "SIS Login ID", "Section",
+             "Clicker 2026-11-23 #2285 Q1", "Clicker 2026-11-23 #2285 Q2", "Clicker 2026-11-23 #2285 Q4",
+             "Clicker 2026-11-23 #2285 participation", "Clicker 2026-11-23 #2285 correctness"],
+            ["Points Possible", "", "", "", "", "2", "1.5", "0.25", "4", "3.75"],
+            ["Lovelace, Ada", "", "s1", "", "", "2", "1.5", "0.25", "4", "3.75"],
+            ["'=cmd|' /C calc'!A0", "", "s2", "", "", "2", "0", "0", "3", "2"],
+            ["Turing", "", "-7", "", "", "0", "0", "0", "1", "0"],
+        ])
+        XCTAssertTrue(text.contains("\"Lovelace, Ada\""), "a comma in a name is quoted")
+    }
+
+    func testMoodleGradebookCellByCell() throws {
+        let text = GradebookCSV.moodle(try book(), prefix: "Clicker 2026-11-23 #2285")
+        XCTAssertEqual(Self.cells(text), [
+            ["Full name", "ID number",
+             "Clicker 2026-11-23 #2285 Q1", "Clicker 2026-11-23 #2285 Q2", "Clicker 2026-11-23 #2285 Q4",
+             "Clicker 2026-11-23 #2285 participation", "Clicker 2026-11-23 #2285 correctness"],
+            ["Lovelace, Ada", "s1", "2", "1.5", "0.25", "4", "3.75"],
+            ["'=cmd|' /C calc'!A0", "s2", "2", "0", "0", "3", "2"],
+            ["Turing", "-7", "0", "0", "0", "1", "0"],
+        ])
+    }
+
+    /// A poll with no correct answers still grades participation, with no correctness column.
+    func testUngradedPollHasParticipationOnly() throws {
+        let key = DeviceKey.generate()
+        let roster = try Roster(entries: [RosterEntry(name: "Ada", studentID: "s1", enrollment: key.enrollmentCode)])
+        let g = Gradebook(roster: roster, questions: [.choice(1), .choice(2)], answers: [[.choice(0)], [nil]])
+        XCTAssertEqual(Self.cells(GradebookCSV.canvas(g, prefix: "P")), [
+            ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "P participation"],
+            ["Points Possible", "", "", "", "", "2"],
+            ["Ada", "", "s1", "", "", "1"],
+        ])
+    }
+
+    func testNumbers() {
+        XCTAssertEqual([0, 2, 0.5, 1.25, 3.75, 1.0 / 3, 0.1 + 0.2, -1.5, 12_345].map(GradebookCSV.number),
+                       ["0", "2", "0.5", "1.25", "3.75", "0.3333", "0.3", "-1.5", "12345"])
+    }
+
+    func testColumnsAreNamedAfterThePoll() {
+        let poll = PollRecord(id: 1, voteID: Data([0x08, 0xED]), joinCode: nil, mode: .roster, title: nil,
+                              createdAt: Date(timeIntervalSince1970: 1_795_424_100), closedAt: nil)
+        XCTAssertEqual(GradebookCSV.prefix(poll), "Clicker 2026-11-23 #2285")
+    }
+}
