@@ -2,7 +2,8 @@ import ClickerStore
 import ClickerTally
 import ClickerWire
 import Foundation
-import TallyDaemon
+@testable import TallyDaemon
+import ClickerTransport
 import XCTest
 
 /// The gradebook CSVs of a scored roster poll, checked cell by cell against the layouts Canvas and
@@ -91,6 +92,62 @@ final class GradebookCSVTests: XCTestCase {
             ["Points Possible", "", "", "", "", "2"],
             ["Ada", "", "s1", "", "", "1"],
         ])
+    }
+
+    /// The export of a roster poll through the controller: the correct answers and points come from
+    /// the question definitions the store keeps (question 2 was defined with them before it opened;
+    /// question 1 is ungraded), the answers from the ballots counted.
+    func testExportedGradebookOfARosterPollReadsTheStoredDefinitions() async throws {
+        let code = try JoinCode(parsing: "4821-ABCDE-FGHJK")
+        let keys = (0..<3).map { _ in DeviceKey.generate() }
+        let roster = try Roster(entries: [
+            RosterEntry(name: "Ada", studentID: "s1", enrollment: keys[0].enrollmentCode),
+            RosterEntry(name: "Alan", studentID: "s2", enrollment: keys[1].enrollmentCode),
+            RosterEntry(name: "Grace", studentID: "s3", enrollment: keys[2].enrollmentCode),
+        ])
+        let dir = NSTemporaryDirectory() + "clicker-gradebook-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let store = try ClickerStore(path: dir + "/db.sqlite", durability: .normal)
+        let controller = try PollController(options: PollOptions(joinCode: code, roster: roster, confirmByGATT: false),
+                                            store: store)
+        let openPoll = await controller.pollID
+        let pollID = try XCTUnwrap(openPoll)
+        try store.openQuestion(poll: pollID, number: 2,
+                               definition: QuestionDefinition(kinds: [.choice], options: 4, correct: [.choice(2)], points: 3))
+        var t: UInt64 = 0
+        func vote(_ student: Int, _ q: UInt8, _ a: Answer, _ seq: UInt16) -> AdvertisementReport {
+            t += 1
+            let s = BallotSealer(secret: pollSecret(code), deviceKey: keys[student], mode: .roster)
+            return AdvertisementReport(address: DeviceAddress(rawValue: 0xD000 + UInt64(student)), rssi: nil,
+                                       companyID: BallotFormat.companyID,
+                                       data: s.advertisement(question: q, sequence: seq, answer: a),
+                                       timestamp: RadioInstant(nanoseconds: t * 1_000_000_000))
+        }
+        await controller.ingest(vote(0, 1, .choice(0), 1))
+        await controller.ingest(vote(1, 1, .choice(1), 1))
+        try await controller.nextQuestion()
+        await controller.ingest(vote(0, 2, .choice(2), 2))   // correct
+        await controller.ingest(vote(1, 2, .choice(3), 2))   // wrong
+        await controller.ingest(vote(2, 2, .choice(1), 1))
+        await controller.ingest(vote(2, 2, .choice(2), 2))   // changed to correct
+        let files = try await controller.export(to: dir)
+        let prefix = GradebookCSV.prefix(try XCTUnwrap(try store.poll(pollID)))
+        let canvas = try String(contentsOfFile: try XCTUnwrap(files.first { $0.hasSuffix("-gradebook-canvas.csv") }), encoding: .utf8)
+        XCTAssertEqual(Self.cells(canvas), [
+            ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "\(prefix) Q2", "\(prefix) participation", "\(prefix) correctness"],
+            ["Points Possible", "", "", "", "", "3", "2", "3"],
+            ["Ada", "", "s1", "", "", "3", "2", "3"],
+            ["Alan", "", "s2", "", "", "0", "2", "0"],
+            ["Grace", "", "s3", "", "", "3", "1", "3"],
+        ])
+        let moodle = try String(contentsOfFile: try XCTUnwrap(files.first { $0.hasSuffix("-gradebook-moodle.csv") }), encoding: .utf8)
+        XCTAssertEqual(Self.cells(moodle), [
+            ["Full name", "ID number", "\(prefix) Q2", "\(prefix) participation", "\(prefix) correctness"],
+            ["Ada", "s1", "3", "2", "3"],
+            ["Alan", "s2", "0", "2", "0"],
+            ["Grace", "s3", "3", "1", "3"],
+        ])
+        XCTAssertTrue(prefix.hasPrefix("Clicker 20") && prefix.hasSuffix("#\(IDText.vote(code.voteID))"), prefix)
     }
 
     func testNumbers() {
