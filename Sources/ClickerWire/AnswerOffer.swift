@@ -11,67 +11,73 @@ extension Answer {
     }
 }
 
-/// Numbers as people type and read them, against the wire's fixed point: a numeric answer carries
-/// `value` and means `value / 10^decimals` (docs/PROTOCOL.md §4), so with 1 decimal `3.5` is sent
-/// as 35. Pure.
+/// The texts of a numeric question's values: a number in the units the students type (`9.81`),
+/// carried on the wire as an integer count of 10^-decimals (`981` with two decimals; docs/PROTOCOL.md
+/// §4). The one reader and writer of such numbers: the question file and flags, the voter and the
+/// views use it. Pure.
 public enum NumericText {
     /// Most digits after the decimal point a question may declare.
     public static let maxDecimals = 4
 
-    /// The wire value of `text` (an optional minus, digits, optionally `.` and at most `decimals`
-    /// digits): `3.5` with 1 decimal is 35, `3` is 30. With no decimals only whole numbers parse.
-    public static func parse(_ text: some StringProtocol, decimals: Int) throws(NumericTextError) -> Int16 {
-        let decimals = max(0, min(decimals, maxDecimals))
+    /// The wire value of `text` (an optional minus, digits, optionally a point and at most
+    /// `decimals` digits), or why not: `3.5` with 1 decimal is 35, `3` is 30.
+    public static func wire(_ text: some StringProtocol, decimals: Int) -> Result<Int16, NumericTextError> {
         let t = String(text).trimmingWhitespace()
-        var body = Substring(t)
-        let negative = body.first == "-"
-        if negative { body = body.dropFirst() }
-        let parts = body.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
-        let whole = parts[0]
-        let fraction = parts.count > 1 ? parts[1] : ""
-        func digits(_ s: Substring) -> Bool { s.unicodeScalars.allSatisfy { ("0"..."9").contains($0) } }
-        guard !whole.isEmpty, digits(whole), digits(fraction), parts.count == 1 || !fraction.isEmpty else {
-            throw .notANumber(t)
+        var digits = t.first == "-" ? Substring(t.dropFirst()) : Substring(t)
+        let negative = digits.count != t.count
+        let parts = digits.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
+        guard let whole = parts.first, !whole.isEmpty, whole.allSatisfy({ $0.isASCII && $0.isNumber }) else {
+            return .failure(.notANumber(t))
         }
-        guard fraction.count <= decimals else { throw .tooManyDecimals(t, decimals: decimals) }
-        // More digits than any 16-bit value has cannot be in range (and would overflow Int).
-        let significant = whole.drop { $0 == "0" }
-        guard significant.count + decimals <= 9 else { throw .outOfRange(t, decimals: decimals) }
-        var value = 0
-        for c in significant.unicodeScalars { value = value * 10 + Int(c.value - 48) }
-        let fractionDigits = fraction.unicodeScalars.map { Int($0.value - 48) }
-        for i in 0..<decimals { value = value * 10 + (i < fractionDigits.count ? fractionDigits[i] : 0) }
-        if negative { value = -value }
-        guard let v = Int16(exactly: value) else { throw .outOfRange(t, decimals: decimals) }
-        return v
+        let fraction = parts.count > 1 ? parts[1] : ""
+        guard parts.count == 1 || (!fraction.isEmpty && fraction.allSatisfy({ $0.isASCII && $0.isNumber })) else {
+            return .failure(.notANumber(t))
+        }
+        guard fraction.count <= decimals else { return .failure(.tooManyDecimals(t, decimals: decimals)) }
+        digits = whole + fraction + String(repeating: "0", count: decimals - fraction.count)
+        // Leading zeros do not count towards the size.
+        let significant = digits.drop { $0 == "0" }
+        guard significant.count <= 5, let magnitude = Int(significant.isEmpty ? "0" : significant),
+              let v = Int16(exactly: negative ? -magnitude : magnitude) else {
+            return .failure(.outOfRange(t, decimals: decimals))
+        }
+        return .success(v)
     }
 
-    /// The text of a wire value: 35 with 1 decimal is `3.5`, 5 with 2 is `0.05`, -5 with 1 is `-0.5`.
-    public static func format(_ value: Int16, decimals: Int) -> String {
-        let decimals = max(0, min(decimals, maxDecimals))
+    /// The text of a wire value: `981` with two decimals is `9.81`, 5 with 2 is `0.05`.
+    public static func text(_ value: Int16, decimals: Int) -> String {
         guard decimals > 0 else { return String(value) }
-        let magnitude = abs(Int(value))
-        var scale = 1
-        for _ in 0..<decimals { scale *= 10 }
-        let fraction = String(magnitude % scale)
-        return (value < 0 ? "-" : "") + String(magnitude / scale) + "."
-            + String(repeating: "0", count: decimals - fraction.count) + fraction
+        let magnitude = String(abs(Int(value)))
+        let padded = String(repeating: "0", count: max(0, decimals + 1 - magnitude.count)) + magnitude
+        let cut = padded.index(padded.endIndex, offsetBy: -decimals)
+        return (value < 0 ? "-" : "") + padded[..<cut] + "." + padded[cut...]
+    }
+
+    /// Digits after the point in `text` (`0.25..10` has 2).
+    public static func decimals(in text: some StringProtocol) -> Int {
+        String(text).split(separator: "..", omittingEmptySubsequences: false).map { bound in
+            let t = String(bound).trimmingWhitespace()
+            return t.firstIndex(of: ".").map { t.distance(from: $0, to: t.endIndex) - 1 } ?? 0
+        }.max() ?? 0
     }
 }
 
-/// Why a typed number is not one a question with that many decimals takes.
+/// Why a number or range did not read.
 public enum NumericTextError: Error, Sendable, Equatable, CustomStringConvertible {
     case notANumber(String)
     case tooManyDecimals(String, decimals: Int)
     case outOfRange(String, decimals: Int)
+    case notARange(String)
+    case emptyRange(String)
 
     public var description: String {
         switch self {
-        case .notANumber(let s): "'\(s)' is not a number"
-        case .tooManyDecimals(let s, 0): "\(s) is not a whole number"
-        case .tooManyDecimals(let s, let d): "\(s) has more than \(d) decimal\(d == 1 ? "" : "s")"
-        case .outOfRange(let s, let d):
-            "\(s) is out of range (\(NumericText.format(.min, decimals: d)) to \(NumericText.format(.max, decimals: d)))"
+        case .notANumber(let t): "'\(t)' is not a number (digits, an optional minus and decimal point, like -2.5)"
+        case let .tooManyDecimals(t, d): "'\(t)' has more than \(d) decimal\(d == 1 ? "" : "s")"
+        case let .outOfRange(t, d):
+            "'\(t)' does not fit the 16 bits a ballot carries (\(NumericText.text(.min, decimals: d)) to \(NumericText.text(.max, decimals: d)) with \(d) decimal\(d == 1 ? "" : "s"))"
+        case .notARange(let t): "'\(t)' is not a range LOW..HIGH, like 0..100 or -2.5..2.5"
+        case .emptyRange(let t): "'\(t)' is empty: its low end is above its high end"
         }
     }
 }

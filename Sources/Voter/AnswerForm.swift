@@ -40,17 +40,19 @@ public struct AnswerForm: Sendable, Hashable {
     /// `LOW..HIGH` as typed (`-5..5`, `0..10.5`), in the question's decimals, as wire values.
     public static func range(parsing text: String, decimals: Int) throws(AnswerRefusal) -> ClosedRange<Int16> {
         let ends = text.split(separator: "..", maxSplits: 1, omittingEmptySubsequences: false)
+        let takes = "LOW..HIGH, like 0..10 or -5..5"
         guard ends.count == 2 else {
-            throw AnswerRefusal(reason: "'\(text)' is not a range", subject: "--range", takes: "LOW..HIGH, like 0..10 or -5..5")
+            throw AnswerRefusal(reason: NumericTextError.notARange(text).description, subject: "--range", takes: takes)
         }
         func end(_ s: Substring) throws(AnswerRefusal) -> Int16 {
-            do { return try NumericText.parse(s, decimals: decimals) } catch {
-                throw AnswerRefusal(reason: "\(error)", subject: "--range", takes: "LOW..HIGH, like 0..10 or -5..5")
+            switch NumericText.wire(s, decimals: decimals) {
+            case .success(let v): return v
+            case .failure(let e): throw AnswerRefusal(reason: e.description, subject: "--range", takes: takes)
             }
         }
         let low = try end(ends[0]), high = try end(ends[1])
         guard low <= high else {
-            throw AnswerRefusal(reason: "the range \(text) is empty", subject: "--range", takes: "LOW..HIGH with LOW not above HIGH")
+            throw AnswerRefusal(reason: NumericTextError.emptyRange(text).description, subject: "--range", takes: takes)
         }
         return low...high
     }
@@ -64,8 +66,8 @@ public struct AnswerForm: Sendable, Hashable {
         case .multi: return "one or more different letters from \(letters), joined by +, like \(options > 2 ? "A+C" : "A+B")"
         case .truefalse: return "true or false"
         case .numeric:
-            let low = NumericText.format(range.lowerBound, decimals: decimals)
-            let high = NumericText.format(range.upperBound, decimals: decimals)
+            let low = NumericText.text(range.lowerBound, decimals: decimals)
+            let high = NumericText.text(range.upperBound, decimals: decimals)
             let places = decimals == 0 ? "a whole number" : "a number with at most \(decimals) decimal\(decimals == 1 ? "" : "s")"
             return "\(places) from \(low) to \(high)"
         case .ranked:
@@ -80,8 +82,10 @@ public struct AnswerForm: Sendable, Hashable {
         let shown = String(text).trimmingWhitespace()
         var answer: Answer
         if kind == .numeric {
-            do { answer = .numeric(try NumericText.parse(shown, decimals: decimals)) } catch {
-                throw AnswerRefusal(reason: error.description, takes: takes)
+            switch NumericText.wire(shown, decimals: decimals) {
+            case .success(let v): answer = .numeric(v)
+            case .failure(.tooManyDecimals(let t, decimals: 0)): throw AnswerRefusal(reason: "'\(t)' is not a whole number", takes: takes)
+            case .failure(let e): throw AnswerRefusal(reason: e.description, takes: takes)
             }
         } else {
             do { answer = try Answer(parsing: shown) } catch { throw AnswerRefusal(reason: error.description, takes: takes) }

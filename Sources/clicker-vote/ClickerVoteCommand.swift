@@ -63,7 +63,7 @@ struct Cast: AsyncParsableCommand {
             help: ArgumentHelp("Numbers the question takes, e.g. 0..10 or -5..5 (with --kind numeric; in its decimals).", valueName: "LOW..HIGH"))
     var range: String?
 
-    @Option(help: "Digits after the decimal point a numeric question takes (0-4; with --kind numeric; default 0: whole numbers).")
+    @Option(help: "Digits after the decimal point a numeric question takes (0-4; with --kind numeric; default: those of --range, else 0).")
     var decimals: Int?
 
     @OptionGroup var radio: PeripheralRadioArguments
@@ -93,7 +93,8 @@ struct Cast: AsyncParsableCommand {
             if kind == .truefalse, range != nil || decimals != nil {
                 throw ValidationError("--range and --decimals are for --kind numeric")
             }
-            let places = decimals ?? 0
+            // As the tally's --range: without --decimals, the range's own decimals count (0.0..10.0 takes one).
+            let places = decimals ?? range.map { NumericText.decimals(in: $0) } ?? 0
             guard (0...NumericText.maxDecimals).contains(places) else { throw ValidationError("--decimals must be 0 to 4") }
             var bounds: ClosedRange<Int16> = .min ... .max
             if let range {

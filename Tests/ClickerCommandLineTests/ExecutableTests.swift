@@ -83,11 +83,12 @@ final class ExecutableTests: XCTestCase {
             (["12.5", "--kind", "numeric", "--range", "0..10", "--decimals", "1"],
              "answer: 12.5 is out of range; this question takes a number with at most 1 decimal from 0.0 to 10.0"),
             (["3.5", "--kind", "numeric", "--range", "-5..5"],
-             "answer: 3.5 is not a whole number; this question takes a whole number from -5 to 5"),
+             "answer: '3.5' is not a whole number; this question takes a whole number from -5 to 5"),
             (["A", "--kind", "truefalse"], "answer: 'A' does not answer this question; this question takes true or false"),
             (["B", "--options", "2"], "--options, --range and --decimals describe a question: give its --kind too"),
             (["B", "--kind", "single", "--options", "9"], "--options must be 1 to 8"),
-            (["3", "--kind", "numeric", "--range", "5..1"], "the range 5..1 is empty; --range takes LOW..HIGH with LOW not above HIGH"),
+            (["3", "--kind", "numeric", "--range", "5..1"], "'5..1' is empty: its low end is above its high end; --range takes LOW..HIGH"),
+            (["3", "--kind", "numeric", "--range", "0.0..1.0"], "answer: 3 is out of range; this question takes a number with at most 1 decimal from 0.0 to 1.0"),
         ]
         for (args, message) in refused {
             let (status, stderr) = try vote(args)

@@ -55,19 +55,19 @@ final class AnswerFormTests: XCTestCase {
         XCTAssertEqual(try form.answer("10.0"), .numeric(100))
         XCTAssertEqual(refusal(form, "10.1"), "10.1 is out of range; this question takes a number with at most 1 decimal from 0.0 to 10.0")
         XCTAssertEqual(refusal(form, "-0.5"), "-0.5 is out of range; this question takes a number with at most 1 decimal from 0.0 to 10.0")
-        XCTAssertEqual(refusal(form, "3.25"), "3.25 has more than 1 decimal; this question takes a number with at most 1 decimal from 0.0 to 10.0")
-        XCTAssertEqual(refusal(form, "B"), "'B' is not a number; this question takes a number with at most 1 decimal from 0.0 to 10.0")
-        XCTAssertEqual(refusal(form, "3."), "'3.' is not a number; this question takes a number with at most 1 decimal from 0.0 to 10.0")
+        XCTAssertEqual(refusal(form, "3.25"), "'3.25' has more than 1 decimal; this question takes a number with at most 1 decimal from 0.0 to 10.0")
+        XCTAssertEqual(refusal(form, "B"), "'B' is not a number (digits, an optional minus and decimal point, like -2.5); this question takes a number with at most 1 decimal from 0.0 to 10.0")
+        XCTAssertEqual(refusal(form, "3."), "'3.' is not a number (digits, an optional minus and decimal point, like -2.5); this question takes a number with at most 1 decimal from 0.0 to 10.0")
 
         let whole = AnswerForm(kind: .numeric, range: try AnswerForm.range(parsing: "-5..5", decimals: 0))
         XCTAssertEqual(try whole.answer("-5"), .numeric(-5))
-        XCTAssertEqual(refusal(whole, "3.5"), "3.5 is not a whole number; this question takes a whole number from -5 to 5")
+        XCTAssertEqual(refusal(whole, "3.5"), "'3.5' is not a whole number; this question takes a whole number from -5 to 5")
         XCTAssertEqual(refusal(whole, "6"), "6 is out of range; this question takes a whole number from -5 to 5")
         // Without a range: any 16-bit wire value, in the question's decimals.
         let any = AnswerForm(kind: .numeric, decimals: 2)
         XCTAssertEqual(try any.answer("-327.68"), .numeric(-32768))
         XCTAssertEqual(refusal(any, "327.68"),
-                       "327.68 is out of range (-327.68 to 327.67); this question takes a number with at most 2 decimals from -327.68 to 327.67")
+                       "'327.68' does not fit the 16 bits a ballot carries (-327.68 to 327.67 with 2 decimals); this question takes a number with at most 2 decimals from -327.68 to 327.67")
     }
 
     func testRankedTakesPartialOrdersOfItsLetters() throws {
@@ -86,9 +86,9 @@ final class AnswerFormTests: XCTestCase {
         func message(_ text: String, _ decimals: Int) -> String {
             do { _ = try AnswerForm.range(parsing: text, decimals: decimals); return "accepted" } catch { return error.description }
         }
-        XCTAssertEqual(message("10", 0), "'10' is not a range; --range takes LOW..HIGH, like 0..10 or -5..5")
-        XCTAssertEqual(message("5..1", 0), "the range 5..1 is empty; --range takes LOW..HIGH with LOW not above HIGH")
-        XCTAssertEqual(message("0..1.5", 0), "1.5 is not a whole number; --range takes LOW..HIGH, like 0..10 or -5..5")
+        XCTAssertEqual(message("10", 0), "'10' is not a range LOW..HIGH, like 0..100 or -2.5..2.5; --range takes LOW..HIGH, like 0..10 or -5..5")
+        XCTAssertEqual(message("5..1", 0), "'5..1' is empty: its low end is above its high end; --range takes LOW..HIGH, like 0..10 or -5..5")
+        XCTAssertEqual(message("0..1.5", 0), "'1.5' has more than 0 decimals; --range takes LOW..HIGH, like 0..10 or -5..5")
         XCTAssertEqual(try AnswerForm.range(parsing: "-1.5..2.25", decimals: 2), -150...225)
     }
 
