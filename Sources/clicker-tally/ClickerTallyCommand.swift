@@ -309,10 +309,10 @@ struct SimulationArguments: ParsableArguments {
                 let now = await controller.joinCode
                 if now != code { code = now; secret = PollSecret(deriving: code) }
                 let s = secret
-                // The room answers the question's kind when it is not single choice.
+                // The room answers the question's kind, with its options (a set's question may have fewer).
                 var asked = room
-                if let spec = await controller.questionSpec, !spec.kinds.contains(.choice),
-                   let kind = [Answer.Kind.multiSelect, .ranking, .trueFalse, .numeric].first(where: spec.kinds.contains) {
+                if let spec = await controller.questionSpec,
+                   let kind = [Answer.Kind.choice, .multiSelect, .ranking, .trueFalse, .numeric].first(where: spec.kinds.contains) {
                     asked = room.answering(kind, options: spec.options,
                                            range: spec.numeric.map { $0.lowest...$0.highest } ?? 0...100, using: &kindRNG)
                 }
