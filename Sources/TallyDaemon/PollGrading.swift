@@ -2,7 +2,7 @@ import ClickerStore
 import ClickerTally
 import ClickerWire
 
-/// Grading a roster poll, and what a simulated room needs to answer the open question.
+/// Grading a roster poll.
 extension PollController {
     /// The gradebook of a roster poll (nil for an anonymous poll): every enrolled student's counted
     /// answers, scored against each question's correct answers and points as `stored` defines them
@@ -25,7 +25,4 @@ extension PollController {
         }
         return Gradebook(roster: roster, questions: specs, answers: answers)
     }
-
-    /// The current question as the tally checks its ballots (kinds, options, range); nil before any.
-    public var questionSpec: QuestionSpec? { pipeline.tally.question(question)?.spec }
 }

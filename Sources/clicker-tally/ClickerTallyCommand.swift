@@ -311,8 +311,8 @@ struct SimulationArguments: ParsableArguments {
                 let s = secret
                 // The room answers the question's kind, with its options (a set's question may have fewer).
                 var asked = room
-                if let spec = await controller.questionSpec,
-                   let kind = [Answer.Kind.choice, .multiSelect, .ranking, .trueFalse, .numeric].first(where: spec.kinds.contains) {
+                let spec = await controller.spec
+                if let kind = [Answer.Kind.choice, .multiSelect, .ranking, .trueFalse, .numeric].first(where: spec.kinds.contains) {
                     asked = room.answering(kind, options: spec.options,
                                            range: spec.numeric.map { $0.lowest...$0.highest } ?? 0...100, using: &kindRNG)
                 }

@@ -1,3 +1,4 @@
+import ClickerQuestions
 import ClickerStore
 import ClickerTally
 import ClickerWire
@@ -94,11 +95,35 @@ final class GradebookCSVTests: XCTestCase {
         ])
     }
 
-    /// The export of a roster poll through the controller: the correct answers and points come from
-    /// the question definitions the store keeps (question 2 was defined with them before it opened;
-    /// question 1 is ungraded), the answers from the ballots counted.
-    func testExportedGradebookOfARosterPollReadsTheStoredDefinitions() async throws {
+    /// A roster poll of a question file with correct answers of every kind, through the controller:
+    /// the export's gradebook scores the ballots counted against the definitions stored with the
+    /// poll, and a resumed poll (which reads them back from the database) exports the same cells.
+    func testExportedGradebookOfARosterPollFromAQuestionFile() async throws {
         let code = try JoinCode(parsing: "4821-ABCDE-FGHJK")
+        let file = """
+            questions:
+              - title: Largest planet?
+                kind: single
+                options: [Mercury, Venus, Jupiter, Mars]
+                correct: C
+                points: 2
+              - title: Noble gases?
+                kind: multi
+                options: [Helium, Iron, Neon]
+                correct: A+C
+                points: 1.5
+              - title: Warm-up, not graded
+                kind: truefalse
+              - title: g in m/s²
+                kind: numeric
+                range: 9..10.5
+                decimals: 2
+                correct: 9.81
+              - title: Order of the planets from the Sun
+                kind: ranked
+                options: [Mars, Venus, Earth]
+                correct: B>C>A
+            """
         let keys = (0..<3).map { _ in DeviceKey.generate() }
         let roster = try Roster(entries: [
             RosterEntry(name: "Ada", studentID: "s1", enrollment: keys[0].enrollmentCode),
@@ -107,47 +132,61 @@ final class GradebookCSVTests: XCTestCase {
         ])
         let dir = NSTemporaryDirectory() + "clicker-gradebook-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: dir) }
         let store = try ClickerStore(path: dir + "/db.sqlite", durability: .normal)
-        let controller = try PollController(options: PollOptions(joinCode: code, roster: roster, confirmByGATT: false),
-                                            store: store)
-        let openPoll = await controller.pollID
-        let pollID = try XCTUnwrap(openPoll)
-        try store.openQuestion(poll: pollID, number: 2,
-                               definition: QuestionDefinition(kinds: [.choice], options: 4, correct: [.choice(2)], points: 3))
-        var t: UInt64 = 0
-        func vote(_ student: Int, _ q: UInt8, _ a: Answer, _ seq: UInt16) -> AdvertisementReport {
+        var options = PollOptions(joinCode: code, roster: roster, confirmByGATT: false)
+        options.questionSet = try QuestionFile.parse(file, file: "lecture.yaml")
+        let controller = try PollController(options: options, store: store)
+        var t: UInt64 = 0, sequence: [UInt16] = [0, 0, 0]
+        func vote(_ student: Int, _ q: UInt8, _ a: Answer) async {
             t += 1
+            sequence[student] += 1
             let s = BallotSealer(secret: pollSecret(code), deviceKey: keys[student], mode: .roster)
-            return AdvertisementReport(address: DeviceAddress(rawValue: 0xD000 + UInt64(student)), rssi: nil,
-                                       companyID: BallotFormat.companyID,
-                                       data: s.advertisement(question: q, sequence: seq, answer: a),
-                                       timestamp: RadioInstant(nanoseconds: t * 1_000_000_000))
+            await controller.ingest(AdvertisementReport(address: DeviceAddress(rawValue: 0xD000 + UInt64(student)), rssi: nil,
+                                                        companyID: BallotFormat.companyID,
+                                                        data: s.advertisement(question: q, sequence: sequence[student], answer: a),
+                                                        timestamp: RadioInstant(nanoseconds: t * 1_000_000_000)))
         }
-        await controller.ingest(vote(0, 1, .choice(0), 1))
-        await controller.ingest(vote(1, 1, .choice(1), 1))
+        func ranking(_ order: [UInt8]) throws -> Answer { .ranking(try XCTUnwrap(Ranking(order: order))) }
+        await vote(0, 1, .choice(2)); await vote(1, 1, .choice(0)); await vote(2, 1, .choice(1)); await vote(2, 1, .choice(2))
         try await controller.nextQuestion()
-        await controller.ingest(vote(0, 2, .choice(2), 2))   // correct
-        await controller.ingest(vote(1, 2, .choice(3), 2))   // wrong
-        await controller.ingest(vote(2, 2, .choice(1), 1))
-        await controller.ingest(vote(2, 2, .choice(2), 2))   // changed to correct
-        let files = try await controller.export(to: dir)
-        let prefix = GradebookCSV.prefix(try XCTUnwrap(try store.poll(pollID)))
-        let canvas = try String(contentsOfFile: try XCTUnwrap(files.first { $0.hasSuffix("-gradebook-canvas.csv") }), encoding: .utf8)
-        XCTAssertEqual(Self.cells(canvas), [
-            ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "\(prefix) Q2", "\(prefix) participation", "\(prefix) correctness"],
-            ["Points Possible", "", "", "", "", "3", "2", "3"],
-            ["Ada", "", "s1", "", "", "3", "2", "3"],
-            ["Alan", "", "s2", "", "", "0", "2", "0"],
-            ["Grace", "", "s3", "", "", "3", "1", "3"],
-        ])
-        let moodle = try String(contentsOfFile: try XCTUnwrap(files.first { $0.hasSuffix("-gradebook-moodle.csv") }), encoding: .utf8)
-        XCTAssertEqual(Self.cells(moodle), [
-            ["Full name", "ID number", "\(prefix) Q2", "\(prefix) participation", "\(prefix) correctness"],
-            ["Ada", "s1", "3", "2", "3"],
-            ["Alan", "s2", "0", "2", "0"],
-            ["Grace", "s3", "3", "1", "3"],
-        ])
-        XCTAssertTrue(prefix.hasPrefix("Clicker 20") && prefix.hasSuffix("#\(IDText.vote(code.voteID))"), prefix)
+        await vote(0, 2, .multiSelect(0b101)); await vote(1, 2, .multiSelect(0b001))
+        try await controller.nextQuestion()
+        await vote(0, 3, .trueFalse(true)); await vote(2, 3, .trueFalse(false))
+        try await controller.nextQuestion()
+        await vote(0, 4, .numeric(981)); await vote(1, 4, .numeric(980)); await vote(2, 4, .numeric(981))
+        try await controller.nextQuestion()
+        await vote(0, 5, try ranking([1, 2, 0])); await vote(1, 5, try ranking([1, 2])); await vote(2, 5, try ranking([1, 2, 0]))
+        let pollID = try XCTUnwrap(try store.polls().first?.id)
+        let p = GradebookCSV.prefix(try XCTUnwrap(try store.poll(pollID)))
+        let canvas: [[String]] = [
+            ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "\(p) Q1", "\(p) Q2", "\(p) Q4", "\(p) Q5",
+             "\(p) participation", "\(p) correctness"],
+            ["Points Possible", "", "", "", "", "2", "1.5", "1", "1", "5", "5.5"],
+            ["Ada", "", "s1", "", "", "2", "1.5", "1", "1", "5", "5.5"],
+            ["Alan", "", "s2", "", "", "0", "0", "0", "0", "4", "0"],
+            ["Grace", "", "s3", "", "", "2", "0", "1", "1", "4", "4"],
+        ]
+        let moodle = [["Full name", "ID number"] + canvas[0].dropFirst(5)] + canvas.dropFirst(2).map { [$0[0], $0[2]] + $0.dropFirst(5) }
+        func exported(_ c: PollController) async throws -> (canvas: [[String]], moodle: [[String]]) {
+            let files = try await c.export(to: dir)
+            func cells(_ suffix: String) throws -> [[String]] {
+                Self.cells(try String(contentsOfFile: try XCTUnwrap(files.first { $0.hasSuffix(suffix) }), encoding: .utf8))
+            }
+            return (try cells("-gradebook-canvas.csv"), try cells("-gradebook-moodle.csv"))
+        }
+        var e = try await exported(controller)
+        XCTAssertEqual(e.canvas, canvas)
+        XCTAssertEqual(e.moodle, moodle)
+        XCTAssertTrue(p.hasPrefix("Clicker 20") && p.hasSuffix("#\(IDText.vote(code.voteID))"), p)
+
+        // Resumed: the definitions (correct answers, points) come back from the database.
+        var again = PollOptions(joinCode: JoinCode.random(), roster: roster, confirmByGATT: false)
+        again.questionSet = []
+        let resumed = try PollController(options: again, store: store, start: .resume(maxAge: .seconds(3600), stated: ResumeFlags()))
+        e = try await exported(resumed)
+        XCTAssertEqual(e.canvas, canvas)
+        XCTAssertEqual(e.moodle, moodle)
     }
 
     func testNumbers() {
