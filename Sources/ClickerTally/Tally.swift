@@ -68,11 +68,9 @@ public struct QuestionSpec: Sendable, Hashable {
     }
 
     /// Whether `answer` is one this question offers: an accepted kind, only offered options, and a
-    /// number within the question's range.
+    /// number within the question's range. The voter checks the same (``Answer/isOffered(kinds:options:range:)``).
     public func offers(_ answer: Answer) -> Bool {
-        guard kinds.contains(answer.kind), answer.fits(options: options) else { return false }
-        if case .numeric(let v) = answer, let numeric { return numeric.contains(v) }
-        return true
+        answer.isOffered(kinds: kinds, options: options, range: numeric.map { $0.lowest...$0.highest })
     }
 }
 

@@ -72,8 +72,17 @@ extension PollController {
         flush()
         guard let store, let pollID else { throw PollError.storage("no database: run without --no-store to export") }
         do {
-            let roster = options.roster.map { [(suffix: "roster.csv", contents: rosterCSV($0))] } ?? []
-            return try store.export(poll: pollID, to: directory, adding: roster)
+            var extra: [(suffix: String, contents: String)] = []
+            if let roster = options.roster {
+                extra.append((suffix: "roster.csv", contents: rosterCSV(roster)))
+                if let poll = try store.poll(pollID), let book = gradebook(stored: try store.questions(poll: pollID)) {
+                    // Scores per student (participation, and correctness where questions have correct answers).
+                    let prefix = GradebookCSV.prefix(poll)
+                    extra.append((suffix: "gradebook-canvas.csv", contents: GradebookCSV.canvas(book, prefix: prefix)))
+                    extra.append((suffix: "gradebook-moodle.csv", contents: GradebookCSV.moodle(book, prefix: prefix)))
+                }
+            }
+            return try store.export(poll: pollID, to: directory, adding: extra)
         } catch { throw PollError.storage("\(error)") }
     }
 

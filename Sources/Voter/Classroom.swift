@@ -48,6 +48,43 @@ public struct Classroom: Sendable {
         self.options = max(1, options)
     }
 
+    /// The same room answering a question of `kind` with `options` options: each student's letter
+    /// (taken modulo `options`) becomes an answer of that kind (the letter; true or false by its
+    /// parity; a set holding it, sometimes with a neighbour; a ranking that puts it first and orders
+    /// some of the others; a number in `range` that rises with it), so the room still leans towards
+    /// one "right" answer.
+    public func answering<G: RandomNumberGenerator>(_ kind: Answer.Kind, options: Int, range: ClosedRange<Int16> = 0...100,
+                                                    using rng: inout G) -> Classroom {
+        let options = max(1, min(options, Answer.maxOptions))
+        func convert(_ a: Answer) -> Answer {
+            let i = answerIndex(a) % UInt8(options)
+            switch kind {
+            case .choice: return .choice(i)
+            case .trueFalse: return .trueFalse(i % 2 == 0)
+            case .multiSelect:
+                let extra = Bool.random(using: &rng) && options > 1 ? UInt8(1) << ((i + 1) % UInt8(options)) : 0
+                return .multiSelect(UInt8(1) << i | extra)
+            case .numeric:
+                let span = Int(range.upperBound) - Int(range.lowerBound)
+                let base = Int(range.lowerBound) + span * Int(i) / options
+                let v = base + Int.random(in: 0...max(0, span / options), using: &rng)
+                return .numeric(Int16(clamping: min(v, Int(range.upperBound))))
+            case .ranking:
+                let rest = (0..<UInt8(options)).filter { $0 != i }.shuffled(using: &rng)
+                let order = [i] + rest.prefix(Int.random(in: 0...rest.count, using: &rng))
+                return Ranking(order: order).map(Answer.ranking) ?? .choice(i)
+            }
+        }
+        return Classroom(options: options, students: students.map { s in
+            Student(thinkTime: s.thinkTime, answer: convert(s.answer), change: s.change.map { ($0.after, convert($0.to)) })
+        })
+    }
+
+    init(options: Int, students: [Student]) {
+        self.options = options
+        self.students = students
+    }
+
     /// Steady answer changes for load tests: after their own answers every student changes answer
     /// once per ``period``, phases spread evenly, so about `votesPerSecond` ballots arrive in all.
     public struct Churn: Sendable, Equatable {

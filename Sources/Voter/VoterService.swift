@@ -14,6 +14,9 @@ public struct VoterService: Service {
     let first: Answer
     let lines: AsyncStream<String>
     let report: @Sendable (String) -> Void
+    /// Reads a typed line: ``AnswerForm/answer(_:)`` when the question's kind is known, so a line the
+    /// question does not offer is refused before anything is advertised.
+    let parse: @Sendable (String) throws -> Answer
     let logger: Logger
     /// Returns when the group shuts down (or the task is cancelled).
     let untilShutdown: @Sendable () async -> Void
@@ -21,17 +24,21 @@ public struct VoterService: Service {
     /// - Parameters:
     ///   - lines: answers, one a line; surrounding spaces and blank lines are ignored.
     ///   - report: one line for the person or script watching (stdout), written at once.
+    ///   - parse: reads a line into an answer, or throws why it is refused (logged; the vote stays).
     public init(session: VoterSession, first: Answer, lines: AsyncStream<String>,
-                report: @escaping @Sendable (String) -> Void, logger: Logger) {
-        self.init(session: session, first: first, lines: lines, report: report, logger: logger,
+                report: @escaping @Sendable (String) -> Void, logger: Logger,
+                parse: @escaping @Sendable (String) throws -> Answer = { try Answer(parsing: $0) }) {
+        self.init(session: session, first: first, lines: lines, report: report, logger: logger, parse: parse,
                   untilShutdown: { try? await gracefulShutdown() })
     }
 
     /// `untilShutdown` wraps the wait for shutdown, so a test sees the service reach it.
     package init(session: VoterSession, first: Answer, lines: AsyncStream<String>,
                  report: @escaping @Sendable (String) -> Void, logger: Logger,
+                 parse: @escaping @Sendable (String) throws -> Answer = { try Answer(parsing: $0) },
                  untilShutdown: @escaping @Sendable () async -> Void) {
         self.session = session
+        self.parse = parse
         self.first = first
         self.lines = lines
         self.report = report
@@ -40,7 +47,7 @@ public struct VoterService: Service {
     }
 
     public func run() async throws {
-        let session = self.session, lines = self.lines, report = self.report, logger = self.logger
+        let session = self.session, lines = self.lines, report = self.report, logger = self.logger, parse = self.parse
         let untilShutdown = self.untilShutdown
         do {
             let b = try await session.cast(first)
@@ -54,7 +61,7 @@ public struct VoterService: Service {
                 let text = line.trimmingWhitespace()
                 if text.isEmpty { continue }
                 do {
-                    let b = try await session.cast(try Answer(parsing: text))
+                    let b = try await session.cast(try parse(text))
                     report("changed to \(b.answer) (sequence \(b.sequence))")
                 } catch {
                     logger.error("\(Self.excerpt(text)): \(Self.excerpt("\(error)", limit: 160))")

@@ -296,18 +296,29 @@ struct SimulationArguments: ParsableArguments {
         let scale = 1 / simulateSpeed
         logger.info("simulating \(room.students.count) students voting on the simulated air")
         let churn = simulateChurn
+        let kindSeed = seed &+ 1
         // Each student keeps one radio for the whole run and answers every question the poll opens.
         let radios = RadioCache(air: air)
         return [{
             var current = await controller.question
             var code = await controller.joinCode
             var secret = PollSecret(deriving: code)  // scrypt: once per poll, not per question
+            var kindRNG = SplitMix64(seed: kindSeed)
             while !Task.isCancelled {
                 let q = current
                 let now = await controller.joinCode
                 if now != code { code = now; secret = PollSecret(deriving: code) }
                 let s = secret
-                let students = Task { await room.run(secret: s, question: q, timeScale: scale, churn: churn) { radios[$0] } }
+                // The room answers the question's kind, with its options (a set's question may have fewer).
+                var asked = room
+                let spec = await controller.spec
+                if let kind = [Answer.Kind.choice, .multiSelect, .ranking, .trueFalse, .numeric].first(where: spec.kinds.contains) {
+                    asked = room.answering(kind, options: spec.options,
+                                           range: spec.numeric.map { $0.lowest...$0.highest } ?? 0...100, using: &kindRNG)
+                }
+                let students = Task { [asked] in
+                    await asked.run(secret: s, question: q, timeScale: scale, churn: churn) { radios[$0] }
+                }
                 while !Task.isCancelled, current == q {
                     try? await Task.sleep(for: .milliseconds(200))
                     current = await controller.question

@@ -63,6 +63,47 @@ final class ExecutableTests: XCTestCase {
         XCTAssertLessThan(line.filter { $0 == "Q" }.count, 200, String(line))
     }
 
+    /// `--kind` and `--options`: an answer the question does not offer is refused with what it takes,
+    /// before the radio is opened (with no air to join, an accepted answer gets as far as the radio and
+    /// fails there instead).
+    func testVoterRefusesAnAnswerTheQuestionDoesNotOfferBeforeAdvertising() throws {
+        let path = "/tmp/clicker-cli-test-\(getpid())-kind.sock"
+        unlink(path)
+        let code = "4821-ABCDE-FGHJK"
+        func vote(_ rest: [String]) throws -> (status: Int32, stderr: String) {
+            try run("clicker-vote", ["--radio", "sim", "--air", path, code] + rest)
+        }
+        let refused: [([String], String)] = [
+            (["E", "--kind", "single", "--options", "4"], "answer: option E is not offered; this question takes one letter, A to D"),
+            (["true", "--kind", "single"], "answer: 'true' does not answer this question; this question takes one letter, A to D"),
+            (["A+A", "--kind", "multi", "--options", "3"],
+             "answer: option A appears twice; this question takes one or more different letters from A to C, joined by +, like A+C"),
+            (["C>A>D", "--kind", "ranked", "--options", "3"],
+             "answer: option D is not offered; this question takes different letters from A to C in order of preference, like C>A (rank as many as you like)"),
+            (["12.5", "--kind", "numeric", "--range", "0..10", "--decimals", "1"],
+             "answer: 12.5 is out of range; this question takes a number with at most 1 decimal from 0.0 to 10.0"),
+            (["3.5", "--kind", "numeric", "--range", "-5..5"],
+             "answer: '3.5' is not a whole number; this question takes a whole number from -5 to 5"),
+            (["A", "--kind", "truefalse"], "answer: 'A' does not answer this question; this question takes true or false"),
+            (["B", "--options", "2"], "--options, --range and --decimals describe a question: give its --kind too"),
+            (["B", "--kind", "single", "--options", "9"], "--options must be 1 to 8"),
+            (["3", "--kind", "numeric", "--range", "5..1"], "'5..1' is empty: its low end is above its high end; --range takes LOW..HIGH"),
+            (["3", "--kind", "numeric", "--range", "0.0..1.0"], "answer: 3 is out of range; this question takes a number with at most 1 decimal from 0.0 to 1.0"),
+        ]
+        for (args, message) in refused {
+            let (status, stderr) = try vote(args)
+            XCTAssertNotEqual(status, 0, args.joined(separator: " "))
+            XCTAssertTrue(stderr.contains(message), "\(args): \(stderr)")
+            XCTAssertFalse(stderr.contains("no simulated air"), "\(args) reached the radio: \(stderr)")
+        }
+        for args in [["C", "--kind", "single", "--options", "4"], ["3.5", "--kind", "numeric", "--range", "0..10", "--decimals", "1"],
+                     ["B", "--kind", "ranked"], ["false", "--kind", "truefalse"], ["A+C"]] {
+            let (status, stderr) = try vote(args)
+            XCTAssertNotEqual(status, 0)
+            XCTAssertTrue(stderr.contains("no simulated air at \(path)"), "\(args) was refused: \(stderr)")
+        }
+    }
+
     func testVoterVersion() throws {
         let process = Process()
         process.executableURL = try executable("clicker-vote")

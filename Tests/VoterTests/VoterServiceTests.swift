@@ -91,6 +91,33 @@ final class VoterServiceTests: XCTestCase {
                                               "test: shutdown", "shutdown", "stopped advertising"])
     }
 
+    /// With `--kind`, a typed line the question does not offer is refused before anything goes on
+    /// the air: the vote stays as it was, and the next offered answer is cast.
+    func testATypedAnswerTheQuestionDoesNotOfferIsNotAdvertised() async throws {
+        let log = EventLog()
+        let session = VoterSession(secret: pollSecret(code), question: 1, identity: DeviceKey.generate(),
+                                   transport: LoggingRadio(log: log), state: nil)
+        let (lines, input) = AsyncStream<String>.makeStream()
+        let form = AnswerForm(kind: .multi, options: 3)
+        let service = VoterService(session: session, first: .multiSelect(0b011), lines: lines, report: { log.add($0) },
+                                   logger: quiet, parse: { try form.answer($0) },
+                                   untilShutdown: { log.add("waiting for shutdown"); try? await gracefulShutdown() })
+        try await testGracefulShutdown { shutdown in
+            let run = Task { try await service.run() }
+            _ = await log.waitFor(2)
+            input.yield("A+D")    // D is not offered
+            input.yield("true")   // not a multi-select
+            input.yield("A+A")    // a letter twice
+            input.yield("C")      // C alone
+            input.finish()
+            let seen = await log.waitFor(5)
+            XCTAssertEqual(Array(seen[2...4]), ["advertise", "changed to C+ (sequence 2)", "input closed; the vote stays on the air until stopped"])
+            shutdown.triggerGracefulShutdown()
+            try await run.value
+        }
+        XCTAssertEqual(log.all.filter { $0 == "advertise" }.count, 2, "the refused lines advertised nothing")
+    }
+
     func testAFirstCastThatFailsEndsTheServiceWithItsErrorAndWithdraws() async throws {
         let log = EventLog()
         let radio = LoggingRadio(log: log, refuse: .radioUnavailable("adapter gone"))
