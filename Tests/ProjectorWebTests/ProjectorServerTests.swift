@@ -79,6 +79,30 @@ final class ProjectorServerTests: XCTestCase {
         await events.stream.close()
     }
 
+    /// The next question, asked ad hoc as a multi-select with a title and option texts: the page is
+    /// sent its number, title, texts and kind, and one bar per option counting the voters who chose it.
+    func testANewQuestionBringsItsTitleOptionTextsAndKind() async throws {
+        let controller = try perBallotPoll()
+        let server = try await start(controller)
+        var events = try await EventReader(port: server.address.port)
+        try await controller.nextQuestion(QuestionSpec(number: 2, options: 3, kinds: [.multiSelect],
+                                                       title: "Which are <i>prime</i>?", optionTexts: ["2", "4", "5"]))
+        let (asked, _) = try await events.snapshot { $0.question.number == 2 }
+        XCTAssertEqual(asked.question.kind, .multiSelect)
+        XCTAssertEqual(asked.question.title, "Which are <i>prime</i>?")
+        XCTAssertEqual(asked.question.options.map(\.text), ["2", "4", "5"])
+        XCTAssertEqual(asked.state, .open)
+        XCTAssertEqual(asked.results?.bars.map(\.count), [0, 0, 0])
+        let ballots: [Answer] = [.multiSelect(0b101), .multiSelect(0b101), .multiSelect(0b001), .multiSelect(0b111)]
+        for (i, a) in ballots.enumerated() {
+            await controller.ingest(anonymousReport(voter: UInt32(i + 1), answer: a, question: 2))
+        }
+        let (counted, _) = try await events.snapshot { $0.voters == 4 }
+        XCTAssertEqual(counted.results?.bars.map(\.option), ["A", "B", "C"])
+        XCTAssertEqual(counted.results?.bars.map(\.count), [4, 1, 3])
+        await events.stream.close()
+    }
+
     /// Hidden counts (the `h` key, D-Bus `ShowCounts`): neither the event nor the JSON carries a count;
     /// shown again, they come back.
     func testHiddenCountsAreNotSent() async throws {
