@@ -112,11 +112,20 @@ extension ProjectorSnapshot {
                   roster: roster,
                   question: Question(number: Int(spec.number), title: spec.title, kind: kind, options: options),
                   state: open ? .open : .closed, hidden: hidden, voters: voters,
-                  results: hidden ? nil : Self.results(kind: kind, options: options, counts: counts))
+                  results: hidden ? nil : Self.results(kind: kind, options: options, counts: counts,
+                                                       decimals: spec.numeric?.decimals ?? 0))
+    }
+
+    /// A numeric answer in the question's units: wire value 42 with one decimal is `4.2`.
+    static func numberText(_ value: Int16, decimals: Int) -> String {
+        guard decimals > 0 else { return String(value) }
+        let magnitude = abs(Int(value)), scale = Int([1, 10, 100, 1000, 10_000][min(decimals, 4)])
+        let fraction = String(magnitude % scale)
+        return (value < 0 ? "-" : "") + "\(magnitude / scale)." + String(repeating: "0", count: min(decimals, 4) - fraction.count) + fraction
     }
 
     /// The results of a question of `kind` from its counts per answer.
-    static func results(kind: Kind, options: [Option], counts: [String: Int]) -> Results {
+    static func results(kind: Kind, options: [Option], counts: [String: Int], decimals: Int = 0) -> Results {
         switch kind {
         case .choice:
             return Results(kind: .bars, bars: options.map { Bar(option: $0.label, text: $0.text, count: counts[$0.label] ?? 0) })
@@ -139,7 +148,12 @@ extension ProjectorSnapshot {
                 if case .numeric(let a) = $0.0, case .numeric(let b) = $1.0 { return a < b }
                 return $0.0 < $1.0
             }
-            return Results(kind: .bars, bars: given.map { Bar(option: $0.0.description, text: nil, count: $0.1) })
+            return Results(kind: .bars, bars: given.map { answer, n in
+                // A number's text is its value in the question's units when it has decimals.
+                var text: String?
+                if case .numeric(let v) = answer, decimals > 0 { text = numberText(v, decimals: decimals) }
+                return Bar(option: answer.description, text: text, count: n)
+            })
         }
     }
 

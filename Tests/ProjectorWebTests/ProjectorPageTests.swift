@@ -52,6 +52,12 @@ final class ProjectorSnapshotTests: XCTestCase {
                                   open: true, hidden: false, voters: 3, counts: ["12": 1, "-3": 2, "7": 0])
         XCTAssertEqual(n.results?.bars.map(\.option), ["-3", "12"], "answers given, in order")
         XCTAssertEqual(n.results?.bars.map(\.count), [2, 1])
+        XCTAssertEqual(n.results?.bars.map(\.text), [nil, nil])
+        let tenths = ProjectorSnapshot(joinCode: testCode, roster: false,
+                                       spec: QuestionSpec(number: 2, kinds: [.numeric], numeric: NumericRange(decimals: 2)),
+                                       open: true, hidden: false, voters: 3, counts: ["-5": 1, "1234": 1, "7": 1])
+        XCTAssertEqual(tenths.results?.bars.map(\.option), ["-5", "7", "1234"])
+        XCTAssertEqual(tenths.results?.bars.map(\.text), ["-0.05", "0.07", "12.34"])
     }
 
     func testHiddenSnapshotHasNoResultsAtAll() {
