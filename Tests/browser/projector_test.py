@@ -4,14 +4,18 @@ Debian's chromedriver (/usr/bin/chromedriver, given explicitly, so selenium neve
 Tests/browser/run.sh starts a private bus and a tally daemon on the simulated air with --web, then
 runs this script with: BIN_DIR WORK_DIR JOIN_CODE PAGE_URL IMAGE_DIR
 
-1. Five clicker-vote processes (each its own device key) vote A, B, B, C, and D then B (a change).
-2. The page, loaded headless, shows bars whose data-count equal, option by option, the counts of
-   `clicker-tally results --json` (D-Bus Results) and of /results.json; waits are WebDriverWait on
-   the DOM, never a fixed sleep.
+1. Twelve clicker-vote processes (each its own device key) vote: A twice, B five times, C three
+   times, D once, and one D then B (a change).
+2. While the question is open, live counts move only at epochs of ten voters (CountPublisher): the
+   page, loaded headless, shows bars whose data-count equal, option by option, the live counts
+   `clicker-tally status --json` reports, and /results.json carries the same; waits are
+   WebDriverWait on the DOM, never a fixed sleep.
 3. Screenshots at 1920x1080 and 390x844 (viewport pixels, checked in the PNG header) go to IMAGE_DIR.
 4. Hiding the results through D-Bus (ShowCounts false, what the `h` key does) removes every bar and
    count from the DOM, and /results.json then carries no results.
 5. Showing them again brings the same bars back.
+6. Closing the question through D-Bus: the bars show the exact counts of `clicker-tally results
+   --json`, every ballot cast.
 Prints "N passed, M failed".
 """
 import json
@@ -31,8 +35,8 @@ from selenium.webdriver.support.ui import WebDriverWait
 BIN, WORK, CODE, URL, IMAGES = sys.argv[1:6]
 CHROMEDRIVER = "/usr/bin/chromedriver"
 CHROMIUM = "/usr/bin/chromium"
-VOTES = [["A"], ["B"], ["B"], ["C"], ["D", "B"]]  # the last voter changes D to B
-EXPECTED = {"A": 1, "B": 3, "C": 1, "D": 0}
+VOTES = [["A"], ["A"], ["B"], ["B"], ["B"], ["B"], ["B"], ["C"], ["C"], ["C"], ["D"], ["D", "B"]]  # the last changes D to B
+EXPECTED = {"A": 2, "B": 6, "C": 3, "D": 1}
 
 passed = failed = 0
 
@@ -57,10 +61,24 @@ def page_json():
         return json.load(r)
 
 
-def show_counts(show):
+def status():
+    out = subprocess.run([f"{BIN}/clicker-tally", "status", "--json"], capture_output=True, text=True, timeout=20)
+    return json.loads(out.stdout) if out.returncode == 0 else None
+
+
+def live_counts():
+    """The counts the tally shows its live consumers now (terminal view, D-Bus Status)."""
+    s = status()
+    return {a["label"]: a["count"] for a in s["answers"]} if s else None
+
+
+def call(method, *args):
     subprocess.run(["dbus-send", "--system", "--print-reply", "--dest=org.clicker.Tally1", "/org/clicker/Tally1",
-                    "org.clicker.Tally1.ShowCounts", f"boolean:{'true' if show else 'false'}"],
-                   check=True, capture_output=True, timeout=20)
+                    f"org.clicker.Tally1.{method}", *args], check=True, capture_output=True, timeout=20)
+
+
+def show_counts(show):
+    call("ShowCounts", f"boolean:{'true' if show else 'false'}")
 
 
 def until(what, condition, timeout=30, interval=0.1):
@@ -102,27 +120,33 @@ def screenshot(driver, width, height, mobile, name):
 def main():
     voters = []
     try:
-        # 1. Votes from separate voter processes on the simulated air.
+        # 1. Votes from separate voter processes on the simulated air, started together.
         for i, answers in enumerate(VOTES):
             env = dict(os.environ, XDG_STATE_HOME=os.path.join(WORK, f"voter-{i}"))
-            p = subprocess.Popen([f"{BIN}/clicker-vote", "--radio", "sim", "--air", os.path.join(WORK, "air.sock"),
-                                  CODE, answers[0]], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                 stderr=subprocess.DEVNULL, text=True, bufsize=1)
-            line = p.stdout.readline()
-            check(f"voter {i} casts {answers[0]}", line.startswith(f"voting {answers[0]} "), repr(line))
+            voters.append(subprocess.Popen([f"{BIN}/clicker-vote", "--radio", "sim", "--air", os.path.join(WORK, "air.sock"),
+                                            CODE, answers[0]], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                           stderr=subprocess.DEVNULL, text=True, bufsize=1))
+        cast = 0
+        for p, answers in zip(voters, VOTES):
+            ok = p.stdout.readline().startswith(f"voting {answers[0]} ")
             for a in answers[1:]:
                 p.stdin.write(a + "\n")
                 p.stdin.flush()
-                line = p.stdout.readline()
-                check(f"voter {i} changes to {a}", line.startswith(f"changed to {a} "), repr(line))
-            voters.append(p)
+                ok = ok and p.stdout.readline().startswith(f"changed to {a} ")
+            cast += ok
+        check(f"{len(VOTES)} voters cast their votes", cast == len(VOTES), f"{cast} acknowledged")
         try:
-            counted = until("the tally counts all five votes",
-                            lambda: (r := results()) and r["counts"] == EXPECTED and r["voters"] == 5 and r)
+            counted = until("the tally counts every vote",
+                            lambda: (r := results()) and r["counts"] == EXPECTED and r["voters"] == len(VOTES) and r)
         except TimeoutError:
             counted = None
         check("the tally counts the votes cast", counted is not None, f"last: {results()}")
-        tally_counts = counted["counts"] if counted else EXPECTED
+        try:
+            live = until("an epoch of live counts", lambda: (c := live_counts()) and sum(c.values()) >= 10 and c)
+        except TimeoutError:
+            live = None
+        check("the tally publishes live counts (an epoch of ten voters or more)", live is not None, f"{status()}")
+        live = live or EXPECTED
 
         # 2. The page shows the tally's counts.
         options = webdriver.ChromeOptions()
@@ -140,19 +164,21 @@ def main():
             except TimeoutException:
                 check("the page connects to the event stream", False)
             try:
-                wait.until(lambda d: bars(d) == tally_counts)
-                check("the bars show the exact counts the tally reports", True)
+                wait.until(lambda d: bars(d) == live_counts())
+                check("the bars show the live counts the tally reports (status --json)", True)
             except TimeoutException:
-                check("the bars show the exact counts the tally reports", False, f"page {bars(driver)}, tally {tally_counts}")
+                check("the bars show the live counts the tally reports (status --json)", False,
+                      f"page {bars(driver)}, tally {live_counts()}")
+            shown = bars(driver)
             snapshot = page_json()
             served = {b["option"]: b["count"] for b in (snapshot.get("results") or {}).get("bars", [])}
-            check("/results.json carries the same counts", served == tally_counts, f"{served}")
+            check("/results.json carries the same counts", served == shown, f"{served}")
             check("the join code is shown", driver.find_element(By.ID, "joincode").text.replace(" ", "") == CODE.replace(" ", ""),
                   driver.find_element(By.ID, "joincode").text)
-            check("the voters counted are shown", driver.find_element(By.ID, "voters").text == "5",
-                  driver.find_element(By.ID, "voters").text)
+            check("the voters counted are shown as the tally shows them", driver.find_element(By.ID, "voters").text
+                  == str(status()["voters"]), driver.find_element(By.ID, "voters").text)
             printed = [e.text.split("\n")[0] for e in driver.find_elements(By.CSS_SELECTOR, "#results .count")]
-            check("each bar prints its count", sorted(printed) == sorted(str(n) for n in tally_counts.values()), f"{printed}")
+            check("each bar prints its count", sorted(printed) == sorted(str(n) for n in shown.values()), f"{printed}")
             source = driver.page_source
             check("no voter ID on the page", not any(v in source for v in voter_ids(voters, counted)))
 
@@ -178,10 +204,21 @@ def main():
             # 5. Shown again: the same bars come back.
             show_counts(True)
             try:
-                wait.until(lambda d: bars(d) == tally_counts)
+                wait.until(lambda d: bars(d) == shown)
                 check("showing them again brings the same bars back", True)
             except TimeoutException:
                 check("showing them again brings the same bars back", False, f"{bars(driver)}")
+
+            # 6. Closed: the exact counts of every ballot.
+            call("CloseQuestion")
+            exact = results()
+            try:
+                wait.until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-state") == "closed"
+                           and bars(d) == exact["counts"])
+                check("closed: the bars show the exact counts of results --json", exact["counts"] == EXPECTED)
+            except TimeoutException:
+                check("closed: the bars show the exact counts of results --json", False, f"page {bars(driver)}, {exact}")
+            check("closed: the page shows every voter", driver.find_element(By.ID, "voters").text == str(len(VOTES)))
         finally:
             driver.quit()
     finally:
