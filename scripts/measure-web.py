@@ -37,6 +37,7 @@ REPEATS = int(os.environ.get("REPEATS", "3"))
 WINDOW = float(os.environ.get("WINDOW", "20"))
 PROBES = int(os.environ.get("PROBES", "10"))
 TICK = os.sysconf("SC_CLK_TCK")
+MARK = b"event: snapshot"
 
 
 def cpu_ticks(pid):
@@ -53,6 +54,7 @@ class SSEClients:
         self.socks = []
         self.events = {}
         self.buf = {}
+        self.accepted = set()
 
     def open(self, n, timeout=30):
         request = f"GET {self.path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\nAccept: text/event-stream\r\n\r\n".encode()
@@ -86,10 +88,17 @@ class SSEClients:
                 if not data:
                     raise RuntimeError("the server closed an event stream")
                 b = self.buf[s] + data
-                if self.events[s] == 0 and b"200 OK" not in b.split(b"\r\n", 1)[0] and b"\r\n" in b:
-                    raise RuntimeError("event stream refused: " + b.split(b"\r\n", 1)[0].decode())
-                self.events[s] += b.count(b"event: snapshot")
-                self.buf[s] = b[-32:]
+                if s not in self.accepted:
+                    if b"\r\n" not in b:
+                        self.buf[s] = b
+                        continue
+                    status = b.split(b"\r\n", 1)[0]
+                    if b" 200 " not in status + b" ":
+                        raise RuntimeError("event stream refused: " + status.decode(errors="replace"))
+                    self.accepted.add(s)
+                self.events[s] += b.count(MARK)
+                # A mark cut in two by the read is found whole next time; a whole one is never kept.
+                self.buf[s] = b[-(len(MARK) - 1):]
 
     def total(self):
         return sum(self.events.values())
@@ -98,7 +107,7 @@ class SSEClients:
         for s in self.socks:
             self.sel.unregister(s)
             s.close()
-        self.socks, self.events, self.buf = [], {}, {}
+        self.socks, self.events, self.buf, self.accepted = [], {}, {}, set()
 
 
 class Probe:
