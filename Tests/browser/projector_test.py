@@ -16,6 +16,8 @@ runs this script with: BIN_DIR WORK_DIR JOIN_CODE PAGE_URL IMAGE_DIR
 5. Showing them again brings the same bars back.
 6. Closing the question through D-Bus: the bars show the exact counts of `clicker-tally results
    --json`, every ballot cast.
+7. `clicker-tally export` writes the question's SVG chart: well-formed XML (xml.etree), the title,
+   and bars with the same counts.
 Prints "N passed, M failed".
 """
 import json
@@ -25,6 +27,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+import xml.etree.ElementTree as ET
 
 from selenium import webdriver
 from selenium.common.exceptions import TimeoutException
@@ -37,6 +40,8 @@ CHROMEDRIVER = "/usr/bin/chromedriver"
 CHROMIUM = "/usr/bin/chromium"
 VOTES = [["A"], ["A"], ["B"], ["B"], ["B"], ["B"], ["B"], ["C"], ["C"], ["C"], ["D"], ["D", "B"]]  # the last changes D to B
 EXPECTED = {"A": 2, "B": 6, "C": 3, "D": 1}
+TITLE = "Which planet is the largest?"  # Tests/browser/run.sh's question file
+OPTIONS = ["Mercury", "Venus", "Jupiter", "Mars"]
 
 passed = failed = 0
 
@@ -175,6 +180,10 @@ def main():
             check("/results.json carries the same counts", served == shown, f"{served}")
             check("the join code is shown", driver.find_element(By.ID, "joincode").text.replace(" ", "") == CODE.replace(" ", ""),
                   driver.find_element(By.ID, "joincode").text)
+            check("the question's title is shown", driver.find_element(By.ID, "title").text == TITLE,
+                  driver.find_element(By.ID, "title").text)
+            labels = driver.find_element(By.ID, "results").text
+            check("the option texts are shown", all(o in labels for o in OPTIONS), labels[:200])
             check("the voters counted are shown as the tally shows them", driver.find_element(By.ID, "voters").text
                   == str(status()["voters"]), driver.find_element(By.ID, "voters").text)
             printed = [e.text.split("\n")[0] for e in driver.find_elements(By.CSS_SELECTOR, "#results .count")]
@@ -219,6 +228,22 @@ def main():
             except TimeoutException:
                 check("closed: the bars show the exact counts of results --json", False, f"page {bars(driver)}, {exact}")
             check("closed: the page shows every voter", driver.find_element(By.ID, "voters").text == str(len(VOTES)))
+
+            # 7. The export's chart for slides.
+            out = subprocess.run([f"{BIN}/clicker-tally", "export", os.path.join(WORK, "exports")],
+                                 capture_output=True, text=True, timeout=30)
+            charts = [os.path.join(WORK, "exports", f) for f in sorted(os.listdir(os.path.join(WORK, "exports")))
+                      if f.endswith("-q1.svg")] if out.returncode == 0 else []
+            check("export writes the question's SVG chart", len(charts) == 1, out.stdout + out.stderr)
+            if charts:
+                svg = ET.parse(charts[0]).getroot()
+                ns = "{http://www.w3.org/2000/svg}"
+                chart = {r.get("data-option"): int(r.get("data-count")) for r in svg.iter(ns + "rect")
+                         if r.get("class") == "bar"}
+                check("the chart's bars carry the exact counts", chart == exact["counts"], f"{chart}")
+                texts = [t.text for t in svg.iter(ns + "text")]
+                check("the chart shows the title and the option texts", TITLE in texts and all(o in texts for o in OPTIONS),
+                      f"{texts}")
         finally:
             driver.quit()
     finally:

@@ -2,10 +2,12 @@
 # The projector page in a real headless browser (Debian's chromium and chromedriver, selenium from
 # PyPI; scripts/setup.sh --test installs them, this script installs nothing). Starts a private
 # dbus-daemon and
-#     clicker-tally daemon --radio sim --air SOCK --web 127.0.0.1:0 --no-gatt-confirm --bus system
+#     clicker-tally daemon --radio sim --air SOCK --questions lecture.yaml --web 127.0.0.1:0 \
+#                          --no-gatt-confirm --bus system
 # then Tests/browser/projector_test.py casts votes with clicker-vote --radio sim, reads the page's
-# DOM, hides the results through D-Bus and saves docs/images/projector-1920.png and
-# projector-phone.png. Prints "N passed, M failed".
+# DOM, hides the results through D-Bus, saves docs/images/projector-1920.png and
+# projector-phone.png, and reads back the SVG chart of `clicker-tally export`.
+# Prints "N passed, M failed".
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 need() { echo "$1 (scripts/setup.sh --test)"; echo "projector-browser: 0 passed, 1 failed"; exit 1; }
@@ -31,8 +33,14 @@ Tests/Harness/private-bus.sh "$W" > "$W/bus.addr" 2>"$W/bus.log" &
 BUSPID=$!
 for _ in $(seq 100); do [ -S "$W/bus" ] && break; sleep 0.05; done
 export DBUS_SYSTEM_BUS_ADDRESS=unix:path=$W/bus
+cat > "$W/lecture.yaml" <<'YAML'
+questions:
+  - title: Which planet is the largest?
+    kind: single
+    options: [Mercury, Venus, Jupiter, Mars]
+YAML
 "$BIN/clicker-tally" daemon --radio sim --air "$W/air.sock" --join-code "$CODE" --no-gatt-confirm \
-  --web 127.0.0.1:0 --bus system > "$W/daemon.log" 2>&1 &
+  --questions "$W/lecture.yaml" --web 127.0.0.1:0 --bus system > "$W/daemon.log" 2>&1 &
 DPID=$!
 URL=
 for _ in $(seq 300); do
