@@ -88,12 +88,14 @@ extension PollController {
     }
 
     /// One chart per question the tally knows, by number: from its results, or from its totals once
-    /// an anonymous question is sealed (its voters are forgotten).
+    /// an anonymous question is sealed (its voters are forgotten). Sealed totals count single choices
+    /// only, so a sealed question of another kind gets no chart rather than empty bars.
     func charts() -> [(suffix: String, contents: String)] {
         pipeline.tally.questions.sorted { $0.key < $1.key }.compactMap { q, tally in
             let spec = tally.spec
             let chart: ResultsChart
             if let t = sealed[q] {
+                guard spec.kinds == [.choice] else { return nil }
                 // Totals count single choices by option; the tally accepted none beyond the offered ones.
                 let counts = (0..<spec.options).map { $0 < t.counts.count ? t.counts[$0] : 0 }
                 chart = ResultsChart(question: q, title: spec.title, optionTexts: spec.optionTexts,

@@ -61,4 +61,40 @@ final class ChartExportTests: XCTestCase {
         XCTAssertEqual(try String(contentsOfFile: charts[0], encoding: .utf8), before)
         XCTAssertEqual(try ParsedSVG(try String(contentsOfFile: again[1], encoding: .utf8)).bars["A"], 1)
     }
+
+    /// Charts of a question set: titles and option texts from each question; a multi-select question
+    /// counts each option chosen; once closed, its sealed totals (single choices only) give no chart
+    /// rather than empty bars.
+    func testChartsOfAQuestionSetAndNoChartFromTotalsOfAnotherKind() async throws {
+        let dir = NSTemporaryDirectory() + "clicker-charts-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let store = try ClickerStore(path: dir + "/clicker.sqlite", durability: .normal)
+        var options = PollOptions(joinCode: code, confirmByGATT: false)
+        options.questionSet = [
+            QuestionSpec(number: 1, options: 3, title: "Pick <one> & go", optionTexts: ["x", "y", "z"]),
+            QuestionSpec(number: 2, options: 3, kinds: [.multiSelect], title: "Several", optionTexts: ["p", "q", "r"]),
+        ]
+        let controller = try PollController(options: options, store: store)
+        await controller.ingest(report(voter: 1, answer: .choice(2), question: 1))
+        await controller.ingest(report(voter: 2, answer: .choice(2), question: 1))
+        try await controller.nextQuestion()
+        await controller.ingest(report(voter: 3, answer: .multiSelect(0b011), question: 2))
+        await controller.ingest(report(voter: 4, answer: .multiSelect(0b110), question: 2))
+        let voters = await controller.results(question: 2).voters
+        XCTAssertEqual(voters, 2)
+
+        let charts = try await controller.export(to: dir + "/out").filter { $0.hasSuffix(".svg") }
+        XCTAssertEqual(charts.count, 2)
+        let first = try ParsedSVG(try String(contentsOfFile: charts[0], encoding: .utf8))
+        XCTAssertEqual(first.bars, ["A": 0, "B": 0, "C": 2], "question 1, sealed: from its totals")
+        XCTAssertEqual(first.texts(class: "title"), ["Pick <one> & go"])
+        XCTAssertEqual(first.texts(class: "option-text"), ["x", "y", "z"])
+        let second = try ParsedSVG(try String(contentsOfFile: charts[1], encoding: .utf8))
+        XCTAssertEqual(second.bars, ["A+": 1, "B+": 2, "C+": 1], "question 2, open: each option chosen")
+        XCTAssertEqual(second.texts(class: "title"), ["Several"])
+
+        try await controller.closeQuestion()
+        let after = try await controller.export(to: dir + "/out").filter { $0.hasSuffix(".svg") }
+        XCTAssertEqual(after.map { String($0.suffix(7)) }, ["-q1.svg"], "no chart from totals that hold no multi-select counts")
+    }
 }
