@@ -116,7 +116,7 @@ let package = Package(
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Logging", package: "swift-log"),
-            .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         // An HTTP/1.1 client on NIO for the projector's tests and benchmark (plain requests and SSE streams).
         .target(name: "ProjectorTestSupport", dependencies: [

@@ -37,6 +37,11 @@ public enum HTTPTestClient {
         public var body: AsyncThrowingStream<[UInt8], any Error>
         let channel: any Channel
 
+        /// The first header of that name (any case).
+        public func header(_ name: String) -> String? {
+            headers.first { $0.name.lowercased() == name.lowercased() }?.value
+        }
+
         /// Closes the connection (a browser leaving).
         public func close() async {
             try? await channel.close()

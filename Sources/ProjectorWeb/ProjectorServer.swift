@@ -2,6 +2,7 @@ import Hummingbird
 import HummingbirdCore
 import Logging
 import NIOCore
+import ServiceLifecycle
 import ProjectorPage
 import TallyDaemon
 
@@ -15,12 +16,15 @@ public final class ProjectorServer: Sendable {
     public let access: ProjectorAccess
     /// Every browser's event stream is fed from here.
     public let fanOut: SnapshotFanOut
+    private let services: ServiceGroup
     private let task: Task<Void, Never>
 
-    private init(address: ProjectorAddress, access: ProjectorAccess, fanOut: SnapshotFanOut, task: Task<Void, Never>) {
+    private init(address: ProjectorAddress, access: ProjectorAccess, fanOut: SnapshotFanOut, services: ServiceGroup,
+                 task: Task<Void, Never>) {
         self.address = address
         self.access = access
         self.fanOut = fanOut
+        self.services = services
         self.task = task
     }
 
@@ -52,12 +56,13 @@ public final class ProjectorServer: Sendable {
                                                     availableConnectionsDelegate: MaximumAvailableConnections(maxConnections)),
             onServerRunning: { channel in boundContinuation.yield(.success(channel.localAddress?.port ?? address.port)) },
             logger: serverLogger)
+        let services = ServiceGroup(configuration: ServiceGroupConfiguration(services: [app], logger: serverLogger))
         // Detached: the server's life is `run`'s and `stop`'s to end, not inherited from the caller's task.
         let task = Task.detached {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { await feed.run() }
                 group.addTask {
-                    do { try await app.run() } catch { boundContinuation.yield(.failure(error)) }
+                    do { try await services.run() } catch { boundContinuation.yield(.failure(error)) }
                     boundContinuation.finish()
                 }
                 await group.next()
@@ -69,7 +74,7 @@ public final class ProjectorServer: Sendable {
             switch result {
             case .success(let port):
                 return ProjectorServer(address: ProjectorAddress(host: address.host, port: port), access: access,
-                                       fanOut: fanOut, task: task)
+                                       fanOut: fanOut, services: services, task: task)
             case .failure(let error):
                 task.cancel()
                 await task.value
@@ -81,21 +86,32 @@ public final class ProjectorServer: Sendable {
         throw .cannotListen(address, "the server stopped before it listened")
     }
 
-    /// Serves until the calling task is cancelled, then stops.
+    /// Serves until the calling task is cancelled, then stops (`stop`).
     public func run() async {
-        let task = self.task, fanOut = self.fanOut
         await withTaskCancellationHandler {
             await task.value
         } onCancel: {
-            fanOut.finish()
-            task.cancel()
+            Task { await self.stop() }
         }
+        await stop()
     }
 
-    /// Ends every event stream, closes the server and returns once it has stopped.
-    public func stop() async {
+    /// Ends every event stream (each browser sees its stream end and reconnects after its `retry:`
+    /// delay), lets the requests under way finish, closes the server and returns once it has stopped.
+    /// Connections still busy after `grace` (a browser that stopped reading) are cut.
+    public func stop(grace: Duration = .seconds(2)) async {
         fanOut.finish()
-        task.cancel()
+        await services.triggerGracefulShutdown()
+        let task = self.task
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await task.value }
+            group.addTask {
+                try? await Task.sleep(for: grace)
+                task.cancel()
+            }
+            await group.next()
+            group.cancelAll()
+        }
         await task.value
     }
 }

@@ -145,10 +145,11 @@ final class SnapshotFanOutTests: XCTestCase {
         var iterators = streams.map { $0.makeAsyncIterator() }
         for i in iterators.indices {
             // Each subscriber holds only the latest event.
-            let frame = try XCTUnwrap(await iterators[i].next())
+            let next = await iterators[i].next()
+            let frame = try XCTUnwrap(next)
             XCTAssertEqual(frame.sequence, 2)
             XCTAssertEqual(String(buffer: frame.event), "id: 2\nevent: snapshot\ndata: {\"voters\":2}\n\n")
-            frame.event.withUnsafeReadableBytes { addresses.insert(Int(bitPattern: $0.baseAddress)) }
+            addresses.insert(frame.event.withUnsafeReadableBytes { Int(bitPattern: $0.baseAddress) })
         }
         XCTAssertEqual(addresses.count, 1, "one buffer shared by all")
         fanOut.finish()

@@ -65,7 +65,8 @@ final class ProjectorPrivacyTests: XCTestCase {
         var events = try await EventReader(port: server.address.port)
         let voters: [UInt32] = [0x1234_ABCD, 0x0BAD_F00D, 0x7777_1111]
         for v in voters { await controller.ingest(anonymousReport(voter: v, answer: .choice(1))) }
-        XCTAssertEqual(await controller.results().ballots.count, 3, "the controller lists them while open")
+        let listed = await controller.results().ballots.count
+        XCTAssertEqual(listed, 3, "the controller lists them while open")
         _ = try await events.snapshot { $0.voters == 3 }
         let json = try await HTTPTestClient.fetch(port: server.address.port, path: "/results.json")
         await events.stream.close()

@@ -42,9 +42,10 @@ final class ProjectorServerTests: XCTestCase {
         XCTAssertEqual(first.voters, 0)
         XCTAssertEqual(first.results?.bars.map(\.count), [0, 0, 0, 0])
 
+        let ballot = anonymousReport(voter: 1, answer: .choice(2))  // sealed before the clock starts
         let clock = ContinuousClock()
         let sent = clock.now
-        await controller.ingest(anonymousReport(voter: 1, answer: .choice(2)))
+        await controller.ingest(ballot)
         let (after, data) = try await events.snapshot { $0.voters == 1 }
         let latency = sent.duration(to: clock.now)
         print("ballot to event: \(latency)")
@@ -161,7 +162,7 @@ final class ProjectorServerTests: XCTestCase {
             _ = try await ProjectorServer.start(controller: try perBallotPoll(),
                                                 address: ProjectorAddress(host: "0.0.0.0", port: 0), token: nil)
             XCTFail("started without a token off loopback")
-        } catch {
+        } catch let error as ProjectorServerError {
             XCTAssertEqual(error, .tokenRequired(ProjectorAddress(host: "0.0.0.0", port: 0)))
         }
     }
