@@ -19,14 +19,29 @@ public enum HTTPTestClient {
         }
     }
 
-    /// Sends one request and reads the whole response.
+    /// Sends one request and reads the whole response; throws `timedOut` when it has not ended
+    /// within `timeout` (an endless stream where a plain response was expected).
     public static func fetch(host: String = "127.0.0.1", port: Int, path: String, method: String = "GET",
-                             headers: [(String, String)] = [], hostHeader: String? = nil) async throws -> Response {
+                             headers: [(String, String)] = [], hostHeader: String? = nil,
+                             timeout: Duration = .seconds(10)) async throws -> Response {
         let stream = try await open(host: host, port: port, path: path, method: method, headers: headers,
                                     hostHeader: hostHeader)
-        var body: [UInt8] = []
-        for try await chunk in stream.body { body += chunk }
-        return Response(status: stream.status, headers: stream.headers, body: body)
+        defer { Task { await stream.close() } }
+        return try await withThrowingTaskGroup(of: Response?.self) { group in
+            group.addTask {
+                var body: [UInt8] = []
+                for try await chunk in stream.body { body += chunk }
+                return Response(status: stream.status, headers: stream.headers, body: body)
+            }
+            group.addTask {
+                try await Task.sleep(for: timeout)
+                return nil
+            }
+            let first = try await group.next() ?? nil
+            group.cancelAll()
+            guard let first else { throw HTTPTestClientError.timedOut(path) }
+            return first
+        }
     }
 
     /// An open response: status and headers, and the body as it arrives.
@@ -118,6 +133,8 @@ public enum HTTPTestClient {
 
 public enum HTTPTestClientError: Error, Sendable {
     case noResponse
+    /// The response did not end in time.
+    case timedOut(String)
 }
 
 /// Reads server-sent events from a byte stream: each event's `event:` name and `data:` text.

@@ -37,9 +37,15 @@ struct EventReader {
     /// Every byte received, for privacy checks.
     var received: [UInt8] = []
 
-    init(port: Int, query: String = "") async throws {
-        stream = try await HTTPTestClient.open(port: port, path: "/events" + query)
+    init(port: Int, query: String = "", timeout: Duration = .seconds(30)) async throws {
+        let stream = try await HTTPTestClient.open(port: port, path: "/events" + query)
+        self.stream = stream
         iterator = stream.body.makeAsyncIterator()
+        // A bound, not a wait: a test whose event never comes fails (the stream ends) instead of hanging.
+        Task {
+            try? await Task.sleep(for: timeout)
+            await stream.close()
+        }
     }
 
     /// The next server-sent event (nil when the stream ended).
