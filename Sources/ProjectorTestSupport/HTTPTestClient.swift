@@ -106,6 +106,52 @@ public enum HTTPTestClient {
                       headers: responseHead.headers.map { ($0.name, $0.value) }, body: body, channel: channel)
     }
 
+    /// Sends `bytes` as they are (not necessarily HTTP) and returns what comes back until the server
+    /// closes the connection or `timeout` passes.
+    public static func raw(host: String = "127.0.0.1", port: Int, bytes: [UInt8],
+                           timeout: Duration = .seconds(10)) async throws -> [UInt8] {
+        let (chunks, continuation) = AsyncThrowingStream<[UInt8], any Error>.makeStream()
+        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(RawCollector(continuation: continuation))
+                }
+            }
+            .connect(host: host, port: port).get()
+        try await channel.writeAndFlush(ByteBuffer(bytes: bytes)).get()
+        let closer = Task {
+            try? await Task.sleep(for: timeout)
+            try? await channel.close()
+        }
+        defer { closer.cancel() }
+        var received: [UInt8] = []
+        for try await chunk in chunks { received += chunk }
+        return received
+    }
+
+    final class RawCollector: ChannelInboundHandler, Sendable {
+        typealias InboundIn = ByteBuffer
+        let continuation: AsyncThrowingStream<[UInt8], any Error>.Continuation
+
+        init(continuation: AsyncThrowingStream<[UInt8], any Error>.Continuation) {
+            self.continuation = continuation
+        }
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            continuation.yield(Array(unwrapInboundIn(data).readableBytesView))
+        }
+
+        func channelInactive(context: ChannelHandlerContext) {
+            continuation.finish()
+            context.fireChannelInactive()
+        }
+
+        func errorCaught(context: ChannelHandlerContext, error: any Error) {
+            continuation.finish()
+            context.close(promise: nil)
+        }
+    }
+
     /// Hands the response's parts to a stream; the stream ends when the connection closes.
     final class Collector: ChannelInboundHandler, Sendable {
         typealias InboundIn = HTTPClientResponsePart

@@ -132,6 +132,29 @@ final class ProjectorServerTests: XCTestCase {
         XCTAssertEqual(r.status, 200)
     }
 
+    /// Requests that are not HTTP, or broken HTTP, get an error or a closed connection, never a crash;
+    /// the server answers the next request as before.
+    func testMalformedRequestsDoNotStopTheServer() async throws {
+        let server = try await start(try perBallotPoll())
+        let port = server.address.port
+        let junk: [[UInt8]] = [
+            Array("\u{16}\u{03}\u{01}\u{02}\u{00}\u{01}\u{00}\u{01}\u{fc}\u{03}\u{03}".utf8),   // a TLS hello
+            Array("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: -5\r\n\r\n".utf8),
+            Array("GET /\u{0}x HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8),
+            Array("G\u{7f}T / HTTP/9.9\r\n\r\n".utf8),
+            Array("GET / HTTP/1.1\r\n".utf8) + Array(repeating: UInt8(ascii: "a"), count: 100_000) + Array("\r\n\r\n".utf8),
+            (0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 131 &+ 7) },
+        ]
+        for bytes in junk {
+            let reply = try await HTTPTestClient.raw(port: port, bytes: bytes)
+            let text = String(decoding: reply, as: UTF8.self)
+            XCTAssertFalse(text.hasPrefix("HTTP/1.1 200"), text)
+            XCTAssertFalse(text.contains(testCode.description), text)
+        }
+        let r = try await HTTPTestClient.fetch(port: port, path: "/results.json")
+        XCTAssertEqual(r.status, 200)
+    }
+
     /// With a token (any address off loopback has one), a request without it or with another one is
     /// 403 on every path; with it, every endpoint answers.
     func testATokenIsRequiredWhenSet() async throws {
