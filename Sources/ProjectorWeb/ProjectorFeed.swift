@@ -22,7 +22,7 @@ public struct ProjectorFeed: Sendable {
     public static func snapshot(of poll: isolated PollController, now: Date = Date()) -> ProjectorSnapshot {
         let live = poll.liveCounts(now: now)
         return ProjectorSnapshot(joinCode: poll.joinCode, roster: poll.options.roster != nil,
-                                 spec: poll.questionSpec(), open: poll.isOpen, hidden: live.hidden,
+                                 spec: poll.spec, open: poll.isOpen, hidden: live.hidden,
                                  voters: live.voters, counts: live.counts)
     }
 

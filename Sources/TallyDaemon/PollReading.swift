@@ -122,13 +122,3 @@ extension PollController {
     /// Radio errors seen since start.
     public var radioErrorCount: Int { radioErrors }
 }
-
-/// The definition of a question, for the views that show its title, option texts and kind.
-extension PollController {
-    /// The question as the tally poses it: its stored definition, else a single choice of
-    /// `options.options` answers.
-    public func questionSpec(_ q: UInt8? = nil) -> QuestionSpec {
-        let q = q ?? question
-        return pipeline.tally.question(q)?.spec ?? .choice(q, options: options.options)
-    }
-}
