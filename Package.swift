@@ -48,6 +48,8 @@ let package = Package(
         .library(name: "ClickerStore", targets: ["ClickerStore"]),
         .library(name: "TerminalView", targets: ["TerminalView"]),
         .library(name: "TallyDaemon", targets: ["TallyDaemon"]),
+        .library(name: "ProjectorPage", targets: ["ProjectorPage"]),
+        .library(name: "ProjectorWeb", targets: ["ProjectorWeb"]),
         // A pseudo-terminal for the view's tests and the ViewLoop benchmark; not used by the executables.
         .library(name: "TerminalTestSupport", targets: ["TerminalTestSupport"]),
     ],
@@ -59,6 +61,10 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+        // The projector page's server. No traits: neither swift-configuration nor the parts that need all of Foundation.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
     ],
     targets: [
         // C libraries
@@ -100,6 +106,24 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
         ]),
+        // The projector page: what it shows (pure: the snapshot, the page itself) and the server (Hummingbird).
+        .target(name: "ProjectorPage", dependencies: ["ClickerTally", "ClickerWire"]),
+        .target(name: "ProjectorWeb", dependencies: [
+            "ProjectorPage", "TallyDaemon", "ClickerTally", "ClickerWire",
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "HummingbirdCore", package: "hummingbird"),
+            .product(name: "HTTPTypes", package: "swift-http-types"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ]),
+        // An HTTP/1.1 client on NIO for the projector's tests and benchmark (plain requests and SSE streams).
+        .target(name: "ProjectorTestSupport", dependencies: [
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
+        ]),
         .target(name: "Voter", dependencies: ["ClickerWire", "ClickerTransport", "PrivateFiles", .product(name: "Logging", package: "swift-log"),
                                        .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")]),
 
@@ -110,6 +134,7 @@ let package = Package(
         // Executables only wire things together
         .executableTarget(name: "clicker-tally", dependencies: [
             "ClickerCommandLine", "TallyDaemon", "ClickerQuestions", "ClickerSim", "BlueZ", "HCI", "Voter", "DBus", "ClickerStore", "TerminalView",
+            "ProjectorWeb",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -138,6 +163,9 @@ let package = Package(
                                                              .product(name: "Crypto", package: "swift-crypto"),
                                                              .product(name: "GRDB", package: "GRDB.swift"),
                                                              .product(name: "Logging", package: "swift-log")]),
+        .testTarget(name: "ProjectorWebTests", dependencies: ["ClickerTestSupport", "ProjectorWeb", "ProjectorPage", "ProjectorTestSupport",
+                                                             "TallyDaemon", "ClickerTally", "ClickerWire", "ClickerSim",
+                                                             .product(name: "NIOCore", package: "swift-nio")]),
         .testTarget(name: "ClickerCommandLineTests", dependencies: ["ClickerCommandLine", "ClickerSim"]),
         .testTarget(name: "VoterTests", dependencies: ["ClickerTestSupport", "Voter", "ClickerSim", "ClickerWire", "PrivateFiles",
                                                       .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle")]),

@@ -1,5 +1,6 @@
 #!/bin/sh
-# Checks systemd/clicker-tally.service: `systemd-analyze verify` must pass and
+# Checks systemd/clicker-tally.service, alone and with the projector page's drop-in
+# (systemd/clicker-tally-web.conf): `systemd-analyze verify` must pass and
 # `systemd-analyze security --offline=true` must report an exposure of at most $MAX_EXPOSURE (default 2.0).
 # Exits non-zero (loudly) otherwise, or when systemd-analyze is missing.
 set -eu
@@ -19,28 +20,42 @@ printf '#!/bin/sh\nexit 0\n' > "$tmp/bin/clicker-tally"
 chmod 0755 "$tmp/bin/clicker-tally"
 grep -q '^ExecStart=/usr/local/bin/clicker-tally daemon$' "$unit" || { echo "FAIL: unexpected ExecStart= line" >&2; exit 1; }
 sed "s|^ExecStart=/usr/local/bin/clicker-tally |ExecStart=$tmp/bin/clicker-tally |" "$unit" > "$tmp/clicker-tally.service"
+# The unit with the web drop-in: its [Service] lines go at the end of the unit's [Service] section, where a
+# drop-in's would take effect (ExecStart= empties the list, later single settings win, lists merge).
+dropin="$here/systemd/clicker-tally-web.conf"
+[ -f "$dropin" ] || { echo "FAIL: $dropin missing" >&2; exit 2; }
+mkdir -p "$tmp/web"
+sed -n '/^\[Service\]/,$p' "$dropin" | sed '1d' | sed "s|^ExecStart=/usr/local/bin/clicker-tally |ExecStart=$tmp/bin/clicker-tally |" > "$tmp/dropin"
+awk -v f="$tmp/dropin" '/^\[Install\]/ { while ((getline l < f) > 0) print l; print "" } { print }' \
+    "$tmp/clicker-tally.service" > "$tmp/web/clicker-tally.service"
 
-echo "== systemd-analyze verify"
-if ! out=$(systemd-analyze verify --man=no "$tmp/clicker-tally.service" 2>&1); then
-    echo "$out" >&2
-    echo "FAIL: systemd-analyze verify failed" >&2
-    exit 1
-fi
-if [ -n "$out" ]; then
-    echo "$out" >&2
-    echo "FAIL: systemd-analyze verify printed warnings" >&2
-    exit 1
-fi
-echo "ok"
+# check NAME FILE: verify, then the exposure score.
+check() {
+    echo "== $1: systemd-analyze verify"
+    if ! out=$(systemd-analyze verify --man=no "$2" 2>&1); then
+        echo "$out" >&2
+        echo "FAIL: systemd-analyze verify failed" >&2
+        exit 1
+    fi
+    if [ -n "$out" ]; then
+        echo "$out" >&2
+        echo "FAIL: systemd-analyze verify printed warnings" >&2
+        exit 1
+    fi
+    echo "ok"
 
-echo "== systemd-analyze security --offline=true"
-report=$(systemd-analyze security --offline=true --no-pager "$unit" 2>&1) || true
-echo "$report" | grep -v '^✓' || true
-score=$(echo "$report" | sed -n 's/.*Overall exposure level for clicker-tally.service: \([0-9.]*\).*/\1/p')
-[ -n "$score" ] || { echo "FAIL: no exposure score in the report" >&2; exit 1; }
-if awk -v s="$score" -v m="$max" 'BEGIN { exit !(s + 0 <= m + 0) }'; then
-    echo "PASS: exposure $score <= $max"
-else
-    echo "FAIL: exposure $score > $max" >&2
-    exit 1
-fi
+    echo "== $1: systemd-analyze security --offline=true"
+    report=$(systemd-analyze security --offline=true --no-pager "$2" 2>&1) || true
+    echo "$report" | grep -v '^✓' || true
+    score=$(echo "$report" | sed -n 's/.*Overall exposure level for clicker-tally.service: \([0-9.]*\).*/\1/p')
+    [ -n "$score" ] || { echo "FAIL: no exposure score in the report" >&2; exit 1; }
+    if awk -v s="$score" -v m="$max" 'BEGIN { exit !(s + 0 <= m + 0) }'; then
+        echo "PASS: $1: exposure $score <= $max"
+    else
+        echo "FAIL: $1: exposure $score > $max" >&2
+        exit 1
+    fi
+}
+
+check "the unit" "$tmp/clicker-tally.service"
+check "with the web drop-in" "$tmp/web/clicker-tally.service"

@@ -54,6 +54,8 @@ for b in clicker-tally clicker-vote; do
   echo "$b: $(stat -c %s "$DESTDIR/usr/local/bin/$b") bytes installed"
 done
 install -D -m 0644 systemd/clicker-tally.service "$DESTDIR/etc/systemd/system/clicker-tally.service"
+# The projector page's drop-in, off until copied to /etc/systemd/system/clicker-tally.service.d/web.conf.
+install -D -m 0644 systemd/clicker-tally-web.conf "$DESTDIR/usr/local/share/doc/clicker/clicker-tally-web.conf"
 install -D -m 0644 systemd/clicker-tally.sysusers.conf "$DESTDIR/usr/lib/sysusers.d/clicker-tally.conf"
 install -D -m 0644 dbus-policy/org.clicker.Tally1.conf "$DESTDIR/usr/share/dbus-1/system.d/org.clicker.Tally1.conf"
 if [ -z "$DESTDIR" ]; then

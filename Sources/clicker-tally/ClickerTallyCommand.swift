@@ -8,6 +8,7 @@ import ClickerTransport
 import ClickerWire
 import Foundation
 import Logging
+import ProjectorWeb
 import ServiceLifecycle
 import TallyDaemon
 import TerminalView
@@ -152,6 +153,7 @@ struct RunArguments: ParsableArguments {
     @OptionGroup var radio: CentralRadioArguments
 
     @OptionGroup var room: SimulationArguments
+    @OptionGroup var webArguments: WebArguments
 
     @Option(parsing: .unconditional, help: ArgumentHelp("Stop after this many seconds and print the results.", valueName: "seconds"))
     var duration: Double?
@@ -181,13 +183,19 @@ struct RunArguments: ParsableArguments {
         do {
             controller = try PollController(options: options, store: store, start: try poll.start(), logger: logger)
         } catch { throw Failure("\(error)") }
+        // Before the live view takes the terminal: a port in use is an error the instructor sees.
+        let web = try await webArguments.start(controller: controller, logger: logger) { line in
+            FileHandle.standardError.write(Data((line + "\n").utf8))
+        }
 
         let opened: OpenedCentral
         do { opened = try await radio.open(kind, seed: room.seed, logger: logger) } catch {
+            await web?.stop()
             throw Failure("\(error)")
         }
-        let companions = room.companions(air: opened.air, controller: controller, options: poll.options,
+        var companions = room.companions(air: opened.air, controller: controller, options: poll.options,
                                          question: poll.firstQuestion, logger: logger)
+        if let web { companions.append { await web.run() } }
 
         let view: ViewMode
         if !json, TerminalSession.isTerminal(STDOUT_FILENO), TerminalSession.isTerminal(STDIN_FILENO) {
@@ -196,6 +204,8 @@ struct RunArguments: ParsableArguments {
                 ?? (try? route.divert(toFile: NSTemporaryDirectory() + "clicker-tally-\(getpid()).log"))
             if let terminal = try? TerminalSession() {
                 if let target { logger.notice("log lines go to \(target)") }
+                // On the status line too, since the live view covers what was printed before it.
+                if let web { logger.notice("projector page: \(web.url)") }
                 view = .live(terminal, exportDirectory: exportDirectory ?? FileManager.default.currentDirectoryPath,
                              log: route)
             } else {
@@ -216,6 +226,7 @@ struct RunArguments: ParsableArguments {
             services: [.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup)],
             gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
+        await web?.stop()
         if case .live(let terminal, _, _) = view { terminal.restore() }
         if let file = route.restore() {
             FileHandle.standardError.write(Data("log lines of this run: \(file)\n".utf8))

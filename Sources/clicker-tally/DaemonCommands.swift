@@ -7,6 +7,7 @@ import ClickerStore
 import DBus
 import Foundation
 import Logging
+import ProjectorWeb
 import ServiceLifecycle
 import TallyDaemon
 import TerminalView
@@ -38,6 +39,7 @@ struct Daemon: AsyncParsableCommand {
     @OptionGroup var radio: CentralRadioArguments
     @OptionGroup var busArguments: BusArguments
     @OptionGroup var room: SimulationArguments
+    @OptionGroup var webArguments: WebArguments
 
     @Option(help: ArgumentHelp("Log a line of resource counters (tables, mirror, reports) every this many seconds; 0 never.",
                                visibility: .hidden))
@@ -78,13 +80,22 @@ struct Daemon: AsyncParsableCommand {
         }
         let voteID = await controller.joinCode.voteID
         logger.info("serving \(TallyBus.name); poll \(IDText.vote(voteID)) open, database \(store.path)")
+        // The URL goes to the journal once (with the token when off loopback: journal readers can open the page).
+        let web: ProjectorServer?
+        do { web = try await webArguments.start(controller: controller, logger: logger) { logger.notice("\($0)") } } catch {
+            api.object.unexport()
+            connection.close()
+            throw error
+        }
         let opened: OpenedCentral
         do { opened = try await radio.open(room.simulate != nil ? .sim : radio.radio, seed: room.seed, logger: logger,
                                           keepTrying: true) } catch {
+            await web?.stop()
             throw Failure("\(error)")
         }
-        let students = room.companions(air: opened.air, controller: controller, options: poll.options,
+        var students = room.companions(air: opened.air, controller: controller, options: poll.options,
                                        question: poll.firstQuestion, logger: logger)
+        if let web { students.append { await web.run() } }
         let service = TallyRunService(
             controller: controller, central: opened.central,
             view: .log { logger.info("\($0)") }, simulatedRoom: room.simulate,
@@ -94,6 +105,7 @@ struct Daemon: AsyncParsableCommand {
             services: [.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup)],
             gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
+        await web?.stop()
         await opened.close()
         api.object.unexport()
         connection.close()

@@ -1,0 +1,129 @@
+import Hummingbird
+import HummingbirdCore
+import Logging
+import NIOCore
+import ServiceLifecycle
+import ProjectorPage
+import TallyDaemon
+
+/// The projector page's HTTP server (Hummingbird) for one poll: `start` binds the address and
+/// returns once it listens (or throws why it cannot), `run` serves until cancelled, `stop` ends it.
+/// Serving runs in a task of its own, so a tally can fail at once on a port in use, before its live
+/// view takes the terminal.
+public final class ProjectorServer: Sendable {
+    /// The address it listens on, with the port the system picked when asked for port 0.
+    public let address: ProjectorAddress
+    public let access: ProjectorAccess
+    /// Every browser's event stream is fed from here.
+    public let fanOut: SnapshotFanOut
+    private let services: ServiceGroup
+    private let task: Task<Void, Never>
+
+    private init(address: ProjectorAddress, access: ProjectorAccess, fanOut: SnapshotFanOut, services: ServiceGroup,
+                 task: Task<Void, Never>) {
+        self.address = address
+        self.access = access
+        self.fanOut = fanOut
+        self.services = services
+        self.task = task
+    }
+
+    /// The page's URL, with the token when one is needed (print it once, to the instructor).
+    public var url: String {
+        "http://\(address)/" + (access.token.map { "?token=\($0)" } ?? "")
+    }
+
+    /// Starts serving `controller`'s page on `address`. Off loopback, `token` is required in every
+    /// request (`ProjectorAccess`); on loopback no token is needed, but the request must name
+    /// this machine as its host.
+    /// - Parameter interval: at most one snapshot per interval while changes arrive.
+    public static func start(controller: PollController, address: ProjectorAddress, token: String?,
+                             maxConnections: Int = 1024, interval: Duration = .milliseconds(100),
+                             logger: Logger = Logger(label: "clicker.web")) async throws(ProjectorServerError) -> ProjectorServer {
+        if !address.isLoopback, token == nil { throw .tokenRequired(address) }
+        let access = ProjectorAccess(token: token)
+        let fanOut = SnapshotFanOut(maxSubscribers: max(1, maxConnections - 16))
+        let feed = ProjectorFeed(controller: controller, fanOut: fanOut, interval: interval)
+        // The page has a snapshot to show before the first browser comes.
+        await feed.publishNow()
+        var serverLogger = logger
+        // Hummingbird's own start and stop lines are not the instructor's business.
+        serverLogger.logLevel = max(logger.logLevel, .warning)
+        let (bound, boundContinuation) = AsyncStream<Result<Int, any Error>>.makeStream()
+        let app = Application(
+            responder: ProjectorResponder(access: access, fanOut: fanOut),
+            configuration: ApplicationConfiguration(address: .hostname(address.host, port: address.port),
+                                                    availableConnectionsDelegate: MaximumAvailableConnections(maxConnections)),
+            onServerRunning: { channel in boundContinuation.yield(.success(channel.localAddress?.port ?? address.port)) },
+            logger: serverLogger)
+        let services = ServiceGroup(configuration: ServiceGroupConfiguration(services: [app], logger: serverLogger))
+        // Detached: the server's life is `run`'s and `stop`'s to end, not inherited from the caller's task.
+        let task = Task.detached {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { await feed.run() }
+                group.addTask {
+                    do { try await services.run() } catch { boundContinuation.yield(.failure(error)) }
+                    boundContinuation.finish()
+                }
+                await group.next()
+                group.cancelAll()
+            }
+            fanOut.finish()
+        }
+        for await result in bound {
+            switch result {
+            case .success(let port):
+                return ProjectorServer(address: ProjectorAddress(host: address.host, port: port), access: access,
+                                       fanOut: fanOut, services: services, task: task)
+            case .failure(let error):
+                task.cancel()
+                await task.value
+                throw .cannotListen(address, "\(error)")
+            }
+        }
+        task.cancel()
+        await task.value
+        throw .cannotListen(address, "the server stopped before it listened")
+    }
+
+    /// Serves until the calling task is cancelled, then stops (`stop`).
+    public func run() async {
+        await withTaskCancellationHandler {
+            await task.value
+        } onCancel: {
+            Task { await self.stop() }
+        }
+        await stop()
+    }
+
+    /// Ends every event stream (each browser sees its stream end and reconnects after its `retry:`
+    /// delay), lets the requests under way finish, closes the server and returns once it has stopped.
+    /// Connections still busy after `grace` (a browser that stopped reading) are cut.
+    public func stop(grace: Duration = .seconds(2)) async {
+        fanOut.finish()
+        await services.triggerGracefulShutdown()
+        let task = self.task
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await task.value }
+            group.addTask {
+                try? await Task.sleep(for: grace)
+                task.cancel()
+            }
+            await group.next()
+            group.cancelAll()
+        }
+        await task.value
+    }
+}
+
+public enum ProjectorServerError: Error, Sendable, Equatable, CustomStringConvertible {
+    case tokenRequired(ProjectorAddress)
+    case cannotListen(ProjectorAddress, String)
+
+    public var description: String {
+        switch self {
+        case .tokenRequired(let a): "the projector page on \(a) (off loopback) needs a token"
+        case .cannotListen(let a, let why): "cannot serve the projector page on \(a): \(why)"
+        }
+    }
+}

@@ -1,0 +1,95 @@
+import Foundation
+import ProjectorPage
+import ProjectorTestSupport
+import Synchronization
+import XCTest
+
+/// The built `clicker-tally` with `--web`: it says where the page is, serves it while the poll runs,
+/// and refuses an address beyond loopback unless told so.
+final class WebCommandLineTests: XCTestCase {
+    var binary: String {
+        get throws {
+            let bin = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+                .appendingPathComponent("clicker-tally").path
+            guard FileManager.default.isExecutableFile(atPath: bin) else {
+                throw XCTSkip("\(bin) not built (swift build --build-tests builds it)")
+            }
+            return bin
+        }
+    }
+
+    func launch(_ args: [String]) throws -> (Process, Pipe, Pipe) {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: try binary)
+        p.arguments = args
+        let dir = NSTemporaryDirectory() + "clicker-web-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: dir) }
+        p.environment = ["XDG_RUNTIME_DIR": dir, "XDG_STATE_HOME": dir, "PATH": "/usr/bin:/bin"]
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        p.standardInput = FileHandle.nullDevice
+        try p.run()
+        return (p, out, err)
+    }
+
+    func testARunServesThePageWhileItCounts() async throws {
+        let (process, out, err) = try launch(["--simulate", "40", "--simulate-speed", "20", "--no-store", "--air",
+                                              NSTemporaryDirectory() + "clicker-web-air-\(UUID().uuidString)",
+                                              "--web", "127.0.0.1:0", "--duration", "12"])
+        addTeardownBlock { if process.isRunning { process.terminate() } }
+        // The URL is the first line on stderr once the server listens.
+        let url: String = try await withCheckedThrowingContinuation { continuation in
+            let seen = Mutex((text: "", done: false))
+            err.fileHandleForReading.readabilityHandler = { handle in
+                let data = handle.availableData
+                let line: String?? = seen.withLock { s in
+                    guard !s.done else { return nil }
+                    s.text += String(decoding: data, as: UTF8.self)
+                    if let r = s.text.range(of: "projector page: "), let end = s.text[r.upperBound...].firstIndex(of: "\n") {
+                        s.done = true
+                        return .some(String(s.text[r.upperBound..<end]))
+                    }
+                    if data.isEmpty { s.done = true; return .some(nil) }
+                    return nil
+                }
+                guard let line else { return }
+                handle.readabilityHandler = nil
+                if let line { continuation.resume(returning: line) } else {
+                    continuation.resume(throwing: HTTPTestClientError.noResponse)
+                }
+            }
+        }
+        let match = try XCTUnwrap(url.wholeMatch(of: /http:\/\/127\.0\.0\.1:(\d+)\//), url)
+        let port = try XCTUnwrap(Int(match.1))
+        let page = try await HTTPTestClient.fetch(port: port, path: "/")
+        XCTAssertEqual(page.status, 200)
+        XCTAssertEqual(page.body, ProjectorPage.bytes)
+        var events = try await EventReader(port: port)
+        let (snapshot, _) = try await events.snapshot { $0.voters > 0 }
+        XCTAssertEqual(snapshot.results?.bars.map(\.option), ["A", "B", "C", "D"])
+        XCTAssertEqual(snapshot.results?.bars.reduce(0) { $0 + $1.count }, snapshot.voters)
+        // The first epoch of live counts (10 voters, 5 s) came; the run ends (its duration) and the stream with it.
+        while try await events.next() != nil {}
+        process.waitUntilExit()
+        XCTAssertEqual(process.terminationStatus, 0)
+        _ = out.fileHandleForReading.readDataToEndOfFile()
+    }
+
+    func testAnAddressBeyondLoopbackNeedsWebPublic() throws {
+        for (args, message) in [
+            (["--web", "0.0.0.0:8080"], "add --web-public"),
+            (["--web", "8080x"], "is not a port"),
+            (["--web", "::1:8080"], "goes in brackets"),
+            (["--web-public"], "--web-public goes with --web"),
+            (["daemon", "--web", "192.168.1.2:80"], "add --web-public"),
+        ] {
+            let (p, _, err) = try launch(args + (args[0] == "daemon" ? [] : ["--no-store", "--duration", "0.1"]))
+            let text = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            p.waitUntilExit()
+            XCTAssertEqual(p.terminationStatus, 64, "\(args): \(text)")
+            XCTAssertTrue(text.contains(message), "\(args): \(text)")
+        }
+    }
+}
