@@ -82,7 +82,7 @@ public struct ResultsChart: Sendable, Hashable {
             let decimals = spec.numeric?.decimals ?? 0
             for (answer, n) in table.sorted(by: { $0.key < $1.key }) {
                 guard case .numeric(let v) = answer else { continue }
-                let value = Self.decimalText(v, decimals: decimals)
+                let value = NumericText.text(v, decimals: decimals)
                 bars.append(Bar(option: value, label: value, count: n))
             }
         }
@@ -108,14 +108,5 @@ public struct ResultsChart: Sendable, Hashable {
             return Bar(option: letter, label: letter, text: i < optionTexts.count ? optionTexts[i] : nil, count: n)
         }
         self.init(question: question, title: title, voters: voters, figure: .bars(bars))
-    }
-
-    /// `value / 10^decimals` in decimal notation: `-125`, 2 → `-1.25`.
-    static func decimalText(_ value: Int16, decimals: Int) -> String {
-        guard decimals > 0 else { return String(value) }
-        let magnitude = String(abs(Int(value)))
-        let padded = String(repeating: "0", count: max(0, decimals + 1 - magnitude.count)) + magnitude
-        let cut = padded.index(padded.endIndex, offsetBy: -decimals)
-        return (value < 0 ? "-" : "") + padded[..<cut] + "." + padded[cut...]
     }
 }
