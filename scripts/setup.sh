@@ -8,7 +8,8 @@ set -euo pipefail
 pkgs=(libdbus-1-dev libbluetooth-dev pkg-config)
 if [ "${1:-}" = "--test" ]; then
   pkgs+=(dbus-daemon dbus-bin python3-dbus python3-dbusmock tmux valgrind util-linux passwd
-         python3-gi binutils systemd qemu-system-x86 debootstrap cpio libdbus-1-3 sqlite3)
+         python3-gi binutils systemd qemu-system-x86 debootstrap cpio libdbus-1-3 sqlite3
+         chromium chromium-driver)
 fi
 
 missing=()
@@ -28,6 +29,13 @@ fi
 if [ "${1:-}" = "--test" ] && ! python3 -c "import pyrankvote" 2>/dev/null; then
   echo "setup: installing pyrankvote 2.0.6 for python3 ($(command -v python3))"
   python3 -m pip install -q pyrankvote==2.0.6
+fi
+
+# The projector's browser test drives Debian's chromium through Debian's chromedriver with selenium
+# (Tests/browser/run.sh hands it /usr/bin/chromedriver, so selenium never downloads a browser).
+if [ "${1:-}" = "--test" ] && ! python3 -c "import selenium" 2>/dev/null; then
+  echo "setup: installing selenium 4 for python3 ($(command -v python3))"
+  python3 -m pip install -q "selenium>=4.11,<5"
 fi
 
 # scripts/install.sh runs this as root and builds as the invoking user: Swift is on that user's PATH.

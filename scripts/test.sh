@@ -5,7 +5,8 @@
 #   2. D-Bus integration against a private dbus-daemon with python-dbusmock standing in for
 #      bluetoothd (inside swift test), plus: libdbus leak check under valgrind, the D-Bus
 #      policy against a real dbus-daemon, the systemd unit's security score, a short fuzz pass,
-#      the kill -9 crash-safety check, the live view in tmux, and a short soak (an hour of
+#      the kill -9 crash-safety check, the live view in tmux, the projector page in headless
+#      chromium, and a short soak (an hour of
 #      lecture in a minute per scenario: memory, fds, WAL and tables must stay flat)
 #   3. real BlueZ end to end: bluetoothd 5.66 and virtual LE controllers in a QEMU guest
 # Each stage prints its result; the last line counts the tests of every stage.
@@ -58,6 +59,7 @@ stage systemd-unit scripts/check-unit.sh
 stage fuzz-short fuzz/run.sh --short
 stage crash-safety scripts/crash-test.sh --small
 stage live-view-tmux scripts/tmux-smoke.sh
+stage projector-browser Tests/browser/run.sh
 stage soak-short scripts/soak.sh --short
 if [ "${SKIP_E2E:-0}" != 1 ]; then
   stage e2e-bluez Tests/e2e/run.sh all hci

@@ -67,7 +67,8 @@ extension PollController {
         do { try body(store, pollID) } catch { throw PollError.storage("\(error)") }
     }
 
-    /// Writes the poll's CSV and JSON exports into `directory`; returns the file paths.
+    /// Writes the poll's CSV and JSON exports and one SVG chart per question (`STEM-qN.svg`) into
+    /// `directory`; returns the file paths.
     public func export(to directory: String) throws -> [String] {
         flush()
         guard let store, let pollID else { throw PollError.storage("no database: run without --no-store to export") }
@@ -82,8 +83,30 @@ extension PollController {
                     extra.append((suffix: "gradebook-moodle.csv", contents: GradebookCSV.moodle(book, prefix: prefix)))
                 }
             }
-            return try store.export(poll: pollID, to: directory, adding: extra)
+            return try store.export(poll: pollID, to: directory, adding: extra + charts())
         } catch { throw PollError.storage("\(error)") }
+    }
+
+    /// One chart per question the tally knows, by number: from its results, or from its totals once
+    /// an anonymous question is sealed (its voters are forgotten). Sealed totals count single choices
+    /// only, so a sealed question of another kind gets no chart rather than empty bars.
+    func charts() -> [(suffix: String, contents: String)] {
+        pipeline.tally.questions.sorted { $0.key < $1.key }.compactMap { q, tally in
+            let spec = tally.spec
+            let chart: ResultsChart
+            if let t = sealed[q] {
+                guard spec.kinds == [.choice] else { return nil }
+                // Totals count single choices by option; the tally accepted none beyond the offered ones.
+                let counts = (0..<spec.options).map { $0 < t.counts.count ? t.counts[$0] : 0 }
+                chart = ResultsChart(question: q, title: spec.title, optionTexts: spec.optionTexts,
+                                     choiceCounts: counts, voters: t.voters)
+            } else if let r = pipeline.tally.results(question: q) {
+                chart = ResultsChart(results: r, spec: spec)
+            } else {
+                return nil
+            }
+            return (suffix: "q\(q).svg", contents: chart.svg())
+        }
     }
 
     /// One row per enrolled student, one column per question: the counted answer, or empty.

@@ -1,0 +1,112 @@
+import ClickerWire
+
+/// What a chart of one question shows, in the form that fits the question's kind (pure, no I/O).
+/// ``svg()`` renders it as a standalone SVG document (ChartSVG.swift) for slides and the export.
+public struct ResultsChart: Sendable, Hashable {
+    /// One bar: an answer and the votes it counts.
+    public struct Bar: Sendable, Hashable {
+        /// The answer's key, as results name it (`A`, `true`, `12.5`): the bar's `data-option`.
+        public var option: String
+        /// What the chart prints before the bar: the letter, `True`, a value.
+        public var label: String
+        /// The option's text, when the question has one.
+        public var text: String?
+        public var count: Int
+
+        public init(option: String, label: String, text: String? = nil, count: Int) {
+            self.option = option
+            self.label = label
+            self.text = text
+            self.count = count
+        }
+    }
+
+    /// The form of the chart. Each kind of result gets its own case and its own renderer in
+    /// ChartSVG.swift: instant-runoff rounds (one bar group per round) and numeric histograms (one
+    /// bar per bin) join here as `.rounds` and `.histogram` once the results carry them.
+    public enum Figure: Sendable, Hashable {
+        /// One bar per answer (single choice, true/false), per option chosen (multi-select: a voter
+        /// who chose A and C counts on both), per value (numeric), per first preference (ranking).
+        case bars([Bar])
+    }
+
+    public var question: UInt8
+    public var title: String?
+    /// Counted voters.
+    public var voters: Int
+    /// A line under the title on how to read the bars, when they do not add up to the voters.
+    public var note: String?
+    public var figure: Figure
+
+    public init(question: UInt8, title: String?, voters: Int, note: String? = nil, figure: Figure) {
+        self.question = question
+        self.title = title
+        self.voters = voters
+        self.note = note
+        self.figure = figure
+    }
+
+    /// The chart of a question's results.
+    public init(results: QuestionResults, spec: QuestionSpec) {
+        let table = results.countTable
+        var bars: [Bar] = []
+        var note: String?
+        func text(_ i: Int) -> String? { i < spec.optionTexts.count ? spec.optionTexts[i] : nil }
+        func letter(_ i: Int) -> String { Answer.choice(UInt8(i)).description }
+
+        if spec.kinds.contains(.choice) {
+            for i in 0..<spec.options {
+                bars.append(Bar(option: letter(i), label: letter(i), text: text(i), count: table[.choice(UInt8(i))] ?? 0))
+            }
+        }
+        if spec.kinds.contains(.trueFalse) {
+            for value in [true, false] {
+                bars.append(Bar(option: Answer.trueFalse(value).description, label: value ? "True" : "False",
+                                count: table[.trueFalse(value)] ?? 0))
+            }
+        }
+        if spec.kinds.contains(.multiSelect) {
+            var chosen = [Int](repeating: 0, count: Answer.maxOptions)
+            for (answer, n) in table {
+                guard case .multiSelect(let mask) = answer else { continue }
+                for i in 0..<Answer.maxOptions where mask & (1 << i) != 0 { chosen[i] += n }
+            }
+            for i in 0..<spec.options {
+                // `A+`: the multi-select form of "A chosen", so that it never reads as the single choice A.
+                bars.append(Bar(option: Answer.multiSelect(1 << UInt8(i)).description, label: letter(i), text: text(i),
+                                count: chosen[i]))
+            }
+            note = "Each voter may choose several options; a bar counts the voters who chose it."
+        }
+        if spec.kinds.contains(.numeric) {
+            let decimals = spec.numeric?.decimals ?? 0
+            for (answer, n) in table.sorted(by: { $0.key < $1.key }) {
+                guard case .numeric(let v) = answer else { continue }
+                let value = NumericText.text(v, decimals: decimals)
+                bars.append(Bar(option: value, label: value, count: n))
+            }
+        }
+        if spec.kinds.contains(.ranking) {
+            var first = [Int](repeating: 0, count: Answer.maxOptions)
+            for (answer, n) in table {
+                guard case .ranking(let r) = answer, let top = r.order.first, Int(top) < first.count else { continue }
+                first[Int(top)] += n
+            }
+            for i in 0..<spec.options {
+                bars.append(Bar(option: letter(i), label: letter(i), text: text(i), count: first[i]))
+            }
+            note = "First preferences."
+        }
+        self.init(question: results.question, title: spec.title, voters: results.voters, note: note, figure: .bars(bars))
+    }
+
+    /// The chart of single-choice counts by option (A first), such as the totals a closed anonymous
+    /// question keeps once its voters are forgotten.
+    public init(question: UInt8, title: String?, optionTexts: [String] = [], choiceCounts: [Int], voters: Int) {
+        let bars = choiceCounts.enumerated().map { i, n in
+            let letter = i < Answer.maxOptions ? Answer.choice(UInt8(i)).description : String(i)
+            return Bar(option: letter, label: letter, text: i < optionTexts.count ? optionTexts[i] : nil, count: n)
+        }
+        self.init(question: question, title: title, voters: voters, figure: .bars(bars))
+    }
+}
