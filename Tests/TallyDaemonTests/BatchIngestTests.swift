@@ -51,7 +51,9 @@ final class BatchIngestTests: XCTestCase {
         for v in UInt32(11)...20 { batch.append(report(v, sequence: 1, .choice(1), at: UInt64(batch.count))) }
         XCTAssertEqual(central.queue.append(contentsOf: batch), 0)
 
-        while await controller.reportsHeard < batch.count { await Task.yield() }
+        // Acknowledged by the controller's own count; the deadline only turns a hang into a failure.
+        let deadline = ContinuousClock.now + .seconds(30)
+        while await controller.reportsHeard < batch.count && ContinuousClock.now < deadline { await Task.yield() }
         let heard = await controller.reportsHeard
         XCTAssertEqual(heard, batch.count, "every report of the batch taken in, none twice")
         let r = await controller.results()
