@@ -27,7 +27,8 @@ public struct BlueZCentralOptions: Sendable {
     /// (no bus, no bluetoothd, no adapter, adapter off); `true` keeps trying, showing the problem in
     /// `status()`. Trouble after scanning has started is always recovered from.
     public var waitForRadio: Bool
-    /// Reports buffered for a slow consumer before the oldest are dropped.
+    /// Reports buffered for a slow consumer before the oldest are dropped (and counted in
+    /// ``BlueZCentralStatistics/droppedReports``).
     public var reportBufferLimit: Int
 
     public init(bus: DBusBusTarget = .system, adapter: AdapterSelection = .firstPowered,
@@ -70,6 +71,11 @@ public final class BlueZCentral: CentralTransport {
         engine.subscribe(companyID: companyID)
     }
 
+    /// Each burst of signals read from the bus (at most 1,024, or what arrived within 4 ms) as one batch.
+    public func advertisementBatches(companyID: UInt16) -> AdvertisementBatches {
+        engine.subscribeBatches(companyID: companyID)
+    }
+
     public func readCharacteristic(device: DeviceAddress, service: UUID128, characteristic: UUID128,
                                    timeout: Duration) async throws -> [UInt8] {
         try await engine.readCharacteristic(device: device, service: service, characteristic: characteristic,
@@ -89,6 +95,8 @@ public final class BlueZCentral: CentralTransport {
 public struct BlueZCentralStatistics: Sendable, Hashable {
     /// Reports handed to consumers.
     public var reports: Int
+    /// Reports dropped because a consumer fell more than `reportBufferLimit` behind.
+    public var droppedReports: Int = 0
     /// Devices removed as stale.
     public var staleDevicesRemoved: Int
     /// Discovery restarts (periodic).

@@ -22,7 +22,20 @@ final class CentralEngine: Sendable {
 
     struct Subscriber {
         var company: UInt16
-        var continuation: AsyncThrowingStream<AdvertisementReport, any Error>.Continuation
+        var sink: ReportSink
+    }
+
+    /// Where a subscriber's reports go: a stream of single reports, or a queue handed over in batches.
+    enum ReportSink {
+        case stream(AsyncThrowingStream<AdvertisementReport, any Error>.Continuation)
+        case queue(ReportQueue)
+
+        func finish(throwing error: (any Error)? = nil) {
+            switch self {
+            case .stream(let c): c.finish(throwing: error)
+            case .queue(let q): q.finish(throwing: error)
+            }
+        }
     }
 
     struct Heard {
@@ -122,23 +135,41 @@ final class CentralEngine: Sendable {
     func subscribe(companyID: UInt16) -> AsyncThrowingStream<AdvertisementReport, any Error> {
         let (stream, cont) = AsyncThrowingStream<AdvertisementReport, any Error>.makeStream(
             bufferingPolicy: .bufferingNewest(options.reportBufferLimit))
-        let (id, closed): (Int, Bool) = state.withLock { s in
-            if s.shutDown { return (0, true) }
+        if let id = add(Subscriber(company: companyID, sink: .stream(cont))) {
+            cont.onTermination = { [weak self] _ in self?.unsubscribe(id) }
+            started()
+        }
+        return stream
+    }
+
+    /// Like `subscribe`, with each burst of reports handed over at once.
+    func subscribeBatches(companyID: UInt16) -> AdvertisementBatches {
+        let queue = ReportQueue(limit: options.reportBufferLimit)
+        if let id = add(Subscriber(company: companyID, sink: .queue(queue))) {
+            queue.onTermination { [weak self] in self?.unsubscribe(id) }
+            started()
+        }
+        return queue.batches
+    }
+
+    /// Registers a subscriber; nil (and the subscriber finished) after shutdown.
+    private func add(_ sub: Subscriber) -> Int? {
+        let id: Int? = state.withLock { s in
+            if s.shutDown { return nil }
             let id = s.nextID
             s.nextID += 1
-            s.subscribers[id] = Subscriber(company: companyID, continuation: cont)
+            s.subscribers[id] = sub
             s.subscriberList = Array(s.subscribers.values)
             s.startupError = nil
-            return (id, false)
+            return id
         }
-        if closed {
-            cont.finish()
-            return stream
-        }
-        cont.onTermination = { [weak self] _ in self?.unsubscribe(id) }
+        if id == nil { sub.sink.finish() }
+        return id
+    }
+
+    private func started() {
         ensureRunning()
         signal(.subscribersChanged)
-        return stream
     }
 
     func unsubscribe(_ id: Int) {
@@ -196,7 +227,7 @@ final class CentralEngine: Sendable {
             return r
         }
         task?.cancel()
-        for sub in subs { sub.continuation.finish() }
+        for sub in subs { sub.sink.finish() }
         wakeWaiters()
         statusHub.close()
     }
@@ -228,7 +259,7 @@ final class CentralEngine: Sendable {
             $0.state = .stopped
             $0.lastError = e.description
         }
-        for sub in subs { sub.continuation.finish(throwing: e) }
+        for sub in subs { sub.sink.finish(throwing: e) }
         wakeWaiters()
     }
 

@@ -64,7 +64,8 @@ extension CentralEngine {
             }
             s.stats.reports += out.count
         }
-        out.yieldAll()
+        let dropped = out.yieldAll()
+        if dropped > 0 { state.withLock { $0.stats.droppedReports += dropped } }
         for c in woken { c.resume() }
         if !controls.isEmpty {
             let cont = state.withLock { $0.control }
@@ -92,15 +93,15 @@ extension CentralEngine {
     }
 }
 
-/// The reports of one batch, per subscriber: built under the lock, yielded after it.
+/// The reports of one batch, per subscriber: built under the lock, handed over after it.
 struct ReportBatch {
     var companies: [UInt16] = []
-    var continuations: [AsyncThrowingStream<AdvertisementReport, any Error>.Continuation] = []
+    var sinks: [CentralEngine.ReportSink] = []
     var reports: [[AdvertisementReport]] = []
 
     mutating func start(_ subscribers: [CentralEngine.Subscriber], capacity: Int) {
         companies = subscribers.map(\.company)
-        continuations = subscribers.map(\.continuation)
+        sinks = subscribers.map(\.sink)
         reports = subscribers.map { _ in
             var r: [AdvertisementReport] = []
             r.reserveCapacity(capacity)
@@ -110,10 +111,23 @@ struct ReportBatch {
 
     var count: Int { reports.reduce(0) { $0 + $1.count } }
 
-    func yieldAll() {
-        for i in continuations.indices {
-            let c = continuations[i]
-            for report in reports[i] { c.yield(report) }
+    /// Hands every subscriber its reports, in order: a queue takes the whole batch at once, a stream
+    /// one report at a time. Returns the reports dropped for consumers too far behind.
+    mutating func yieldAll() -> Int {
+        var dropped = 0
+        for i in sinks.indices {
+            guard !reports[i].isEmpty else { continue }
+            switch sinks[i] {
+            case .queue(let q):
+                let batch = reports[i]
+                reports[i] = []  // the queue takes over the storage without a copy
+                dropped += q.append(contentsOf: batch)
+            case .stream(let c):
+                for report in reports[i] {
+                    if case .dropped = c.yield(report) { dropped += 1 }
+                }
+            }
         }
+        return dropped
     }
 }

@@ -131,6 +131,11 @@ public protocol CentralTransport: Sendable {
     /// is handled inside the backend and shows only in `status()`.
     func advertisements(companyID: UInt16) -> AsyncThrowingStream<AdvertisementReport, any Error>
 
+    /// The same reports as ``advertisements(companyID:)``, in the batches the radio delivers them (same
+    /// order, same end). The default hands over one report per batch; a backend that receives reports in
+    /// bursts hands over each burst at once.
+    func advertisementBatches(companyID: UInt16) -> AdvertisementBatches
+
     /// Connects to `device`, reads one characteristic of one service, disconnects.
     /// Throws `TransportError.timeout` when any step exceeds `timeout`.
     func readCharacteristic(device: DeviceAddress, service: UUID128, characteristic: UUID128,
@@ -138,6 +143,12 @@ public protocol CentralTransport: Sendable {
 
     /// The radio's state now and on every change.
     func status() -> AsyncStream<RadioStatus>
+}
+
+extension CentralTransport {
+    public func advertisementBatches(companyID: UInt16) -> AdvertisementBatches {
+        AdvertisementBatches(advertisements(companyID: companyID))
+    }
 }
 
 /// What a peripheral advertises: manufacturer data under one company ID, at a requested interval.

@@ -50,14 +50,13 @@ func drainFD(_ fd: Int32) {
 }
 
 /// Waits for `connFD` (and the wake descriptor). Returns when readable/writable, woken, or timed out.
+/// Waits for the connection's socket (`connFD`; a negative descriptor is not watched) or the wake pipe.
 func pollConnection(_ connFD: Int32, wantWrite: Bool, wakeFD: Int32, timeoutMs: Int32) -> (woken: Bool, error: Bool) {
-    var fds = [
-        pollfd(fd: connFD, events: Int16(POLLIN) | (wantWrite ? Int16(POLLOUT) : 0), revents: 0),
-        pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0),
-    ]
-    let r = poll(&fds, 2, timeoutMs)
+    var fds = (pollfd(fd: connFD, events: Int16(POLLIN) | (wantWrite ? Int16(POLLOUT) : 0), revents: 0),
+               pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0))
+    let r = withUnsafeMutableBytes(of: &fds) { poll($0.baseAddress!.assumingMemoryBound(to: pollfd.self), 2, timeoutMs) }
     if r < 0 { return (false, errno != EINTR) }
-    return (fds[1].revents & Int16(POLLIN) != 0, false)
+    return (fds.1.revents & Int16(POLLIN) != 0, false)
 }
 
 func getenvString(_ name: String) -> String? {

@@ -143,8 +143,9 @@ public actor PollController {
                     }
                 }
             }
-            for try await report in central.advertisements(companyID: BallotFormat.companyID) {
-                ingest(report)
+            // One actor turn per batch the radio delivers, the reports tallied in order.
+            for try await batch in central.advertisementBatches(companyID: BallotFormat.companyID) {
+                for report in batch { ingest(report) }
             }
             verification.shuttingDown = true
             group.cancelAll()

@@ -318,15 +318,16 @@ func runOnce(rate: Int, options: Options, payloadFile: String, code: JoinCode, e
                                                           staleDeviceTimeout: nil, waitForRadio: false,
                                                           reportBufferLimit: 1 << 20))
         central = c
-        let stream = c.advertisements(companyID: BallotFormat.companyID)
+        // Consumed as the daemon does (PollController.run): in the batches the central delivers.
+        let batches = c.advertisementBatches(companyID: BallotFormat.companyID)
         consumer = Task {
             var n = 0
             var last: [DeviceAddress: [UInt8]] = [:]
             do {
-                for try await report in stream {
-                    n += 1
-                    last[report.address] = report.data
-                    if n & 1023 == 0 { counter.count.store(n, ordering: .relaxed) }
+                for try await batch in batches {
+                    for report in batch { last[report.address] = report.data }
+                    n += batch.count
+                    counter.count.store(n, ordering: .relaxed)
                 }
             } catch {
                 FileHandle.standardError.write("stream failed: \(error)\n".data(using: .utf8)!)
