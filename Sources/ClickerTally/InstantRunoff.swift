@@ -56,11 +56,16 @@ public struct InstantRunoff: Sendable, Hashable {
     }
 
     /// Ballots grouped by their ranking, so that a count after each new ballot costs one pass over
-    /// the distinct rankings, not over every ballot.
+    /// the distinct rankings, not over every ballot. The rankings are kept in one flat buffer, and a
+    /// count links each group into the list of its current top option, so that it allocates only its
+    /// working arrays and its rounds.
     public struct Grouped: Sendable, Hashable {
         public let options: Int
         private var index: [Ranking: Int] = [:]
-        private var orders: [[UInt8]] = []
+        /// Every group's ranked options (those below `options`), one after the other.
+        private var entries: [UInt8] = []
+        /// Where each group's entries start; group g runs from `starts[g]` to `starts[g + 1]`.
+        private var starts: [Int32] = [0]
         private var weights: [Int] = []
         public private(set) var ballots = 0
 
@@ -74,8 +79,9 @@ public struct InstantRunoff: Sendable, Hashable {
             if let i = index[r] {
                 weights[i] += count
             } else {
-                index[r] = orders.count
-                orders.append(r.order.filter { Int($0) < options })
+                index[r] = weights.count
+                for o in r.order where Int(o) < options { entries.append(o) }
+                starts.append(Int32(entries.count))
                 weights.append(count)
             }
         }
@@ -90,30 +96,66 @@ public struct InstantRunoff: Sendable, Hashable {
 
         public func count() -> InstantRunoff {
             let n = options
-            // Each group sits in the bucket of its current top option; eliminating an option moves
-            // only the groups in its bucket, so a whole count touches each ranked entry once.
-            var position = [Int](repeating: 0, count: orders.count)
-            var buckets = [[Int]](repeating: [], count: n)
-            var votes = [Int](repeating: 0, count: n)
-            var inRace = [Bool](repeating: true, count: n)
-            var exhausted = 0
-
-            func place(_ g: Int) {
-                let order = orders[g]
-                var p = position[g]
-                while p < order.count, !inRace[Int(order[p])] { p += 1 }
-                position[g] = p
-                if p < order.count {
-                    let o = Int(order[p])
-                    buckets[o].append(g)
-                    votes[o] += weights[g]
-                } else {
-                    exhausted += weights[g]
+            var race = Race(groups: weights.count, options: n)
+            entries.withUnsafeBufferPointer { entries in
+                starts.withUnsafeBufferPointer { starts in
+                    weights.withUnsafeBufferPointer { weights in
+                        race.run(entries: entries, starts: starts, weights: weights, ballots: ballots)
+                    }
                 }
             }
-            for g in orders.indices where weights[g] > 0 { place(g) }
+            return InstantRunoff(options: n, ballots: ballots, rounds: race.rounds, outcome: race.outcome)
+        }
+    }
 
-            var rounds: [Round] = []
+    /// The working state of one count: each group sits in the list of its current top option;
+    /// eliminating an option moves only the groups in its list, so a whole count touches each ranked
+    /// entry once.
+    private struct Race {
+        let n: Int
+        /// Next entry of each group to look at.
+        var position: [Int32]
+        /// Singly linked lists of groups by current top option: `head[o]`, then `next[g]`; -1 ends.
+        var next: [Int32]
+        var head: [Int32]
+        var votes: [Int]
+        var inRace: [Bool]
+        var exhausted = 0
+        var rounds: [Round] = []
+        var outcome: Outcome = .noWinner
+
+        init(groups: Int, options n: Int) {
+            self.n = n
+            position = [Int32](repeating: 0, count: groups)
+            next = [Int32](repeating: -1, count: groups)
+            head = [Int32](repeating: -1, count: n)
+            votes = [Int](repeating: 0, count: n)
+            inRace = [Bool](repeating: true, count: n)
+        }
+
+        /// Puts group `g` on the list of its most preferred option still in the race, or counts it
+        /// exhausted.
+        @inline(__always)
+        mutating func place(_ g: Int, entries: UnsafeBufferPointer<UInt8>, end: Int, weight: Int) {
+            var p = Int(position[g])
+            while p < end, !inRace[Int(entries[p])] { p += 1 }
+            position[g] = Int32(p)
+            if p < end {
+                let o = Int(entries[p])
+                next[g] = head[o]
+                head[o] = Int32(g)
+                votes[o] += weight
+            } else {
+                exhausted += weight
+            }
+        }
+
+        mutating func run(entries: UnsafeBufferPointer<UInt8>, starts: UnsafeBufferPointer<Int32>,
+                          weights: UnsafeBufferPointer<Int>, ballots: Int) {
+            for g in 0..<weights.count where weights[g] > 0 {
+                position[g] = starts[g]
+                place(g, entries: entries, end: Int(starts[g + 1]), weight: weights[g])
+            }
             while true {
                 let active = ballots - exhausted
                 var round = Round(votes: (0..<n).map { inRace[$0] ? votes[$0] : nil }, active: active,
@@ -121,18 +163,20 @@ public struct InstantRunoff: Sendable, Hashable {
                 let racing = (0..<n).filter { inRace[$0] }
                 if active == 0 {
                     rounds.append(round)
-                    return InstantRunoff(options: n, ballots: ballots, rounds: rounds, outcome: .noWinner)
+                    outcome = .noWinner
+                    return
                 }
                 if let w = racing.first(where: { 2 * votes[$0] > active }) {
                     rounds.append(round)
-                    return InstantRunoff(options: n, ballots: ballots, rounds: rounds, outcome: .winner(UInt8(w)))
+                    outcome = .winner(UInt8(w))
+                    return
                 }
                 let fewest = racing.map { votes[$0] }.min() ?? 0
                 var lowest = racing.filter { votes[$0] == fewest }
                 if lowest.count == racing.count {
                     rounds.append(round)
-                    return InstantRunoff(options: n, ballots: ballots, rounds: rounds,
-                                         outcome: .tie(racing.map(UInt8.init)))
+                    outcome = .tie(racing.map(UInt8.init))
+                    return
                 }
                 // Back through earlier rounds while the tie lasts, then the latest letter.
                 for earlier in rounds.reversed() where lowest.count > 1 {
@@ -144,9 +188,13 @@ public struct InstantRunoff: Sendable, Hashable {
                 rounds.append(round)
                 inRace[out] = false
                 votes[out] = 0
-                let moving = buckets[out]
-                buckets[out] = []
-                for g in moving { place(g) }
+                var g = Int(head[out])
+                head[out] = -1
+                while g >= 0 {
+                    let following = Int(next[g])
+                    place(g, entries: entries, end: Int(starts[g + 1]), weight: weights[g])
+                    g = following
+                }
             }
         }
     }

@@ -47,3 +47,47 @@ public struct ResultsPanel: Sendable, Equatable {
 
     static func ballots(_ n: Int) -> String { n == 1 ? "1 ballot" : "\(n) ballots" }
 }
+
+extension KindReport {
+    /// The kind's lines for a text summary (`clicker-tally` at the end of a run, `results`): the
+    /// combinations of a multi-select, the statistics of a numeric question, every instant-runoff
+    /// round and the outcome. Empty for single choice and true/false (their counts say it all).
+    public var summaryLines: [String] {
+        switch kind {
+        case .choice, .trueFalse:
+            return []
+        case .multiSelect:
+            let list = (combinations ?? []).map { "\($0.answer) \($0.count)" }
+            return list.isEmpty ? [] : ["combinations: " + list.joined(separator: " · ")]
+        case .numeric:
+            guard let median, let lowerQuartile, let upperQuartile, let minimum, let maximum else { return ["no ballots"] }
+            let hist = (bins ?? []).map { "\($0.label): \($0.count)" }.joined(separator: " · ")
+            return ["median \(number(median)) · quartiles \(number(lowerQuartile)) and \(number(upperQuartile))"
+                        + " · lowest \(number(minimum)) · highest \(number(maximum))",
+                    "histogram: " + hist]
+        case .ranked:
+            let rounds = (rounds ?? []).map { r in
+                "round \(r.round): " + r.votes.map { "\($0.option) \($0.count)" }.joined(separator: " · ")
+                    + " · exhausted \(r.exhausted)" + (r.eliminated.map { " → \($0) out" } ?? "")
+            }
+            let end: String
+            switch outcome {
+            case .winner?: end = "winner " + (winner ?? "?")
+            case .tie?: end = "tie " + (tied ?? []).joined(separator: ", ")
+            case .noWinner?, nil: end = "no winner (no active ballot)"
+            }
+            return rounds + [end]
+        }
+    }
+
+    /// A statistic with the question's decimals, one more when it falls halfway.
+    func number(_ v: Double) -> String {
+        let d = decimals ?? 0
+        var scale = 1.0
+        for _ in 0..<d { scale *= 10 }
+        let halves = (v * scale * 2).rounded()
+        return Int(halves) % 2 == 0
+            ? NumericResults.format(Int(halves) / 2, decimals: d)
+            : NumericResults.format(Int(halves) * 5, decimals: d + 1)
+    }
+}

@@ -71,6 +71,9 @@ final class KindResultsDaemonTests: XCTestCase {
         XCTAssertEqual(rounds[1]["active"] as? Int, 9)
         XCTAssertEqual(rounds[1]["exhausted"] as? Int, 1)
         XCTAssertNil(rounds[1]["eliminated"])
+        // The text summary (`clicker-tally` at the end of a run, `results` without --json).
+        XCTAssertEqual(r.results?.summaryLines, ["round 1: A 4 · B 3 · C 3 · exhausted 0 → C out",
+                                                 "round 2: A 4 · B 5 · exhausted 1", "winner B"])
         // `results --json` reads it back as the same value.
         let back = try JSONDecoder().decode(PollResults.self, from: JSONEncoder().encode(r))
         XCTAssertEqual(back, r)
@@ -110,5 +113,12 @@ final class KindResultsDaemonTests: XCTestCase {
                 XCTAssertNil(data.range(of: Data(IDText.voter(v).utf8)), "voter \(IDText.voter(v)) as text in \(name)")
             }
         }
+    }
+
+    func testTextSummaryOfANumericQuestionKeepsItsDecimals() {
+        let spec = QuestionSpec(number: 1, kinds: [.numeric], numeric: NumericRange(decimals: 1))
+        let report = KindReport(KindResults(spec: spec, counts: [.numeric(15): 1, .numeric(20): 1, .numeric(25): 1, .numeric(-5): 1]))
+        XCTAssertEqual(report.summaryLines, ["median 1.75 · quartiles 0.5 and 2.25 · lowest -0.5 · highest 2.5",
+                                             "histogram: -0.5: 1 · 1.5: 1 · 2.0: 1 · 2.5: 1"])
     }
 }
