@@ -55,10 +55,18 @@ public struct InstantRunoff: Sendable, Hashable {
         self = tally.count()
     }
 
-    /// Ballots grouped by their ranking, so that a count after each new ballot costs one pass over
-    /// the distinct rankings, not over every ballot. The rankings are kept in one flat buffer, and a
-    /// count links each group into the list of its current top option, so that it allocates only its
-    /// working arrays and its rounds.
+    /// Ballots grouped by their ranking, so that a count costs one pass over the distinct rankings,
+    /// not over every ballot. The rankings are kept in one flat buffer, and a count links each group
+    /// into the list of its current top option, so that it allocates only its working arrays and its
+    /// rounds.
+    ///
+    /// Once ``currentCount()`` has counted, each later ``add(_:count:)`` or ``remove(_:count:)``
+    /// updates that count in place: the ballot's votes are added to (or taken from) the option it
+    /// counts for in each round, then every round's decision (winner, tie, or which option goes) is
+    /// taken again from the updated votes by the same rule as a full count. While every decision
+    /// stands, the rounds are exactly those a full count would give (the votes of round k depend
+    /// only on the options eliminated before it); when one changes, the ballots are counted again in
+    /// full.
     public struct Grouped: Sendable, Hashable {
         public let options: Int
         private var index: [Ranking: Int] = [:]
@@ -68,6 +76,8 @@ public struct InstantRunoff: Sendable, Hashable {
         private var starts: [Int32] = [0]
         private var weights: [Int] = []
         public private(set) var ballots = 0
+        /// The count of the ballots so far, once ``currentCount()`` asked for it; kept up to date.
+        private var counted: InstantRunoff?
 
         public init(options: Int) {
             self.options = max(1, min(options, Answer.maxOptions))
@@ -76,25 +86,76 @@ public struct InstantRunoff: Sendable, Hashable {
         public mutating func add(_ r: Ranking, count: Int = 1) {
             guard count > 0 else { return }
             ballots += count
-            if let i = index[r] {
+            let i: Int
+            if let known = index[r] {
+                i = known
                 weights[i] += count
             } else {
-                index[r] = weights.count
+                i = weights.count
+                index[r] = i
                 for o in r.order where Int(o) < options { entries.append(o) }
                 starts.append(Int32(entries.count))
                 weights.append(count)
             }
+            update(group: i, by: count)
         }
 
         /// Removes `count` ballots with ranking `r` (a voter who changed answer); no-op if absent.
         public mutating func remove(_ r: Ranking, count: Int = 1) {
             guard let i = index[r] else { return }
             let n = min(count, weights[i])
+            guard n > 0 else { return }
             weights[i] -= n
             ballots -= n
+            update(group: i, by: -n)
         }
 
+        /// The count of the ballots so far (as ``count()`` gives it), kept from now on and updated
+        /// by each later add or remove.
+        public mutating func currentCount() -> InstantRunoff {
+            if let counted { return counted }
+            let c = count()
+            counted = c
+            return c
+        }
+
+        /// Moves the kept count by `delta` ballots of group `g`, or counts again when a decision changes.
+        private mutating func update(group g: Int, by delta: Int) {
+            guard var c = counted else { return }
+            counted = nil
+            var out = [Bool](repeating: false, count: options)
+            var rounds = c.rounds
+            let end = Int(starts[g + 1])
+            var p = Int(starts[g])
+            for k in rounds.indices {
+                while p < end, out[Int(entries[p])] { p += 1 }
+                if p < end {
+                    rounds[k].votes[Int(entries[p])] = (rounds[k].votes[Int(entries[p])] ?? 0) + delta
+                    rounds[k].active += delta
+                } else {
+                    rounds[k].exhausted += delta
+                }
+                if let e = rounds[k].eliminated { out[Int(e)] = true }
+            }
+            for k in rounds.indices {
+                switch Race.decide(rounds[k], earlier: rounds[..<k], options: options) {
+                case .eliminate(let o) where o == rounds[k].eliminated && k < rounds.count - 1:
+                    continue
+                case .end(let outcome) where rounds[k].eliminated == nil && k == rounds.count - 1:
+                    c = InstantRunoff(options: options, ballots: ballots, rounds: rounds, outcome: outcome)
+                    counted = c
+                    return
+                default:
+                    counted = count()
+                    return
+                }
+            }
+            counted = count()
+        }
+
+        /// A full count of the ballots so far.
         public func count() -> InstantRunoff {
+            if let counted { return counted }
             let n = options
             var race = Race(groups: weights.count, options: n)
             entries.withUnsafeBufferPointer { entries in
@@ -112,6 +173,30 @@ public struct InstantRunoff: Sendable, Hashable {
     /// eliminating an option moves only the groups in its list, so a whole count touches each ranked
     /// entry once.
     private struct Race {
+        /// What a round decides: the count ends, or an option goes.
+        enum Step {
+            case end(Outcome)
+            case eliminate(UInt8)
+        }
+
+        /// The rule, from a round's votes and the rounds before it (see ``InstantRunoff``).
+        static func decide(_ round: Round, earlier: ArraySlice<Round>, options n: Int) -> Step {
+            let active = round.active
+            if active == 0 { return .end(.noWinner) }
+            let racing = (0..<n).filter { round.votes[$0] != nil }
+            func votes(_ o: Int) -> Int { round.votes[o] ?? 0 }
+            if let w = racing.first(where: { 2 * votes($0) > active }) { return .end(.winner(UInt8(w))) }
+            let fewest = racing.map(votes).min() ?? 0
+            var lowest = racing.filter { votes($0) == fewest }
+            if lowest.count == racing.count { return .end(.tie(racing.map(UInt8.init))) }
+            // Back through earlier rounds while the tie lasts, then the latest letter.
+            for before in earlier.reversed() where lowest.count > 1 {
+                let least = lowest.map { before.votes[$0] ?? 0 }.min() ?? 0
+                lowest = lowest.filter { (before.votes[$0] ?? 0) == least }
+            }
+            return .eliminate(UInt8(lowest.max() ?? racing[racing.count - 1]))
+        }
+
         let n: Int
         /// Next entry of each group to look at.
         var position: [Int32]
@@ -160,30 +245,15 @@ public struct InstantRunoff: Sendable, Hashable {
                 let active = ballots - exhausted
                 var round = Round(votes: (0..<n).map { inRace[$0] ? votes[$0] : nil }, active: active,
                                   exhausted: exhausted, eliminated: nil)
-                let racing = (0..<n).filter { inRace[$0] }
-                if active == 0 {
+                let out: Int
+                switch Self.decide(round, earlier: rounds[...], options: n) {
+                case .end(let o):
                     rounds.append(round)
-                    outcome = .noWinner
+                    outcome = o
                     return
+                case .eliminate(let o):
+                    out = Int(o)
                 }
-                if let w = racing.first(where: { 2 * votes[$0] > active }) {
-                    rounds.append(round)
-                    outcome = .winner(UInt8(w))
-                    return
-                }
-                let fewest = racing.map { votes[$0] }.min() ?? 0
-                var lowest = racing.filter { votes[$0] == fewest }
-                if lowest.count == racing.count {
-                    rounds.append(round)
-                    outcome = .tie(racing.map(UInt8.init))
-                    return
-                }
-                // Back through earlier rounds while the tie lasts, then the latest letter.
-                for earlier in rounds.reversed() where lowest.count > 1 {
-                    let least = lowest.map { earlier.votes[$0] ?? 0 }.min() ?? 0
-                    lowest = lowest.filter { (earlier.votes[$0] ?? 0) == least }
-                }
-                let out = lowest.max() ?? racing[racing.count - 1]
                 round.eliminated = UInt8(out)
                 rounds.append(round)
                 inRace[out] = false

@@ -28,8 +28,27 @@ let benchmarks: @Sendable () -> Void = {
     Benchmark.defaultConfiguration = .init(metrics: [.wallClock, .throughput, .mallocCountTotal],
                                            maxDuration: .seconds(5), maxIterations: 100_000)
 
-    // The tally's way: ballots grouped by ranking; one more ballot, then every round again.
-    Benchmark("IRV 1,000 ballots × 8 options: add one ballot, recount all rounds") { benchmark in
+    // Ballots grouped by ranking, the count kept: one more ballot, all rounds up to date (updated in
+    // place, or counted again in full when a round's decision changes), then the ballot leaves again.
+    Benchmark("IRV 1,000 ballots × 8 options: add one ballot, all rounds (kept count)") { benchmark in
+        let cast = rankings(1_000, options: 8, seed: 14)
+        let extra = rankings(1_000, options: 8, seed: 15)
+        var grouped = InstantRunoff.Grouped(options: 8)
+        for r in cast { grouped.add(r) }
+        _ = grouped.currentCount()
+        var i = 0
+        benchmark.startMeasurement()
+        for _ in benchmark.scaledIterations {
+            let r = extra[i % extra.count]
+            grouped.add(r)
+            blackHole(grouped.currentCount())
+            grouped.remove(r)
+            i += 1
+        }
+    }
+
+    // The same, every round counted again in full from the grouped ballots.
+    Benchmark("IRV 1,000 ballots × 8 options: add one ballot, full recount") { benchmark in
         let cast = rankings(1_000, options: 8, seed: 14)
         let extra = rankings(1_000, options: 8, seed: 15)
         var grouped = InstantRunoff.Grouped(options: 8)
@@ -43,6 +62,21 @@ let benchmarks: @Sendable () -> Void = {
             grouped.remove(r)
             i += 1
         }
+    }
+
+    // 1,000 ballots arriving one by one, all rounds after each: the whole stream, per ballot.
+    Benchmark("IRV 1,000 ballots × 8 options arriving one by one, all rounds after each (per ballot)") { benchmark in
+        let cast = rankings(1_000, options: 8, seed: 14)
+        benchmark.startMeasurement()
+        for _ in benchmark.scaledIterations {
+            var grouped = InstantRunoff.Grouped(options: 8)
+            _ = grouped.currentCount()
+            for r in cast {
+                grouped.add(r)
+                blackHole(grouped.currentCount())
+            }
+        }
+        benchmark.stopMeasurement()
     }
 
     // What a results reading does (the view, --json, the export): group the counted answers, then
