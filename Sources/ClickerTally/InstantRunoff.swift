@@ -121,29 +121,29 @@ public struct InstantRunoff: Sendable, Hashable {
 
         /// Moves the kept count by `delta` ballots of group `g`, or counts again when a decision changes.
         private mutating func update(group g: Int, by delta: Int) {
-            guard var c = counted else { return }
+            guard let kept = counted else { return }
             counted = nil
-            var out = [Bool](repeating: false, count: options)
-            var rounds = c.rounds
+            // The kept count's last use: its rounds are then held only here, and change in place.
+            var rounds = kept.rounds
+            var out: UInt16 = 0
             let end = Int(starts[g + 1])
             var p = Int(starts[g])
             for k in rounds.indices {
-                while p < end, out[Int(entries[p])] { p += 1 }
+                while p < end, out & (1 << entries[p]) != 0 { p += 1 }
                 if p < end {
                     rounds[k].votes[Int(entries[p])] = (rounds[k].votes[Int(entries[p])] ?? 0) + delta
                     rounds[k].active += delta
                 } else {
                     rounds[k].exhausted += delta
                 }
-                if let e = rounds[k].eliminated { out[Int(e)] = true }
+                if let e = rounds[k].eliminated { out |= 1 << e }
             }
             for k in rounds.indices {
                 switch Race.decide(rounds[k], earlier: rounds[..<k], options: options) {
                 case .eliminate(let o) where o == rounds[k].eliminated && k < rounds.count - 1:
                     continue
                 case .end(let outcome) where rounds[k].eliminated == nil && k == rounds.count - 1:
-                    c = InstantRunoff(options: options, ballots: ballots, rounds: rounds, outcome: outcome)
-                    counted = c
+                    counted = InstantRunoff(options: options, ballots: ballots, rounds: rounds, outcome: outcome)
                     return
                 default:
                     counted = count()
@@ -180,21 +180,34 @@ public struct InstantRunoff: Sendable, Hashable {
         }
 
         /// The rule, from a round's votes and the rounds before it (see ``InstantRunoff``).
+        /// Sets of options are bit masks (bit 0 = A), so that deciding allocates nothing.
         static func decide(_ round: Round, earlier: ArraySlice<Round>, options n: Int) -> Step {
             let active = round.active
             if active == 0 { return .end(.noWinner) }
-            let racing = (0..<n).filter { round.votes[$0] != nil }
-            func votes(_ o: Int) -> Int { round.votes[o] ?? 0 }
-            if let w = racing.first(where: { 2 * votes($0) > active }) { return .end(.winner(UInt8(w))) }
-            let fewest = racing.map(votes).min() ?? 0
-            var lowest = racing.filter { votes($0) == fewest }
-            if lowest.count == racing.count { return .end(.tie(racing.map(UInt8.init))) }
-            // Back through earlier rounds while the tie lasts, then the latest letter.
-            for before in earlier.reversed() where lowest.count > 1 {
-                let least = lowest.map { before.votes[$0] ?? 0 }.min() ?? 0
-                lowest = lowest.filter { (before.votes[$0] ?? 0) == least }
+            var racing: UInt16 = 0
+            var fewest = Int.max
+            var lowest: UInt16 = 0
+            for o in 0..<n {
+                guard let v = round.votes[o] else { continue }
+                racing |= 1 << o
+                if 2 * v > active { return .end(.winner(UInt8(o))) }
+                if v < fewest {
+                    fewest = v
+                    lowest = 1 << o
+                } else if v == fewest {
+                    lowest |= 1 << o
+                }
             }
-            return .eliminate(UInt8(lowest.max() ?? racing[racing.count - 1]))
+            if lowest == racing { return .end(.tie((0..<UInt8(n)).filter { racing & (1 << $0) != 0 })) }
+            // Back through earlier rounds while the tie lasts, then the latest letter.
+            for before in earlier.reversed() where lowest.nonzeroBitCount > 1 {
+                var least = Int.max
+                for o in 0..<n where lowest & (1 << o) != 0 { least = min(least, before.votes[o] ?? 0) }
+                var kept: UInt16 = 0
+                for o in 0..<n where lowest & (1 << o) != 0 && (before.votes[o] ?? 0) == least { kept |= 1 << o }
+                lowest = kept
+            }
+            return .eliminate(UInt8(UInt16.bitWidth - 1 - lowest.leadingZeroBitCount))
         }
 
         let n: Int
