@@ -11,12 +11,12 @@ extension Exporter {
     /// Columns of the rounds CSV: one row per option in the race in each round of each ranked question.
     public static let roundColumns = ["poll", "question", "round", "option", "votes", "active", "exhausted", "eliminated"]
 
-    /// The question as the results need it: kinds, options and their texts from its stored
-    /// definition; a single choice of A–D for a question stored without one.
+    /// The question as its stored definition gives it; a single choice of A–D for a question
+    /// stored without one.
     public static func spec(_ q: QuestionRecord) -> QuestionSpec {
         let number = UInt8(clamping: q.number)
         guard let d = q.definition else { return .choice(number) }
-        return QuestionSpec(number: number, options: d.options, kinds: Set(d.kinds), optionTexts: d.optionTexts ?? [])
+        return QuestionSpec(number: number, definition: d)
     }
 
     /// The results of one summarised question.
