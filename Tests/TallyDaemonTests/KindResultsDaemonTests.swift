@@ -1,20 +1,11 @@
 import ClickerStore
-@testable import ClickerTally
+import ClickerTally
 import ClickerTransport
 import ClickerWire
 import Foundation
-@testable import TallyDaemon
+import TallyDaemon
 import TerminalView
 import XCTest
-
-extension PollController {
-    /// Asks the current question as `spec` (the tests build their question; a poll asks it from
-    /// its question set).
-    func ask(_ spec: QuestionSpec) {
-        pipeline.tally.slots[Int(spec.number)] = nil
-        pipeline.tally.open(spec)
-    }
-}
 
 /// Results by kind through the daemon: `--json` (the encoded `PollResults`) carries every
 /// instant-runoff round, the live view model shows them, and a closed anonymous question keeps them.
@@ -34,8 +25,9 @@ final class KindResultsDaemonTests: XCTestCase {
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         addTeardownBlock { try? FileManager.default.removeItem(atPath: dir) }
         let store = try ClickerStore(path: dir + "/clicker.sqlite", durability: .normal)
-        let controller = try PollController(options: PollOptions(joinCode: code, options: 3, confirmByGATT: false), store: store)
-        await controller.ask(QuestionSpec(number: 1, options: 3, kinds: [.ranking]))
+        var options = PollOptions(joinCode: code, options: 3, confirmByGATT: false)
+        options.adHoc = QuestionSpec(number: 1, options: 3, kinds: [.ranking])
+        let controller = try PollController(options: options, store: store)
         let cast = Array(repeating: "A>B>C", count: 4) + Array(repeating: "B>C", count: 3) + ["C>B", "C>B", "C"]
         for (i, text) in cast.enumerated() {
             await controller.ingest(sealedReport(code, voter: voters[i], answer: ranking(text)))
@@ -105,6 +97,11 @@ final class KindResultsDaemonTests: XCTestCase {
         let summary = try reopened.summary(poll: 1)
         XCTAssertEqual(summary.first?.answers[ranking("A>B>C")], 4)
         XCTAssertEqual(summary.first?.answers.values.reduce(0, +), 10)
+        // A restart of the tally shows the same rounds, from the totals and the stored definition.
+        let resumed = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: reopened,
+                                         start: .resume(maxAge: .seconds(3600)))
+        let back = await resumed.results(question: 1)
+        XCTAssertEqual(back.results, open.results)
         for name in try FileManager.default.contentsOfDirectory(atPath: dir) {
             let data = try Data(contentsOf: URL(fileURLWithPath: dir + "/" + name))
             for v in voters {
