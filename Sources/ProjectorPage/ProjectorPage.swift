@@ -63,7 +63,7 @@ public enum ProjectorPage {
       .row{grid-template-columns:1fr auto;grid-template-areas:"l c" "t t";row-gap:6px}
       .label{grid-area:l}.count{grid-area:c}.track{grid-area:t;height:28px}
       .label small{max-width:none}
-      #rounds{font-size:.85em}#rounds th,#rounds td{padding:.2em .35em}
+      #rounds{font-size:.85em;display:block;overflow-x:auto;max-width:100%}#rounds th,#rounds td{padding:.2em .35em}
       #hidden{font-size:1.4em}
     }
     """#

@@ -102,12 +102,23 @@ public struct ProjectorSnapshot: Codable, Sendable, Equatable {
         public var option: String
         public var text: String?
         public var count: Int
+
+        public init(option: String, text: String? = nil, count: Int) {
+            self.option = option
+            self.text = text
+            self.count = count
+        }
     }
 
     /// A multi-select combination as a voter types it (`A+C`) and its ballots.
     public struct Combination: Codable, Sendable, Equatable {
         public var answer: String
         public var count: Int
+
+        public init(answer: String, count: Int) {
+            self.answer = answer
+            self.count = count
+        }
     }
 
     /// One instant-runoff round.
@@ -122,6 +133,14 @@ public struct ProjectorSnapshot: Codable, Sendable, Equatable {
         public var exhausted: Int
         /// The option eliminated at the end of this round (absent in the last round).
         public var eliminated: String?
+
+        public init(round: Int, votes: [Bar], active: Int, exhausted: Int, eliminated: String? = nil) {
+            self.round = round
+            self.votes = votes
+            self.active = active
+            self.exhausted = exhausted
+            self.eliminated = eliminated
+        }
     }
 
     /// One histogram bin: values `from`…`to` (inclusive) in the question's units, `label` as the page
@@ -131,6 +150,13 @@ public struct ProjectorSnapshot: Codable, Sendable, Equatable {
         public var from: Double
         public var to: Double
         public var count: Int
+
+        public init(label: String, from: Double, to: Double, count: Int) {
+            self.label = label
+            self.from = from
+            self.to = to
+            self.count = count
+        }
     }
 
     public init(vote: String, joinCode: String, howToVote: String, roster: Bool, question: Question, state: State,
