@@ -70,7 +70,7 @@ extension SVGCanvas {
             y += 28
             return
         }
-        let plot = 480, labelSize = 30, countSize = 40
+        let plot = 480, labelSize = 36, countSize = 40
         let slot = (width - 2 * margin) / h.bins.count
         let column = slot * 8 / 10
         let most = max(1, h.bins.map(\.count).max() ?? 0)

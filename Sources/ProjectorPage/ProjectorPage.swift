@@ -47,7 +47,6 @@ public enum ProjectorPage {
     #hidden{font-size:2em;text-align:center;color:var(--dim);border:4px dashed #555;padding:6vh 2vw;border-radius:12px}
     #empty{color:var(--dim);text-align:center}
     .row.lead .label{color:#56b4e9}
-    .row.lead .label::after{content:" ✓"}
     .line{color:var(--dim);font-size:.9em}
     .line b{color:var(--fg)}
     #outcome{font-size:1.2em}
@@ -82,7 +81,7 @@ public enum ProjectorPage {
       const box=$("results");
       list.forEach((b,i)=>{
         const row=el("div","row");
-        const label=el("div","label",b.label);
+        const label=el("div","label",b.mark?b.label+" ✓":b.label);
         if(b.text){label.appendChild(el("small",null,b.text));}
         const track=el("div","track");
         const bar=el("div","bar");
