@@ -96,7 +96,7 @@ let package = Package(
         // Application layers
         // Owner-only files: directory checks, mkstemp + fsync + rename, flock, off-pool file work.
         .target(name: "PrivateFiles"),
-        .target(name: "ClickerStore", dependencies: ["ClickerWire", "PrivateFiles", .product(name: "GRDB", package: "GRDB.swift")]),
+        .target(name: "ClickerStore", dependencies: ["ClickerWire", "ClickerTally", "PrivateFiles", .product(name: "GRDB", package: "GRDB.swift")]),
         .target(name: "TerminalView"),
         // A pseudo-terminal pair that tests and the ViewLoop benchmark type into and read back.
         .target(name: "TerminalTestSupport", dependencies: ["TerminalView"]),
@@ -153,7 +153,7 @@ let package = Package(
         .testTarget(name: "ClickerSimTests", dependencies: ["ClickerTestSupport", "ClickerSim", "ClickerTransport", "ClickerWire", "ClickerTally",
                                                           "OSThreads"]),
         .testTarget(name: "HCITests", dependencies: ["HCI", "CBluetooth", "ClickerTransport", "ClickerSim"]),
-        .testTarget(name: "ClickerStoreTests", dependencies: ["ClickerStore", "ClickerSim", "ClickerWire", .product(name: "GRDB", package: "GRDB.swift")]),
+        .testTarget(name: "ClickerStoreTests", dependencies: ["ClickerStore", "ClickerSim", "ClickerWire", "ClickerTally", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "TerminalViewTests", dependencies: ["TerminalView", "TerminalTestSupport", "ClickerWire", "ClickerSim"], exclude: ["Snapshots"]),
         // Tier 2: real dbus-daemon + python-dbusmock standing in for bluetoothd
         .testTarget(name: "DBusTests", dependencies: ["ClickerTestSupport", "DBus", "DBusTestSupport"]),

@@ -22,6 +22,17 @@ let package = Package(
             path: "Benchmarks/CoreIngest",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        // Instant-runoff recount after each new ballot, 1,000 ballots over 8 options (ordo-one benchmark).
+        .executableTarget(
+            name: "InstantRunoff",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "ClickerWire", package: "clicker"),
+                .product(name: "ClickerTally", package: "clicker"),
+            ],
+            path: "Benchmarks/InstantRunoff",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
         // Raw HCI advertising-report parsing, in reports per second (ordo-one benchmark).
         .executableTarget(
             name: "HCIParse",

@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import ClickerTally
 import ClickerWire
 import Foundation
 
@@ -14,6 +15,9 @@ public struct PollExport: Sendable, Hashable {
     public var ballotsCSV: String?
     /// Poll, per-question summary and (roster polls only) ballots, as UTF-8 JSON.
     public var json: Data
+    /// Every instant-runoff round of the ranked questions, one row per option in the race
+    /// (``Exporter/roundColumns``); nil when the poll has no ranked question.
+    public var roundsCSV: String? = nil
 }
 
 extension ClickerStore {
@@ -35,17 +39,26 @@ public enum Exporter {
 
     /// Formats the export. For anonymous polls `ballots` is ignored and no per-voter data is produced.
     public static func export(poll: PollRecord, summaries: [QuestionSummary], ballots: [BallotRecord]) throws -> PollExport {
-        let answerCount = max(4, summaries.map(\.counts.count).max() ?? 4)
+        // Per question: its results by kind, and the counts of its letter columns (single choice,
+        // multi-select per option, ranked first preferences; none for true/false and numeric).
+        let byKind = summaries.map(results)
+        let optionCounts = zip(summaries, byKind).map { s, r -> [Int]? in
+            if case .choice = r { return s.counts }
+            return Self.optionCounts(r)
+        }
+        let answerCount = max(4, optionCounts.map { $0?.count ?? 0 }.max() ?? 4)
         let letters = (0..<answerCount).map(answerLabel)
 
         var summaryRows = [["poll", "question", "state", "opened_at", "closed_at", "voters", "changes",
-                            "gatt_verified", "rejected"] + letters]
-        for s in summaries {
-            let counts = (0..<answerCount).map { $0 < s.counts.count ? String(s.counts[$0]) : "0" }
+                            "gatt_verified", "rejected"] + letters + resultColumns]
+        for (i, s) in summaries.enumerated() {
+            let counts = (0..<answerCount).map { c in
+                optionCounts[i].map { c < $0.count ? String($0[c]) : "0" } ?? ""
+            }
             summaryRows.append([String(poll.id), String(s.question.number), s.question.state.rawValue,
                                 timestamp(s.question.openedAt), s.question.closedAt.map(timestamp) ?? "",
                                 String(s.voters), String(s.changes), String(s.gattVerified),
-                                String(s.rejections.values.reduce(0, +))] + counts)
+                                String(s.rejections.values.reduce(0, +))] + counts + resultCells(byKind[i]))
         }
 
         var ballotsCSV: String?
@@ -67,18 +80,19 @@ public enum Exporter {
         let doc = JSONDocument(
             poll: JSONPoll(id: poll.id, voteID: voteIDText(poll.voteID), mode: poll.mode.rawValue, rule: poll.rule.rawValue,
                            title: poll.title, createdAt: timestamp(poll.createdAt), closedAt: poll.closedAt.map(timestamp)),
-            questions: summaries.map { s in
+            questions: zip(summaries, byKind).map { s, r in
                 var counts: [String: Int] = [:]
                 for i in 0..<answerCount { counts[answerLabel(i)] = i < s.counts.count ? s.counts[i] : 0 }
                 return JSONQuestion(number: s.question.number, state: s.question.state.rawValue,
                                     openedAt: timestamp(s.question.openedAt), closedAt: s.question.closedAt.map(timestamp),
                                     voters: s.voters, changes: s.changes, gattVerified: s.gattVerified,
-                                    counts: counts, rejections: s.rejections)
+                                    counts: counts, rejections: s.rejections, results: KindReport(r))
             },
             ballots: jsonBallots)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        return PollExport(summaryCSV: csv(summaryRows), ballotsCSV: ballotsCSV, json: try encoder.encode(doc))
+        return PollExport(summaryCSV: csv(summaryRows), ballotsCSV: ballotsCSV, json: try encoder.encode(doc),
+                          roundsCSV: roundsCSV(poll: poll.id, summaries: summaries))
     }
 
     /// 0 → "A", 1 → "B", … 25 → "Z"; other values as decimal.
@@ -200,6 +214,7 @@ public enum Exporter {
         var gattVerified: Int
         var counts: [String: Int]
         var rejections: [String: Int]
+        var results: KindReport
     }
 
     private struct JSONBallot: Encodable {

@@ -3,7 +3,8 @@ import PrivateFiles
 
 extension ClickerStore {
     /// Writes the export of a poll into `directory` (created 0700 if missing): `STEM-summary.csv`,
-    /// `STEM.json`, for roster polls `STEM-ballots.csv`, and each of `extra` as `STEM-SUFFIX`
+    /// `STEM.json`, for roster polls `STEM-ballots.csv`, with ranked questions `STEM-rounds.csv` (every
+    /// instant-runoff round), and each of `extra` as `STEM-SUFFIX`
     /// (files 0600). Returns the paths written.
     ///
     /// STEM names the poll by vote ID and start (UTC), such as `poll-2285-20261123T091500Z`, so that
@@ -18,6 +19,7 @@ extension ClickerStore {
         try StoreLocation.makeDirectory(directory)
         var files: [(String, [UInt8])] = [("-summary.csv", Array(e.summaryCSV.utf8)), (".json", Array(e.json))]
         if let b = e.ballotsCSV { files.append(("-ballots.csv", Array(b.utf8))) }
+        if let r = e.roundsCSV { files.append(("-rounds.csv", Array(r.utf8))) }
         files += extra.map { ("-" + $0.suffix, Array($0.contents.utf8)) }
         let stem = ExportNames.stem(poll)
         for attempt in 1...ExportNames.maxAttempts {

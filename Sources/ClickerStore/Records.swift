@@ -260,14 +260,50 @@ public struct QuestionTotals: Codable, Sendable, Hashable, FetchableRecord, Pers
     public var gattVerified: Int
     /// Count per answer index (stored as JSON).
     public var counts: [Int]
+    /// The counted answers of every kind, without voter IDs: each answer once with its number of
+    /// ballots, in answer order (stored as JSON), so that a closed multi-select, numeric or ranked
+    /// question still has its results. Nil for totals kept before they were stored.
+    public var answers: [AnswerTotal]?
 
-    public init(pollId: Int64, question: Int, voters: Int, changes: Int, gattVerified: Int, counts: [Int]) {
+    public init(pollId: Int64, question: Int, voters: Int, changes: Int, gattVerified: Int, counts: [Int],
+                answers: [AnswerTotal]? = nil) {
         self.pollId = pollId
         self.question = question
         self.voters = voters
         self.changes = changes
         self.gattVerified = gattVerified
         self.counts = counts
+        self.answers = answers
+    }
+
+    /// The counted answers: from ``answers``, else the single choices of ``counts``.
+    public var answerCounts: [Answer: Int] {
+        if let answers { return AnswerTotal.table(answers) }
+        var table: [Answer: Int] = [:]
+        for (i, n) in counts.enumerated() where n > 0 && i < Answer.maxOptions { table[.choice(UInt8(i))] = n }
+        return table
+    }
+}
+
+/// One answer and how many counted ballots carry it (no voter ID).
+public struct AnswerTotal: Codable, Sendable, Hashable {
+    public var answer: Answer
+    public var count: Int
+
+    public init(answer: Answer, count: Int) {
+        self.answer = answer
+        self.count = count
+    }
+
+    /// From a count table, in answer order (the order says nothing about who voted when).
+    public static func list(_ table: [Answer: Int]) -> [AnswerTotal] {
+        table.filter { $0.value > 0 }.sorted { $0.key < $1.key }.map { AnswerTotal(answer: $0.key, count: $0.value) }
+    }
+
+    public static func table(_ list: [AnswerTotal]) -> [Answer: Int] {
+        var table: [Answer: Int] = [:]
+        for t in list where t.count > 0 { table[t.answer, default: 0] += t.count }
+        return table
     }
 }
 
@@ -285,6 +321,8 @@ public struct QuestionSummary: Sendable, Hashable {
     public var gattVerified: Int
     /// Rejected reports for this question, by reason.
     public var rejections: [String: Int]
+    /// Every counted answer, of any kind, and its ballots (what results by kind are computed from).
+    public var answers: [Answer: Int] = [:]
 }
 
 /// Errors of the store (database errors from SQLite are passed through as GRDB `DatabaseError`).

@@ -70,6 +70,8 @@ extension ClickerStore {
                 t.column("changes", .integer).notNull()
                 t.column("gatt_verified", .integer).notNull()
                 t.column("counts", .text).notNull()
+                // Added by "sealed-answers" to a database made before it (v2's seal below stores it).
+                t.column("answers", .text)
                 t.primaryKey(["poll_id", "question"])
                 t.foreignKey(["poll_id", "question"], references: "question", columns: ["poll_id", "number"],
                              onDelete: .cascade)
@@ -118,6 +120,14 @@ extension ClickerStore {
             }
         }
         registerPlanMigration(&m)
+        // A sealed question keeps its counted answers of every kind (each answer with its number of
+        // ballots, JSON; no voter ID), so that a closed anonymous multi-select, numeric or ranked
+        // question keeps its results. v2 creates the column in a new database.
+        m.registerMigration("sealed-answers") { db in
+            if try !db.columns(in: QuestionTotals.databaseTableName).contains(where: { $0.name == "answers" }) {
+                try db.alter(table: QuestionTotals.databaseTableName) { t in t.add(column: "answers", .text) }
+            }
+        }
         return m
     }
 }

@@ -1,3 +1,4 @@
+import ClickerWire
 import Foundation
 import GRDB
 
@@ -29,18 +30,19 @@ extension ClickerStore {
                 var counts = t.counts
                 if counts.count < 4 { counts += [Int](repeating: 0, count: 4 - counts.count) }
                 return QuestionSummary(question: q, counts: counts, voters: t.voters, changes: t.changes,
-                                       gattVerified: t.gattVerified, rejections: rej)
+                                       gattVerified: t.gattVerified, rejections: rej, answers: t.answerCounts)
             }
             let c = count(byQuestion[q.number] ?? [:], rule: rule, mode: mode)
             return QuestionSummary(question: q, counts: c.counts, voters: c.voters, changes: c.changes,
-                                   gattVerified: c.gattVerified, rejections: rej)
+                                   gattVerified: c.gattVerified, rejections: rej, answers: c.answers)
         }
     }
 
     /// Counts of one question's ballots, grouped by voter.
     static func count(_ voters: [Data: [BallotRecord]], rule: CountingRule, mode: PollMode)
-        -> (counts: [Int], voters: Int, changes: Int, gattVerified: Int) {
+        -> (counts: [Int], voters: Int, changes: Int, gattVerified: Int, answers: [Answer: Int]) {
         var counts = [Int](repeating: 0, count: 4)
+        var answers: [Answer: Int] = [:]
         var changes = 0
         var verified = 0
         for (_, list) in voters {
@@ -52,14 +54,16 @@ extension ClickerStore {
             if zip(ordered, ordered.dropFirst()).contains(where: { $1.sequence > $0.sequence && $1.answer != $0.answer }) {
                 changes += 1
             }
+            guard let current = ordered.last else { continue }
+            answers[current.answer, default: 0] += 1
+            if current.gattVerified { verified += 1 }
             // The count columns are the options of single choices; other kinds have none.
-            guard let current = ordered.last, case .choice(let option) = current.answer else { continue }
+            guard case .choice(let option) = current.answer else { continue }
             let i = Int(option)
             if i >= counts.count { counts.append(contentsOf: [Int](repeating: 0, count: i + 1 - counts.count)) }
             counts[i] += 1
-            if current.gattVerified { verified += 1 }
         }
-        return (counts, voters.count, changes, verified)
+        return (counts, voters.count, changes, verified, answers)
     }
 
     /// Seals question `number` of an anonymous poll: stores its totals (`given`, else counted from
@@ -78,7 +82,7 @@ extension ClickerStore {
         } else {
             let c = count(byVoter, rule: rule, mode: try isAnonymous(db, poll) ? .anonymous : .roster)
             totals = QuestionTotals(pollId: poll, question: number, voters: c.voters, changes: c.changes,
-                                    gattVerified: c.gattVerified, counts: c.counts)
+                                    gattVerified: c.gattVerified, counts: c.counts, answers: AnswerTotal.list(c.answers))
         }
         try totals.insert(db, onConflict: .replace)
         try db.execute(sql: "DELETE FROM ballot WHERE poll_id = ? AND question = ?", arguments: [poll, number])

@@ -55,14 +55,29 @@ public struct InstantRunoff: Sendable, Hashable {
         self = tally.count()
     }
 
-    /// Ballots grouped by their ranking, so that a count after each new ballot costs one pass over
-    /// the distinct rankings, not over every ballot.
+    /// Ballots grouped by their ranking, so that a count costs one pass over the distinct rankings,
+    /// not over every ballot. The rankings are kept in one flat buffer, and a count links each group
+    /// into the list of its current top option, so that it allocates only its working arrays and its
+    /// rounds.
+    ///
+    /// Once ``currentCount()`` has counted, each later ``add(_:count:)`` or ``remove(_:count:)``
+    /// updates that count in place: the ballot's votes are added to (or taken from) the option it
+    /// counts for in each round, then every round's decision (winner, tie, or which option goes) is
+    /// taken again from the updated votes by the same rule as a full count. While every decision
+    /// stands, the rounds are exactly those a full count would give (the votes of round k depend
+    /// only on the options eliminated before it); when one changes, the ballots are counted again in
+    /// full.
     public struct Grouped: Sendable, Hashable {
         public let options: Int
         private var index: [Ranking: Int] = [:]
-        private var orders: [[UInt8]] = []
+        /// Every group's ranked options (those below `options`), one after the other.
+        private var entries: [UInt8] = []
+        /// Where each group's entries start; group g runs from `starts[g]` to `starts[g + 1]`.
+        private var starts: [Int32] = [0]
         private var weights: [Int] = []
         public private(set) var ballots = 0
+        /// The count of the ballots so far, once ``currentCount()`` asked for it; kept up to date.
+        private var counted: InstantRunoff?
 
         public init(options: Int) {
             self.options = max(1, min(options, Answer.maxOptions))
@@ -71,82 +86,198 @@ public struct InstantRunoff: Sendable, Hashable {
         public mutating func add(_ r: Ranking, count: Int = 1) {
             guard count > 0 else { return }
             ballots += count
-            if let i = index[r] {
+            let i: Int
+            if let known = index[r] {
+                i = known
                 weights[i] += count
             } else {
-                index[r] = orders.count
-                orders.append(r.order.filter { Int($0) < options })
+                i = weights.count
+                index[r] = i
+                for o in r.order where Int(o) < options { entries.append(o) }
+                starts.append(Int32(entries.count))
                 weights.append(count)
             }
+            update(group: i, by: count)
         }
 
         /// Removes `count` ballots with ranking `r` (a voter who changed answer); no-op if absent.
         public mutating func remove(_ r: Ranking, count: Int = 1) {
             guard let i = index[r] else { return }
             let n = min(count, weights[i])
+            guard n > 0 else { return }
             weights[i] -= n
             ballots -= n
+            update(group: i, by: -n)
         }
 
-        public func count() -> InstantRunoff {
-            let n = options
-            // Each group sits in the bucket of its current top option; eliminating an option moves
-            // only the groups in its bucket, so a whole count touches each ranked entry once.
-            var position = [Int](repeating: 0, count: orders.count)
-            var buckets = [[Int]](repeating: [], count: n)
-            var votes = [Int](repeating: 0, count: n)
-            var inRace = [Bool](repeating: true, count: n)
-            var exhausted = 0
+        /// The count of the ballots so far (as ``count()`` gives it), kept from now on and updated
+        /// by each later add or remove.
+        public mutating func currentCount() -> InstantRunoff {
+            if let counted { return counted }
+            let c = count()
+            counted = c
+            return c
+        }
 
-            func place(_ g: Int) {
-                let order = orders[g]
-                var p = position[g]
-                while p < order.count, !inRace[Int(order[p])] { p += 1 }
-                position[g] = p
-                if p < order.count {
-                    let o = Int(order[p])
-                    buckets[o].append(g)
-                    votes[o] += weights[g]
+        /// Moves the kept count by `delta` ballots of group `g`, or counts again when a decision changes.
+        private mutating func update(group g: Int, by delta: Int) {
+            guard let kept = counted else { return }
+            counted = nil
+            // The kept count's last use: its rounds are then held only here, and change in place.
+            var rounds = kept.rounds
+            var out: UInt16 = 0
+            let end = Int(starts[g + 1])
+            var p = Int(starts[g])
+            for k in rounds.indices {
+                while p < end, out & (1 << entries[p]) != 0 { p += 1 }
+                if p < end {
+                    rounds[k].votes[Int(entries[p])] = (rounds[k].votes[Int(entries[p])] ?? 0) + delta
+                    rounds[k].active += delta
                 } else {
-                    exhausted += weights[g]
+                    rounds[k].exhausted += delta
+                }
+                if let e = rounds[k].eliminated { out |= 1 << e }
+            }
+            for k in rounds.indices {
+                switch Race.decide(rounds[k], earlier: rounds[..<k], options: options) {
+                case .eliminate(let o) where o == rounds[k].eliminated && k < rounds.count - 1:
+                    continue
+                case .end(let outcome) where rounds[k].eliminated == nil && k == rounds.count - 1:
+                    counted = InstantRunoff(options: options, ballots: ballots, rounds: rounds, outcome: outcome)
+                    return
+                default:
+                    counted = count()
+                    return
                 }
             }
-            for g in orders.indices where weights[g] > 0 { place(g) }
+            counted = count()
+        }
 
-            var rounds: [Round] = []
+        /// A full count of the ballots so far.
+        public func count() -> InstantRunoff {
+            if let counted { return counted }
+            let n = options
+            var race = Race(groups: weights.count, options: n)
+            entries.withUnsafeBufferPointer { entries in
+                starts.withUnsafeBufferPointer { starts in
+                    weights.withUnsafeBufferPointer { weights in
+                        race.run(entries: entries, starts: starts, weights: weights, ballots: ballots)
+                    }
+                }
+            }
+            return InstantRunoff(options: n, ballots: ballots, rounds: race.rounds, outcome: race.outcome)
+        }
+    }
+
+    /// The working state of one count: each group sits in the list of its current top option;
+    /// eliminating an option moves only the groups in its list, so a whole count touches each ranked
+    /// entry once.
+    private struct Race {
+        /// What a round decides: the count ends, or an option goes.
+        enum Step {
+            case end(Outcome)
+            case eliminate(UInt8)
+        }
+
+        /// The rule, from a round's votes and the rounds before it (see ``InstantRunoff``).
+        /// Sets of options are bit masks (bit 0 = A), so that deciding allocates nothing.
+        static func decide(_ round: Round, earlier: ArraySlice<Round>, options n: Int) -> Step {
+            let active = round.active
+            if active == 0 { return .end(.noWinner) }
+            var racing: UInt16 = 0
+            var fewest = Int.max
+            var lowest: UInt16 = 0
+            for o in 0..<n {
+                guard let v = round.votes[o] else { continue }
+                racing |= 1 << o
+                if 2 * v > active { return .end(.winner(UInt8(o))) }
+                if v < fewest {
+                    fewest = v
+                    lowest = 1 << o
+                } else if v == fewest {
+                    lowest |= 1 << o
+                }
+            }
+            if lowest == racing { return .end(.tie((0..<UInt8(n)).filter { racing & (1 << $0) != 0 })) }
+            // Back through earlier rounds while the tie lasts, then the latest letter.
+            for before in earlier.reversed() where lowest.nonzeroBitCount > 1 {
+                var least = Int.max
+                for o in 0..<n where lowest & (1 << o) != 0 { least = min(least, before.votes[o] ?? 0) }
+                var kept: UInt16 = 0
+                for o in 0..<n where lowest & (1 << o) != 0 && (before.votes[o] ?? 0) == least { kept |= 1 << o }
+                lowest = kept
+            }
+            return .eliminate(UInt8(UInt16.bitWidth - 1 - lowest.leadingZeroBitCount))
+        }
+
+        let n: Int
+        /// Next entry of each group to look at.
+        var position: [Int32]
+        /// Singly linked lists of groups by current top option: `head[o]`, then `next[g]`; -1 ends.
+        var next: [Int32]
+        var head: [Int32]
+        var votes: [Int]
+        var inRace: [Bool]
+        var exhausted = 0
+        var rounds: [Round] = []
+        var outcome: Outcome = .noWinner
+
+        init(groups: Int, options n: Int) {
+            self.n = n
+            position = [Int32](repeating: 0, count: groups)
+            next = [Int32](repeating: -1, count: groups)
+            head = [Int32](repeating: -1, count: n)
+            votes = [Int](repeating: 0, count: n)
+            inRace = [Bool](repeating: true, count: n)
+        }
+
+        /// Puts group `g` on the list of its most preferred option still in the race, or counts it
+        /// exhausted.
+        @inline(__always)
+        mutating func place(_ g: Int, entries: UnsafeBufferPointer<UInt8>, end: Int, weight: Int) {
+            var p = Int(position[g])
+            while p < end, !inRace[Int(entries[p])] { p += 1 }
+            position[g] = Int32(p)
+            if p < end {
+                let o = Int(entries[p])
+                next[g] = head[o]
+                head[o] = Int32(g)
+                votes[o] += weight
+            } else {
+                exhausted += weight
+            }
+        }
+
+        mutating func run(entries: UnsafeBufferPointer<UInt8>, starts: UnsafeBufferPointer<Int32>,
+                          weights: UnsafeBufferPointer<Int>, ballots: Int) {
+            for g in 0..<weights.count where weights[g] > 0 {
+                position[g] = starts[g]
+                place(g, entries: entries, end: Int(starts[g + 1]), weight: weights[g])
+            }
             while true {
                 let active = ballots - exhausted
                 var round = Round(votes: (0..<n).map { inRace[$0] ? votes[$0] : nil }, active: active,
                                   exhausted: exhausted, eliminated: nil)
-                let racing = (0..<n).filter { inRace[$0] }
-                if active == 0 {
+                let out: Int
+                switch Self.decide(round, earlier: rounds[...], options: n) {
+                case .end(let o):
                     rounds.append(round)
-                    return InstantRunoff(options: n, ballots: ballots, rounds: rounds, outcome: .noWinner)
+                    outcome = o
+                    return
+                case .eliminate(let o):
+                    out = Int(o)
                 }
-                if let w = racing.first(where: { 2 * votes[$0] > active }) {
-                    rounds.append(round)
-                    return InstantRunoff(options: n, ballots: ballots, rounds: rounds, outcome: .winner(UInt8(w)))
-                }
-                let fewest = racing.map { votes[$0] }.min() ?? 0
-                var lowest = racing.filter { votes[$0] == fewest }
-                if lowest.count == racing.count {
-                    rounds.append(round)
-                    return InstantRunoff(options: n, ballots: ballots, rounds: rounds,
-                                         outcome: .tie(racing.map(UInt8.init)))
-                }
-                // Back through earlier rounds while the tie lasts, then the latest letter.
-                for earlier in rounds.reversed() where lowest.count > 1 {
-                    let least = lowest.map { earlier.votes[$0] ?? 0 }.min() ?? 0
-                    lowest = lowest.filter { (earlier.votes[$0] ?? 0) == least }
-                }
-                let out = lowest.max() ?? racing[racing.count - 1]
                 round.eliminated = UInt8(out)
                 rounds.append(round)
                 inRace[out] = false
                 votes[out] = 0
-                let moving = buckets[out]
-                buckets[out] = []
-                for g in moving { place(g) }
+                var g = Int(head[out])
+                head[out] = -1
+                while g >= 0 {
+                    let following = Int(next[g])
+                    place(g, entries: entries, end: Int(starts[g + 1]), weight: weights[g])
+                    g = following
+                }
             }
         }
     }

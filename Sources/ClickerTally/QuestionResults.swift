@@ -22,6 +22,9 @@ public struct QuestionResults: Sendable, Hashable {
     public var lastHeard: RadioInstant?
     /// Each counted voter's answer.
     public var answers: [VoterKey: Answer]
+    /// The results by the question's kind: counts per option, combinations, histogram and
+    /// quartiles, or the instant-runoff rounds.
+    public var byKind: KindResults
 
     init(_ q: QuestionTally) {
         question = q.spec.number
@@ -37,5 +40,6 @@ public struct QuestionResults: Sendable, Hashable {
         firstHeard = q.firstHeard
         lastHeard = q.lastHeard
         answers = q.voters.mapValues { $0.answer }
+        byKind = KindResults(spec: q.spec, counts: q.counts)
     }
 }

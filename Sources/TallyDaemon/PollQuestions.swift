@@ -99,7 +99,8 @@ extension PollController {
             counts[i] += n
         }
         return QuestionTotals(pollId: pollID ?? 0, question: Int(q), voters: r.voters, changes: r.changes,
-                              gattVerified: r.gattVerified, counts: counts)
+                              gattVerified: r.gattVerified, counts: counts,
+                              answers: AnswerTotal.list(pipeline.tally.question(q)?.counts ?? [:]))
     }
 
     /// Keeps only the totals of a closed anonymous question, and forgets its voters.

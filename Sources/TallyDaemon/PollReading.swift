@@ -15,13 +15,16 @@ extension PollController {
         let rejected = self.rejected[q] ?? [:]
         if let t = sealed[q] {
             var counts: [String: Int] = [:]
-            for i in 0..<options.options { counts[Answer.choice(UInt8(i)).description] = 0 }
-            for (i, n) in t.counts.enumerated() where n > 0 {
-                counts[Answer.optionLabel(i), default: 0] += n
+            let spec = spec(of: q)
+            if spec.kinds.contains(.choice) {
+                for i in 0..<spec.options { counts[Answer.choice(UInt8(i)).description] = 0 }
             }
+            let answers = t.answerCounts
+            for (answer, n) in answers { counts[answer.description, default: 0] += n }
             return PollResults(voteID: Int(joinCode.voteID), question: Int(q), open: open, counts: counts,
                                voters: t.voters, changes: t.changes, unregistered: 0, gattVerified: t.gattVerified,
-                               rejected: rejected, ballots: [])
+                               rejected: rejected, ballots: [],
+                               results: KindReport(KindResults(spec: spec, counts: answers)))
         }
         let tally = pipeline.tally
         let r = tally.results(question: q)
@@ -41,7 +44,13 @@ extension PollController {
         return PollResults(voteID: Int(joinCode.voteID), question: Int(q), open: open,
                            counts: counts, voters: r?.voters ?? 0, changes: r?.changedVoters ?? 0,
                            unregistered: r?.unregisteredVoters ?? 0, gattVerified: verified, rejected: rejected,
-                           ballots: rows)
+                           ballots: rows,
+                           results: KindReport(r?.byKind ?? KindResults(spec: spec(of: q), counts: [:])))
+    }
+
+    /// The question as the tally knows it; a single choice of the poll's options when it does not.
+    func spec(of q: UInt8) -> QuestionSpec {
+        pipeline.tally.question(q)?.spec ?? .choice(q, options: options.options)
     }
 
     /// "Name (student ID)" of a roster voter.
@@ -84,9 +93,7 @@ extension PollController {
         var counts: [String: Int] = [:]
         for i in 0..<options { counts[Answer.choice(UInt8(i)).description] = 0 }
         if let t = sealed {
-            for (i, n) in t.counts.enumerated() where n > 0 {
-                counts[Answer.optionLabel(i), default: 0] += n
-            }
+            for (answer, n) in t.answerCounts { counts[answer.description, default: 0] += n }
             return LiveCounts(counts: counts, voters: t.voters, changes: t.changes)
         }
         let r = tally.results(question: q)

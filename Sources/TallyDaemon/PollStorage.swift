@@ -139,9 +139,3 @@ extension VoterKey {
     }
 }
 
-extension Answer {
-    /// The label of a count column (an option index of a sealed question's totals): `A`…`H`, else the index.
-    static func optionLabel(_ i: Int) -> String {
-        i >= 0 && i < Answer.maxOptions ? Answer.choice(UInt8(i)).description : String(i)
-    }
-}

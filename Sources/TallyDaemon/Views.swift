@@ -1,3 +1,4 @@
+import ClickerTally
 import ClickerTransport
 import ClickerWire
 import Foundation
@@ -12,10 +13,10 @@ extension PollController {
     public func viewModel(status: String? = nil, now: Date = Date(), showJoinCode: Bool = false) -> TallyViewModel {
         let r = results(ballots: false)
         let live = liveCounts(now: now)
-        let answers = (0..<options.options).map { i -> TallyViewModel.Answer in
-            let label = Answer.choice(UInt8(i)).description
-            return TallyViewModel.Answer(label: label, count: live.counts[label] ?? 0)
-        }
+        // The results by kind, from the counts as published (hidden ones are empty).
+        var published: [Answer: Int] = [:]
+        for (text, n) in live.counts { if let a = Answer(text) { published[a, default: 0] += n } }
+        let panel = ResultsPanel(KindResults(spec: spec(of: question), counts: published))
         let rejections = r.rejected.filter { $0.value > 0 }.sorted { $0.key < $1.key }
             .map { TallyViewModel.Rejection(reason: $0.key, count: $0.value) }
         let radioNow = RadioInstant.now()
@@ -26,14 +27,19 @@ extension PollController {
         var alert: String?
         if floodAlert { alert = "flood of forged votes: rejected, honest votes still counted" }
         if let e = storageError { alert = "STORAGE ERROR, votes kept in memory: \(e)" }
-        return TallyViewModel(
+        var model = TallyViewModel(
             title: options.title ?? "Clicker",
             joinCode: showJoinCode ? joinCode.description : Self.redacted(joinCode), anonymous: options.roster == nil,
             question: .init(number: Int(question), isOpen: isOpen, elapsed: elapsed(now: now)),
-            answers: answers, countsHidden: live.hidden, voters: live.voters, votesPerSecond: votesPerSecond(now: now),
+            answers: panel.bars, countsHidden: live.hidden, voters: live.voters, votesPerSecond: votesPerSecond(now: now),
             changes: live.changes,
             rejections: rejections, radio: radioModel, alert: alert,
             status: Self.withVerification(status, verificationStatus))
+        if !live.hidden {
+            model.barsCaption = panel.caption
+            model.details = panel.details
+        }
+        return model
     }
 
     /// The status line, which says so as long as changes of anonymous answers are not verified

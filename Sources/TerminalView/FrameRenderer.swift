@@ -95,9 +95,22 @@ public enum FrameRenderer {
         // Bars fill the space between the code and the stats; without a blank row around them
         // when that is the only way to show every answer.
         var top = layout.bottom + 2, bottom = statsRow - 2
-        if bottom - top + 1 < m.answers.count {
+        let details = m.countsHidden ? [] : m.details
+        if bottom - top + 1 < m.answers.count + (details.isEmpty ? 0 : details.count + 1) {
             top -= 1
             bottom += 1
+        }
+        // The kind's lines (rounds, quartiles, combinations) under the bars, the latest kept when
+        // they do not all fit; the bars keep at least half of the space.
+        let space = bottom - top + 1
+        let barRows = min(m.answers.count, (space + 1) / 2)
+        let detailRows = min(details.count, max(0, space - barRows - 1))
+        for (i, line) in details.suffix(detailRows).enumerated() {
+            g.put(line, row: bottom - detailRows + 1 + i, column: 2, maxWidth: W - 4)
+        }
+        if detailRows > 0 { bottom -= detailRows + 1 }
+        if let caption = m.barsCaption, !m.countsHidden, top - 1 > layout.bottom {
+            g.put(caption, row: top - 1, column: 2, style: CellStyle(dim: true), maxWidth: W - 4)
         }
         bars(&g, m, hidden: m.countsHidden, top: top, bottom: bottom)
     }
@@ -158,7 +171,7 @@ public enum FrameRenderer {
         let step = available >= 2 * n - 1 ? 2 : 1
         let shown = min(n, (available + step - 1) / step)
         let total = m.answers.reduce(0) { $0 + max(0, $1.count) }
-        let labelWidth = min(6, max(1, m.answers.map(\.label.count).max() ?? 1))
+        let labelWidth = min(12, max(1, m.answers.map(\.label.count).max() ?? 1))
         let barStart = 2 + labelWidth + 1
         let countColumn = g.width - 16
         let barWidth = max(1, countColumn - 1 - barStart)
@@ -288,6 +301,7 @@ public enum FrameRenderer {
             for a in m.answers {
                 lines.append(("\(a.label) \(a.count) \(Format.percent(max(0, a.count), of: total))", .plain))
             }
+            for d in m.details { lines.append((d, .plain)) }
         }
         if let alert = m.alert { lines.append(("ALERT " + alert, CellStyle(foreground: .red, bold: true, reverse: true))) }
         if m.radio.adapter == nil || m.radio.lastError != nil {

@@ -36,6 +36,9 @@ public struct PlainLineFormatter: Sendable {
         if let q = new.question {
             if old?.question?.number != q.number || old?.question?.isOpen != q.isOpen {
                 lines.append(q.isOpen ? "question \(q.number) opened" : "question \(q.number) closed: " + statusLine(new))
+                if !q.isOpen, !new.countsHidden {
+                    lines += new.details.map { "question \(q.number): " + sanitize($0) }
+                }
             }
         }
         if let a = new.alert, old?.alert != a { lines.append("ALERT: " + sanitize(a)) }

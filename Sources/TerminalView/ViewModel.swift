@@ -106,6 +106,13 @@ public struct TallyViewModel: Sendable, Equatable, Codable {
     public var question: Question?
     /// Answers in display order (usually A–D); counts are 0 while `countsHidden`.
     public var answers: [Answer]
+    /// What the bars show when they are not one count per option: `Histogram · 12 ballots`,
+    /// `Round 2 of 2 (instant-runoff)`; nil for single choice and true/false.
+    public var barsCaption: String? = nil
+    /// Lines under the bars, by the question's kind: the top combinations of a multi-select, the
+    /// median and quartiles of a numeric question, every instant-runoff round and its outcome.
+    /// Empty while the counts are hidden.
+    public var details: [String] = []
     /// The counts are withheld (students can see the screen); voters counted stay visible.
     public var countsHidden: Bool
     /// Distinct voters counted for the current question.

@@ -269,6 +269,7 @@ enum PollSummary {
         for (answer, n) in r.counts.sorted(by: { $0.key < $1.key }) {
             lines.append("  \(answer)  \(String(repeating: "#", count: n * 40 / total)) \(n)")
         }
+        for line in r.results?.summaryLines ?? [] { lines.append("  " + line) }
         let rejected = r.rejected.filter { $0.value > 0 }.sorted { $0.key < $1.key }
         if !rejected.isEmpty {
             lines.append("  rejected: " + rejected.map { "\($0.key)=\($0.value)" }.joined(separator: " "))

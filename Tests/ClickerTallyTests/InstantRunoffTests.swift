@@ -121,6 +121,34 @@ final class InstantRunoffTests: XCTestCase {
         XCTAssertEqual(grouped.count(), InstantRunoff(options: 8, rankings: cast.dropFirst() + [r("H>G")]))
     }
 
+    /// The kept count, updated in place by each add and remove, equals a full count from scratch
+    /// after every step: close elections (3–5 options, few ballots, many ties) so that decisions flip
+    /// often, and changes of answer (a ballot leaves, another joins).
+    func testKeptCountAfterEachAddAndRemoveEqualsAFullCount() {
+        var updatedInPlace = 0
+        for seed in UInt64(1)...150 {
+            var rng = SplitMix64(seed: seed)
+            let options = Int.random(in: 3...5, using: &rng)
+            var grouped = InstantRunoff.Grouped(options: options)
+            var cast: [Ranking] = []
+            XCTAssertEqual(grouped.currentCount(), InstantRunoff(options: options, rankings: []))
+            for _ in 0..<60 {
+                if !cast.isEmpty, Int.random(in: 0..<4, using: &rng) == 0 {
+                    let gone = cast.remove(at: Int.random(in: 0..<cast.count, using: &rng))
+                    grouped.remove(gone)
+                } else {
+                    let ballot = randomElection(&rng, options: options, ballots: 1)[0]
+                    cast.append(ballot)
+                    let before = grouped.currentCount().rounds.map(\.eliminated)
+                    grouped.add(ballot)
+                    if grouped.currentCount().rounds.map(\.eliminated) == before { updatedInPlace += 1 }
+                }
+                XCTAssertEqual(grouped.currentCount(), InstantRunoff(options: options, rankings: cast), "seed \(seed)")
+            }
+        }
+        XCTAssertGreaterThan(updatedInPlace, 1000, "most steps keep every decision")
+    }
+
     /// 10,000 seeded random elections (3–8 options, 1–200 ballots, partial rankings) counted here
     /// and by pyrankvote 2.0.6 (`scripts/irv-compare.py`, which documents the classes of expected
     /// differences). Needs `python3 -m pip install pyrankvote==2.0.6` (scripts/setup.sh --test).

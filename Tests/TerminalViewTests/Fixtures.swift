@@ -37,6 +37,38 @@ enum Fixtures {
                        radio: .init(adapter: nil, scanning: false, errors: 1, lastError: "no Bluetooth adapter"))
     }
 
+    /// A closed multi-select question: per-option bars and its top combinations.
+    static var multiSelect: TallyViewModel {
+        var m = closed
+        m.voters = 9
+        m.answers = [.init(label: "A", count: 6), .init(label: "B", count: 4), .init(label: "C", count: 7), .init(label: "D", count: 0)]
+        m.barsCaption = "Each option (a ballot may select several) · 9 ballots"
+        m.details = ["Combinations: A+C 3 · B+C 3 · A+ 2 · A+B+C 1"]
+        return m
+    }
+
+    /// A closed numeric question: histogram bins, median and quartiles.
+    static var numeric: TallyViewModel {
+        var m = closed
+        m.voters = 30
+        m.answers = [.init(label: "0–4", count: 2), .init(label: "5–9", count: 5), .init(label: "10–14", count: 11),
+                     .init(label: "15–19", count: 8), .init(label: "20–24", count: 4)]
+        m.barsCaption = "Histogram · 30 ballots"
+        m.details = ["Median 12 · quartiles 8.5 and 16 · lowest 1 · highest 23"]
+        return m
+    }
+
+    /// A closed ranked question: the last round's bars and every round.
+    static var ranked: TallyViewModel {
+        var m = closed
+        m.voters = 10
+        m.answers = [.init(label: "A", count: 4), .init(label: "B", count: 5)]
+        m.barsCaption = "Round 2 of instant-runoff · 10 ballots"
+        m.details = ["Round 1: A 4 · B 3 · C 3 · exhausted 0 → C out", "Round 2: A 4 · B 5 · exhausted 1",
+                     "Winner B (5 of 9 active ballots, round 2)"]
+        return m
+    }
+
     /// A model of `voters` voters spread by a seeded generator, for diff tests and the benchmark.
     static func random<R: RandomNumberGenerator>(voters: Int, using rng: inout R) -> TallyViewModel {
         var counts = [0, 0, 0, 0]

@@ -216,6 +216,11 @@ final class RenderTests: XCTestCase {
         let closing = f.eventLines(from: Fixtures.openWithVotes, to: Fixtures.closed)
         XCTAssertTrue(closing.contains { $0.hasPrefix("question 3 closed: q3 closed 1:02:05 voters=120") })
         XCTAssertTrue(closing.contains("exported to /var/lib/clicker/poll-3.json"))
+        // A ranked question's rounds go to the log when it closes.
+        let rounds = f.eventLines(from: Fixtures.openWithVotes, to: Fixtures.ranked)
+        XCTAssertEqual(rounds.filter { $0.hasPrefix("question 3: ") },
+                       ["question 3: Round 1: A 4 · B 3 · C 3 · exhausted 0 → C out", "question 3: Round 2: A 4 · B 5 · exhausted 1",
+                        "question 3: Winner B (5 of 9 active ballots, round 2)"])
         let err = f.eventLines(from: Fixtures.openWithVotes, to: Fixtures.radioError)
         XCTAssertTrue(err.contains("ALERT: flood of forged votes (412 bad tags in 10 s)"))
         XCTAssertTrue(err.contains("radio error: org.bluez.Error.InProgress"))

@@ -64,6 +64,28 @@ final class SnapshotTests: XCTestCase {
         try assertSnapshot("no-question-80x24", Fixtures.noQuestion, width: 80, height: 24)
     }
 
+    func testMultiSelectShowsOptionsAndCombinations() throws {
+        try assertSnapshot("multi-select-100x30", Fixtures.multiSelect, width: 100, height: 30)
+    }
+
+    func testNumericShowsHistogramMedianAndQuartiles() throws {
+        try assertSnapshot("numeric-100x30", Fixtures.numeric, width: 100, height: 30)
+    }
+
+    func testRankedShowsEveryRound() throws {
+        try assertSnapshot("ranked-100x30", Fixtures.ranked, width: 100, height: 30)
+        try assertSnapshot("ranked-80x24", Fixtures.ranked, width: 80, height: 24)
+        try assertSnapshot("ranked-compact-50x12", Fixtures.ranked, width: 50, height: 12)
+    }
+
+    func testHiddenCountsHideTheKindsLines() throws {
+        var m = Fixtures.ranked
+        m.countsHidden = true
+        let text = FrameRenderer.render(m, state: ViewState(), width: 100, height: 30).text
+        XCTAssertFalse(text.contains("Round"), text)
+        XCTAssertFalse(text.contains("Winner"), text)
+    }
+
     func testTooSmallCompact() throws {
         try assertSnapshot("compact-50x12", Fixtures.openWithVotes, width: 50, height: 12)
     }

@@ -1,4 +1,3 @@
-import ClickerStore
 import ClickerTally
 import ClickerWire
 
