@@ -4,7 +4,7 @@
 #   scripts/install.sh --destdir DIR        stage everything under DIR (packaging, tests)
 #   --bin-dir DIR                           install binaries already built in DIR instead of building
 #   --no-strip                              keep symbols and debug info in the installed binaries
-# The installed binaries are stripped (symbols and DWARF: about 48 MB of the tally's 115 MB). A crash
+# The installed binaries are stripped (symbols and DWARF: about 51 MB of the tally's 119 MB). A crash
 # backtrace of an installed binary then shows addresses, not names; the unstripped binary of the same
 # build (same GNU build ID, `readelf -n`) stays in the build directory and names them:
 #   addr2line -f -C -i -e .build/release/clicker-tally 0xADDRESS
