@@ -4,7 +4,7 @@
 #   scripts/install.sh --destdir DIR        stage everything under DIR (packaging, tests)
 #   --bin-dir DIR                           install binaries already built in DIR instead of building
 #   --no-strip                              keep symbols and debug info in the installed binaries
-# The installed binaries are stripped (symbols and DWARF: about 48 MB of the tally's 115 MB). A crash
+# The installed binaries are stripped (symbols and DWARF: about 51 MB of the tally's 119 MB). A crash
 # backtrace of an installed binary then shows addresses, not names; the unstripped binary of the same
 # build (same GNU build ID, `readelf -n`) stays in the build directory and names them:
 #   addr2line -f -C -i -e .build/release/clicker-tally 0xADDRESS
@@ -30,7 +30,8 @@ if [ -z "$BIN_DIR" ]; then
   if [ "$(id -u)" = 0 ]; then
     if [ -z "${SUDO_USER:-}" ] || [ "$SUDO_USER" = root ]; then
       echo "install: refusing to build as root. Run sudo $0 from your own account (the build runs as" >&2
-      echo "         you), or build first (swift build -c release --static-swift-stdlib) and pass --bin-dir DIR" >&2
+      echo "         you), or build first (swift build -c release --static-swift-stdlib --product clicker-tally, then" >&2
+      echo "         --product clicker-vote) and pass --bin-dir DIR" >&2
       exit 2
     fi
     owner=$(stat -c %U .)
@@ -45,8 +46,12 @@ if [ -z "$BIN_DIR" ]; then
     scripts/setup.sh
     as_user() { "$@"; }
   fi
-  as_user swift build -c release --static-swift-stdlib >&2
-  BIN_DIR=$(as_user swift build -c release --show-bin-path)
+  # One product at a time: a plain `swift build` would also build the test-support modules, which
+  # import XCTest, and XCTest has no static library.
+  for p in clicker-tally clicker-vote; do
+    as_user swift build -c release --static-swift-stdlib --product "$p" >&2
+  done
+  BIN_DIR=$(as_user swift build -c release --static-swift-stdlib --show-bin-path)
 fi
 for b in clicker-tally clicker-vote; do
   install -D -m 0755 "$BIN_DIR/$b" "$DESTDIR/usr/local/bin/$b"

@@ -81,3 +81,24 @@ public enum NumericTextError: Error, Sendable, Equatable, CustomStringConvertibl
         }
     }
 }
+
+extension NumericText {
+    /// `LOW..HIGH` in the students' units (`-5..5`, `0..10.5`), as wire values in `decimals`
+    /// (`0..10.5` with 1 decimal is 0...105), or why not.
+    public static func bounds(_ text: some StringProtocol, decimals: Int) -> Result<ClosedRange<Int16>, NumericTextError> {
+        let t = text.trimmingWhitespace()
+        let ends = t.split(separator: "..", maxSplits: 1, omittingEmptySubsequences: false)
+        guard ends.count == 2 else { return .failure(.notARange(t)) }
+        let low: Int16, high: Int16
+        switch wire(ends[0], decimals: decimals) {
+        case .success(let v): low = v
+        case .failure(let e): return .failure(e)
+        }
+        switch wire(ends[1], decimals: decimals) {
+        case .success(let v): high = v
+        case .failure(let e): return .failure(e)
+        }
+        guard low <= high else { return .failure(.emptyRange(t)) }
+        return .success(low...high)
+    }
+}

@@ -124,7 +124,8 @@ public enum JoinCodeError: Error, Sendable, Equatable, CustomStringConvertible {
 }
 
 extension StringProtocol {
-    func trimmingWhitespace() -> String {
+    /// The text without white space at either end: the package's one trimmer of typed input.
+    public func trimmingWhitespace() -> String {
         var s = Substring(self)
         while let f = s.first, f.isWhitespace { s.removeFirst() }
         while let l = s.last, l.isWhitespace { s.removeLast() }

@@ -5,7 +5,8 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Foundation
+import Dispatch
+import Synchronization   // not Foundation: clicker-vote links this module, and Foundation brings ICU
 
 /// Terminal size in cells.
 public struct TerminalSize: Sendable, Hashable {
@@ -47,7 +48,7 @@ nonisolated(unsafe) private var savedInputFD: Int32 = -1
 nonisolated(unsafe) private var savedOutputFD: Int32 = -1
 nonisolated(unsafe) private var terminalActive: Int32 = 0
 nonisolated(unsafe) private var wakeWriteFD: Int32 = -1
-private let sessionLock = NSLock()
+private let sessionLock = Mutex(())
 // Allocated once (never freed) by the first session, before handlers exist: handlers must not run lazy
 // global initialisers.
 nonisolated(unsafe) private var leaveBytes: UnsafeMutableBufferPointer<UInt8>?
@@ -108,8 +109,12 @@ public final class TerminalSession: Sendable {
         wakeReadFD = fds[0]
         wakeWrite = fds[1]
 
-        sessionLock.lock()
-        defer { sessionLock.unlock() }
+        try sessionLock.withLock { _ in try enter(input: input, output: output, wakeWriteFD: fds[1], restoreOnSignals: restoreOnSignals) }
+    }
+
+    /// Saves the terminal mode, switches to raw mode and the alternate screen, and installs the
+    /// handlers that restore it. Runs under `sessionLock`.
+    private func enter(input: Int32, output: Int32, wakeWriteFD wakeFD: Int32, restoreOnSignals: Bool) throws {
         var original = termios()
         guard tcgetattr(input, &original) == 0 else { throw TerminalError.system(call: "tcgetattr", errno: errno) }
         savedTermios = original
@@ -120,7 +125,7 @@ public final class TerminalSession: Sendable {
         }
         savedInputFD = input
         savedOutputFD = output
-        wakeWriteFD = fds[1]
+        wakeWriteFD = wakeFD
 
         var raw = original
         raw.c_iflag &= ~tcflag_t(BRKINT | ICRNL | INPCK | ISTRIP | IXON)
@@ -250,8 +255,6 @@ public final class TerminalSession: Sendable {
 
     /// Leaves the alternate screen, shows the cursor and restores the saved terminal mode. Idempotent.
     public func restore() {
-        sessionLock.lock()
-        defer { sessionLock.unlock() }
-        restoreTerminalUnsafe()
+        sessionLock.withLock { _ in restoreTerminalUnsafe() }
     }
 }

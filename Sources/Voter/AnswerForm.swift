@@ -5,21 +5,8 @@ import ClickerWire
 /// own (``Answer/isOffered(kinds:options:range:)``), so the voter never advertises an answer the
 /// tally would count as `answerNotOffered`. Pure.
 public struct AnswerForm: Sendable, Hashable {
-    /// The kinds a student names on the command line.
-    public enum Kind: String, Sendable, CaseIterable {
-        case single, multi, truefalse, numeric, ranked
-
-        /// The wire kind of its answers.
-        public var answerKind: Answer.Kind {
-            switch self {
-            case .single: .choice
-            case .multi: .multiSelect
-            case .truefalse: .trueFalse
-            case .numeric: .numeric
-            case .ranked: .ranking
-            }
-        }
-    }
+    /// The kinds a student names on the command line: the tally's own names.
+    public typealias Kind = QuestionKind
 
     public let kind: Kind
     /// Options A… offered (single, multi, ranked): 1…8.
@@ -39,22 +26,10 @@ public struct AnswerForm: Sendable, Hashable {
 
     /// `LOW..HIGH` as typed (`-5..5`, `0..10.5`), in the question's decimals, as wire values.
     public static func range(parsing text: String, decimals: Int) throws(AnswerRefusal) -> ClosedRange<Int16> {
-        let ends = text.split(separator: "..", maxSplits: 1, omittingEmptySubsequences: false)
-        let takes = "LOW..HIGH, like 0..10 or -5..5"
-        guard ends.count == 2 else {
-            throw AnswerRefusal(reason: NumericTextError.notARange(text).description, subject: "--range", takes: takes)
+        switch NumericText.bounds(text, decimals: decimals) {
+        case .success(let r): return r
+        case .failure(let e): throw AnswerRefusal(reason: e.description, subject: "--range", takes: "LOW..HIGH, like 0..10 or -5..5")
         }
-        func end(_ s: Substring) throws(AnswerRefusal) -> Int16 {
-            switch NumericText.wire(s, decimals: decimals) {
-            case .success(let v): return v
-            case .failure(let e): throw AnswerRefusal(reason: e.description, subject: "--range", takes: takes)
-            }
-        }
-        let low = try end(ends[0]), high = try end(ends[1])
-        guard low <= high else {
-            throw AnswerRefusal(reason: NumericTextError.emptyRange(text).description, subject: "--range", takes: takes)
-        }
-        return low...high
     }
 
     /// What the question takes, as the refusal says it.

@@ -40,11 +40,4 @@ public enum DeviceIdentity {
     }
 }
 
-extension String {
-    func trimmingWhitespace() -> String {
-        var s = Substring(self)
-        while let c = s.first, c.isWhitespace { s.removeFirst() }
-        while let c = s.last, c.isWhitespace { s.removeLast() }
-        return String(s)
-    }
-}
+

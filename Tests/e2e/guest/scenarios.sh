@@ -155,6 +155,50 @@ many_voters() {
 }
 
 # ---------------------------------------------------------------------------------
+ranked_vote() {
+  # Partial rankings, counted by instant-runoff: first preferences A1 B2 C1 (D none); no majority
+  # (2 of 4); C goes (tied with A for fewest, the later letter goes); its ballot moves to B: B 3 of 4.
+  start_observers
+  start_tally tally $(tally_args) --no-gatt-confirm --kind ranked --options 4
+  start_voter v1 hci1 "$JOIN" 'A>B' --question 1 --kind ranked --options 4
+  start_voter v2 hci2 "$JOIN" 'B>A>C' --question 1 --kind ranked --options 4
+  start_voter v3 hci3 "$JOIN" 'C>B' --question 1 --kind ranked --options 4
+  start_voter v4 hci4 "$JOIN" 'B>' --question 1 --kind ranked --options 4
+  local a
+  for a in "$A1" "$A2" "$A3" "$A4"; do wait_seen hci0 "$a" 180 || fail "hci0 never received $a's advertisement"; done
+  sleep "$SETTLE"
+  finish_tally tally
+  check "each voter's ranking is counted as cast, under its printed voter ID" json tally \
+    "sorted((b['voter'], b['answer']) for b in j['ballots']) == sorted([('$(voter_id v1)','A>B'),('$(voter_id v2)','B>A>C'),('$(voter_id v3)','C>B'),('$(voter_id v4)','B>')])"
+  check "the first round counts first preferences A1 B2 C1" json tally \
+    "{v['option']: v['count'] for v in j['results']['rounds'][0]['votes'] if v['count']} == {'A': 1, 'B': 2, 'C': 1}"
+  check "the last round is A1 B3 with four active ballots" json tally \
+    "{v['option']: v['count'] for v in j['results']['rounds'][-1]['votes'] if v['count']} == {'A': 1, 'B': 3} and j['results']['rounds'][-1]['active'] == 4"
+  check "instant-runoff elects B" json tally "j['results']['outcome'] == 'winner' and j['results']['winner'] == 'B'"
+  check "nothing rejected" json tally 'sum(j.get("rejected", {}).values()) == 0'
+}
+
+# ---------------------------------------------------------------------------------
+multi_vote() {
+  start_observers
+  start_tally tally $(tally_args) --no-gatt-confirm --kind multi --options 4
+  start_voter v1 hci1 "$JOIN" 'A+C' --question 1 --kind multi --options 4
+  start_voter v2 hci2 "$JOIN" 'C+D' --question 1 --kind multi --options 4
+  start_voter v3 hci3 "$JOIN" 'A+C' --question 1 --kind multi --options 4
+  start_voter v4 hci4 "$JOIN" 'B+' --question 1 --kind multi --options 4
+  local a
+  for a in "$A1" "$A2" "$A3" "$A4"; do wait_seen hci0 "$a" 180 || fail "hci0 never received $a's advertisement"; done
+  sleep "$SETTLE"
+  finish_tally tally
+  check "each option counts the ballots that selected it: A2 B1 C3 D1" json tally \
+    "{o['option']: o['count'] for o in j['results']['options']} == {'A': 2, 'B': 1, 'C': 3, 'D': 1}"
+  check "the exact combinations: A+C twice, C+D once, B alone once" json tally \
+    "{c['answer']: c['count'] for c in j['results']['combinations']} == {'A+C': 2, 'C+D': 1, 'B+': 1}"
+  check "four voters" json tally 'j["voters"] == 4'
+  check "nothing rejected" json tally 'sum(j.get("rejected", {}).values()) == 0'
+}
+
+# ---------------------------------------------------------------------------------
 reject_forged() {
   # same vote ID with another secret (last base32 character changed), and the next vote ID
   local vid=${JOIN%%-*} secret=${JOIN#*-} last=${JOIN: -1}
