@@ -70,8 +70,11 @@ extension SVGCanvas {
             y += 28
             return
         }
-        let plot = 480, labelSize = 36, countSize = 40
+        let plot = 480, countSize = 40
         let slot = (width - 2 * margin) / h.bins.count
+        // Labels (`-12.5–-10.1`) shrink to fit their slot at about 0.6 em per character, 18 px at least.
+        let longest = max(1, h.bins.map(\.label.count).max() ?? 1)
+        let labelSize = max(18, min(36, slot * 10 / (6 * longest)))
         let column = slot * 8 / 10
         let most = max(1, h.bins.map(\.count).max() ?? 0)
         let top = y + countSize + 16
@@ -87,7 +90,6 @@ extension SVGCanvas {
             text(String(bin.count), x: x + column / 2, size: countSize, bold: true, anchor: "middle",
                  attributes: " class=\"count\" data-bin=\"\(SVGText.escaped(bin.option))\"")
             y = baseline + labelSize + 12
-            // About 0.6 em per character: the label fits its slot.
             text(SVGText.fitted(bin.label, limit: max(3, slot * 10 / (labelSize * 6))), x: x + column / 2, size: labelSize,
                  anchor: "middle", attributes: " class=\"label\"")
         }

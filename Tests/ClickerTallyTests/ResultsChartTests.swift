@@ -142,6 +142,14 @@ final class ResultsChartTests: XCTestCase {
         XCTAssertEqual(many.bins.values.reduce(0, +), 11)
         XCTAssertEqual(many.bins["10–11"], 1)
         XCTAssertEqual(many.bins["4–5"], 2)
+        XCTAssertEqual(many.texts(class: "label"), many.binOrder, "each bin's label under it")
+
+        // Long labels (tenths, negative) are printed whole, in smaller type.
+        let tenths = QuestionSpec(number: 7, options: 1, kinds: [.numeric], numeric: NumericRange(decimals: 1))
+        let long = try ParsedSVG(ResultsChart(results: try results(tenths, (-125 ... -115).map { .numeric(Int16($0)) }), spec: tenths).svg())
+        XCTAssertEqual(long.bins.values.reduce(0, +), 11)
+        XCTAssertEqual(long.texts(class: "label"), long.binOrder)
+        XCTAssertTrue(long.binOrder.contains("-12.6–-12.5"), "\(long.binOrder)")
     }
 
     func testSealedTotalsChart() throws {
