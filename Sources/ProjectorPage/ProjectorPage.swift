@@ -36,8 +36,9 @@ public enum ProjectorPage {
     h1{margin:0;font-size:1.5em;line-height:1.2}
     #question{color:var(--dim);font-weight:400;margin-right:.5em}
     main{flex:1;display:flex;flex-direction:column;justify-content:center;min-height:0}
-    #results{display:flex;flex-direction:column;gap:1.6vh}
-    .row{display:grid;grid-template-columns:minmax(3ch,auto) 1fr minmax(7ch,auto);align-items:center;gap:1.2vw}
+    #results{display:grid;grid-template-columns:minmax(3ch,auto) 1fr minmax(7ch,auto);gap:1.6vh 1.2vw}
+    #results>*{grid-column:1/-1}
+    .row{display:grid;grid-template-columns:subgrid;align-items:center}
     .label{font-weight:700;font-size:1.3em}
     .label small{display:block;font-weight:400;font-size:.62em;color:var(--dim);max-width:34vw;overflow-wrap:anywhere}
     .track{background:var(--track);height:clamp(26px,6vh,84px);border-radius:6px;overflow:hidden}
