@@ -12,6 +12,8 @@ extension ResultsChart {
         out.header(question: question, title: title, voters: voters, note: note)
         switch figure {
         case .bars(let bars): out.bars(bars)
+        case .rounds(let runoff): out.rounds(runoff)
+        case .histogram(let histogram): out.histogram(histogram)
         }
         return out.finish()
     }
@@ -91,7 +93,11 @@ struct SVGCanvas {
         y += 40
     }
 
-    mutating func bars(_ bars: [ResultsChart.Bar]) {
+    /// One horizontal bar per entry. `colour`: the bar's colour by its position (the palette in order
+    /// by default); `attributes`: more attributes for its `rect`.
+    mutating func bars(_ bars: [ResultsChart.Bar], colour: (Int, ResultsChart.Bar) -> String = { i, _ in
+        ResultsChart.palette[i % ResultsChart.palette.count]
+    }, attributes: (ResultsChart.Bar) -> String = { _ in "" }) {
         let labelSize = 48, textSize = 34, barHeight = 64
         // The label column fits the longest label (`False`, `-12.5`) at about 0.62 em per character.
         let labelWidth = max(2, bars.map(\.label.count).max() ?? 1) * labelSize * 62 / 100 + 32
@@ -107,10 +113,9 @@ struct SVGCanvas {
             }
             let top = y + 12
             let length = bar.count * span / most
-            let colour = ResultsChart.palette[i % ResultsChart.palette.count]
             body += "<rect class=\"bar\" x=\"\(barX)\" y=\"\(top)\" width=\"\(length)\" height=\"\(barHeight)\""
-                + " fill=\"\(colour)\" stroke=\"#000000\" stroke-width=\"2\""
-                + " data-option=\"\(SVGText.escaped(bar.option))\" data-count=\"\(bar.count)\"/>\n"
+                + " fill=\"\(colour(i, bar))\" stroke=\"#000000\" stroke-width=\"2\""
+                + " data-option=\"\(SVGText.escaped(bar.option))\" data-count=\"\(bar.count)\"" + attributes(bar) + "/>\n"
             y = top + barHeight / 2 + labelSize * 36 / 100
             text(bar.label, x: margin, size: labelSize, bold: true, attributes: " class=\"label\"")
             let countX = barX + length + 20

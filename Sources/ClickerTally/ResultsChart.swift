@@ -21,13 +21,16 @@ public struct ResultsChart: Sendable, Hashable {
         }
     }
 
-    /// The form of the chart. Each kind of result gets its own case and its own renderer in
-    /// ChartSVG.swift: instant-runoff rounds (one bar group per round) and numeric histograms (one
-    /// bar per bin) join here as `.rounds` and `.histogram` once the results carry them.
+    /// The form of the chart. Each kind of result gets its own case and its own renderer
+    /// (ChartSVG.swift, ChartFiguresSVG.swift).
     public enum Figure: Sendable, Hashable {
         /// One bar per answer (single choice, true/false), per option chosen (multi-select: a voter
-        /// who chose A and C counts on both), per value (numeric), per first preference (ranking).
+        /// who chose A and C counts on both).
         case bars([Bar])
+        /// A ranked question's instant-runoff count: the last round as bars, and every round.
+        case rounds(Runoff)
+        /// A numeric question's histogram, with its median and quartiles.
+        case histogram(Histogram)
     }
 
     public var question: UInt8
@@ -48,6 +51,12 @@ public struct ResultsChart: Sendable, Hashable {
 
     /// The chart of a question's results.
     public init(results: QuestionResults, spec: QuestionSpec) {
+        switch results.byKind {
+        case .ranked, .numeric:
+            self.init(question: results.question, title: spec.title, voters: results.voters, results: results.byKind)
+            return
+        case .choice, .trueFalse, .multiSelect: break
+        }
         let table = results.countTable
         var bars: [Bar] = []
         var note: String?
@@ -77,25 +86,6 @@ public struct ResultsChart: Sendable, Hashable {
                                 count: chosen[i]))
             }
             note = "Each voter may choose several options; a bar counts the voters who chose it."
-        }
-        if spec.kinds.contains(.numeric) {
-            let decimals = spec.numeric?.decimals ?? 0
-            for (answer, n) in table.sorted(by: { $0.key < $1.key }) {
-                guard case .numeric(let v) = answer else { continue }
-                let value = NumericText.text(v, decimals: decimals)
-                bars.append(Bar(option: value, label: value, count: n))
-            }
-        }
-        if spec.kinds.contains(.ranking) {
-            var first = [Int](repeating: 0, count: Answer.maxOptions)
-            for (answer, n) in table {
-                guard case .ranking(let r) = answer, let top = r.order.first, Int(top) < first.count else { continue }
-                first[Int(top)] += n
-            }
-            for i in 0..<spec.options {
-                bars.append(Bar(option: letter(i), label: letter(i), text: text(i), count: first[i]))
-            }
-            note = "First preferences."
         }
         self.init(question: results.question, title: spec.title, voters: results.voters, note: note, figure: .bars(bars))
     }

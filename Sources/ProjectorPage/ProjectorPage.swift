@@ -4,7 +4,13 @@
 /// `EventSource` reconnects by itself when the tally restarts.
 ///
 /// Stable hooks for tests and scripts: `#joincode`, `#question`, `#title`, `#state`, `#voters`,
-/// `#results` (`data-kind`), `#hidden`, and one `.bar` per option with `data-option` and `data-count`;
+/// `#results` (`data-kind`: `bars`, `rounds` or `histogram`), `#hidden`, and one `.bar` per option with
+/// `data-option` and `data-count` (a ranked question: the last round's, the winner's or the tied ones'
+/// with `data-winner`). Multi-select: `#combinations` with `.combination[data-answer][data-count]`.
+/// Ranked: `#outcome` (`#leader`) and the table `#rounds`, one `tr[data-round]` per round whose cells
+/// carry `data-option`/`data-count` (options still in the race), `data-exhausted`, `data-active` and
+/// `data-eliminated`. Numeric: one `.bar` per bin with `data-bin` (its label) and `data-count`, and
+/// `#median`, `#lowerQuartile`, `#upperQuartile`, `#minimum`, `#maximum` in the question's units.
 /// `body` carries `data-state` (`open`/`closed`), `data-hidden` and `data-connected`.
 ///
 /// Text from the poll (titles, option texts) is set with `textContent` only, never parsed as HTML.
@@ -30,8 +36,9 @@ public enum ProjectorPage {
     h1{margin:0;font-size:1.5em;line-height:1.2}
     #question{color:var(--dim);font-weight:400;margin-right:.5em}
     main{flex:1;display:flex;flex-direction:column;justify-content:center;min-height:0}
-    #results{display:flex;flex-direction:column;gap:1.6vh}
-    .row{display:grid;grid-template-columns:minmax(3ch,auto) 1fr minmax(7ch,auto);align-items:center;gap:1.2vw}
+    #results{display:grid;grid-template-columns:minmax(3ch,auto) 1fr minmax(7ch,auto);gap:1.6vh 1.2vw}
+    #results>*{grid-column:1/-1}
+    .row{display:grid;grid-template-columns:subgrid;align-items:center}
     .label{font-weight:700;font-size:1.3em}
     .label small{display:block;font-weight:400;font-size:.62em;color:var(--dim);max-width:34vw;overflow-wrap:anywhere}
     .track{background:var(--track);height:clamp(26px,6vh,84px);border-radius:6px;overflow:hidden}
@@ -40,6 +47,14 @@ public enum ProjectorPage {
     .count small{display:block;font-weight:400;font-size:.6em;color:var(--dim)}
     #hidden{font-size:2em;text-align:center;color:var(--dim);border:4px dashed #555;padding:6vh 2vw;border-radius:12px}
     #empty{color:var(--dim);text-align:center}
+    .row.lead .label{color:#56b4e9}
+    .line{color:var(--dim);font-size:.9em}
+    .line b{color:var(--fg)}
+    #outcome{font-size:1.2em}
+    #rounds{border-collapse:collapse;font-size:.8em;font-variant-numeric:tabular-nums;margin-top:1vh}
+    #rounds th,#rounds td{padding:.2em .7em;text-align:right;border-bottom:1px solid #444}
+    #rounds th{color:var(--dim);font-weight:400}
+    #rounds td.out{color:#777}
     @media (max-width:700px),(orientation:portrait){
       body{font-size:18px;padding:16px;gap:14px}
       header{flex-direction:column;align-items:flex-start}
@@ -48,6 +63,7 @@ public enum ProjectorPage {
       .row{grid-template-columns:1fr auto;grid-template-areas:"l c" "t t";row-gap:6px}
       .label{grid-area:l}.count{grid-area:c}.track{grid-area:t;height:28px}
       .label small{max-width:none}
+      #rounds{font-size:.85em;display:block;overflow-x:auto;max-width:100%}#rounds th,#rounds td{padding:.2em .35em}
       #hidden{font-size:1.4em}
     }
     """#
@@ -60,22 +76,69 @@ public enum ProjectorPage {
     const query=token?"?token="+encodeURIComponent(token):"";
     const $=id=>document.getElementById(id);
     function el(tag,cls,text){const e=document.createElement(tag);if(cls)e.className=cls;if(text!=null)e.textContent=String(text);return e;}
-    function bars(list,base){
+    // One row per entry: label, bar, count and share. `width`: the count a full bar stands for;
+    // `base`: the count the share is of; `hook`: the bar's data attributes.
+    function bars(list,width,base,hook){
       const box=$("results");
       list.forEach((b,i)=>{
         const row=el("div","row");
-        const label=el("div","label",b.option);
+        const label=el("div","label",b.mark?b.label+" ✓":b.label);
         if(b.text){label.appendChild(el("small",null,b.text));}
         const track=el("div","track");
         const bar=el("div","bar");
-        bar.dataset.option=b.option;bar.dataset.count=String(b.count);
-        bar.style.background=COLOURS[i%COLOURS.length];
-        bar.style.width=(base>0?100*b.count/base:0)+"%";
+        hook(bar,b);bar.dataset.count=String(b.count);
+        bar.style.background=b.colour||COLOURS[i%COLOURS.length];
+        bar.style.width=(width>0?100*b.count/width:0)+"%";
         track.appendChild(bar);
         const count=el("div","count",b.count);
         count.appendChild(el("small",null,base>0?Math.round(100*b.count/base)+"%":"–"));
         row.append(label,track,count);box.appendChild(row);
+        if(b.mark){row.classList.add("lead");bar.dataset.winner="true";}
       });
+    }
+    const byOption=(bar,b)=>{bar.dataset.option=b.option;};
+    function line(id,parts){
+      const p=el("div","line");p.id=id;
+      parts.forEach(([text,pid])=>{const e=el(pid?"b":"span",null,text);if(pid)e.id=pid;p.appendChild(e);});
+      $("results").appendChild(p);return p;
+    }
+    function rounds(r,options){
+      const last=(r.rounds||[])[r.rounds.length-1];
+      const tied=r.tied||[];
+      const list=r.bars.map(b=>({label:b.option,text:b.text,count:b.count,option:b.option,
+        colour:COLOURS[options.indexOf(b.option)%COLOURS.length],mark:b.option===r.winner||tied.includes(b.option)}));
+      if(last)line("outcome",[[r.outcome==="winner"?"Winner ":r.outcome==="tie"?"Tie ":"No winner",null],
+        [r.outcome==="winner"?r.winner:tied.join(", "),"leader"],
+        [" · round "+last.round+" of "+r.rounds.length+" · "+last.active+" active ballots",null]]);
+      bars(list,last?last.active:0,last?last.active:0,byOption);
+      if(!last)return;
+      const table=el("table");table.id="rounds";
+      const head=el("tr");
+      ["Round"].concat(options,["Exhausted","Active","Out"]).forEach(h=>head.appendChild(el("th",null,h)));
+      table.appendChild(head);
+      r.rounds.forEach(x=>{
+        const tr=el("tr");tr.dataset.round=String(x.round);
+        tr.appendChild(el("td",null,x.round));
+        options.forEach(o=>{
+          const v=x.votes.find(b=>b.option===o);
+          const td=el("td",v?null:"out",v?v.count:"–");
+          if(v){td.dataset.option=o;td.dataset.count=String(v.count);}
+          tr.appendChild(td);
+        });
+        const ex=el("td",null,x.exhausted);ex.dataset.exhausted=String(x.exhausted);
+        const ac=el("td",null,x.active);ac.dataset.active=String(x.active);
+        const out=el("td",null,x.eliminated||"");if(x.eliminated)out.dataset.eliminated=x.eliminated;
+        tr.append(ex,ac,out);table.appendChild(tr);
+      });
+      $("results").appendChild(table);
+    }
+    function histogram(r){
+      const list=(r.bins||[]).map(b=>({label:b.label,count:b.count}));
+      const most=list.reduce((a,b)=>Math.max(a,b.count),0);
+      if(r.median!=null)line("stats",[["Median ",null],[r.median,"median"],[" · quartiles ",null],
+        [r.lowerQuartile,"lowerQuartile"],[" – ",null],[r.upperQuartile,"upperQuartile"],
+        [" · range ",null],[r.minimum,"minimum"],[" – ",null],[r.maximum,"maximum"]]);
+      bars(list,most,r.ballots||0,(bar,b)=>{bar.dataset.bin=b.label;});
     }
     function render(s){
       document.body.dataset.state=s.state;
@@ -90,17 +153,27 @@ public enum ProjectorPage {
       $("hidden").hidden=!s.hidden;
       if(s.hidden||!s.results){box.dataset.kind="";return;}
       box.dataset.kind=s.results.kind;
-      switch(s.results.kind){
-        // Instant-runoff rounds ("rounds") and numeric histograms ("histogram") get their case here.
+      const r=s.results;
+      switch(r.kind){
+        case "rounds":rounds(r,s.question.options.map(o=>o.label));break;
+        case "histogram":histogram(r);break;
         case "bars":
         default:{
-          const list=s.results.bars||[];
+          const list=(r.bars||[]).map(b=>({label:b.option,text:b.text,count:b.count,option:b.option}));
           const sum=list.reduce((a,b)=>a+b.count,0);
           // Multi-select: share of the voters who selected each option; otherwise of the answers.
-          bars(list,s.question.kind==="multiSelect"?s.voters:sum);
-          if(list.length===0)box.appendChild(el("div",null,"No answers yet")).id="empty";
+          const base=s.question.kind==="multiSelect"?s.voters:sum;
+          bars(list,base,base,byOption);
+          if(r.combinations&&r.combinations.length){
+            const p=line("combinations",[["Top combinations: ",null]]);
+            r.combinations.forEach((c,i)=>{
+              const e=el("span","combination",(i?" · ":"")+c.answer+" "+c.count);
+              e.dataset.answer=c.answer;e.dataset.count=String(c.count);p.appendChild(e);
+            });
+          }
         }
       }
+      if(!box.querySelector(".bar"))box.appendChild(el("div",null,"No answers yet")).id="empty";
     }
     let source=null;
     function connect(){

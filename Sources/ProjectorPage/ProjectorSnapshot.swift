@@ -53,26 +53,110 @@ public struct ProjectorSnapshot: Codable, Sendable, Equatable {
         case choice, trueFalse, multiSelect, numeric, ranking
     }
 
-    /// The results in the form that fits the question's kind. Today every kind is shown as bars
-    /// (`kind: "bars"`); instant-runoff rounds (`"rounds"`, ranked questions) and a histogram
-    /// (`"histogram"`, numeric questions) add their own fields here and their own case in the page's
-    /// `render` switch.
+    /// The results in the form that fits the question's kind (`kind`, and the page's `render` switch):
+    /// - `bars`: one bar per option (single choice, true/false; multi-select: the voters whose selection
+    ///   includes the option, with the top `combinations`);
+    /// - `rounds` (ranked questions): every instant-runoff round, the `outcome`, and `bars`, the last
+    ///   round's votes;
+    /// - `histogram` (numeric questions): the `bins`, and the quartiles and median in the question's units
+    ///   (`bars` is empty).
+    /// Fields of another kind are absent.
     public struct Results: Codable, Sendable, Equatable {
         public var kind: ResultsKind
         public var bars: [Bar]
+        /// Counted ballots (multi-select, ranked, numeric).
+        public var ballots: Int?
+        /// Multi-select: the most chosen exact combinations, most chosen first (at most six).
+        public var combinations: [Combination]?
+        /// Ranked: every round, the first one first.
+        public var rounds: [Round]?
+        /// Ranked: `winner`, `tie` or `noWinner`.
+        public var outcome: String?
+        /// Ranked: the winner's letter, with `winner`.
+        public var winner: String?
+        /// Ranked: the tied options' letters, with `tie`.
+        public var tied: [String]?
+        /// Numeric: the histogram, lowest values first.
+        public var bins: [Bin]?
+        /// Numeric: statistics as text in the question's units (`4.5`, `-0.25`); absent without ballots.
+        public var minimum: String?
+        public var lowerQuartile: String?
+        public var median: String?
+        public var upperQuartile: String?
+        public var maximum: String?
+
+        public init(kind: ResultsKind, bars: [Bar]) {
+            self.kind = kind
+            self.bars = bars
+        }
     }
 
     public enum ResultsKind: String, Codable, Sendable {
-        case bars
+        case bars, rounds, histogram
     }
 
     /// One bar: an option (or an answer, for kinds without options) and its count. For a
     /// multi-select question, the voters whose selection includes the option.
     public struct Bar: Codable, Sendable, Equatable {
-        /// The option's letter, `true`/`false`, or the answer as `Answer.description` writes it.
+        /// The option's letter, or `true`/`false`.
         public var option: String
         public var text: String?
         public var count: Int
+
+        public init(option: String, text: String? = nil, count: Int) {
+            self.option = option
+            self.text = text
+            self.count = count
+        }
+    }
+
+    /// A multi-select combination as a voter types it (`A+C`) and its ballots.
+    public struct Combination: Codable, Sendable, Equatable {
+        public var answer: String
+        public var count: Int
+
+        public init(answer: String, count: Int) {
+            self.answer = answer
+            self.count = count
+        }
+    }
+
+    /// One instant-runoff round.
+    public struct Round: Codable, Sendable, Equatable {
+        /// 1 for the first round.
+        public var round: Int
+        /// Votes of each option still in the race, A first.
+        public var votes: [Bar]
+        /// Ballots still counting for an option in the race.
+        public var active: Int
+        /// Ballots whose ranked options are all out, by the start of this round.
+        public var exhausted: Int
+        /// The option eliminated at the end of this round (absent in the last round).
+        public var eliminated: String?
+
+        public init(round: Int, votes: [Bar], active: Int, exhausted: Int, eliminated: String? = nil) {
+            self.round = round
+            self.votes = votes
+            self.active = active
+            self.exhausted = exhausted
+            self.eliminated = eliminated
+        }
+    }
+
+    /// One histogram bin: values `from`…`to` (inclusive) in the question's units, `label` as the page
+    /// prints it (`4`, `10–19`).
+    public struct Bin: Codable, Sendable, Equatable {
+        public var label: String
+        public var from: Double
+        public var to: Double
+        public var count: Int
+
+        public init(label: String, from: Double, to: Double, count: Int) {
+            self.label = label
+            self.from = from
+            self.to = to
+            self.count = count
+        }
     }
 
     public init(vote: String, joinCode: String, howToVote: String, roster: Bool, question: Question, state: State,
@@ -112,49 +196,7 @@ extension ProjectorSnapshot {
                   roster: roster,
                   question: Question(number: Int(spec.number), title: spec.title, kind: kind, options: options),
                   state: open ? .open : .closed, hidden: hidden, voters: voters,
-                  results: hidden ? nil : Self.results(kind: kind, options: options, counts: counts,
-                                                       decimals: spec.numeric?.decimals ?? 0))
-    }
-
-    /// A numeric answer in the question's units: wire value 42 with one decimal is `4.2`.
-    static func numberText(_ value: Int16, decimals: Int) -> String {
-        guard decimals > 0 else { return String(value) }
-        let magnitude = abs(Int(value)), scale = Int([1, 10, 100, 1000, 10_000][min(decimals, 4)])
-        let fraction = String(magnitude % scale)
-        return (value < 0 ? "-" : "") + "\(magnitude / scale)." + String(repeating: "0", count: min(decimals, 4) - fraction.count) + fraction
-    }
-
-    /// The results of a question of `kind` from its counts per answer.
-    static func results(kind: Kind, options: [Option], counts: [String: Int], decimals: Int = 0) -> Results {
-        switch kind {
-        case .choice:
-            return Results(kind: .bars, bars: options.map { Bar(option: $0.label, text: $0.text, count: counts[$0.label] ?? 0) })
-        case .trueFalse:
-            return Results(kind: .bars, bars: ["true", "false"].map { Bar(option: $0, text: nil, count: counts[$0] ?? 0) })
-        case .multiSelect:
-            // Each option's bar counts the voters whose selection includes it.
-            var selected = [Int](repeating: 0, count: options.count)
-            for (text, n) in counts {
-                guard case .multiSelect(let mask)? = Answer(text) else { continue }
-                for i in selected.indices where mask & (1 << i) != 0 { selected[i] += n }
-            }
-            return Results(kind: .bars, bars: options.enumerated().map { i, o in
-                Bar(option: o.label, text: o.text, count: selected[i])
-            })
-        case .numeric, .ranking:
-            // Until numeric questions get their histogram and ranked ones their instant-runoff rounds:
-            // one bar per answer given, numbers in order, rankings in wire order.
-            let given = counts.compactMap { text, n in Answer(text).map { ($0, n) } }.filter { $0.1 > 0 }.sorted {
-                if case .numeric(let a) = $0.0, case .numeric(let b) = $1.0 { return a < b }
-                return $0.0 < $1.0
-            }
-            return Results(kind: .bars, bars: given.map { answer, n in
-                // A number's text is its value in the question's units when it has decimals.
-                var text: String?
-                if case .numeric(let v) = answer, decimals > 0 { text = numberText(v, decimals: decimals) }
-                return Bar(option: answer.description, text: text, count: n)
-            })
-        }
+                  results: hidden ? nil : Self.results(spec: spec, counts: counts))
     }
 
     /// An answer of `kind` for the page's line on how to vote.
@@ -170,14 +212,15 @@ extension ProjectorSnapshot {
 }
 
 extension ProjectorSnapshot.Kind {
-    /// The kind a question takes (the first of its kinds in this order, when it takes several).
+    /// The kind a question takes: the kind its results take (`ResultKind`: when a question takes
+    /// several, the first of ranked, numeric, multi-select, true/false, single choice).
     public init(_ spec: QuestionSpec) {
-        let k = spec.kinds
-        if k.contains(.choice) { self = .choice }
-        else if k.contains(.trueFalse) { self = .trueFalse }
-        else if k.contains(.multiSelect) { self = .multiSelect }
-        else if k.contains(.ranking) { self = .ranking }
-        else if k.contains(.numeric) { self = .numeric }
-        else { self = .choice }
+        switch ResultKind(kinds: spec.kinds) {
+        case .choice: self = .choice
+        case .trueFalse: self = .trueFalse
+        case .multiSelect: self = .multiSelect
+        case .numeric: self = .numeric
+        case .ranked: self = .ranking
+        }
     }
 }

@@ -88,18 +88,18 @@ extension PollController {
     }
 
     /// One chart per question the tally knows, by number: from its results, or from its totals once
-    /// an anonymous question is sealed (its voters are forgotten). Sealed totals count single choices
-    /// only, so a sealed question of another kind gets no chart rather than empty bars.
+    /// an anonymous question is sealed (its voters are forgotten). Sealed totals keep the counted
+    /// answers of every kind, so a sealed ranked or numeric question still gets its rounds or its
+    /// histogram; totals kept before they held the answers count single choices only, so such a
+    /// question of another kind gets no chart rather than empty bars.
     func charts() -> [(suffix: String, contents: String)] {
         pipeline.tally.questions.sorted { $0.key < $1.key }.compactMap { q, tally in
             let spec = tally.spec
             let chart: ResultsChart
             if let t = sealed[q] {
-                guard spec.kinds == [.choice] else { return nil }
-                // Totals count single choices by option; the tally accepted none beyond the offered ones.
-                let counts = (0..<spec.options).map { $0 < t.counts.count ? t.counts[$0] : 0 }
-                chart = ResultsChart(question: q, title: spec.title, optionTexts: spec.optionTexts,
-                                     choiceCounts: counts, voters: t.voters)
+                guard t.answers != nil || spec.kinds == [.choice] else { return nil }
+                chart = ResultsChart(question: q, title: spec.title, voters: t.voters,
+                                     results: KindResults(spec: spec, counts: t.answerCounts))
             } else if let r = pipeline.tally.results(question: q) {
                 chart = ResultsChart(results: r, spec: spec)
             } else {

@@ -37,10 +37,13 @@ final class ProjectorSnapshotTests: XCTestCase {
                                   counts: counts)
         XCTAssertEqual(s.question.kind, .multiSelect)
         XCTAssertEqual(s.results?.bars.map(\.count), [2, 1, 4, 1])
+        XCTAssertEqual(s.results?.ballots, 4)
+        XCTAssertEqual(s.results?.combinations, [.init(answer: "A+C", count: 2), .init(answer: "B+C+D", count: 1),
+                                                 .init(answer: "C+", count: 1)])
         XCTAssertEqual(s.howToVote, "Vote: clicker-vote 4821-ABCDE-FGHJK A+C")
     }
 
-    func testTrueFalseAndNumericAndRoster() {
+    func testTrueFalseAndRoster() {
         let tf = ProjectorSnapshot(joinCode: testCode, roster: true, spec: QuestionSpec(number: 2, kinds: [.trueFalse]),
                                    open: false, hidden: false, voters: 3, counts: ["true": 2, "false": 1])
         XCTAssertEqual(tf.results?.bars.map(\.option), ["true", "false"])
@@ -48,16 +51,91 @@ final class ProjectorSnapshotTests: XCTestCase {
         XCTAssertEqual(tf.question.options, [])
         XCTAssertEqual(tf.state, .closed)
         XCTAssertEqual(tf.howToVote, "Vote: clicker-vote --roster 4821-ABCDE-FGHJK true")
-        let n = ProjectorSnapshot(joinCode: testCode, roster: false, spec: QuestionSpec(number: 2, kinds: [.numeric]),
-                                  open: true, hidden: false, voters: 3, counts: ["12": 1, "-3": 2, "7": 0])
-        XCTAssertEqual(n.results?.bars.map(\.option), ["-3", "12"], "answers given, in order")
-        XCTAssertEqual(n.results?.bars.map(\.count), [2, 1])
-        XCTAssertEqual(n.results?.bars.map(\.text), [nil, nil])
-        let tenths = ProjectorSnapshot(joinCode: testCode, roster: false,
-                                       spec: QuestionSpec(number: 2, kinds: [.numeric], numeric: NumericRange(decimals: 2)),
-                                       open: true, hidden: false, voters: 3, counts: ["-5": 1, "1234": 1, "7": 1])
-        XCTAssertEqual(tenths.results?.bars.map(\.option), ["-5", "7", "1234"])
-        XCTAssertEqual(tenths.results?.bars.map(\.text), ["-0.05", "0.07", "12.34"])
+    }
+
+    /// A ranked question: every instant-runoff round, the outcome, and the last round as the bars.
+    /// Hand-counted: A>C ×5, B>C ×4, C ×1, C>B ×2. Round 1: A 5, B 4, C 3 of 12, C out. Round 2: the
+    /// lone C ballot is exhausted, C>B moves to B: A 5, B 6 of 11 active, B wins.
+    func testRankedSnapshotCarriesEveryRound() throws {
+        let spec = QuestionSpec(number: 4, options: 3, kinds: [.ranking], optionTexts: ["Paris", "Rome"])
+        let s = ProjectorSnapshot(joinCode: testCode, roster: false, spec: spec, open: false, hidden: false, voters: 12,
+                                  counts: ["A>C": 5, "B>C": 4, "C>": 1, "C>B": 2, "A": 7])
+        XCTAssertEqual(s.question.kind, .ranking)
+        let r = try XCTUnwrap(s.results)
+        XCTAssertEqual(r.kind, .rounds)
+        XCTAssertEqual(r.ballots, 12, "a single choice is not a ranking: left out")
+        XCTAssertEqual(r.rounds, [
+            .init(round: 1, votes: [.init(option: "A", text: "Paris", count: 5), .init(option: "B", text: "Rome", count: 4),
+                                    .init(option: "C", text: nil, count: 3)], active: 12, exhausted: 0, eliminated: "C"),
+            .init(round: 2, votes: [.init(option: "A", text: "Paris", count: 5), .init(option: "B", text: "Rome", count: 6)],
+                  active: 11, exhausted: 1, eliminated: nil),
+        ])
+        XCTAssertEqual(r.outcome, "winner")
+        XCTAssertEqual(r.winner, "B")
+        XCTAssertNil(r.tied)
+        XCTAssertEqual(r.bars.map(\.option), ["A", "B"])
+        XCTAssertEqual(r.bars.map(\.count), [5, 6])
+        XCTAssertNil(r.bins)
+        XCTAssertNil(r.median)
+        let json = String(decoding: ProjectorFeed.encode(s), as: UTF8.self)
+        XCTAssertTrue(json.contains(#""round":2,"votes":[{"count":5,"option":"A","text":"Paris"},{"count":6,"option":"B","text":"Rome"}]"#), json)
+        XCTAssertEqual(try JSONDecoder().decode(ProjectorSnapshot.self, from: Data(json.utf8)), s)
+
+        // Every option with the same votes: a tie between them.
+        let tie = ProjectorSnapshot(joinCode: testCode, roster: false, spec: spec, open: true, hidden: false, voters: 4,
+                                    counts: ["A>B": 2, "B>A": 2])
+        XCTAssertEqual(tie.results?.outcome, "tie")
+        XCTAssertEqual(tie.results?.tied, ["A", "B"])
+        XCTAssertNil(tie.results?.winner)
+    }
+
+    /// A numeric question: the histogram's bins and the statistics in the question's units.
+    /// Hand-counted (one decimal): -0.5, 1.2 ×2, 1.5, 2.0 ×3, 3.0: median (1.5 + 2.0) / 2 = 1.75,
+    /// quartiles 1.2 (of -0.5 1.2 1.2 1.5) and 2.0 (of 2.0 2.0 2.0 3.0).
+    func testNumericSnapshotIsAHistogramWithMedianAndQuartiles() throws {
+        let spec = QuestionSpec(number: 2, kinds: [.numeric], numeric: NumericRange(decimals: 1))
+        let s = ProjectorSnapshot(joinCode: testCode, roster: false, spec: spec, open: true, hidden: false, voters: 8,
+                                  counts: ["-5": 1, "12": 2, "15": 1, "20": 3, "30": 1, "7": 0])
+        XCTAssertEqual(s.question.kind, .numeric)
+        XCTAssertEqual(s.question.options, [])
+        let r = try XCTUnwrap(s.results)
+        XCTAssertEqual(r.kind, .histogram)
+        XCTAssertEqual(r.bins, [.init(label: "-0.5", from: -0.5, to: -0.5, count: 1), .init(label: "1.2", from: 1.2, to: 1.2, count: 2),
+                                .init(label: "1.5", from: 1.5, to: 1.5, count: 1), .init(label: "2.0", from: 2, to: 2, count: 3),
+                                .init(label: "3.0", from: 3, to: 3, count: 1)])
+        XCTAssertEqual([r.minimum, r.lowerQuartile, r.median, r.upperQuartile, r.maximum], ["-0.5", "1.2", "1.75", "2.0", "3.0"])
+        XCTAssertEqual(r.ballots, 8)
+        XCTAssertEqual(r.bars, [])
+        XCTAssertNil(r.rounds)
+        let json = String(decoding: ProjectorFeed.encode(s), as: UTF8.self)
+        XCTAssertTrue(json.contains(#""median":"1.75""#), json)
+
+        // Many values: equal bins (here two wide, in whole units); no ballot: no bin and no statistic.
+        let whole = QuestionSpec(number: 2, kinds: [.numeric])
+        var counts: [String: Int] = [:]
+        for v in 0...10 { counts[String(v)] = 1 }
+        let many = ProjectorSnapshot(joinCode: testCode, roster: false, spec: whole, open: true, hidden: false, voters: 11, counts: counts)
+        XCTAssertEqual(many.results?.bins?.map(\.label), ["0–1", "2–3", "4–5", "6–7", "8–9", "10–11"])
+        XCTAssertEqual(many.results?.bins?.map(\.count), [2, 2, 2, 2, 2, 1])
+        XCTAssertEqual(many.results?.median, "5")
+        let none = ProjectorSnapshot(joinCode: testCode, roster: false, spec: whole, open: true, hidden: false, voters: 0, counts: [:])
+        XCTAssertEqual(none.results?.bins, [])
+        XCTAssertNil(none.results?.median)
+    }
+
+    /// Hiding the results of a ranked or a numeric question sends no round, bin or statistic.
+    func testHiddenRankedAndNumericSnapshotsCarryNoRoundsOrBins() {
+        let ranked = ProjectorSnapshot(joinCode: testCode, roster: false, spec: QuestionSpec(number: 1, options: 3, kinds: [.ranking]),
+                                       open: true, hidden: true, voters: 3, counts: ["A>B": 2, "C>": 1])
+        let numeric = ProjectorSnapshot(joinCode: testCode, roster: false, spec: QuestionSpec(number: 2, kinds: [.numeric]),
+                                        open: true, hidden: true, voters: 3, counts: ["12": 2, "40": 1])
+        for s in [ranked, numeric] {
+            XCTAssertNil(s.results)
+            let json = String(decoding: ProjectorFeed.encode(s), as: UTF8.self)
+            for key in ["round", "votes", "exhausted", "winner", "bins", "median", "Quartile", "count", "\"12\"", "40"] {
+                XCTAssertFalse(json.contains(key), "\(key) in \(json)")
+            }
+        }
     }
 
     func testHiddenSnapshotHasNoResultsAtAll() {
@@ -88,7 +166,12 @@ final class ProjectorPageTests: XCTestCase {
         for sink in ["innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function"] {
             XCTAssertFalse(script.contains(sink), sink)
         }
-        for hook in ["dataset.option", "dataset.count", "new EventSource(\"/events\"+query)", "\"snapshot\"", "case \"bars\""] {
+        for hook in ["dataset.option", "dataset.count", "new EventSource(\"/events\"+query)", "\"snapshot\"", "case \"bars\"",
+                     // Ranked: rounds, each round's row and cells, the winner; numeric: bins and statistics.
+                     "case \"rounds\"", "case \"histogram\"", "dataset.round", "dataset.winner", "dataset.exhausted",
+                     "dataset.active", "dataset.eliminated", "dataset.bin", "table.id=\"rounds\"", "line(\"outcome\"",
+                     "\"median\"", "\"lowerQuartile\"", "\"upperQuartile\"", "\"minimum\"", "\"maximum\"",
+                     "dataset.answer", "line(\"combinations\""] {
             XCTAssertTrue(script.contains(hook), hook)
         }
         for id in ["joincode", "howto", "question", "title", "state", "voters", "results", "hidden"] {

@@ -63,9 +63,8 @@ final class ChartExportTests: XCTestCase {
     }
 
     /// Charts of a question set: titles and option texts from each question; a multi-select question
-    /// counts each option chosen; once closed, its sealed totals (single choices only) give no chart
-    /// rather than empty bars.
-    func testChartsOfAQuestionSetAndNoChartFromTotalsOfAnotherKind() async throws {
+    /// counts each option chosen, and still does from its sealed totals once closed.
+    func testChartsOfAQuestionSetAlsoFromSealedTotalsOfAnotherKind() async throws {
         let dir = NSTemporaryDirectory() + "clicker-charts-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         let store = try ClickerStore(path: dir + "/clicker.sqlite", durability: .normal)
@@ -95,6 +94,57 @@ final class ChartExportTests: XCTestCase {
 
         try await controller.closeQuestion()
         let after = try await controller.export(to: dir + "/out").filter { $0.hasSuffix(".svg") }
-        XCTAssertEqual(after.map { String($0.suffix(7)) }, ["-q1.svg"], "no chart from totals that hold no multi-select counts")
+        XCTAssertEqual(after.map { String($0.suffix(7)) }, ["-q1.svg", "-q2.svg"])
+        let sealed = try ParsedSVG(try String(contentsOfFile: after[1], encoding: .utf8))
+        XCTAssertEqual(sealed.bars, ["A+": 1, "B+": 2, "C+": 1], "question 2, sealed: from the answers its totals keep")
+    }
+
+    /// A ranked and a numeric question, both closed (an anonymous poll then keeps only their counted
+    /// answers, without voter IDs): the export draws the ranked one's instant-runoff rounds and the
+    /// numeric one's histogram from those totals, with the counts `results` reports.
+    func testSealedRankedAndNumericQuestionsGetTheirRoundsAndHistogram() async throws {
+        let dir = NSTemporaryDirectory() + "clicker-charts-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let store = try ClickerStore(path: dir + "/clicker.sqlite", durability: .normal)
+        var options = PollOptions(joinCode: code, confirmByGATT: false)
+        options.questionSet = [
+            QuestionSpec(number: 1, options: 3, kinds: [.ranking], title: "Rank them"),
+            QuestionSpec(number: 2, options: 1, kinds: [.numeric], title: "How far?", numeric: NumericRange(decimals: 1)),
+        ]
+        let controller = try PollController(options: options, store: store)
+        // A>C ×3, B ×2, C>B ×2: round 1 A 3, B 2, C 2 of 7; C out (tied with B, the later letter);
+        // round 2 A 3, B 4 of 7: B wins.
+        let ballots: [[UInt8]] = [[0, 2], [0, 2], [0, 2], [1], [1], [2, 1], [2, 1]]
+        for (i, order) in ballots.enumerated() {
+            await controller.ingest(report(voter: UInt32(i + 1), answer: .ranking(try XCTUnwrap(Ranking(order: order))), question: 1))
+        }
+        try await controller.nextQuestion()
+        for (i, v) in [Int16(12), 12, 15, 40].enumerated() {
+            await controller.ingest(report(voter: UInt32(i + 1), answer: .numeric(v), question: 2))
+        }
+        try await controller.closeQuestion()
+
+        let charts = try await controller.export(to: dir + "/out").filter { $0.hasSuffix(".svg") }
+        XCTAssertEqual(charts.map { String($0.suffix(7)) }, ["-q1.svg", "-q2.svg"])
+        let ranked = try String(contentsOfFile: charts[0], encoding: .utf8)
+        let rounds = try ParsedSVG(ranked)
+        XCTAssertEqual(rounds.roundOrder, [1, 2])
+        XCTAssertEqual(rounds.rounds[1], ParsedSVG.Round(active: 7, exhausted: 0, eliminated: "C", votes: ["A": 3, "B": 2, "C": 2]))
+        XCTAssertEqual(rounds.rounds[2], ParsedSVG.Round(active: 7, exhausted: 0, eliminated: nil, votes: ["A": 3, "B": 4]))
+        XCTAssertEqual(rounds.winners, ["B"])
+        let reported = await controller.results(question: 1)
+        XCTAssertEqual(reported.ballots.count, 0, "sealed: no voter left")
+        let reportedRounds = try XCTUnwrap(reported.results?.rounds)
+        XCTAssertEqual(rounds.roundOrder, reportedRounds.map(\.round))
+        for round in reportedRounds {
+            XCTAssertEqual(rounds.rounds[round.round]?.votes, Dictionary(uniqueKeysWithValues: round.votes.map { ($0.option, $0.count) }))
+        }
+        for i in 1...7 { XCTAssertFalse(ranked.contains(IDText.voter(UInt32(i))), "no voter ID in the chart") }
+
+        let numeric = try ParsedSVG(try String(contentsOfFile: charts[1], encoding: .utf8))
+        XCTAssertEqual(numeric.binOrder, ["1.2", "1.5", "4.0"])
+        XCTAssertEqual(numeric.bins, ["1.2": 2, "1.5": 1, "4.0": 1])
+        XCTAssertEqual(numeric.attributes(class: "statistics").first?["data-median"], "1.35")
+        XCTAssertEqual(numeric.texts(class: "voters"), ["4 voters"])
     }
 }
