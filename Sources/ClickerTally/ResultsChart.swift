@@ -89,14 +89,4 @@ public struct ResultsChart: Sendable, Hashable {
         }
         self.init(question: results.question, title: spec.title, voters: results.voters, note: note, figure: .bars(bars))
     }
-
-    /// The chart of single-choice counts by option (A first), such as the totals a closed anonymous
-    /// question keeps once its voters are forgotten.
-    public init(question: UInt8, title: String?, optionTexts: [String] = [], choiceCounts: [Int], voters: Int) {
-        let bars = choiceCounts.enumerated().map { i, n in
-            let letter = i < Answer.maxOptions ? Answer.choice(UInt8(i)).description : String(i)
-            return Bar(option: letter, label: letter, text: i < optionTexts.count ? optionTexts[i] : nil, count: n)
-        }
-        self.init(question: question, title: title, voters: voters, figure: .bars(bars))
-    }
 }

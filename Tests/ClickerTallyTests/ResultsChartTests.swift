@@ -152,13 +152,6 @@ final class ResultsChartTests: XCTestCase {
         XCTAssertTrue(long.binOrder.contains("-12.6–-12.5"), "\(long.binOrder)")
     }
 
-    func testSealedTotalsChart() throws {
-        let chart = ResultsChart(question: 7, title: "Totals", optionTexts: ["yes"], choiceCounts: [4, 0, 9], voters: 13)
-        let doc = try ParsedSVG(chart.svg())
-        XCTAssertEqual(doc.bars, ["A": 4, "B": 0, "C": 9])
-        XCTAssertEqual(doc.texts(class: "option-text"), ["yes"])
-    }
-
     func testBarsUseTheOkabeItoPaletteInOrder() throws {
         let spec = QuestionSpec.choice(1, options: 8)
         let doc = try ParsedSVG(ResultsChart(results: try results(spec, []), spec: spec).svg())
