@@ -49,44 +49,8 @@ public struct ResultsChart: Sendable, Hashable {
         self.figure = figure
     }
 
-    /// The chart of a question's results.
+    /// The chart of a question's results (its per-kind results, ``QuestionResults/byKind``).
     public init(results: QuestionResults, spec: QuestionSpec) {
-        switch results.byKind {
-        case .ranked, .numeric:
-            self.init(question: results.question, title: spec.title, voters: results.voters, results: results.byKind)
-            return
-        case .choice, .trueFalse, .multiSelect: break
-        }
-        let table = results.countTable
-        var bars: [Bar] = []
-        var note: String?
-        func text(_ i: Int) -> String? { i < spec.optionTexts.count ? spec.optionTexts[i] : nil }
-        func letter(_ i: Int) -> String { Answer.choice(UInt8(i)).description }
-
-        if spec.kinds.contains(.choice) {
-            for i in 0..<spec.options {
-                bars.append(Bar(option: letter(i), label: letter(i), text: text(i), count: table[.choice(UInt8(i))] ?? 0))
-            }
-        }
-        if spec.kinds.contains(.trueFalse) {
-            for value in [true, false] {
-                bars.append(Bar(option: Answer.trueFalse(value).description, label: value ? "True" : "False",
-                                count: table[.trueFalse(value)] ?? 0))
-            }
-        }
-        if spec.kinds.contains(.multiSelect) {
-            var chosen = [Int](repeating: 0, count: Answer.maxOptions)
-            for (answer, n) in table {
-                guard case .multiSelect(let mask) = answer else { continue }
-                for i in 0..<Answer.maxOptions where mask & (1 << i) != 0 { chosen[i] += n }
-            }
-            for i in 0..<spec.options {
-                // `A+`: the multi-select form of "A chosen", so that it never reads as the single choice A.
-                bars.append(Bar(option: Answer.multiSelect(1 << UInt8(i)).description, label: letter(i), text: text(i),
-                                count: chosen[i]))
-            }
-            note = "Each voter may choose several options; a bar counts the voters who chose it."
-        }
-        self.init(question: results.question, title: spec.title, voters: results.voters, note: note, figure: .bars(bars))
+        self.init(question: results.question, title: spec.title, voters: results.voters, results: results.byKind)
     }
 }

@@ -11,6 +11,7 @@
 /// carry `data-option`/`data-count` (options still in the race), `data-exhausted`, `data-active` and
 /// `data-eliminated`. Numeric: one `.bar` per bin with `data-bin` (its label) and `data-count`, and
 /// `#median`, `#lowerQuartile`, `#upperQuartile`, `#minimum`, `#maximum` in the question's units.
+/// `#download`: the "download SVG" link to `chart.svg` (hidden with the counts).
 /// `body` carries `data-state` (`open`/`closed`), `data-hidden` and `data-connected`.
 ///
 /// Text from the poll (titles, option texts) is set with `textContent` only, never parsed as HTML.
@@ -29,6 +30,8 @@ public enum ProjectorPage {
       font-size:clamp(30px,6.2vw,124px);letter-spacing:.04em;line-height:1;white-space:nowrap}
     #howto{color:var(--dim);font-size:.85em;margin-top:.6vh;overflow-wrap:anywhere}
     #status{text-align:right;font-size:.9em;color:var(--dim)}
+    #download{display:inline-block;margin-top:2vh;font-size:.7em;color:var(--dim)}
+    #download[hidden]{display:none}
     #state{font-weight:700;color:var(--fg);text-transform:uppercase}
     body[data-state=open] #state{color:#56b4e9}
     #voters{font-weight:700;color:var(--fg)}
@@ -151,6 +154,8 @@ public enum ProjectorPage {
       $("voters").textContent=String(s.voters);
       const box=$("results");box.replaceChildren();
       $("hidden").hidden=!s.hidden;
+      $("download").hidden=s.hidden||!s.results;
+      $("download").href="chart.svg"+query;
       if(s.hidden||!s.results){box.dataset.kind="";return;}
       box.dataset.kind=s.results.kind;
       const r=s.results;
@@ -211,6 +216,7 @@ public enum ProjectorPage {
     <main>
     <div id="hidden" hidden>Results hidden</div>
     <div id="results" data-kind=""></div>
+    <a id="download" href="chart.svg" download="clicker-results.svg" hidden>Download SVG</a>
     </main>
     <script>\(script)</script>
     </body>

@@ -10,11 +10,17 @@ extension ProjectorSnapshot {
     /// The results of `spec` from its counts per answer (keyed as `Answer.description` writes it; keys
     /// that are not an answer, or answers the question does not take, are left out).
     static func results(spec: QuestionSpec, counts: [String: Int]) -> Results {
+        results(kindResults(spec: spec, counts: counts))
+    }
+
+    /// The per-kind results of `spec` from the live counts (keyed as `Answer.description` writes them):
+    /// what the page's results and its SVG chart are both drawn from.
+    public static func kindResults(spec: QuestionSpec, counts: [String: Int]) -> KindResults {
         var answers: [Answer: Int] = [:]
         for (text, n) in counts where n > 0 {
             if let a = Answer(text) { answers[a, default: 0] += n }
         }
-        return results(KindResults(spec: spec, counts: answers))
+        return KindResults(spec: spec, counts: answers)
     }
 
     static func results(_ kind: KindResults) -> Results {

@@ -20,10 +20,30 @@ public struct ProjectorFeed: Sendable {
 
     /// The snapshot the page shows now.
     public static func snapshot(of poll: isolated PollController, now: Date = Date()) -> ProjectorSnapshot {
+        reading(of: poll, now: now).snapshot
+    }
+
+    /// The snapshot the page shows now, and the counts its chart is drawn from (nil while hidden).
+    static func reading(of poll: isolated PollController, now: Date = Date())
+        -> (snapshot: ProjectorSnapshot, chart: ChartInput?) {
         let live = poll.liveCounts(now: now)
-        return ProjectorSnapshot(joinCode: poll.joinCode, roster: poll.options.roster != nil,
-                                 spec: poll.spec, open: poll.isOpen, hidden: live.hidden,
-                                 voters: live.voters, counts: live.counts)
+        let snapshot = ProjectorSnapshot(joinCode: poll.joinCode, roster: poll.options.roster != nil,
+                                         spec: poll.spec, open: poll.isOpen, hidden: live.hidden,
+                                         voters: live.voters, counts: live.counts)
+        return (snapshot, live.hidden ? nil : ChartInput(spec: poll.spec, counts: live.counts, voters: live.voters))
+    }
+
+    /// What the page's "download SVG" chart shows: the same counts as the snapshot.
+    struct ChartInput: Sendable {
+        var spec: QuestionSpec
+        var counts: [String: Int]
+        var voters: Int
+
+        /// The chart as `clicker-tally export` draws it, from the counts the page shows.
+        var svg: [UInt8] {
+            let results = ProjectorSnapshot.kindResults(spec: spec, counts: counts)
+            return Array(ResultsChart(question: spec.number, title: spec.title, voters: voters, results: results).svg().utf8)
+        }
     }
 
     /// The snapshot as the server sends it: compact JSON, keys sorted.
@@ -52,7 +72,10 @@ public struct ProjectorFeed: Sendable {
     /// Reads, encodes and publishes the current snapshot once.
     public func publishNow() async {
         // Read in one turn of the controller; encoded here, so the poll's thread only copies the counts.
-        let snapshot = await Self.snapshot(of: controller)
-        fanOut.publish(json: Self.encode(snapshot))
+        let (snapshot, chart) = await Self.reading(of: controller)
+        let json = Self.encode(snapshot)
+        // Unchanged: nothing to send, and no chart to draw.
+        if fanOut.latest?.json.readableBytesView.elementsEqual(json) == true { return }
+        fanOut.publish(json: json, svg: chart?.svg)
     }
 }

@@ -10,6 +10,8 @@ import ProjectorPage
 ///
 /// - `/`: the page (`ProjectorPage`).
 /// - `/results.json`: the latest snapshot (`ProjectorSnapshot`), the same the page shows.
+/// - `/chart.svg`: that snapshot's results as an SVG chart (`ResultsChart`, as the export draws it),
+///   for slides; 404 while the counts are hidden.
 /// - `/events`: server-sent events, one `snapshot` event per change, the latest one first.
 public struct ProjectorResponder: HTTPResponder {
     public typealias Context = BasicRequestContext
@@ -44,6 +46,15 @@ public struct ProjectorResponder: HTTPResponder {
             }
             return Response(status: .ok, headers: Self.headers(type: "application/json"),
                             body: ResponseBody(byteBuffer: frame.json))
+        case "/chart.svg":
+            guard let frame = fanOut.latest else {
+                return Self.text(.serviceUnavailable, "no snapshot yet\n", extra: [.retryAfter: "1"])
+            }
+            // While the counts are hidden there is no chart to send: nothing of them leaves the tally.
+            guard let svg = frame.svg else { return Self.text(.notFound, "the results are hidden\n") }
+            return Response(status: .ok, headers: Self.headers(type: "image/svg+xml", extra: [
+                .contentDisposition: "attachment; filename=\"clicker-results.svg\"",
+            ]), body: ResponseBody(byteBuffer: svg))
         case "/events":
             return events(request)
         default:

@@ -15,6 +15,8 @@ public final class SnapshotFanOut: Sendable {
         public let json: ByteBuffer
         /// `id: N`, `event: snapshot`, `data: JSON`, blank line.
         public let event: ByteBuffer
+        /// The snapshot's results as an SVG chart (`/chart.svg`); nil while the counts are hidden.
+        public let svg: ByteBuffer?
     }
 
     private struct State {
@@ -32,10 +34,10 @@ public final class SnapshotFanOut: Sendable {
         self.maxSubscribers = maxSubscribers
     }
 
-    /// Shares `json` with every subscriber unless it is the snapshot they already have. Returns
-    /// whether it was new.
+    /// Shares `json` (and keeps `svg`, its chart) with every subscriber unless it is the snapshot
+    /// they already have. Returns whether it was new.
     @discardableResult
-    public func publish(json: [UInt8]) -> Bool {
+    public func publish(json: [UInt8], svg: [UInt8]? = nil) -> Bool {
         state.withLock { s in
             if let l = s.latest, l.json.readableBytesView.elementsEqual(json) { return false }
             let sequence = (s.latest?.sequence ?? 0) + 1
@@ -44,7 +46,8 @@ public final class SnapshotFanOut: Sendable {
             event.writeString("id: \(sequence)\nevent: snapshot\ndata: ")
             event.writeBytes(json)
             event.writeString("\n\n")
-            let frame = Frame(sequence: sequence, json: ByteBuffer(bytes: json), event: event)
+            let frame = Frame(sequence: sequence, json: ByteBuffer(bytes: json), event: event,
+                              svg: svg.map { ByteBuffer(bytes: $0) })
             s.latest = frame
             for c in s.subscribers.values { c.yield(frame) }
             return true

@@ -125,6 +125,28 @@ final class ProjectorServerTests: XCTestCase {
         await events.stream.close()
     }
 
+    /// The page's "download SVG" chart carries the counts the page shows, drawn as the export draws
+    /// them, and nothing while they are hidden.
+    func testTheChartCarriesThePagesCountsAndNothingWhileHidden() async throws {
+        let controller = try perBallotPoll()
+        let server = try await start(controller)
+        var events = try await EventReader(port: server.address.port)
+        for i in 1...3 { await controller.ingest(anonymousReport(voter: UInt32(i), answer: .choice(1))) }
+        await controller.ingest(anonymousReport(voter: 4, answer: .choice(3)))
+        _ = try await events.snapshot { $0.results?.bars.map(\.count) == [0, 3, 0, 1] }
+        let chart = try await HTTPTestClient.fetch(port: server.address.port, path: "/chart.svg")
+        XCTAssertEqual(chart.status, 200)
+        XCTAssertEqual(chart.header("content-type"), "image/svg+xml")
+        XCTAssertEqual(try ParsedSVG(chart.text).bars, ["A": 0, "B": 3, "C": 0, "D": 1])
+
+        await controller.setCountsShown(false)
+        _ = try await events.snapshot { $0.hidden }
+        let hidden = try await HTTPTestClient.fetch(port: server.address.port, path: "/chart.svg")
+        XCTAssertEqual(hidden.status, 404)
+        XCTAssertFalse(hidden.text.contains("data-count"), hidden.text)
+        await events.stream.close()
+    }
+
     /// The page is read-only: every method but GET is refused with 405 on every path, and the poll
     /// is unchanged.
     func testOnlyGETIsAnswered() async throws {
@@ -132,7 +154,7 @@ final class ProjectorServerTests: XCTestCase {
         let server = try await start(controller)
         let before = await (controller.question, controller.isOpen, controller.countsShown)
         for method in ["POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"] {
-            for path in ["/", "/results.json", "/events", "/open", "/nope"] {
+            for path in ["/", "/results.json", "/chart.svg", "/events", "/open", "/nope"] {
                 let r = try await HTTPTestClient.fetch(port: server.address.port, path: path, method: method,
                                                        headers: [("Content-Length", "0")])
                 XCTAssertEqual(r.status, 405, "\(method) \(path)")

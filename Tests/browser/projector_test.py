@@ -206,6 +206,7 @@ def main():
                 check("hiding through D-Bus removes the bars from the DOM", False, f"{bars(driver)}")
             check("no count is left in the DOM", not driver.find_elements(By.CSS_SELECTOR, "[data-count], #results .count"))
             check("the page says the results are hidden", driver.find_element(By.ID, "hidden").is_displayed())
+            check("no download SVG link while hidden", not driver.find_element(By.ID, "download").is_displayed())
             hidden = page_json()
             check("/results.json carries no results while hidden", hidden.get("hidden") is True and "results" not in hidden,
                   json.dumps(hidden)[:300])
@@ -228,6 +229,17 @@ def main():
             except TimeoutException:
                 check("closed: the bars show the exact counts of results --json", False, f"page {bars(driver)}, {exact}")
             check("closed: the page shows every voter", driver.find_element(By.ID, "voters").text == str(len(VOTES)))
+            link = driver.find_element(By.ID, "download")
+            check("the page offers a download SVG link", link.is_displayed(), link.get_attribute("outerHTML"))
+            try:
+                with urllib.request.urlopen(link.get_attribute("href"), timeout=10) as r:
+                    linked = ET.fromstring(r.read())
+                ns = "{http://www.w3.org/2000/svg}"
+                linked_bars = {e.get("data-option"): int(e.get("data-count")) for e in linked.iter(ns + "rect")
+                               if e.get("data-count") is not None}
+                check("the downloaded SVG carries the bars the page shows", linked_bars == bars(driver), f"{linked_bars}")
+            except Exception as e:  # a broken link or a malformed SVG fails the check, not the run
+                check("the downloaded SVG carries the bars the page shows", False, repr(e))
 
             # 7. The export's chart for slides.
             out = subprocess.run([f"{BIN}/clicker-tally", "export", os.path.join(WORK, "exports")],
