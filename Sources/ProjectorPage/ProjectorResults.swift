@@ -24,20 +24,19 @@ extension ProjectorSnapshot {
     }
 
     static func results(_ kind: KindResults) -> Results {
-        func bar(_ o: OptionCount) -> Bar { Bar(option: o.option, text: o.text, count: o.count) }
         switch kind {
         case .choice(let c), .trueFalse(let c):
-            return Results(kind: .bars, bars: c.options.map(bar))
+            return Results(kind: .bars, bars: c.options)
         case .multiSelect(let m):
-            var r = Results(kind: .bars, bars: m.options.map(bar))
+            var r = Results(kind: .bars, bars: m.options)
             r.ballots = m.ballots
             r.combinations = m.combinations.prefix(shownCombinations).map { Combination(answer: $0.answer, count: $0.count) }
             return r
         case .ranked(let k):
-            var r = Results(kind: .rounds, bars: k.rounds.last?.votes.map(bar) ?? [])
+            var r = Results(kind: .rounds, bars: k.rounds.last?.votes ?? [])
             r.ballots = k.ballots
             r.rounds = k.rounds.map {
-                Round(round: $0.number, votes: $0.votes.map(bar), active: $0.active, exhausted: $0.exhausted,
+                Round(round: $0.number, votes: $0.votes, active: $0.active, exhausted: $0.exhausted,
                       eliminated: $0.eliminated)
             }
             r.outcome = k.outcome.rawValue

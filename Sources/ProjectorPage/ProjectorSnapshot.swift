@@ -95,20 +95,9 @@ public struct ProjectorSnapshot: Codable, Sendable, Equatable {
         case bars, rounds, histogram
     }
 
-    /// One bar: an option (or an answer, for kinds without options) and its count. For a
-    /// multi-select question, the voters whose selection includes the option.
-    public struct Bar: Codable, Sendable, Equatable {
-        /// The option's letter, or `true`/`false`.
-        public var option: String
-        public var text: String?
-        public var count: Int
-
-        public init(option: String, text: String? = nil, count: Int) {
-            self.option = option
-            self.text = text
-            self.count = count
-        }
-    }
+    /// One bar: an option (or an answer, for kinds without options) and its count: the results'
+    /// own ``OptionCount``. For a multi-select question, the voters whose selection includes the option.
+    public typealias Bar = OptionCount
 
     /// A multi-select combination as a voter types it (`A+C`) and its ballots.
     public struct Combination: Codable, Sendable, Equatable {
