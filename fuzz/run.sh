@@ -40,8 +40,10 @@ swift build -c release --target Logging >/dev/null
 BIN=$(swift build -c release --show-bin-path)
 MODS=$BIN/Modules
 [ -d "$MODS" ] || MODS=$BIN
+# swift-crypto 4: SHA-3 comes from XKCP, and `_CryptoExtras` re-exports `CryptoExtras`.
 mapfile -t OBJS < <(find "$BIN"/CCryptoBoringSSL.build "$BIN"/CCryptoBoringSSLShims.build "$BIN"/CryptoBoringWrapper.build \
-    "$BIN"/Crypto.build "$BIN"/_CryptoExtras.build "$BIN"/SwiftASN1.build -name '*.o' | sort)
+    "$BIN"/CXKCP.build "$BIN"/CXKCPShims.build "$BIN"/Crypto.build "$BIN"/CryptoExtras.build "$BIN"/_CryptoExtras.build \
+    "$BIN"/SwiftASN1.build -name '*.o' 2>/dev/null | sort)
 mapfile -t LOG_OBJS < <(find "$BIN"/Logging.build -name '*.o' | sort)
 CRYPTO_SRC=$(swift package show-dependencies --format json | python3 -c '
 import json,sys
