@@ -101,7 +101,9 @@ def run_dbus(a, env):
     flood = {"on": False}
 
     def write_room(qnow, tq):
-        plan = plans.setdefault(qnow, room.plan(qnow, qsec, tenfold=qnow % 2 == 0))
+        if qnow not in plans:
+            plans[qnow] = room.plan(qnow, qsec, tenfold=qnow % 2 == 0)
+        plan = plans[qnow]
         for i, ballots in enumerate(plan):
             for (t, seq, letter) in ballots:
                 if t <= tq:
@@ -123,8 +125,10 @@ def run_dbus(a, env):
     period = qsec / a.accel
 
     def on_tick(now, q, s):
+        # The room answers on the lecture clock: question q began at (q - 1) x period, however long
+        # the `results` and `next` calls before it took.
         if q != tick["q"]:
-            tick["q"], tick["q0"] = q, now
+            tick["q"], tick["q0"] = q, (q - 1) * period
         if now >= tick["next"]:
             write_room(q, (now - tick["q0"]) * a.accel)
             if gen.reload():
@@ -168,6 +172,14 @@ def run_dbus(a, env):
             right += 1
         else:
             print(f"  question {q}: counted {got}, expected {want}")
+            rows = {b["voter"]: b for b in (r or {}).get("ballots", [])}
+            for i, ballots in enumerate(plans.get(q, [])):
+                if not ballots:
+                    continue
+                vid = "%08x" % room.ids[i]
+                b = rows.get(vid)
+                if b is None or b["sequence"] != ballots[-1][1] or b["answer"] != ballots[-1][2]:
+                    print(f"    voter {i} {vid}: counted {b and (b['sequence'], b['answer'])}, plan {[(round(t), s, l) for t, s, l in ballots]} qsec {qsec}")
     check("dbus: every question's counts equal the room's final answers", right == len(counted) == a.questions,
           f"{right} of {a.questions} questions exact")
     restarts = len([e for e in events if e[2] is restart])
