@@ -27,10 +27,9 @@ public enum TallyBus {
 /// | member | signature | does |
 /// |---|---|---|
 /// | `OpenQuestion()` | → | reopens the current question |
-/// | `OpenQuestion(s kind, as options, s title)` | → | asks a new question (next number) while none is open |
 /// | `CloseQuestion()` | → | closes it |
 /// | `NextQuestion()` | → `u` | closes it and opens the next (of the set); returns its number |
-/// | `NextQuestion(s kind, as options, s title)` | → `u` | closes it and asks this question next |
+/// | `AskQuestion(s kind, as options, s title, b next)` | → `u` | asks this question as the next number: with `next`, closes the open one first; without, only while none is open |
 /// | `NewPoll()` | → `q` | ends the poll and starts a new one with a fresh join code; returns its vote ID |
 /// | `Status()` | → `s` | the live view's model as JSON (aggregates; the join code as vote ID only) |
 /// | `JoinCode()` | → `s` | the join code, for `watch` and `status` to show on the instructor's screen |
@@ -71,20 +70,20 @@ public final class TallyBusService: Sendable {
             }
         }
         return DBusInterface(TallyBus.interface, methods: [
-            // Both take no arguments, or a question's kind, options and title (`adHocQuestion`): in
-            // signatures "" and "sass", so declared as taking any and checked there.
-            DBusMethod("OpenQuestion", in: nil) { call in
-                let adHoc = try TallyBusService.adHocQuestion(call, method: "OpenQuestion")
-                return try await run {
-                    if let adHoc { try await c.openQuestion(adHoc) } else { try await c.openQuestion() }
-                    return []
+            DBusMethod("OpenQuestion") { _ in try await run { try await c.openQuestion(); return [] } },
+            DBusMethod("CloseQuestion") { _ in try await run { try await c.closeQuestion(); return [] } },
+            DBusMethod("NextQuestion", out: [DBusArgument("question", .uint32)]) { _ in
+                try await run {
+                    try await c.nextQuestion()
+                    return [.uint32(UInt32(await c.question))]
                 }
             },
-            DBusMethod("CloseQuestion") { _ in try await run { try await c.closeQuestion(); return [] } },
-            DBusMethod("NextQuestion", in: nil, out: [DBusArgument("question", .uint32)]) { call in
-                let adHoc = try TallyBusService.adHocQuestion(call, method: "NextQuestion")
+            DBusMethod("AskQuestion", in: [DBusArgument("kind", .string), DBusArgument("options", "as"),
+                                          DBusArgument("title", .string), DBusArgument("next", .boolean)],
+                       out: [DBusArgument("question", .uint32)]) { call in
+                let (spec, next) = try TallyBusService.askedQuestion(call)
                 return try await run {
-                    try await c.nextQuestion(adHoc)
+                    if next { try await c.nextQuestion(spec) } else { try await c.openQuestion(spec) }
                     return [.uint32(UInt32(await c.question))]
                 }
             },
@@ -125,28 +124,24 @@ public final class TallyBusService: Sendable {
         ])
     }
 
-    /// The ad-hoc question of an `OpenQuestion` or `NextQuestion` call: nil for no arguments, else
-    /// (s kind, as options, s title) read as `AdHocQuestion` reads the command line's. Anything else,
-    /// or a question that cannot be asked, is an `InvalidArgs` error.
-    static func adHocQuestion(_ call: DBusMethodCall, method: String) throws -> QuestionSpec? {
+    /// The question of an `AskQuestion` call, read as `AdHocQuestion` reads the command line's, and
+    /// whether it closes the open question first. A question that cannot be asked is an `InvalidArgs`
+    /// error (the signature itself is checked before the call gets here).
+    static func askedQuestion(_ call: DBusMethodCall) throws -> (QuestionSpec, next: Bool) {
         let args = call.arguments
-        if args.isEmpty { return nil }
-        if args.count == 3, case .string(let kind) = args[0], case .array(_, let options) = args[1],
-           case .string(let title) = args[2] {
-            let texts = options.compactMap { o -> String? in
-                if case .string(let t) = o { return t }
-                return nil
-            }
-            if texts.count == options.count {
-                do {
-                    return try AdHocQuestion.spec(number: 1, kind: kind, options: texts, title: title.isEmpty ? nil : title)
-                } catch {
-                    throw DBusError(name: TallyBus.errorInvalid, message: "\(method): \(error)")
-                }
-            }
+        guard args.count == 4, case .string(let kind) = args[0], case .array(_, let options) = args[1],
+              case .string(let title) = args[2], case .boolean(let next) = args[3] else {
+            throw DBusError(name: TallyBus.errorInvalid, message: "AskQuestion takes (s kind, as options, s title, b next)")
         }
-        throw DBusError(name: TallyBus.errorInvalid,
-                        message: "\(method) takes no arguments, or a question: (s kind, as options, s title)")
+        let texts = options.compactMap { o -> String? in
+            if case .string(let t) = o { return t }
+            return nil
+        }
+        do {
+            return (try AdHocQuestion.spec(number: 1, kind: kind, options: texts, title: title.isEmpty ? nil : title), next)
+        } catch {
+            throw DBusError(name: TallyBus.errorInvalid, message: "AskQuestion: \(error)")
+        }
     }
 
     /// Emits `TallyChanged` when the live counts changed, at most every `interval`, until cancelled.
@@ -211,13 +206,11 @@ public struct RemotePoll: PollControl {
     public func nextQuestion() async throws -> Int { Int(try await call("NextQuestion").decode(UInt32.self)) }
     /// Asks a question of `kind` (single, multi, truefalse, numeric, ranked) with `options` (texts,
     /// their count, or a numeric question's range) and `title` ("" for none): with `next`, closes the
-    /// current question first (`NextQuestion`); without, only while none is open (`OpenQuestion`).
+    /// current question first; without, only while none is open (`AskQuestion`).
     /// Returns the question's number.
     public func ask(kind: String, options: [String], title: String, next: Bool) async throws -> Int {
-        let args: [DBusValue] = [.string(kind), .array(.string, options.map { .string($0) }), .string(title)]
-        if next { return Int(try await call("NextQuestion", args).decode(UInt32.self)) }
-        _ = try await call("OpenQuestion", args)
-        return try await viewModel(status: nil).question?.number ?? 0
+        let args: [DBusValue] = [.string(kind), .array(.string, options.map { .string($0) }), .string(title), .boolean(next)]
+        return Int(try await call("AskQuestion", args).decode(UInt32.self))
     }
     /// Starts a new poll; returns its vote ID.
     public func newPoll() async throws -> UInt16 { try await call("NewPoll").decode(UInt16.self) }

@@ -15,6 +15,12 @@ public struct Classroom: Sendable {
         public var answer: Answer
         /// When set, the student changes to this answer after the extra delay.
         public var change: (after: Duration, to: Answer)?
+        /// Another answer of the same kind (never the final one), which a churning student moves
+        /// to and back from.
+        public var alternate: Answer
+
+        /// The answer the student ends on without churn.
+        public var final: Answer { change?.to ?? answer }
     }
 
     public let students: [Student]
@@ -42,7 +48,9 @@ public struct Classroom: Sendable {
                 if second == first { second = .choice(UInt8((Int(answerIndex(first)) + 1) % options)) }
                 change = (.milliseconds(Int64(Double.random(in: 3...12, using: &rng) * 1000)), second)
             }
-            out.append(Student(thinkTime: .milliseconds(Int64(t * 1000)), answer: first, change: change))
+            let last = change?.1 ?? first
+            out.append(Student(thinkTime: .milliseconds(Int64(t * 1000)), answer: first, change: change,
+                               alternate: .choice(UInt8((Int(answerIndex(last)) + 1) % options))))
         }
         students = out
         self.options = max(1, options)
@@ -76,7 +84,12 @@ public struct Classroom: Sendable {
             }
         }
         return Classroom(options: options, students: students.map { s in
-            Student(thinkTime: s.thinkTime, answer: convert(s.answer), change: s.change.map { ($0.after, convert($0.to)) })
+            let final = convert(s.final)
+            var alternate = convert(s.alternate)
+            // Two letters can meet in one answer (true/false by parity, a numeric bucket): then any other.
+            for k in 1..<max(2, options) where alternate == final { alternate = convert(.choice(answerIndex(s.final) &+ UInt8(k))) }
+            return Student(thinkTime: s.thinkTime, answer: s.change == nil ? final : convert(s.answer),
+                           change: s.change.map { ($0.after, final) }, alternate: alternate)
         })
     }
 
@@ -105,10 +118,6 @@ public struct Classroom: Sendable {
             period * (Double(i % students) / Double(students))
         }
 
-        /// The answer a churning student moves to from `answer`.
-        public static func next(after answer: Answer, options: Int) -> Answer {
-            .choice(UInt8((Int(answerIndex(answer)) + 1) % max(1, min(options, 256))))
-        }
     }
 
     /// Runs the room in real time until every student is done, then keeps them advertising
@@ -126,7 +135,6 @@ public struct Classroom: Sendable {
                                         churn votesPerSecond: Double? = nil, clock: C,
                                         makeRadio: @Sendable @escaping (Int) -> any PeripheralTransport) async {
         let churn = votesPerSecond.flatMap { Churn(votesPerSecond: $0, students: students.count) }
-        let options = options
         await withTaskGroup(of: Void.self) { group in
             for (i, s) in students.enumerated() {
                 group.addTask {
@@ -141,10 +149,11 @@ public struct Classroom: Sendable {
                             try await session.cast(c.to)
                         }
                         if let churn {
-                            var answer = s.change?.to ?? s.answer
+                            // Back and forth between the student's own answer and another of its kind.
+                            var answer = s.final
                             try await clock.sleep(for: churn.phase(of: i))
                             while !Task.isCancelled {
-                                answer = Churn.next(after: answer, options: options)
+                                answer = answer == s.final ? s.alternate : s.final
                                 try await session.cast(answer)
                                 try await clock.sleep(for: churn.period)
                             }

@@ -145,13 +145,29 @@ final class VoterTests: XCTestCase {
         XCTAssertEqual(Set(phases).count, 300, "phases spread, not bunched")
         // In any one-second window a third of the students change: 100 votes.
         XCTAssertTrue((99...101).contains(phases.filter { $0 < .seconds(1) }.count))
-        var a = Answer.choice(3)
-        for _ in 0..<8 {
-            let b = Classroom.Churn.next(after: a, options: 4)
-            XCTAssertNotEqual(a, b)
-            guard case .choice(let i) = b else { return XCTFail("not a choice") }
-            XCTAssertLessThan(i, 4)
-            a = b
+    }
+
+    /// A churning student moves between its own final answer and another of the question's kind:
+    /// for every kind, both are answers the question offers, and they differ, so a churning room of
+    /// a numeric or ranked question is counted instead of rejected as `answerNotOffered`.
+    func testChurnAnswersAreOfTheQuestionsKind() {
+        var rng = SplitMix64(seed: 5)
+        let room = Classroom(count: 200, abstainRate: 0, using: &rng)
+        let cases: [(Answer.Kind, Int, ClosedRange<Int16>)] = [
+            (.choice, 4, 0...100), (.trueFalse, 2, 0...100), (.multiSelect, 5, 0...100),
+            (.ranking, 6, 0...100), (.numeric, 1, -50...50), (.choice, 2, 0...100),
+        ]
+        for (kind, options, range) in cases {
+            let asked = room.answering(kind, options: options, range: range, using: &rng)
+            var differ = 0
+            for s in asked.students {
+                for a in [s.answer, s.final, s.alternate] {
+                    XCTAssertTrue(a.isOffered(kinds: [kind], options: options, range: range), "\(kind): \(a) not offered")
+                }
+                if s.alternate != s.final { differ += 1 }
+            }
+            // A numeric alternate is drawn at random and may, rarely, land on the same number.
+            XCTAssertGreaterThanOrEqual(differ, kind == .numeric ? 195 : 200, "\(kind): alternates differ from final answers")
         }
     }
 
