@@ -98,7 +98,7 @@ let package = Package(
         // Application layers
         // Owner-only files: directory checks, mkstemp + fsync + rename, flock, off-pool file work.
         .target(name: "PrivateFiles"),
-        .target(name: "ClickerStore", dependencies: ["ClickerWire", "ClickerTally", "PrivateFiles", .product(name: "GRDB", package: "GRDB.swift")]),
+        .target(name: "ClickerStore", dependencies: ["ClickerTransport", "ClickerWire", "ClickerTally", "PrivateFiles", .product(name: "GRDB", package: "GRDB.swift")]),
         .target(name: "TerminalView"),
         // A pseudo-terminal pair that tests and the ViewLoop benchmark type into and read back.
         .target(name: "TerminalTestSupport", dependencies: ["TerminalView"]),
@@ -109,7 +109,7 @@ let package = Package(
             .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
         ]),
         // The projector page: what it shows (pure: the snapshot, the page itself) and the server (Hummingbird).
-        .target(name: "ProjectorPage", dependencies: ["ClickerTally", "ClickerWire"]),
+        .target(name: "ProjectorPage", dependencies: ["ClickerTally", "ClickerTransport", "ClickerWire"]),
         .target(name: "ProjectorWeb", dependencies: [
             "ProjectorPage", "TallyDaemon", "ClickerTally", "ClickerWire",
             .product(name: "Hummingbird", package: "hummingbird"),

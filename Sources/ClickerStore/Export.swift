@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import ClickerTally
+import ClickerTransport
 import ClickerWire
 import Foundation
 
@@ -165,27 +166,15 @@ public enum Exporter {
     /// The vote ID as ``IDText/vote(_:)`` writes it (decimal); a stored ID of another length as hex.
     public static func voteIDText(_ v: Data) -> String {
         let b = [UInt8](v)
-        return b.count == 2 ? IDText.vote(UInt16(b[0]) << 8 | UInt16(b[1])) : hex(v)
+        return b.count == 2 ? IDText.vote(UInt16(b[0]) << 8 | UInt16(b[1])) : Hex.string(v)
     }
 
     /// A stored voter (a mode byte, then the voter ID big-endian) as ``IDText/voter(_:)`` writes
     /// it: eight hex digits, no mode (the poll's mode says whose key it is). Other lengths as hex.
     public static func voterText(_ v: Data) -> String {
         let b = [UInt8](v)
-        guard b.count == 5 else { return hex(v) }
+        guard b.count == 5 else { return Hex.string(v) }
         return IDText.voter(UInt32(b[1]) << 24 | UInt32(b[2]) << 16 | UInt32(b[3]) << 8 | UInt32(b[4]))
-    }
-
-    /// Lower-case hex.
-    public static func hex(_ data: Data) -> String {
-        let digits = Array("0123456789abcdef")
-        var s = ""
-        s.reserveCapacity(data.count * 2)
-        for b in data {
-            s.append(digits[Int(b >> 4)])
-            s.append(digits[Int(b & 0x0F)])
-        }
-        return s
     }
 
     private struct JSONDocument: Encodable {

@@ -1,3 +1,5 @@
+import ClickerTransport
+
 /// Where the projector page listens: `--web [ADDRESS:]PORT`.
 public struct ProjectorAddress: Sendable, Hashable, CustomStringConvertible {
     /// An IPv4 or IPv6 literal, or `localhost`.
@@ -84,16 +86,9 @@ public struct ProjectorAccess: Sendable {
 
     /// A fresh read-only token: 128 random bits as 32 lowercase hex digits.
     public static func randomToken<G: RandomNumberGenerator>(using rng: inout G) -> String {
-        let digits = Array("0123456789abcdef")
-        var s = ""
-        for _ in 0..<2 {
-            var v = rng.next()
-            for _ in 0..<16 {
-                s.append(digits[Int(v & 0xf)])
-                v >>= 4
-            }
-        }
-        return s
+        var bytes: [UInt8] = []
+        for _ in 0..<2 { withUnsafeBytes(of: rng.next()) { bytes += $0 } }
+        return Hex.string(bytes)
     }
 
     public static func randomToken() -> String {
