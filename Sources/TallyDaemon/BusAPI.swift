@@ -26,10 +26,9 @@ public enum TallyBus {
 ///
 /// | member | signature | does |
 /// |---|---|---|
-/// | `OpenQuestion()` | → | reopens the current question |
+/// | `OpenQuestion(s kind, as options, s title)` | → `u` | kind "": reopens the current question; else asks this question (next number) while none is open |
 /// | `CloseQuestion()` | → | closes it |
-/// | `NextQuestion()` | → `u` | closes it and opens the next (of the set); returns its number |
-/// | `AskQuestion(s kind, as options, s title, b next)` | → `u` | asks this question as the next number: with `next`, closes the open one first; without, only while none is open |
+/// | `NextQuestion(s kind, as options, s title)` | → `u` | closes it and opens the next: kind "": the set's next (or the same kind again); else this question |
 /// | `NewPoll()` | → `q` | ends the poll and starts a new one with a fresh join code; returns its vote ID |
 /// | `Status()` | → `s` | the live view's model as JSON (aggregates; the join code as vote ID only) |
 /// | `JoinCode()` | → `s` | the join code, for `watch` and `status` to show on the instructor's screen |
@@ -70,20 +69,18 @@ public final class TallyBusService: Sendable {
             }
         }
         return DBusInterface(TallyBus.interface, methods: [
-            DBusMethod("OpenQuestion") { _ in try await run { try await c.openQuestion(); return [] } },
-            DBusMethod("CloseQuestion") { _ in try await run { try await c.closeQuestion(); return [] } },
-            DBusMethod("NextQuestion", out: [DBusArgument("question", .uint32)]) { _ in
-                try await run {
-                    try await c.nextQuestion()
+            DBusMethod("OpenQuestion", in: askArguments, out: [DBusArgument("question", .uint32)]) { call in
+                let adHoc = try TallyBusService.adHocQuestion(call)
+                return try await run {
+                    if let adHoc { try await c.openQuestion(adHoc) } else { try await c.openQuestion() }
                     return [.uint32(UInt32(await c.question))]
                 }
             },
-            DBusMethod("AskQuestion", in: [DBusArgument("kind", .string), DBusArgument("options", "as"),
-                                          DBusArgument("title", .string), DBusArgument("next", .boolean)],
-                       out: [DBusArgument("question", .uint32)]) { call in
-                let (spec, next) = try TallyBusService.askedQuestion(call)
+            DBusMethod("CloseQuestion") { _ in try await run { try await c.closeQuestion(); return [] } },
+            DBusMethod("NextQuestion", in: askArguments, out: [DBusArgument("question", .uint32)]) { call in
+                let adHoc = try TallyBusService.adHocQuestion(call)
                 return try await run {
-                    if next { try await c.nextQuestion(spec) } else { try await c.openQuestion(spec) }
+                    try await c.nextQuestion(adHoc)
                     return [.uint32(UInt32(await c.question))]
                 }
             },
@@ -124,23 +121,33 @@ public final class TallyBusService: Sendable {
         ])
     }
 
-    /// The question of an `AskQuestion` call, read as `AdHocQuestion` reads the command line's, and
-    /// whether it closes the open question first. A question that cannot be asked is an `InvalidArgs`
-    /// error (the signature itself is checked before the call gets here).
-    static func askedQuestion(_ call: DBusMethodCall) throws -> (QuestionSpec, next: Bool) {
-        let args = call.arguments
-        guard args.count == 4, case .string(let kind) = args[0], case .array(_, let options) = args[1],
-              case .string(let title) = args[2], case .boolean(let next) = args[3] else {
-            throw DBusError(name: TallyBus.errorInvalid, message: "AskQuestion takes (s kind, as options, s title, b next)")
+    /// `OpenQuestion` and `NextQuestion` take a question: its kind's name ("" for none), its option
+    /// texts (or their number, or a numeric range) and its title ("" for none).
+    static let askArguments = [DBusArgument("kind", .string), DBusArgument("options", "as"), DBusArgument("title", .string)]
+
+    /// The question of an `OpenQuestion` or `NextQuestion` call, read as `AdHocQuestion` reads the
+    /// command line's: nil for kind "" with no options and no title. A question that cannot be asked
+    /// is an `InvalidArgs` error (the signature is checked before the call gets here).
+    static func adHocQuestion(_ call: DBusMethodCall) throws -> QuestionSpec? {
+        let method = call.message.member ?? "the call"
+        guard call.arguments.count == 3, case .string(let kind) = call.arguments[0],
+              case .array(_, let options) = call.arguments[1], case .string(let title) = call.arguments[2] else {
+            throw DBusError(name: TallyBus.errorInvalid, message: "\(method) takes (s kind, as options, s title)")
         }
         let texts = options.compactMap { o -> String? in
             if case .string(let t) = o { return t }
             return nil
         }
+        if kind.isEmpty {
+            guard texts.isEmpty, title.isEmpty else {
+                throw DBusError(name: TallyBus.errorInvalid, message: "\(method): options or a title need a kind")
+            }
+            return nil
+        }
         do {
-            return (try AdHocQuestion.spec(number: 1, kind: kind, options: texts, title: title.isEmpty ? nil : title), next)
+            return try AdHocQuestion.spec(number: 1, kind: kind, options: texts, title: title.isEmpty ? nil : title)
         } catch {
-            throw DBusError(name: TallyBus.errorInvalid, message: "AskQuestion: \(error)")
+            throw DBusError(name: TallyBus.errorInvalid, message: "\(method): \(error)")
         }
     }
 
@@ -201,16 +208,19 @@ public struct RemotePoll: PollControl {
         }
     }
 
-    public func openQuestion() async throws { _ = try await call("OpenQuestion") }
+    /// The arguments of `OpenQuestion` and `NextQuestion` that ask no question of their own.
+    private static let noQuestion: [DBusValue] = [.string(""), .array(.string, []), .string("")]
+
+    public func openQuestion() async throws { _ = try await call("OpenQuestion", Self.noQuestion) }
     public func closeQuestion() async throws { _ = try await call("CloseQuestion") }
-    public func nextQuestion() async throws -> Int { Int(try await call("NextQuestion").decode(UInt32.self)) }
+    public func nextQuestion() async throws -> Int { Int(try await call("NextQuestion", Self.noQuestion).decode(UInt32.self)) }
     /// Asks a question of `kind` (single, multi, truefalse, numeric, ranked) with `options` (texts,
     /// their count, or a numeric question's range) and `title` ("" for none): with `next`, closes the
-    /// current question first; without, only while none is open (`AskQuestion`).
+    /// current question first (`NextQuestion`); without, only while none is open (`OpenQuestion`).
     /// Returns the question's number.
     public func ask(kind: String, options: [String], title: String, next: Bool) async throws -> Int {
-        let args: [DBusValue] = [.string(kind), .array(.string, options.map { .string($0) }), .string(title), .boolean(next)]
-        return Int(try await call("AskQuestion", args).decode(UInt32.self))
+        let args: [DBusValue] = [.string(kind), .array(.string, options.map { .string($0) }), .string(title)]
+        return Int(try await call(next ? "NextQuestion" : "OpenQuestion", args).decode(UInt32.self))
     }
     /// Starts a new poll; returns its vote ID.
     public func newPoll() async throws -> UInt16 { try await call("NewPoll").decode(UInt16.self) }

@@ -124,7 +124,7 @@ if grep -q READY "$tmp/service.out"; then echo "ok   service user owns $DEST"; e
     echo "FAIL service user could not own $DEST: $(cat "$tmp/service.out")"; failures=$((failures + 1)); fi
 
 # Control methods: instructors yes, others AccessDenied.
-for m in Status JoinCode NewPoll OpenQuestion CloseQuestion NextQuestion AskQuestion Results Export ShowCounts; do
+for m in Status JoinCode NewPoll OpenQuestion CloseQuestion NextQuestion Results Export ShowCounts; do
     expect "instructor calls $m" 0 as clicker-test-instructor call $DEST $OBJ $IF $m
     expect "outsider denied $m" 3 as clicker-test-outsider call $DEST $OBJ $IF $m
     expect "service user denied $m" 3 as clicker-tally call $DEST $OBJ $IF $m
