@@ -135,17 +135,22 @@ gatt_verify() {
 }
 
 # ---------------------------------------------------------------------------------
-many_voters() {
+# Four voters on hci1-hci4 answer question 1 (with the voter's and the tally's extra arguments, e.g.
+# --kind ranked --options 4); the tally on hci0 counts until it has heard all four, then stops.
+four_voters_answer() {  # ANSWER1 ANSWER2 ANSWER3 ANSWER4 [ARGS...]
+  local answers=("$1" "$2" "$3" "$4") i a
+  shift 4
   start_observers
-  start_tally tally $(tally_args) --no-gatt-confirm
-  start_voter v1 hci1 "$JOIN" A --question 1
-  start_voter v2 hci2 "$JOIN" B --question 1
-  start_voter v3 hci3 "$JOIN" B --question 1
-  start_voter v4 hci4 "$JOIN" D --question 1
-  local a
+  start_tally tally $(tally_args) --no-gatt-confirm "$@"
+  for i in 1 2 3 4; do start_voter v$i hci$i "$JOIN" "${answers[$((i - 1))]}" --question 1 "$@"; done
   for a in "$A1" "$A2" "$A3" "$A4"; do wait_seen hci0 "$a" 180 || fail "hci0 never received $a's advertisement"; done
   sleep "$SETTLE"
   finish_tally tally
+}
+
+# ---------------------------------------------------------------------------------
+many_voters() {
+  four_voters_answer A B B D
   check "counts are exactly A1 B2 C0 D1" json tally 'j["counts"] == {"A":1,"B":2,"C":0,"D":1}'
   check "four voters with four distinct voter IDs" json tally 'j["voters"] == 4 and len(set(b["voter"] for b in j["ballots"])) == 4'
   check "each voter's answer is under the voter ID that voter printed" json tally \
@@ -158,16 +163,7 @@ many_voters() {
 ranked_vote() {
   # Partial rankings, counted by instant-runoff: first preferences A1 B2 C1 (D none); no majority
   # (2 of 4); C goes (tied with A for fewest, the later letter goes); its ballot moves to B: B 3 of 4.
-  start_observers
-  start_tally tally $(tally_args) --no-gatt-confirm --kind ranked --options 4
-  start_voter v1 hci1 "$JOIN" 'A>B' --question 1 --kind ranked --options 4
-  start_voter v2 hci2 "$JOIN" 'B>A>C' --question 1 --kind ranked --options 4
-  start_voter v3 hci3 "$JOIN" 'C>B' --question 1 --kind ranked --options 4
-  start_voter v4 hci4 "$JOIN" 'B>' --question 1 --kind ranked --options 4
-  local a
-  for a in "$A1" "$A2" "$A3" "$A4"; do wait_seen hci0 "$a" 180 || fail "hci0 never received $a's advertisement"; done
-  sleep "$SETTLE"
-  finish_tally tally
+  four_voters_answer 'A>B' 'B>A>C' 'C>B' 'B>' --kind ranked --options 4
   check "each voter's ranking is counted as cast, under its printed voter ID" json tally \
     "sorted((b['voter'], b['answer']) for b in j['ballots']) == sorted([('$(voter_id v1)','A>B'),('$(voter_id v2)','B>A>C'),('$(voter_id v3)','C>B'),('$(voter_id v4)','B>')])"
   check "the first round counts first preferences A1 B2 C1" json tally \
@@ -180,16 +176,7 @@ ranked_vote() {
 
 # ---------------------------------------------------------------------------------
 multi_vote() {
-  start_observers
-  start_tally tally $(tally_args) --no-gatt-confirm --kind multi --options 4
-  start_voter v1 hci1 "$JOIN" 'A+C' --question 1 --kind multi --options 4
-  start_voter v2 hci2 "$JOIN" 'C+D' --question 1 --kind multi --options 4
-  start_voter v3 hci3 "$JOIN" 'A+C' --question 1 --kind multi --options 4
-  start_voter v4 hci4 "$JOIN" 'B+' --question 1 --kind multi --options 4
-  local a
-  for a in "$A1" "$A2" "$A3" "$A4"; do wait_seen hci0 "$a" 180 || fail "hci0 never received $a's advertisement"; done
-  sleep "$SETTLE"
-  finish_tally tally
+  four_voters_answer 'A+C' 'C+D' 'A+C' 'B+' --kind multi --options 4
   check "each option counts the ballots that selected it: A2 B1 C3 D1" json tally \
     "{o['option']: o['count'] for o in j['results']['options']} == {'A': 2, 'B': 1, 'C': 3, 'D': 1}"
   check "the exact combinations: A+C twice, C+D once, B alone once" json tally \
