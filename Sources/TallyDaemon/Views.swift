@@ -30,7 +30,7 @@ extension PollController {
         var model = TallyViewModel(
             title: options.title ?? "Clicker",
             joinCode: showJoinCode ? joinCode.description : Self.redacted(joinCode), anonymous: options.roster == nil,
-            question: .init(number: Int(question), isOpen: isOpen, elapsed: elapsed(now: now)),
+            question: .init(number: Int(question), isOpen: isOpen, elapsed: elapsed(now: now), title: spec.title),
             answers: panel.bars, countsHidden: live.hidden, voters: live.voters, votesPerSecond: votesPerSecond(now: now),
             changes: live.changes,
             rejections: rejections, radio: radioModel, alert: alert,

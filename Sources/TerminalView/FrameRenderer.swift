@@ -27,7 +27,9 @@ public enum FrameRenderer {
         g.fill(Cell(" ", header), row: 0, column: 0, count: W)
         let right = m.anonymous ? "anonymous poll " : "roster poll "
         let titleEnd = g.put(" CLICKER  ", row: 0, column: 0, style: header)
-        g.put(m.title, row: 0, column: titleEnd, style: CellStyle(reverse: true), maxWidth: max(0, W - titleEnd - right.count - 1))
+        // The poll's title, then the open question's, where the whole width can show it.
+        let heading = m.title + (m.question?.title.map { "  ·  Q\(m.question?.number ?? 0): " + $0 } ?? "")
+        g.put(heading, row: 0, column: titleEnd, style: CellStyle(reverse: true), maxWidth: max(0, W - titleEnd - right.count - 1))
         g.put(right, row: 0, column: W - right.count, style: CellStyle(reverse: true))
 
         // Join code, large, with the question panel to its right.
@@ -292,6 +294,7 @@ public enum FrameRenderer {
         lines.append(("Join code " + m.joinCode, CellStyle(bold: true)))
         if let q = m.question {
             lines.append(("Q\(q.number) " + (q.isOpen ? "OPEN " : "CLOSED ") + Format.clock(q.elapsed), CellStyle(bold: true)))
+            if let t = q.title { lines.append((t, .plain)) }
         }
         lines.append(("Voters \(m.voters)  \(Format.oneDecimal(m.votesPerSecond))/s  rej \(m.rejectedTotal)", .plain))
         if m.countsHidden {

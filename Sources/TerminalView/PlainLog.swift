@@ -35,7 +35,8 @@ public struct PlainLineFormatter: Sendable {
         }
         if let q = new.question {
             if old?.question?.number != q.number || old?.question?.isOpen != q.isOpen {
-                lines.append(q.isOpen ? "question \(q.number) opened" : "question \(q.number) closed: " + statusLine(new))
+                lines.append(q.isOpen ? "question \(q.number) opened" + (q.title.map { ": " + sanitize($0) } ?? "")
+                                      : "question \(q.number) closed: " + statusLine(new))
                 if !q.isOpen, !new.countsHidden {
                     lines += new.details.map { "question \(q.number): " + sanitize($0) }
                 }

@@ -6,14 +6,17 @@ public struct TallyViewModel: Sendable, Equatable, Codable {
         public var isOpen: Bool
         /// Time since the question was opened (frozen at close if the caller wishes).
         public var elapsed: Duration
+        /// The question's title, when it has one.
+        public var title: String?
 
-        public init(number: Int, isOpen: Bool, elapsed: Duration) {
+        public init(number: Int, isOpen: Bool, elapsed: Duration, title: String? = nil) {
             self.number = number
             self.isOpen = isOpen
             self.elapsed = elapsed
+            self.title = title
         }
 
-        enum CodingKeys: String, CodingKey { case number, isOpen, elapsed }
+        enum CodingKeys: String, CodingKey { case number, isOpen, elapsed, title }
 
         // Durations are seconds, as numbers (scripts read `status --json`).
         public init(from decoder: any Decoder) throws {
@@ -21,6 +24,7 @@ public struct TallyViewModel: Sendable, Equatable, Codable {
             number = try c.decode(Int.self, forKey: .number)
             isOpen = try c.decode(Bool.self, forKey: .isOpen)
             elapsed = Format.duration(seconds: try c.decode(Double.self, forKey: .elapsed))
+            title = try c.decodeIfPresent(String.self, forKey: .title)
         }
 
         public func encode(to encoder: any Encoder) throws {
@@ -28,6 +32,7 @@ public struct TallyViewModel: Sendable, Equatable, Codable {
             try c.encode(number, forKey: .number)
             try c.encode(isOpen, forKey: .isOpen)
             try c.encode(Format.seconds(elapsed), forKey: .elapsed)
+            try c.encodeIfPresent(title, forKey: .title)
         }
     }
 

@@ -51,6 +51,8 @@ final class QuestionSetTests: XCTestCase {
         var spec = await c.spec
         XCTAssertEqual(spec.title, "Largest planet?")
         XCTAssertEqual(spec.kinds, [.choice])
+        let shown = await c.viewModel(now: t0).question?.title
+        XCTAssertEqual(shown, "Largest planet?", "the live view shows the question's title")
         await c.ingest(sealedReport(code, voter: 1, answer: .choice(2)))
         await c.ingest(sealedReport(code, voter: 2, answer: .choice(3)))         // D: not offered
         await c.ingest(sealedReport(code, voter: 3, answer: .trueFalse(true)))   // another kind

@@ -230,6 +230,23 @@ final class RenderTests: XCTestCase {
         XCTAssertTrue(f.eventLines(from: Fixtures.openWithVotes, to: evil).allSatisfy { !$0.contains("\n") })
     }
 
+    /// A question's title shows in the full and compact views, in the log's "opened" line and in
+    /// `status --json`; a line break in it reaches neither the grid nor the log as one.
+    func testTheQuestionsTitleIsShown() throws {
+        var m = Fixtures.openWithVotes
+        m.question?.title = "Noble gases\n?"
+        let full = FrameRenderer.render(m, state: ViewState(), width: 120, height: 40)
+        XCTAssertTrue(rowText(full, 0).contains("Physics 101 - week 3  ·  Q3: Noble gases"), rowText(full, 0))
+        let compact = FrameRenderer.render(m, state: ViewState(), width: 30, height: 12)
+        XCTAssertTrue((0..<compact.height).contains { rowText(compact, $0).contains("Noble gases") })
+        for g in [full, compact] { XCTAssertTrue(g.cells.allSatisfy { $0.scalar.value >= 0x20 }) }
+        let opened = PlainLineFormatter().eventLines(from: nil, to: m)
+        XCTAssertTrue(opened.contains("question 3 opened: Noble gases ?"), "\(opened)")
+        let json = try JSONEncoder().encode(m)
+        XCTAssertEqual(try JSONDecoder().decode(TallyViewModel.self, from: json).question?.title, "Noble gases\n?")
+        XCTAssertNil(try JSONDecoder().decode(TallyViewModel.self, from: try JSONEncoder().encode(Fixtures.openWithVotes)).question?.title)
+    }
+
     func testFormatHelpers() {
         XCTAssertEqual(Format.clock(.seconds(0)), "0:00")
         XCTAssertEqual(Format.clock(.seconds(75)), "1:15")
