@@ -15,11 +15,11 @@ public struct ResultsPanel: Sendable, Equatable {
     public init(_ results: KindResults) {
         switch results {
         case .choice(let c), .trueFalse(let c):
-            bars = c.options.map { .init(label: $0.option, count: $0.count) }
+            bars = c.options.map { .init(label: $0.option, count: $0.count, text: $0.text) }
             caption = nil
             details = []
         case .multiSelect(let m):
-            bars = m.options.map { .init(label: $0.option, count: $0.count) }
+            bars = m.options.map { .init(label: $0.option, count: $0.count, text: $0.text) }
             caption = "Each option (a ballot may select several) · \(Self.ballots(m.ballots))"
             let top = m.combinations.prefix(Self.combinationsShown).map { "\($0.answer) \($0.count)" }
             let more = m.combinations.count > Self.combinationsShown ? " · \(m.combinations.count - Self.combinationsShown) more" : ""
@@ -35,7 +35,7 @@ public struct ResultsPanel: Sendable, Equatable {
             }
         case .ranked(let r):
             let last = r.rounds.last
-            bars = last?.votes.map { .init(label: $0.option, count: $0.count) } ?? []
+            bars = last?.votes.map { .init(label: $0.option, count: $0.count, text: $0.text) } ?? []
             caption = "Round \(r.rounds.count) of instant-runoff · \(Self.ballots(r.ballots))"
             details = r.rounds.map { round in
                 let votes = round.votes.map { "\($0.option) \($0.count)" }.joined(separator: " · ")

@@ -173,14 +173,17 @@ public enum FrameRenderer {
         let step = available >= 2 * n - 1 ? 2 : 1
         let shown = min(n, (available + step - 1) / step)
         let total = m.answers.reduce(0) { $0 + max(0, $1.count) }
-        let labelWidth = min(12, max(1, m.answers.map(\.label.count).max() ?? 1))
+        // Option texts get a wider column than letters and bin labels.
+        let widest = m.answers.contains { $0.text != nil } ? 24 : 12
+        let labelWidth = min(widest, max(1, m.answers.map(\.shown.count).max() ?? 1))
         let barStart = 2 + labelWidth + 1
         let countColumn = g.width - 16
         let barWidth = max(1, countColumn - 1 - barStart)
         for i in 0..<shown {
             let a = m.answers[i]
             let row = top + i * step
-            g.put(a.label, row: row, column: 2, style: CellStyle(bold: true), maxWidth: labelWidth)
+            let end = g.put(a.label, row: row, column: 2, style: CellStyle(bold: true), maxWidth: labelWidth)
+            if let text = a.text { g.put(" " + text, row: row, column: end, maxWidth: max(0, 2 + labelWidth - end)) }
             if hidden { continue }
             let color = answerColors[i % answerColors.count]
             let units = total > 0 ? Int((Double(max(0, a.count)) / Double(total) * Double(barWidth * 8)).rounded()) : 0

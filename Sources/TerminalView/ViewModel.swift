@@ -41,11 +41,17 @@ public struct TallyViewModel: Sendable, Equatable, Codable {
         /// Short label, e.g. "A".
         public var label: String
         public var count: Int
+        /// The option's text, when the question has one ("Paris").
+        public var text: String?
 
-        public init(label: String, count: Int) {
+        public init(label: String, count: Int, text: String? = nil) {
             self.label = label
             self.count = count
+            self.text = text
         }
+
+        /// The label and the text, as the full view shows them ("A Paris").
+        public var shown: String { text.map { label + " " + $0 } ?? label }
     }
 
     /// Rejected reports for one reason.

@@ -240,6 +240,15 @@ final class RenderTests: XCTestCase {
         let compact = FrameRenderer.render(m, state: ViewState(), width: 30, height: 12)
         XCTAssertTrue((0..<compact.height).contains { rowText(compact, $0).contains("Noble gases") })
         for g in [full, compact] { XCTAssertTrue(g.cells.allSatisfy { $0.scalar.value >= 0x20 }) }
+        // Option texts beside the letters in the full view; the log keeps its key=value letters.
+        m.answers = [.init(label: "A", count: 3, text: "Helium"), .init(label: "B", count: 1, text: "Iron"),
+                     .init(label: "C", count: 2, text: "A very long option text that is cut")]
+        let bars = FrameRenderer.render(m, state: ViewState(), width: 120, height: 40)
+        let rows = (0..<bars.height).map { rowText(bars, $0) }
+        XCTAssertTrue(rows.contains { $0.hasPrefix("  A Helium ") }, rows.joined(separator: "\n"))
+        XCTAssertTrue(rows.contains { $0.hasPrefix("  B Iron ") })
+        XCTAssertTrue(rows.contains { $0.hasPrefix("  C A very long option ") && !$0.contains("is cut") })
+        XCTAssertTrue(PlainLineFormatter().statusLine(m).contains(" A=3(50.0%) B=1(16.7%) C=2(33.3%) "))
         let opened = PlainLineFormatter().eventLines(from: nil, to: m)
         XCTAssertTrue(opened.contains("question 3 opened: Noble gases ?"), "\(opened)")
         let json = try JSONEncoder().encode(m)
