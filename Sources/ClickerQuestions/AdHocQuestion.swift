@@ -31,8 +31,14 @@ public enum AdHocQuestion {
         case .numeric:
             guard entries.count <= 1, !(entries.count == 1 && range != nil) else { throw .noOptions(kind) }
             if let d = decimals, !(0...4).contains(d) { throw .decimals(d) }
+            let text = range ?? entries.first
+            // A range's own decimals are held to the same limit: `NumericRange` would clamp them,
+            // and store a range that is not the one written.
+            if decimals == nil, let text, !(0...4).contains(NumericText.decimals(in: text)) {
+                throw .rangeDecimals(text, NumericText.decimals(in: text))
+            }
             var numeric = NumericRange(decimals: decimals ?? 0)
-            if let text = range ?? entries.first {
+            if let text {
                 switch NumericText.range(text, decimals: decimals ?? NumericText.decimals(in: text)) {
                 case .success(let r): numeric = r
                 case .failure(let e): throw .range(e)
@@ -51,6 +57,7 @@ public enum AdHocQuestionError: Error, Sendable, Equatable, CustomStringConverti
     case noOptions(QuestionKind)
     case notNumeric(QuestionKind)
     case decimals(Int)
+    case rangeDecimals(String, Int)
     case range(NumericTextError)
 
     public var description: String {
@@ -63,6 +70,8 @@ public enum AdHocQuestionError: Error, Sendable, Equatable, CustomStringConverti
                 : "a numeric question takes no options, only a range LOW..HIGH"
         case .notNumeric(let k): "a \(k.rawValue) question has no range or decimals: only a numeric question has"
         case .decimals(let d): "\(d) decimals: a numeric question has 0 to 4"
+        case let .rangeDecimals(t, d):
+            "range '\(t)' has \(d) decimals: a numeric question has 0 to 4 (the 16 bits a ballot carries)"
         case .range(let e): "range: \(e)"
         }
     }

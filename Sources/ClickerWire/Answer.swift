@@ -136,7 +136,14 @@ public enum Answer: Sendable, Hashable, Comparable, CustomStringConvertible, Los
         }
         if let first = t.unicodeScalars.first, first == "-" || ("0"..."9").contains(first) {
             let digits = first == "-" ? t.dropFirst() : Substring(t)
-            guard !digits.isEmpty, digits.allSatisfy({ $0.isASCII && $0.isNumber }) else { throw .badNumber(t) }
+            guard !digits.isEmpty, digits.allSatisfy({ $0.isASCII && $0.isNumber }) else {
+                // `9.81`: a ballot carries whole numbers; only the question's form scales a decimal.
+                let parts = digits.split(separator: ".", omittingEmptySubsequences: false)
+                if parts.count == 2, parts.allSatisfy({ !$0.isEmpty && $0.allSatisfy { $0.isASCII && $0.isNumber } }) {
+                    throw .decimalNeedsForm(t, decimals: parts[1].count)
+                }
+                throw .badNumber(t)
+            }
             guard let v = Int16(t) else { throw .numberOutOfRange(t) }
             self = .numeric(v)
         } else if t.contains(">") {
@@ -181,6 +188,8 @@ public enum AnswerParseError: Error, Sendable, Equatable, CustomStringConvertibl
     case repeatedLetter(String)
     case notARanking(String)
     case badNumber(String)
+    /// A decimal number, read without the question's form (its decimals): `decimals` is how many it has.
+    case decimalNeedsForm(String, decimals: Int)
     case numberOutOfRange(String)
 
     public var description: String {
@@ -190,6 +199,8 @@ public enum AnswerParseError: Error, Sendable, Equatable, CustomStringConvertibl
         case .repeatedLetter(let s): "option \(s) appears twice"
         case .notARanking(let s): "'\(s)' is not a ranking; list up to 8 different options, like B>A>C (one alone: C>)"
         case .badNumber(let s): "'\(s)' is not a number; type digits with an optional minus, like 42 or -3"
+        case let .decimalNeedsForm(s, d):
+            "'\(s)' has decimals: a decimal answer needs the question's decimals, --kind numeric --decimals \(d) (or more)"
         case .numberOutOfRange(let s): "\(s) is out of range (-32768 to 32767)"
         }
     }

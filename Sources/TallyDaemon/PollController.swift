@@ -90,8 +90,6 @@ public actor PollController {
             (options, opening) = try Self.resuming(options, store: store, maxAge: maxAge, stated: stated, now: now,
                                                    logger: logger)
         }
-        // `options` is the current question's option count (the views draw its letters).
-        options.options = opening.tally.question(opening.question)?.spec.options ?? options.options
         self.options = options
         self.store = store
         self.logger = logger
@@ -108,7 +106,9 @@ public actor PollController {
         countsShown = options.roster == nil
         publisher = CountPublisher(rule: options.publishRule,
                                    start: Self.exactCounts(opening.tally, sealed: opening.sealed[opening.question],
-                                                           question: opening.question, options: options.options),
+                                                           question: opening.question,
+                                                           options: (opening.tally.question(opening.question)?.spec
+                                                                     ?? options.firstSpec).options),
                                    at: now)
     }
 

@@ -119,7 +119,6 @@ extension PollController {
         options.joinCode = code
         options.policy = policy
         options.questionSet = plan
-        if let d = stored { options.options = d.options }
         if isRoster, options.roster == nil {
             guard let store, let roster = try RosterBook.load(from: store) else {
                 throw PollError.storage("the open poll is a roster poll, but the database holds no roster: import it "
@@ -203,7 +202,6 @@ extension PollController {
                                     + "a new poll starts once they are")
         }
         let opening = try Self.fresh(options: next, store: store, now: Date())
-        next.options = opening.tally.question(opening.question)?.spec.options ?? next.options
         options = next
         joinCode = next.joinCode
         pipeline = IngestPipeline(keyring: keyring, tally: opening.tally, policy: pipeline.policy)

@@ -10,7 +10,9 @@ public struct PollOptions: Sendable {
     /// apart as "unregistered". Nil for anonymous polls.
     public var roster: Roster?
     public var policy: ChangePolicy
-    /// Answers offered (A…) by the current question; the controller keeps it so as the questions change.
+    /// Answers offered (A…) by the first question when `adHoc` is nil (`--options N`), and by a
+    /// question stored before definitions were kept. The current question's count is the
+    /// controller's `spec.options`: it follows the questions, this does not.
     public var options: Int
     /// The question opened when the poll starts.
     public var firstQuestion: UInt8

@@ -54,8 +54,9 @@ extension PollController {
     }
 
     /// Closes the current question (if open) and opens the next one: the set's next question, or
-    /// `adHoc` (its number is ignored), or without a set the current question's kind and options again
-    /// (no title, no correct answer). After the set's last question only an ad-hoc question opens;
+    /// `adHoc` (its number is ignored), or without a set the current question's kind, options and
+    /// option texts (a numeric question: its range) again, without its title or correct answers (they
+    /// belong to the question asked). After the set's last question only an ad-hoc question opens;
     /// after that one, the same kind again.
     public func nextQuestion(_ adHoc: QuestionSpec? = nil) throws {
         guard question < UInt8.max else { throw PollError.lastQuestion }
@@ -70,16 +71,17 @@ extension PollController {
         } else if !set.isEmpty, Int(question) == set.count {
             throw PollError.endOfQuestionSet(count: set.count)
         } else {
-            // Ad hoc (or past the set, after an ad-hoc question): the current kind and options again.
+            // Ad hoc (or past the set, after an ad-hoc question): the current kind, options and option
+            // texts again; not its title or correct answers.
             let current = spec
-            upcoming = QuestionSpec(number: next, options: current.options, kinds: current.kinds, numeric: current.numeric)
+            upcoming = QuestionSpec(number: next, options: current.options, kinds: current.kinds,
+                                    optionTexts: current.optionTexts, numeric: current.numeric)
         }
         upcoming.number = next
         if isOpen { try closeQuestion() }
         try storeAction { try $0.openQuestion(poll: $1, number: Int(next), definition: QuestionDefinition(upcoming)) }
         pipeline.tally.open(upcoming)
         question = next
-        options.options = upcoming.options
         isOpen = true
         openedAt = Date()
         closedAt = nil

@@ -30,7 +30,7 @@ extension PollController {
         let r = tally.results(question: q)
         var counts: [String: Int] = [:]
         for (answer, n) in r?.countTable ?? [:] { counts[answer.description] = n }
-        if r == nil { for i in 0..<options.options { counts[Answer.choice(UInt8(i)).description] = 0 } }
+        if r == nil { for i in 0..<spec(of: q).options { counts[Answer.choice(UInt8(i)).description] = 0 } }
         let voters = tally.question(q)?.voters ?? [:]
         let anonymous = options.roster == nil
         // Read over GATT and verified (roster ballots are verified by their tag, and never read).
@@ -66,7 +66,7 @@ extension PollController {
     /// The counts every live consumer shows: while the question is open, hidden unless shown, and
     /// moved only at epochs of `options.publishRule`; once it is closed, exact.
     public func liveCounts(now: Date = Date()) -> LiveCounts {
-        let tally = pipeline.tally, q = question, n = options.options, totals = sealed[q]
+        let tally = pipeline.tally, q = question, n = spec.options, totals = sealed[q]
         guard isOpen else { return Self.exactCounts(tally, sealed: totals, question: q, options: n) }
         var live = publisher.read(at: now) { Self.exactCounts(tally, sealed: totals, question: q, options: n) }
         if !countsShown {
@@ -84,7 +84,7 @@ extension PollController {
 
     func resetPublished() {
         publisher.reset(to: Self.exactCounts(pipeline.tally, sealed: sealed[question], question: question,
-                                             options: options.options), at: Date())
+                                             options: spec.options), at: Date())
     }
 
     /// The exact counts of a question: from the tally, or from its totals once an anonymous

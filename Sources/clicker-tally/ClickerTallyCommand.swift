@@ -127,7 +127,6 @@ struct PollArguments: ParsableArguments {
                                   options: self.options, firstQuestion: firstQuestion, confirmByGATT: gattConfirm)
         if let questions {
             options.questionSet = try readQuestionSet(questions)
-            options.options = options.firstSpec.options
         } else {
             options.adHoc = try question.spec(number: firstQuestion)
         }

@@ -45,7 +45,7 @@ struct QuestionArguments: ParsableArguments {
         if entries.isEmpty, ["single", "multi", "ranked"].contains(kind.lowercased()) { entries = ["4"] }
         do {
             return try AdHocQuestion.spec(number: number, kind: kind, options: entries, title: title, range: range,
-                                          decimals: decimals ?? range.map { NumericText.decimals(in: $0) })
+                                          decimals: decimals)
         } catch {
             throw ValidationError("\(error)")
         }

@@ -56,7 +56,7 @@ struct Cast: AsyncParsableCommand {
                                valueName: "kind"))
     var kind: AnswerForm.Kind?
 
-    @Option(help: "Options the question offers (letters A…, 1-8; with --kind single, multi or ranked; default 4).")
+    @Option(help: "Options the question offers (letters A…, 2-8; with --kind single, multi or ranked; default 4).")
     var options: Int?
 
     @Option(parsing: .unconditional,
@@ -86,7 +86,10 @@ struct Cast: AsyncParsableCommand {
         switch kind {
         case .single, .multi, .ranked:
             if range != nil || decimals != nil { throw ValidationError("--range and --decimals are for --kind numeric") }
-            if let options, !(1...Answer.maxOptions).contains(options) { throw ValidationError("--options must be 1 to 8") }
+            // As the tally: a question offers at least two options.
+            if let options, !(2...Answer.maxOptions).contains(options) {
+                throw ValidationError("--options must be 2 to 8: a question offers 2 to 8 options (A to H)")
+            }
             return AnswerForm(kind: kind, options: options ?? 4)
         case .truefalse, .numeric:
             if options != nil { throw ValidationError("--options is for --kind single, multi or ranked") }

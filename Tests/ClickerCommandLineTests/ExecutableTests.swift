@@ -86,7 +86,10 @@ final class ExecutableTests: XCTestCase {
              "answer: '3.5' is not a whole number; this question takes a whole number from -5 to 5"),
             (["A", "--kind", "truefalse"], "answer: 'A' does not answer this question; this question takes true or false"),
             (["B", "--options", "2"], "--options, --range and --decimals describe a question: give its --kind too"),
-            (["B", "--kind", "single", "--options", "9"], "--options must be 1 to 8"),
+            (["B", "--kind", "single", "--options", "9"], "--options must be 2 to 8"),
+            // The tally refuses a one-option question: the voter refuses it the same way.
+            (["A", "--kind", "single", "--options", "1"], "--options must be 2 to 8: a question offers 2 to 8 options (A to H)"),
+            (["9.81"], "answer: '9.81' has decimals: a decimal answer needs the question's decimals, --kind numeric --decimals 2"),
             (["3", "--kind", "numeric", "--range", "5..1"], "'5..1' is empty: its low end is above its high end; --range takes LOW..HIGH"),
             (["3", "--kind", "numeric", "--range", "0.0..1.0"], "answer: 3 is out of range; this question takes a number with at most 1 decimal from 0.0 to 1.0"),
         ]

@@ -99,6 +99,8 @@ final class QuestionFileTests: XCTestCase {
              "lecture.yaml:4: question 1: 'range': '0 to 10' is not a range LOW..HIGH, like 0..100 or -2.5..2.5", #line),
             ("questions:\n  - title: Q\n    kind: numeric\n    decimals: 2\n    range: 0..400\n",
              "lecture.yaml:5: question 1: 'range': '400' does not fit the 16 bits a ballot carries (-327.68 to 327.67 with 2 decimals)", #line),
+            ("questions:\n  - title: Q\n    kind: numeric\n    decimals: 5\n    range: 0.00001..0.00002\n",
+             "lecture.yaml:4: question 1: 'decimals': '5' is not 0 to 4", #line),
             ("questions:\n  - title: Q\n    kind: numeric\n    range: 0..1.5\n",
              "lecture.yaml:4: question 1: 'range': '1.5' has more than 0 decimals", #line),
             ("questions:\n  - title: Q\n    kind: single\n    options: [a, b]\n    range: 0..3\n",
@@ -161,6 +163,12 @@ final class QuestionFileTests: XCTestCase {
             ("single", ["4"], "0..3", nil, "a single question has no range or decimals: only a numeric question has"),
             ("numeric", [], "3..0", nil, "range: '3..0' is empty: its low end is above its high end"),
             ("numeric", [], nil, 5, "5 decimals: a numeric question has 0 to 4"),
+            // A range written with more decimals than a ballot's scale takes, from the command line's
+            // `--range` or from D-Bus (the range as the one option): refused, not clamped to 4 decimals.
+            ("numeric", [], "0.00001..0.00002", nil,
+             "range '0.00001..0.00002' has 5 decimals: a numeric question has 0 to 4 (the 16 bits a ballot carries)"),
+            ("numeric", ["0.00001..0.00002"], nil, nil,
+             "range '0.00001..0.00002' has 5 decimals: a numeric question has 0 to 4 (the 16 bits a ballot carries)"),
         ]
         for (kind, options, range, decimals, message) in refused {
             XCTAssertThrowsError(try AdHocQuestion.spec(number: 1, kind: kind, options: options, title: nil, range: range,

@@ -38,6 +38,12 @@ final class AnswerTests: XCTestCase {
         XCTAssertEqual(reason("32768"), .numberOutOfRange("32768"))
         XCTAssertEqual(reason("-"), .badNumber("-"))
         XCTAssertEqual(reason("4x"), .badNumber("4x"))
+        // A decimal typed without the question's form: the message names the flags that read it.
+        XCTAssertEqual(reason("9.81"), .decimalNeedsForm("9.81", decimals: 2))
+        XCTAssertEqual("\(AnswerParseError.decimalNeedsForm("9.81", decimals: 2))",
+                       "'9.81' has decimals: a decimal answer needs the question's decimals, --kind numeric --decimals 2 (or more)")
+        XCTAssertEqual(reason("1.2.3"), .badNumber("1.2.3"))
+        XCTAssertEqual(reason("1."), .badNumber("1."))
     }
 
     /// Rankings of k = 1…8 options: Σ 8!/(8−k)! arrangements.

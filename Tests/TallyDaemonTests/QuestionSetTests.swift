@@ -180,8 +180,8 @@ final class QuestionSetTests: XCTestCase {
         try await c.nextQuestion(AdHocQuestion.spec(number: 9, kind: "ranked", options: ["5"], title: "Order"))
         spec = await c.spec
         XCTAssertEqual(spec, QuestionSpec(number: 3, options: 5, kinds: [.ranking], title: "Order"))
-        let options = await c.options.options
-        XCTAssertEqual(options, 5, "the view's letters follow the question")
+        let letters = await c.liveCounts().counts.keys.sorted()
+        XCTAssertEqual(letters, ["A", "B", "C", "D", "E"], "the view's letters follow the question")
         // OpenQuestion with a definition only while no question is open.
         let numeric = try AdHocQuestion.spec(number: 1, kind: "numeric", options: ["0..10"], title: nil)
         do { try await c.openQuestion(numeric); XCTFail("question 3 is open") } catch let e as PollError {

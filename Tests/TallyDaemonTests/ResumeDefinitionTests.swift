@@ -35,8 +35,8 @@ final class ResumeDefinitionTests: XCTestCase {
         XCTAssertEqual(try db.questions(poll: 1).map(\.definition), [.choice(options: 6), .choice(options: 6)])
 
         let second = try resume(db)
-        let options = await second.options
-        XCTAssertEqual(options.options, 6)
+        let (options, spec) = await (second.options, second.spec)
+        XCTAssertEqual(spec.options, 6)
         XCTAssertEqual(options.policy, .firstResponseOnly)
         await second.ingest(sealedReport(code, voter: 2, answer: .choice(4), question: 2))
         let r = await second.results()
