@@ -136,7 +136,7 @@ let package = Package(
         // Executables only wire things together
         .executableTarget(name: "clicker-tally", dependencies: [
             "ClickerCommandLine", "TallyDaemon", "ClickerQuestions", "ClickerSim", "BlueZ", "HCI", "Voter", "DBus", "ClickerStore", "TerminalView",
-            "ProjectorWeb",
+            "ProjectorWeb", "PrivateFiles",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

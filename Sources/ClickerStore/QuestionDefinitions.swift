@@ -21,4 +21,12 @@ extension QuestionSpec {
                   numeric: d.numeric.map { NumericRange(decimals: $0.decimals, lowest: $0.lowest, highest: $0.highest) },
                   correct: d.correct, points: d.points)
     }
+
+    /// A stored question as the tally counts it, wherever one is read back (resume, exports,
+    /// gradebook): its definition; a question stored before definitions were kept is a single
+    /// choice of `options` letters (A–D unless the poll said otherwise).
+    public init(_ q: QuestionRecord, optionsIfUndefined options: Int = 4) {
+        let number = UInt8(clamping: q.number)
+        if let d = q.definition { self.init(number: number, definition: d) } else { self = .choice(number, options: options) }
+    }
 }

@@ -78,7 +78,7 @@ struct PlannedQuestion: Codable, FetchableRecord, PersistableRecord, DefinitionC
 
 extension ClickerStore {
     /// The question set of `poll`, in order (question 1 first); empty when its questions are asked ad hoc.
-    public func plan(poll: Int64) throws -> [QuestionDefinition] {
+    package func plan(poll: Int64) throws -> [QuestionDefinition] {
         try pool.read { db in try Self.plan(db, poll: poll) }
     }
 

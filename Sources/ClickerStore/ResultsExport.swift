@@ -11,17 +11,9 @@ extension Exporter {
     /// Columns of the rounds CSV: one row per option in the race in each round of each ranked question.
     public static let roundColumns = ["poll", "question", "round", "option", "votes", "active", "exhausted", "eliminated"]
 
-    /// The question as its stored definition gives it; a single choice of A–D for a question
-    /// stored without one.
-    public static func spec(_ q: QuestionRecord) -> QuestionSpec {
-        let number = UInt8(clamping: q.number)
-        guard let d = q.definition else { return .choice(number) }
-        return QuestionSpec(number: number, definition: d)
-    }
-
     /// The results of one summarised question.
     public static func results(_ s: QuestionSummary) -> KindResults {
-        KindResults(spec: spec(s.question), counts: s.answers)
+        KindResults(spec: QuestionSpec(s.question), counts: s.answers)
     }
 
     /// The per-option counts of the summary CSV's letter columns: single choice and multi-select

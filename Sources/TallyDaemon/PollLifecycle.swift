@@ -131,21 +131,13 @@ extension PollController {
         return (options, resumed(s, options: options))
     }
 
-    /// The tally's question for a stored one: its stored definition, else (stored before
-    /// definitions were kept) a single choice of `options` answers.
-    static func spec(_ q: QuestionRecord, options: Int) -> QuestionSpec {
-        let number = UInt8(clamping: q.number)
-        guard let d = q.definition else { return .choice(number, options: options) }
-        return QuestionSpec(number: number, definition: d)
-    }
-
     /// Rebuilds the tally of a stored poll: ballots are replayed in the order they were counted in
     /// (see `ClickerStore.summarize`), closed anonymous questions come back as totals only.
     static func resumed(_ s: ResumeState, options: PollOptions) -> Opening {
         var tally = Tally(voteID: options.joinCode.voteID, policy: options.policy, rosterOnly: options.roster != nil)
         let current = s.questions.last
         let question = UInt8(clamping: current?.number ?? Int(options.firstQuestion))
-        for q in s.questions { tally.open(spec(q, options: options.options)) }
+        for q in s.questions { tally.open(QuestionSpec(q, optionsIfUndefined: options.options)) }
         if s.questions.isEmpty { tally.open(options.firstSpec) }
         var o = Opening(tally: tally, question: question, isOpen: current.map { $0.state == .open } ?? true,
                         openedAt: current?.openedAt ?? Date(), closedAt: current?.closedAt)

@@ -76,7 +76,7 @@ extension PollController {
             var extra: [(suffix: String, contents: String)] = []
             if let roster = options.roster {
                 extra.append((suffix: "roster.csv", contents: rosterCSV(roster)))
-                if let poll = try store.poll(pollID), let book = gradebook(stored: try store.questions(poll: pollID)) {
+                if let poll = try store.poll(pollID), let book = gradebook() {
                     // Scores per student (participation, and correctness where questions have correct answers).
                     let prefix = GradebookCSV.prefix(poll)
                     extra.append((suffix: "gradebook-canvas.csv", contents: GradebookCSV.canvas(book, prefix: prefix)))

@@ -56,6 +56,17 @@ public struct Classroom: Sendable {
         self.options = max(1, options)
     }
 
+    /// The same room answering a question that accepts `kinds`: in the first kind of single choice,
+    /// multi-select, ranking, true/false and numeric that it accepts, with `options` options and, for
+    /// a numeric question, in `range` (0…100 when the question declares none). Unchanged when it
+    /// accepts none of them.
+    public func answering<G: RandomNumberGenerator>(kinds: Set<Answer.Kind>, options: Int, range: ClosedRange<Int16>?,
+                                                    using rng: inout G) -> Classroom {
+        let preference: [Answer.Kind] = [.choice, .multiSelect, .ranking, .trueFalse, .numeric]
+        guard let kind = preference.first(where: kinds.contains) else { return self }
+        return answering(kind, options: options, range: range ?? 0...100, using: &rng)
+    }
+
     /// The same room answering a question of `kind` with `options` options: each student's letter
     /// (taken modulo `options`) becomes an answer of that kind (the letter; true or false by its
     /// parity; a set holding it, sometimes with a neighbour; a ranking that puts it first and orders

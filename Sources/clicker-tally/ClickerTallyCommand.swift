@@ -43,101 +43,6 @@ struct ClickerTallyCommand: AsyncParsableCommand {
     }
 }
 
-/// Options shared by every command that runs a poll.
-struct PollArguments: ParsableArguments {
-    @Option(help: ArgumentHelp("Join code as shown to students, e.g. 4821-K7QXM-3PF9A (vote ID, then the secret in two groups of five), never used before. Default: a fresh random one.",
-                               valueName: "code"))
-    var joinCode: String?
-
-    @Flag(help: "Continue the open poll (its join code, rule and votes) instead of starting a new one.")
-    var resume = false
-
-    @Option(help: ArgumentHelp("--resume refuses a poll that started more than this many hours ago.", valueName: "hours"))
-    var resumeLimit: Double = 6
-
-    @Option(name: .customLong("question"), help: "Question to open first, 1-255 (default 1; --resume: the open poll's).")
-    var questionGiven: Int?
-    /// Checked to be 1-255 by `validate()`.
-    var firstQuestion: UInt8 { UInt8(clamping: questionGiven ?? 1) }
-
-    @Option(help: ArgumentHelp("A question set: a YAML file of questions (README, \"Question sets\"); `n` opens the next. --resume: the open poll's.",
-                               valueName: "file"))
-    var questions: String?
-
-    @OptionGroup var question: QuestionArguments
-
-    /// Options of the first question (the simulated room answers among them).
-    var options: Int { (try? question.spec(number: 1).options) ?? 4 }
-
-    @Flag(help: "Count only a voter's first answer (default: the latest answer wins).")
-    var firstResponseOnly = false
-
-    @Flag(inversion: .prefixedNo, help: "Read anonymous ballots back over GATT and verify their signature, so an unverified copy cannot replace a verified vote (off: changes unverified).")
-    var gattConfirm = true
-
-    @Option(help: "Database file (default: clicker.sqlite in $STATE_DIRECTORY, else $XDG_STATE_HOME/clicker, else $HOME/.local/state/clicker).")
-    var db: String?
-
-    @Flag(help: "Keep nothing on disk (demos).")
-    var noStore = false
-
-    @Flag(help: "Roster poll: count only enrolled students (see `clicker-tally roster import`).")
-    var roster = false
-
-    func validate() throws {
-        if questions != nil, question.given {
-            throw ValidationError("--questions defines every question: leave out --kind, --options, --title, --range and --decimals")
-        }
-        _ = try question.spec(number: 1)
-        if let q = questionGiven, !(1...255).contains(q) { throw ValidationError("--question is 1 to 255 (got \(q))") }
-        if let j = joinCode {
-            do { _ = try JoinCode(parsing: j) } catch { throw ValidationError("--join-code: \(error)") }
-        }
-        if roster && noStore { throw ValidationError("--roster needs the database (drop --no-store)") }
-        if resume && joinCode != nil {
-            throw ValidationError("--resume continues the open poll with its own join code: leave out --join-code")
-        }
-        if resume && noStore { throw ValidationError("--resume needs the database (drop --no-store)") }
-        guard resumeLimit > 0, resumeLimit <= 24 * 7 else { throw ValidationError("--resume-limit is above 0, up to 168 hours") }
-    }
-
-    /// A new poll, or `--resume`.
-    func start() throws -> PollStart {
-        guard resume else { return .fresh }
-        // What was said is checked against the open poll; what was not is taken from it.
-        return .resume(maxAge: .seconds(Int64(resumeLimit * 3600)),
-                       stated: ResumeFlags(options: question.optionsGiven.map { _ in options }, roster: roster ? true : nil,
-                                           policy: firstResponseOnly ? .firstResponseOnly : nil,
-                                           question: questionGiven.map { _ in firstQuestion },
-                                           kind: question.kind == nil ? nil : (try? question.spec(number: 1))?.kinds.first,
-                                           questionSet: try questions.map(readQuestionSet)))
-    }
-
-    func pollOptions(store: ClickerStore?) throws -> PollOptions {
-        // With --resume the controller takes the open poll's code instead.
-        let code = try joinCode.map { try JoinCode(parsing: $0) } ?? PollController.unusedJoinCode(store: store)
-        var students: Roster?
-        if roster {
-            guard let store, let r = try RosterBook.load(from: store) else {
-                throw Failure("no roster: import one first with `clicker-tally roster import FILE.csv`")
-            }
-            students = r
-        }
-        var options = PollOptions(joinCode: code, roster: students, policy: firstResponseOnly ? .firstResponseOnly : .latestWins,
-                                  options: self.options, firstQuestion: firstQuestion, confirmByGATT: gattConfirm)
-        if let questions {
-            options.questionSet = try readQuestionSet(questions)
-        } else {
-            options.adHoc = try question.spec(number: firstQuestion)
-        }
-        return options
-    }
-
-    func openStore() throws -> ClickerStore? {
-        noStore ? nil : try ClickerStore(path: db, durability: .normal, exclusive: true)
-    }
-}
-
 struct Run: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Run a poll here (the default: the same as no subcommand).")
 
@@ -177,10 +82,12 @@ struct RunArguments: ParsableArguments {
         let kind: RadioKind = room.simulate != nil ? .sim : radio.radio
         let store: ClickerStore?
         do { store = try poll.openStore() } catch { throw Failure("cannot open the database: \(error)") }
-        let options = try poll.pollOptions(store: store)
+        let questionSet = try await poll.questionSet()
+        let options = try poll.pollOptions(store: store, questionSet: questionSet)
         let controller: PollController
         do {
-            controller = try PollController(options: options, store: store, start: try poll.start(), logger: logger)
+            controller = try PollController(options: options, store: store, start: poll.start(questionSet: questionSet),
+                                            logger: logger)
         } catch { throw Failure("\(error)") }
         // Before the live view takes the terminal: a port in use is an error the instructor sees.
         let web = try await webArguments.start(controller: controller, logger: logger) { line in
@@ -257,104 +164,3 @@ struct RunArguments: ParsableArguments {
     }
 }
 
-/// Human summary printed at the end of a run.
-enum PollSummary {
-    static func text(_ r: PollResults, simulatedRoom: Int? = nil) -> String {
-        let total = max(1, r.counts.values.reduce(0, +))
-        var lines = ["vote \(IDText.vote(UInt16(clamping: r.voteID))) question \(r.question): \(r.voters) voters, \(r.changes) changed their answer"]
-        var room = TallyViewModel(joinCode: "", voters: r.voters)
-        room.simulatedRoom = simulatedRoom
-        if let note = room.roomNote { lines.append("  " + note) }
-        for (answer, n) in r.counts.sorted(by: { $0.key < $1.key }) {
-            lines.append("  \(answer)  \(String(repeating: "#", count: n * 40 / total)) \(n)")
-        }
-        for line in r.results?.summaryLines ?? [] { lines.append("  " + line) }
-        let rejected = r.rejected.filter { $0.value > 0 }.sorted { $0.key < $1.key }
-        if !rejected.isEmpty {
-            lines.append("  rejected: " + rejected.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
-        }
-        return lines.joined(separator: "\n")
-    }
-}
-
-/// A simulated room of students (demos, tests, the crash check).
-struct SimulationArguments: ParsableArguments {
-    @Option(help: "Simulate a room of N students on the simulated air (implies --radio sim).")
-    var simulate: Int?
-
-    @Option(help: "Seed of the simulated room and air.")
-    var seed: UInt64 = 1
-
-    @Option(help: "Speed of the simulated students: 10 makes them answer ten times sooner.")
-    var simulateSpeed: Double = 1
-
-    @Option(help: ArgumentHelp("After answering, simulated students keep changing answers so that about N votes/s arrive (load tests).",
-                               valueName: "N"))
-    var simulateChurn: Double?
-
-    func validate() throws {
-        if let c = simulateChurn, !(c > 0 && c <= 10_000) { throw ValidationError("--simulate-churn is above 0, up to 10000 votes/s") }
-        if let n = simulate, !(0...5000).contains(n) { throw ValidationError("--simulate takes 0 to 5000 students") }
-        guard simulateSpeed > 0, simulateSpeed <= 1000 else { throw ValidationError("--simulate-speed is above 0, up to 1000") }
-    }
-
-    /// The students' task, when a room is simulated on `air`.
-    func companions(air: SimulatedAir?, controller: PollController, options: Int, question: UInt8,
-                    logger: Logger) -> [@Sendable () async -> Void] {
-        guard let n = simulate, let air else { return [] }
-        var rng = SplitMix64(seed: seed)
-        let room = Classroom(count: n, options: options, using: &rng)
-        let scale = 1 / simulateSpeed
-        logger.info("simulating \(room.students.count) students voting on the simulated air")
-        let churn = simulateChurn
-        let kindSeed = seed &+ 1
-        // Each student keeps one radio for the whole run and answers every question the poll opens.
-        let radios = RadioCache(air: air)
-        return [{
-            var current = await controller.question
-            var code = await controller.joinCode
-            var secret = PollSecret(deriving: code)  // scrypt: once per poll, not per question
-            var kindRNG = SplitMix64(seed: kindSeed)
-            while !Task.isCancelled {
-                let q = current
-                let now = await controller.joinCode
-                if now != code { code = now; secret = PollSecret(deriving: code) }
-                let s = secret
-                // The room answers the question's kind, with its options (a set's question may have fewer).
-                var asked = room
-                let spec = await controller.spec
-                if let kind = [Answer.Kind.choice, .multiSelect, .ranking, .trueFalse, .numeric].first(where: spec.kinds.contains) {
-                    asked = room.answering(kind, options: spec.options,
-                                           range: spec.numeric.map { $0.lowest...$0.highest } ?? 0...100, using: &kindRNG)
-                }
-                let students = Task { [asked] in
-                    await asked.run(secret: s, question: q, timeScale: scale, churn: churn) { radios[$0] }
-                }
-                while !Task.isCancelled, current == q {
-                    try? await Task.sleep(for: .milliseconds(200))
-                    current = await controller.question
-                }
-                students.cancel()
-                await students.value
-            }
-        }]
-    }
-}
-
-/// One simulated radio per student, made on first use and reused for every question (the air keeps
-/// a record of every device it has seen, so a fresh radio per question would grow it).
-final class RadioCache: Sendable {
-    private let air: SimulatedAir
-    private let radios = Mutex<[Int: SimulatedPeripheral]>([:])
-
-    init(air: SimulatedAir) { self.air = air }
-
-    subscript(student: Int) -> SimulatedPeripheral {
-        radios.withLock { r in
-            if let p = r[student] { return p }
-            let p = air.addPeripheral()
-            r[student] = p
-            return p
-        }
-    }
-}

@@ -64,8 +64,9 @@ struct Daemon: AsyncParsableCommand {
         }
         let controller: PollController
         do {
-            controller = try PollController(options: try poll.pollOptions(store: store), store: store, start: try poll.start(),
-                                            logger: logger)
+            let questionSet = try await poll.questionSet()
+            controller = try PollController(options: try poll.pollOptions(store: store, questionSet: questionSet), store: store,
+                                            start: poll.start(questionSet: questionSet), logger: logger)
         } catch {
             connection.close()
             throw Failure("\(error)")

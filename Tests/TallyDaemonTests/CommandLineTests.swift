@@ -97,7 +97,20 @@ final class CommandLineTests: XCTestCase {
         let contradicted = try clickerTally(base + ["--resume", "--questions", other], runtime: dir)
         XCTAssertEqual(contradicted.status, 1)
         XCTAssertTrue(contradicted.stderr.contains("--questions contradicts the open poll"), contradicted.stderr)
+        let otherKind = try clickerTally(base + ["--resume", "--kind", "truefalse"], runtime: dir)
+        XCTAssertEqual(otherKind.status, 1)
+        XCTAssertTrue(otherKind.stderr.contains("--kind contradicts the open poll"), otherKind.stderr)
+        // What only defines a new question is refused with --resume, not silently dropped.
+        for flags in [["--title", "Other"], ["--kind", "numeric", "--range", "0..10"], ["--kind", "numeric", "--decimals", "1"],
+                      ["--options", "Mars,Venus"]] {
+            let r = try clickerTally(base + ["--resume"] + flags, runtime: dir)
+            XCTAssertEqual(r.status, 64, "\(flags)")
+            XCTAssertTrue(r.stderr.contains("--resume continues the open question as the database holds it"), "\(flags): \(r.stderr)")
+        }
         XCTAssertEqual(try clickerTally(base + ["--resume"], runtime: dir).status, 0, "a resume needs no flag")
+        let tooFine = try clickerTally(base + ["--kind", "numeric", "--range", "0.00001..0.00002"], runtime: dir)
+        XCTAssertEqual(tooFine.status, 64)
+        XCTAssertTrue(tooFine.stderr.contains("range '0.00001..0.00002' has 5 decimals: a numeric question has 0 to 4"), tooFine.stderr)
 
         let adHoc = try clickerTally(base + ["--kind", "numeric", "--range", "-2.5..2.5", "--title", "Charge"], runtime: dir)
         XCTAssertEqual(adHoc.status, 0, adHoc.stderr)

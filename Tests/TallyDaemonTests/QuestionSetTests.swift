@@ -163,6 +163,23 @@ final class QuestionSetTests: XCTestCase {
                                             now: t0.addingTimeInterval(60)))
     }
 
+    /// `n` after an ad-hoc question with option texts asks the same kind with the same texts (README:
+    /// "the same kind and option texts"), without the question's title or correct answer.
+    func testNextKeepsTheOptionTextsNotTheTitle() async throws {
+        var o = PollOptions(joinCode: code, confirmByGATT: false)
+        var first = try AdHocQuestion.spec(number: 1, kind: "single", options: ["Paris", "Rome", "Oslo"], title: "Capital?")
+        first.correct = [.choice(0)]
+        o.adHoc = first
+        let db = try store()
+        let c = try PollController(options: o, store: db, now: t0)
+        try await c.nextQuestion()
+        let spec = await c.spec
+        XCTAssertEqual(spec, QuestionSpec(number: 2, options: 3, kinds: [.choice], optionTexts: ["Paris", "Rome", "Oslo"]))
+        XCTAssertEqual(try db.questions(poll: 1).last?.definition,
+                       QuestionDefinition(kinds: [.choice], options: 3, optionTexts: ["Paris", "Rome", "Oslo"]),
+                       "stored so, for a resume")
+    }
+
     /// Ad hoc: the first question's kind comes from the options, `n` asks the same kind again, and an
     /// ad-hoc question may follow a set only after its last question.
     func testAdHocQuestions() async throws {

@@ -66,8 +66,14 @@ final class ResumeDefinitionTests: XCTestCase {
         XCTAssertThrowsError(try resume(db, stated: ResumeFlags(roster: true))) {
             XCTAssertEqual($0 as? PollError, .resumeModeMismatch(openIsRoster: false))
         }
+        XCTAssertThrowsError(try resume(db, stated: ResumeFlags(kind: .trueFalse))) {
+            XCTAssertEqual($0 as? PollError, .resumeContradicts(flag: "--kind", stored: "asks another kind of question"))
+        }
+        XCTAssertThrowsError(try resume(db, stated: ResumeFlags(kind: .ranking))) {
+            XCTAssertEqual($0 as? PollError, .resumeContradicts(flag: "--kind", stored: "asks another kind of question"))
+        }
         // Flags that agree are fine.
-        XCTAssertNoThrow(try resume(db, stated: ResumeFlags(options: 5, policy: .latestWins, question: 1)))
+        XCTAssertNoThrow(try resume(db, stated: ResumeFlags(options: 5, policy: .latestWins, question: 1, kind: .choice)))
     }
 
     /// A roster poll resumes with the stored roster when none is given (no `--roster` needed).

@@ -171,6 +171,27 @@ final class VoterTests: XCTestCase {
         }
     }
 
+    /// The room asked a question answers in the kind it accepts (single choice first when it accepts
+    /// several), in its range (0…100 when it declares none), and stays as it is for a question that
+    /// accepts no kind the room knows.
+    func testTheRoomAnswersTheKindTheQuestionAccepts() {
+        var rng = SplitMix64(seed: 9)
+        let room = Classroom(count: 100, abstainRate: 0, using: &rng)
+        let cases: [(Set<Answer.Kind>, Int, ClosedRange<Int16>?, Answer.Kind, ClosedRange<Int16>)] = [
+            ([.numeric], 1, 5...7, .numeric, 5...7), ([.numeric], 1, nil, .numeric, 0...100),
+            ([.ranking, .multiSelect], 5, nil, .multiSelect, 0...100), ([.trueFalse], 2, nil, .trueFalse, 0...100),
+            ([.choice, .ranking], 3, nil, .choice, 0...100),
+        ]
+        for (kinds, options, range, kind, expected) in cases {
+            let asked = room.answering(kinds: kinds, options: options, range: range, using: &rng)
+            for s in asked.students {
+                XCTAssertTrue(s.final.isOffered(kinds: [kind], options: options, range: expected), "\(kinds): \(s.final)")
+            }
+        }
+        let unchanged = room.answering(kinds: [], options: 4, range: nil, using: &rng)
+        XCTAssertEqual(unchanged.students.map(\.final), room.students.map(\.final))
+    }
+
     /// The churning room on an injected clock: the test moves time from one wake-up to the next,
     /// each time after every student is asleep again, so the number of casts is exact.
     func testChurningRoomKeepsCasting() async throws {
