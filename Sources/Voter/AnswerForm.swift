@@ -63,7 +63,11 @@ public struct AnswerForm: Sendable, Hashable {
             case .failure(let e): throw AnswerRefusal(reason: e.description, takes: takes)
             }
         } else {
-            do { answer = try Answer(parsing: shown) } catch { throw AnswerRefusal(reason: error.description, takes: takes) }
+            do { answer = try Answer(parsing: shown) } catch {
+                // A decimal typed for a question that takes no number: not a matter of --decimals.
+                if case .decimalNeedsForm = error { throw AnswerRefusal(reason: "'\(shown)' does not answer this question", takes: takes) }
+                throw AnswerRefusal(reason: error.description, takes: takes)
+            }
             switch (kind, answer) {
             case (.multi, .choice(let i)): answer = .multiSelect(1 << i)
             case (.ranked, .choice(let i)): if let r = Ranking(order: [i]) { answer = .ranking(r) }

@@ -21,6 +21,8 @@ final class AnswerFormTests: XCTestCase {
         XCTAssertEqual(refusal(form, "true"), "'true' does not answer this question; this question takes one letter, A to D")
         XCTAssertEqual(refusal(form, "A+C"), "'A+C' does not answer this question; this question takes one letter, A to D")
         XCTAssertEqual(refusal(form, "3"), "'3' does not answer this question; this question takes one letter, A to D")
+        // A decimal: this question takes no number at all, so the hint about --decimals stays out.
+        XCTAssertEqual(refusal(form, "9.81"), "'9.81' does not answer this question; this question takes one letter, A to D")
         XCTAssertEqual(refusal(form, "Q"), "'Q' is not an option letter (A to H); this question takes one letter, A to D")
         XCTAssertEqual(refusal(AnswerForm(kind: .single, options: 1), "B"), "option B is not offered; this question takes one letter, A")
     }
