@@ -1,5 +1,7 @@
 import ArgumentParser
 import ClickerSim
+import ClickerTally
+import ClickerTransport
 import ClickerWire
 import Logging
 import Synchronization
