@@ -1,5 +1,6 @@
 import ClickerTally
 import ClickerTransport
+import ClickerWire
 import TallyDaemon
 import TerminalView
 
