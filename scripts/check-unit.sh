@@ -1,6 +1,6 @@
 #!/bin/sh
-# Checks systemd/clicker-tally.service, alone and with the projector page's drop-in
-# (systemd/clicker-tally-web.conf): `systemd-analyze verify` must pass and
+# Checks systemd/clicker-tally.service, alone, with the projector page's drop-in
+# (systemd/clicker-tally-web.conf) and with the question set's (systemd/clicker-tally-questions.conf): `systemd-analyze verify` must pass and
 # `systemd-analyze security --offline=true` must report an exposure of at most $MAX_EXPOSURE (default 2.0).
 # Exits non-zero (loudly) otherwise, or when systemd-analyze is missing.
 set -eu
@@ -20,14 +20,18 @@ printf '#!/bin/sh\nexit 0\n' > "$tmp/bin/clicker-tally"
 chmod 0755 "$tmp/bin/clicker-tally"
 grep -q '^ExecStart=/usr/local/bin/clicker-tally daemon$' "$unit" || { echo "FAIL: unexpected ExecStart= line" >&2; exit 1; }
 sed "s|^ExecStart=/usr/local/bin/clicker-tally |ExecStart=$tmp/bin/clicker-tally |" "$unit" > "$tmp/clicker-tally.service"
-# The unit with the web drop-in: its [Service] lines go at the end of the unit's [Service] section, where a
-# drop-in's would take effect (ExecStart= empties the list, later single settings win, lists merge).
-dropin="$here/systemd/clicker-tally-web.conf"
-[ -f "$dropin" ] || { echo "FAIL: $dropin missing" >&2; exit 2; }
-mkdir -p "$tmp/web"
-sed -n '/^\[Service\]/,$p' "$dropin" | sed '1d' | sed "s|^ExecStart=/usr/local/bin/clicker-tally |ExecStart=$tmp/bin/clicker-tally |" > "$tmp/dropin"
-awk -v f="$tmp/dropin" '/^\[Install\]/ { while ((getline l < f) > 0) print l; print "" } { print }' \
-    "$tmp/clicker-tally.service" > "$tmp/web/clicker-tally.service"
+# The unit with a drop-in (merge NAME): its [Service] lines go at the end of the unit's [Service] section,
+# where a drop-in's would take effect (ExecStart= empties the list, later single settings win, lists merge).
+merge() {
+    dropin="$here/systemd/clicker-tally-$1.conf"
+    [ -f "$dropin" ] || { echo "FAIL: $dropin missing" >&2; exit 2; }
+    mkdir -p "$tmp/$1"
+    sed -n '/^\[Service\]/,$p' "$dropin" | sed '1d' | sed "s|^ExecStart=/usr/local/bin/clicker-tally |ExecStart=$tmp/bin/clicker-tally |" > "$tmp/$1.dropin"
+    awk -v f="$tmp/$1.dropin" '/^\[Install\]/ { while ((getline l < f) > 0) print l; print "" } { print }' \
+        "$tmp/clicker-tally.service" > "$tmp/$1/clicker-tally.service"
+}
+merge web
+merge questions
 
 # check NAME FILE: verify, then the exposure score.
 check() {
@@ -59,3 +63,4 @@ check() {
 
 check "the unit" "$tmp/clicker-tally.service"
 check "with the web drop-in" "$tmp/web/clicker-tally.service"
+check "with the question-set drop-in" "$tmp/questions/clicker-tally.service"

@@ -61,6 +61,7 @@ done
 install -D -m 0644 systemd/clicker-tally.service "$DESTDIR/etc/systemd/system/clicker-tally.service"
 # The projector page's drop-in, off until copied to /etc/systemd/system/clicker-tally.service.d/web.conf.
 install -D -m 0644 systemd/clicker-tally-web.conf "$DESTDIR/usr/local/share/doc/clicker/clicker-tally-web.conf"
+install -D -m 0644 systemd/clicker-tally-questions.conf "$DESTDIR/usr/local/share/doc/clicker/clicker-tally-questions.conf"
 install -D -m 0644 systemd/clicker-tally.sysusers.conf "$DESTDIR/usr/lib/sysusers.d/clicker-tally.conf"
 install -D -m 0644 dbus-policy/org.clicker.Tally1.conf "$DESTDIR/usr/share/dbus-1/system.d/org.clicker.Tally1.conf"
 if [ -z "$DESTDIR" ]; then
