@@ -5,7 +5,7 @@ import Voter
 /// What `clicker-vote` is told about the vote: the join code, the answer, the question's number and,
 /// optionally, the question's kind and what it offers. Its own group so that the command a page tells
 /// students to type can be checked against the very parser that reads it.
-public struct VoteArguments: ParsableArguments {
+public struct VoteArguments: ParsableArguments, Sendable {
     @Argument(help: "The join code on the instructor's screen, e.g. 4821-ABCDE-FGHJK.")
     public var joinCode: String
 

@@ -27,7 +27,8 @@ extension ProjectorAddress {
         for a in machineAddresses where !reachable.contains(a) && !loopback.contains(a) {
             let isIPv6 = a.contains(":")
             if isIPv6 && !ipv6 { continue }
-            if isIPv6, ["fe8", "fe9", "fea", "feb"].contains(where: a.lowercased().hasPrefix) { continue }
+            let lower = a.lowercased()
+            if isIPv6, ["fe8", "fe9", "fea", "feb"].contains(where: { lower.hasPrefix($0) }) { continue }
             if Self.isLoopbackHost(a) { loopback.append(a) } else { reachable.append(a) }
         }
         // Loopback always works on this machine, whatever the interfaces say.
