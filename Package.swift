@@ -130,7 +130,7 @@ let package = Package(
                                        .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")]),
 
         // The command-line layer both executables share: radio choice, errors for people, --version.
-        .target(name: "ClickerCommandLine", dependencies: ["ClickerSim", "ClickerWire", "TerminalView",
+        .target(name: "ClickerCommandLine", dependencies: ["ClickerSim", "ClickerWire", "TerminalView", "Voter",
                                                       .product(name: "ArgumentParser", package: "swift-argument-parser")]),
 
         // Executables only wire things together
@@ -166,6 +166,7 @@ let package = Package(
                                                              .product(name: "GRDB", package: "GRDB.swift"),
                                                              .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "ProjectorWebTests", dependencies: ["ClickerTestSupport", "ProjectorWeb", "ProjectorPage", "ProjectorTestSupport",
+                                                             "ClickerCommandLine", "Voter",
                                                              "TallyDaemon", "ClickerTally", "ClickerWire", "ClickerSim",
                                                              .product(name: "NIOCore", package: "swift-nio")]),
         .testTarget(name: "ClickerCommandLineTests", dependencies: ["ClickerCommandLine", "ClickerSim"]),

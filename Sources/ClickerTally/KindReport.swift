@@ -9,6 +9,13 @@ public struct KindReport: Codable, Sendable, Hashable {
         /// `4` or `10–19`, with the question's decimals.
         public var label: String
         public var count: Int
+
+        public init(from: Double, to: Double, label: String, count: Int) {
+            self.from = from
+            self.to = to
+            self.label = label
+            self.count = count
+        }
     }
 
     /// One instant-runoff round.
@@ -19,6 +26,14 @@ public struct KindReport: Codable, Sendable, Hashable {
         public var active: Int
         public var exhausted: Int
         public var eliminated: String?
+
+        public init(round: Int, votes: [OptionCount], active: Int, exhausted: Int, eliminated: String? = nil) {
+            self.round = round
+            self.votes = votes
+            self.active = active
+            self.exhausted = exhausted
+            self.eliminated = eliminated
+        }
     }
 
     public var kind: ResultKind

@@ -35,10 +35,7 @@ extension ProjectorSnapshot {
         case .ranked(let k):
             var r = Results(kind: .rounds, bars: k.rounds.last?.votes ?? [])
             r.ballots = k.ballots
-            r.rounds = k.rounds.map {
-                Round(round: $0.number, votes: $0.votes, active: $0.active, exhausted: $0.exhausted,
-                      eliminated: $0.eliminated)
-            }
+            r.rounds = KindReport(kind).rounds
             r.outcome = k.outcome.rawValue
             switch k.outcome {
             case .winner: r.winner = k.leaders.first
@@ -49,10 +46,7 @@ extension ProjectorSnapshot {
         case .numeric(let n):
             var r = Results(kind: .histogram, bars: [])
             r.ballots = n.ballots
-            r.bins = n.bins.map {
-                Bin(label: n.label($0), from: n.number(halfUnits: 2 * $0.lowest), to: n.number(halfUnits: 2 * $0.highest),
-                    count: $0.count)
-            }
+            r.bins = KindReport(kind).bins
             r.minimum = n.minimum.map(n.text(halfUnits:))
             r.lowerQuartile = n.lowerQuartile.map(n.text(halfUnits:))
             r.median = n.median.map(n.text(halfUnits:))

@@ -37,7 +37,7 @@ public struct ProjectorSnapshot: Codable, Sendable, Equatable {
         public var number: Int
         public var title: String?
         /// The kind of answer the question takes: `choice`, `trueFalse`, `multiSelect`, `numeric` or
-        /// `ranking` (the page and the results follow it).
+        /// `ranked`, as `--json` names its results' kind (the page and the results follow it).
         public var kind: Kind
         /// The offered options, A first (none for true/false and numeric questions).
         public var options: [Option]
@@ -49,9 +49,9 @@ public struct ProjectorSnapshot: Codable, Sendable, Equatable {
         public var text: String?
     }
 
-    public enum Kind: String, Codable, Sendable {
-        case choice, trueFalse, multiSelect, numeric, ranking
-    }
+    /// The question's kind by the names `--json` gives its results (`ResultKind`): when a question
+    /// takes several answer kinds, the first of ranked, numeric, multi-select, true/false, single choice.
+    public typealias Kind = ResultKind
 
     /// The results in the form that fits the question's kind (`kind`, and the page's `render` switch):
     /// - `bars`: one bar per option (single choice, true/false; multi-select: the voters whose selection
@@ -110,43 +110,13 @@ public struct ProjectorSnapshot: Codable, Sendable, Equatable {
         }
     }
 
-    /// One instant-runoff round.
-    public struct Round: Codable, Sendable, Equatable {
-        /// 1 for the first round.
-        public var round: Int
-        /// Votes of each option still in the race, A first.
-        public var votes: [Bar]
-        /// Ballots still counting for an option in the race.
-        public var active: Int
-        /// Ballots whose ranked options are all out, by the start of this round.
-        public var exhausted: Int
-        /// The option eliminated at the end of this round (absent in the last round).
-        public var eliminated: String?
+    /// One instant-runoff round: `--json`'s own (`KindReport.Round`): `round` (1 first), `votes` of each
+    /// option still in the race, `active` and `exhausted` ballots, `eliminated` (absent in the last).
+    public typealias Round = KindReport.Round
 
-        public init(round: Int, votes: [Bar], active: Int, exhausted: Int, eliminated: String? = nil) {
-            self.round = round
-            self.votes = votes
-            self.active = active
-            self.exhausted = exhausted
-            self.eliminated = eliminated
-        }
-    }
-
-    /// One histogram bin: values `from`…`to` (inclusive) in the question's units, `label` as the page
-    /// prints it (`4`, `10–19`).
-    public struct Bin: Codable, Sendable, Equatable {
-        public var label: String
-        public var from: Double
-        public var to: Double
-        public var count: Int
-
-        public init(label: String, from: Double, to: Double, count: Int) {
-            self.label = label
-            self.from = from
-            self.to = to
-            self.count = count
-        }
-    }
+    /// One histogram bin: `--json`'s own (`KindReport.Bin`): values `from`…`to` (inclusive) in the
+    /// question's units, `label` as the page prints it (`4`, `10–19`).
+    public typealias Bin = KindReport.Bin
 
     public init(vote: String, joinCode: String, howToVote: String, roster: Bool, question: Question, state: State,
                 hidden: Bool, voters: Int, results: Results?) {
@@ -170,10 +140,10 @@ extension ProjectorSnapshot {
     ///   - voters: voters counted on the question.
     public init(joinCode: JoinCode, roster: Bool, spec: QuestionSpec, open: Bool, hidden: Bool, voters: Int,
                 counts: [String: Int]) {
-        let kind = Kind(spec)
+        let kind = ResultKind(kinds: spec.kinds)
         let options: [Option] = switch kind {
         case .trueFalse, .numeric: []
-        case .choice, .multiSelect, .ranking:
+        case .choice, .multiSelect, .ranked:
             (0..<spec.options).map { i in
                 Option(label: Answer.choice(UInt8(i)).description,
                        text: i < spec.optionTexts.count ? spec.optionTexts[i] : nil)
@@ -181,35 +151,10 @@ extension ProjectorSnapshot {
         }
         let code = joinCode.description
         self.init(vote: IDText.vote(joinCode.voteID), joinCode: code,
-                  howToVote: "Vote: clicker-vote \(roster ? "--roster " : "")\(code) \(Self.exampleAnswer(kind))",
+                  howToVote: HowToVote.line(joinCode: code, roster: roster, spec: spec),
                   roster: roster,
                   question: Question(number: Int(spec.number), title: spec.title, kind: kind, options: options),
                   state: open ? .open : .closed, hidden: hidden, voters: voters,
                   results: hidden ? nil : Self.results(spec: spec, counts: counts))
-    }
-
-    /// An answer of `kind` for the page's line on how to vote.
-    static func exampleAnswer(_ kind: Kind) -> String {
-        switch kind {
-        case .choice: "A"
-        case .trueFalse: "true"
-        case .multiSelect: "A+C"
-        case .numeric: "42"
-        case .ranking: "B>A>C"
-        }
-    }
-}
-
-extension ProjectorSnapshot.Kind {
-    /// The kind a question takes: the kind its results take (`ResultKind`: when a question takes
-    /// several, the first of ranked, numeric, multi-select, true/false, single choice).
-    public init(_ spec: QuestionSpec) {
-        switch ResultKind(kinds: spec.kinds) {
-        case .choice: self = .choice
-        case .trueFalse: self = .trueFalse
-        case .multiSelect: self = .multiSelect
-        case .numeric: self = .numeric
-        case .ranked: self = .ranking
-        }
     }
 }

@@ -28,17 +28,30 @@ public final class ProjectorServer: Sendable {
         self.task = task
     }
 
-    /// The page's URL, with the token when one is needed (print it once, to the instructor).
+    /// The page's URLs, with the token when one is needed (print them once, to the instructor): the
+    /// address's own, or for a wildcard address (`0.0.0.0`, `::`) one per address of this machine,
+    /// loopback last (`ProjectorAddress.urls`).
+    public func urls(machineAddresses: [String] = MachineAddresses.current()) -> [String] {
+        address.urls(token: access.token, machineAddresses: machineAddresses)
+    }
+
+    /// The first of `urls`: one another machine can open when there is one.
     public var url: String {
-        "http://\(address)/" + (access.token.map { "?token=\($0)" } ?? "")
+        urls().first ?? "http://\(address)/"
     }
 
     /// Starts serving `controller`'s page on `address`. Off loopback, `token` is required in every
     /// request (`ProjectorAccess`); on loopback no token is needed, but the request must name
     /// this machine as its host.
-    /// - Parameter interval: at most one snapshot per interval while changes arrive.
+    /// - Parameters:
+    ///   - interval: at most one snapshot per interval while changes arrive.
+    ///   - idleTimeout: a connection that sends no complete request part for this long, with no
+    ///     response under way, is closed, so that connections opened and left silent (without the
+    ///     token, say) cannot hold every one of `maxConnections`. An open event stream is a response
+    ///     under way: it is never cut by this (Hummingbird's `HTTPConnectionStateHandler`).
     public static func start(controller: PollController, address: ProjectorAddress, token: String?,
                              maxConnections: Int = 1024, interval: Duration = .milliseconds(100),
+                             idleTimeout: Duration = .seconds(30),
                              logger: Logger = Logger(label: "clicker.web")) async throws(ProjectorServerError) -> ProjectorServer {
         if !address.isLoopback, token == nil { throw .tokenRequired(address) }
         let access = ProjectorAccess(token: token)
@@ -52,6 +65,7 @@ public final class ProjectorServer: Sendable {
         let (bound, boundContinuation) = AsyncStream<Result<Int, any Error>>.makeStream()
         let app = Application(
             responder: ProjectorResponder(access: access, fanOut: fanOut),
+            server: .http1(configuration: HTTP1Channel.Configuration(idleTimeout: TimeAmount(idleTimeout))),
             configuration: ApplicationConfiguration(address: .hostname(address.host, port: address.port),
                                                     availableConnectionsDelegate: MaximumAvailableConnections(maxConnections)),
             onServerRunning: { channel in boundContinuation.yield(.success(channel.localAddress?.port ?? address.port)) },

@@ -61,16 +61,24 @@ public final class SnapshotFanOut: Sendable {
     /// Nil when `maxSubscribers` are already connected or the fan-out has finished.
     public func subscribe() -> AsyncStream<Frame>? {
         let (stream, continuation) = AsyncStream<Frame>.makeStream(bufferingPolicy: .bufferingNewest(1))
-        let id: Int? = state.withLock { s in
-            guard !s.finished, s.subscribers.count < maxSubscribers else { return nil }
+        // The slot is forgotten when the stream ends: set before the continuation is registered, so a
+        // stream that ends at any moment after registration gives its slot back.
+        let id = state.withLock { s in
             s.nextID += 1
-            s.subscribers[s.nextID] = continuation
-            if let l = s.latest { continuation.yield(l) }
             return s.nextID
         }
-        guard let id else { return nil }
         continuation.onTermination = { [weak self] _ in
             _ = self?.state.withLock { $0.subscribers.removeValue(forKey: id) }
+        }
+        let admitted = state.withLock { s in
+            guard !s.finished, s.subscribers.count < maxSubscribers else { return false }
+            s.subscribers[id] = continuation
+            if let l = s.latest { continuation.yield(l) }
+            return true
+        }
+        guard admitted else {
+            continuation.finish()
+            return nil
         }
         return stream
     }

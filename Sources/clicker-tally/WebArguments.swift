@@ -27,8 +27,9 @@ struct WebArguments: ParsableArguments {
         }
     }
 
-    /// Starts the server when `--web` was given; says where it listens (the token's only appearance)
-    /// through `announce`, and warns off loopback.
+    /// Starts the server when `--web` was given; says where it listens (the token's only appearance:
+    /// one URL, or one per address of this machine for a wildcard address) through `announce`, and
+    /// warns off loopback.
     func start(controller: PollController, logger: Logger,
                announce: @Sendable (String) -> Void) async throws -> ProjectorServer? {
         guard let web else { return nil }
@@ -41,7 +42,8 @@ struct WebArguments: ParsableArguments {
         if !address.isLoopback {
             announce("warning: the projector page listens on \(server.address), beyond this machine, and shows the join code: whoever has its URL can vote")
         }
-        announce("projector page: \(server.url)")
+        // A wildcard address is no URL: one per address of this machine, those others can reach first.
+        for url in server.urls() { announce("projector page: \(url)") }
         return server
     }
 }

@@ -19,7 +19,7 @@ final class ProjectorSnapshotTests: XCTestCase {
         XCTAssertEqual(s.results?.bars.map(\.option), ["A", "B", "C"])
         XCTAssertEqual(s.results?.bars.map(\.count), [2, 0, 3])
         XCTAssertEqual(s.results?.bars.map(\.text), ["Mars", "Venus \"the hot one\"", nil])
-        XCTAssertEqual(s.howToVote, "Vote: clicker-vote 4821-ABCDE-FGHJK A")
+        XCTAssertEqual(s.howToVote, "Vote: clicker-vote --question 3 --kind single --options 3 4821-ABCDE-FGHJK A")
         XCTAssertEqual(s.vote, "4821")
         // Text from the poll stays text in JSON (the page sets it with textContent).
         let json = String(decoding: ProjectorFeed.encode(s), as: UTF8.self)
@@ -40,7 +40,7 @@ final class ProjectorSnapshotTests: XCTestCase {
         XCTAssertEqual(s.results?.ballots, 4)
         XCTAssertEqual(s.results?.combinations, [.init(answer: "A+C", count: 2), .init(answer: "B+C+D", count: 1),
                                                  .init(answer: "C+", count: 1)])
-        XCTAssertEqual(s.howToVote, "Vote: clicker-vote 4821-ABCDE-FGHJK A+C")
+        XCTAssertEqual(s.howToVote, "Vote: clicker-vote --kind multi --options 4 4821-ABCDE-FGHJK A+C")
     }
 
     func testTrueFalseAndRoster() {
@@ -50,7 +50,7 @@ final class ProjectorSnapshotTests: XCTestCase {
         XCTAssertEqual(tf.results?.bars.map(\.count), [2, 1])
         XCTAssertEqual(tf.question.options, [])
         XCTAssertEqual(tf.state, .closed)
-        XCTAssertEqual(tf.howToVote, "Vote: clicker-vote --roster 4821-ABCDE-FGHJK true")
+        XCTAssertEqual(tf.howToVote, "Vote: clicker-vote --roster --question 2 --kind truefalse 4821-ABCDE-FGHJK true")
     }
 
     /// A ranked question: every instant-runoff round, the outcome, and the last round as the bars.
@@ -60,7 +60,7 @@ final class ProjectorSnapshotTests: XCTestCase {
         let spec = QuestionSpec(number: 4, options: 3, kinds: [.ranking], optionTexts: ["Paris", "Rome"])
         let s = ProjectorSnapshot(joinCode: testCode, roster: false, spec: spec, open: false, hidden: false, voters: 12,
                                   counts: ["A>C": 5, "B>C": 4, "C>": 1, "C>B": 2, "A": 7])
-        XCTAssertEqual(s.question.kind, .ranking)
+        XCTAssertEqual(s.question.kind, .ranked)
         let r = try XCTUnwrap(s.results)
         XCTAssertEqual(r.kind, .rounds)
         XCTAssertEqual(r.ballots, 12, "a single choice is not a ranking: left out")
@@ -100,9 +100,9 @@ final class ProjectorSnapshotTests: XCTestCase {
         XCTAssertEqual(s.question.options, [])
         let r = try XCTUnwrap(s.results)
         XCTAssertEqual(r.kind, .histogram)
-        XCTAssertEqual(r.bins, [.init(label: "-0.5", from: -0.5, to: -0.5, count: 1), .init(label: "1.2", from: 1.2, to: 1.2, count: 2),
-                                .init(label: "1.5", from: 1.5, to: 1.5, count: 1), .init(label: "2.0", from: 2, to: 2, count: 3),
-                                .init(label: "3.0", from: 3, to: 3, count: 1)])
+        XCTAssertEqual(r.bins, [.init(from: -0.5, to: -0.5, label: "-0.5", count: 1), .init(from: 1.2, to: 1.2, label: "1.2", count: 2),
+                                .init(from: 1.5, to: 1.5, label: "1.5", count: 1), .init(from: 2, to: 2, label: "2.0", count: 3),
+                                .init(from: 3, to: 3, label: "3.0", count: 1)])
         XCTAssertEqual([r.minimum, r.lowerQuartile, r.median, r.upperQuartile, r.maximum], ["-0.5", "1.2", "1.75", "2.0", "3.0"])
         XCTAssertEqual(r.ballots, 8)
         XCTAssertEqual(r.bars, [])

@@ -287,4 +287,33 @@ final class ProjectorServerTests: XCTestCase {
         try await eventually("the server forgets the browser that left") { server.fanOut.subscriberCount == 1 }
         await b.stream.close()
     }
+
+    /// A connection that sends nothing, or half a request's head, is closed once idle for the idle
+    /// timeout, so silent connections cannot hold every slot; an event stream opened before them is a
+    /// response under way and stays open past the timeout: a ballot still reaches it.
+    func testAnIdleConnectionIsClosedButAnEventStreamStaysOpen() async throws {
+        let controller = try perBallotPoll()
+        let server = try await ProjectorServer.start(controller: controller, address: ProjectorAddress(port: 0), token: nil,
+                                                     idleTimeout: .milliseconds(300))
+        addTeardownBlock { await server.stop() }
+        let port = server.address.port
+        let clock = ContinuousClock()
+        let opened = clock.now
+        var events = try await EventReader(port: port)
+        _ = try await events.snapshot { _ in true }
+        // Each would wait 20 s for the server to close it; the server does after 300 ms.
+        async let silent = HTTPTestClient.raw(port: port, bytes: [], timeout: .seconds(20))
+        async let half = HTTPTestClient.raw(port: port, bytes: Array("GET /results.json HTTP/1.1\r\nHost: 127".utf8),
+                                            timeout: .seconds(20))
+        let started = clock.now
+        let (nothing, _) = try await (silent, half)
+        let closedAfter = started.duration(to: clock.now)
+        XCTAssertEqual(nothing, [])
+        XCTAssertLessThan(closedAfter, .seconds(10), "idle connections were not closed by the server")
+        XCTAssertGreaterThanOrEqual(opened.duration(to: clock.now), .milliseconds(300))
+        await controller.ingest(anonymousReport(voter: 1, answer: .choice(1)))
+        let (after, _) = try await events.snapshot { $0.voters == 1 }
+        XCTAssertEqual(after.results?.bars.map(\.count), [0, 1, 0, 0])
+        await events.stream.close()
+    }
 }

@@ -92,4 +92,28 @@ final class WebCommandLineTests: XCTestCase {
             XCTAssertTrue(text.contains(message), "\(args): \(text)")
         }
     }
+
+    /// Off loopback (`0.0.0.0`, with `--web-public`), the tally warns that the page is reachable from
+    /// other machines, before it prints the URLs: one per address of this machine, none of them the
+    /// wildcard, each with the same read-only token, loopback last.
+    func testAWildcardAddressWarnsAndPrintsAURLPerAddress() throws {
+        let (p, out, err) = try launch(["--simulate", "4", "--no-store", "--air",
+                                        NSTemporaryDirectory() + "clicker-web-air-\(UUID().uuidString)",
+                                        "--web", "0.0.0.0:0", "--web-public", "--duration", "1"])
+        let text = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        _ = out.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        XCTAssertEqual(p.terminationStatus, 0, text)
+        let lines = text.split(separator: "\n").map(String.init)
+        let warning = try XCTUnwrap(lines.firstIndex { $0.contains("warning: the projector page listens on 0.0.0.0:") }, text)
+        XCTAssertTrue(lines[warning].contains("beyond this machine, and shows the join code"), lines[warning])
+        let urls = lines.compactMap { line in line.range(of: "projector page: ").map { String(line[$0.upperBound...]) } }
+        XCTAssertFalse(urls.isEmpty, text)
+        XCTAssertLessThan(warning, try XCTUnwrap(lines.firstIndex { $0.contains("projector page: http") }))
+        let tokens = Set(urls.compactMap { $0.firstMatch(of: /\?token=([0-9a-f]{32})$/).map { String($0.1) } })
+        XCTAssertEqual(tokens.count, 1, "\(urls)")
+        XCTAssertEqual(tokens.count == 1 ? urls.count : 0, urls.filter { $0.contains("?token=") }.count)
+        XCTAssertFalse(urls.contains { $0.contains("0.0.0.0") }, "\(urls)")
+        XCTAssertTrue(urls.last?.hasPrefix("http://127.0.0.1:") ?? false, "\(urls)")
+    }
 }

@@ -182,6 +182,11 @@ def main():
                   driver.find_element(By.ID, "joincode").text)
             check("the question's title is shown", driver.find_element(By.ID, "title").text == TITLE,
                   driver.find_element(By.ID, "title").text)
+            check("/results.json names the kind as --json does", snapshot.get("question", {}).get("kind") == "choice",
+                  f"{snapshot.get('question')}")
+            howto = driver.find_element(By.ID, "howto").text
+            check("the line on how to vote is the command for this question", howto == snapshot.get("howToVote")
+                  and howto == f"Vote: clicker-vote {CODE} A", howto)
             labels = driver.find_element(By.ID, "results").text
             check("the option texts are shown", all(o in labels for o in OPTIONS), labels[:200])
             check("the voters counted are shown as the tally shows them", driver.find_element(By.ID, "voters").text

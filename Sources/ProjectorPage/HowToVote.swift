@@ -1,0 +1,96 @@
+import ClickerTally
+import ClickerWire
+
+/// The command a student types to answer the open question, as the page shows it: `clicker-vote`,
+/// `--roster` in a roster poll, `--question N` past the first question (clicker-vote's default is 1),
+/// the question's kind and what it offers unless it is a plain four-letter single choice, then the
+/// join code and an answer the question offers. Pure.
+public enum HowToVote {
+    /// The command's arguments after `clicker-vote`, one per element, unquoted.
+    public static func arguments(joinCode: String, roster: Bool, spec: QuestionSpec) -> [String] {
+        var args: [String] = []
+        if roster { args.append("--roster") }
+        if spec.number > 1 { args += ["--question", String(spec.number)] }
+        let kind = kind(of: spec)
+        switch kind {
+        case .single where spec.options == 4:
+            break
+        case .single, .multi, .ranked:
+            args += ["--kind", kind.rawValue, "--options", String(spec.options)]
+        case .truefalse:
+            args += ["--kind", kind.rawValue]
+        case .numeric:
+            args += ["--kind", kind.rawValue]
+            let range = spec.numeric ?? NumericRange()
+            if range.lowest != .min || range.highest != .max {
+                args += ["--range", NumericText.text(range.lowest, decimals: range.decimals) + ".."
+                                    + NumericText.text(range.highest, decimals: range.decimals)]
+            }
+            if range.decimals > 0 { args += ["--decimals", String(range.decimals)] }
+        }
+        let answer = exampleAnswer(spec)
+        // A negative number would read as an option: `--` ends them.
+        if answer.hasPrefix("-") { args.append("--") }
+        return args + [joinCode, answer]
+    }
+
+    /// The page's line: `Vote: clicker-vote …`, each argument quoted for a shell where it needs it
+    /// (a ranking's `>` would redirect).
+    public static func line(joinCode: String, roster: Bool, spec: QuestionSpec) -> String {
+        "Vote: clicker-vote " + arguments(joinCode: joinCode, roster: roster, spec: spec).map(quoted).joined(separator: " ")
+    }
+
+    /// The kind a student names with `--kind`: the one the question's results take.
+    public static func kind(of spec: QuestionSpec) -> QuestionKind {
+        switch ResultKind(kinds: spec.kinds) {
+        case .choice: .single
+        case .trueFalse: .truefalse
+        case .multiSelect: .multi
+        case .numeric: .numeric
+        case .ranked: .ranked
+        }
+    }
+
+    /// An answer the question offers, as a student types it: `A`, `true`, `A+C`, `B>A>C`, or for a
+    /// numeric question a number inside its range in its units (a whole one when the range has one).
+    public static func exampleAnswer(_ spec: QuestionSpec) -> String {
+        let letters = (0..<UInt8(spec.options)).map { Answer.choice($0).description }
+        switch kind(of: spec) {
+        case .single: return "A"
+        case .truefalse: return "true"
+        case .multi: return letters.count > 2 ? "A+C" : letters.joined(separator: "+")
+        case .ranked:
+            return letters.count > 2 ? "B>A>C" : letters.reversed().joined(separator: ">")
+        case .numeric:
+            let range = spec.numeric ?? NumericRange()
+            return number(in: Int(range.lowest)...Int(range.highest), decimals: range.decimals)
+        }
+    }
+
+    /// A value in `range` (wire values) as typed: 42 when the range takes it, else the middle of the
+    /// range's non-negative part (of the whole range when it has none), rounded to a whole unit when
+    /// the range spans several.
+    static func number(in range: ClosedRange<Int>, decimals: Int) -> String {
+        var scale = 1
+        for _ in 0..<decimals { scale *= 10 }
+        let value: Int
+        if range.contains(42 * scale) {
+            value = 42 * scale
+        } else {
+            let low = range.upperBound >= 0 ? max(range.lowerBound, 0) : range.lowerBound
+            let middle = low + (range.upperBound - low) / 2
+            let whole = middle / scale * scale
+            value = range.upperBound - low >= 2 * scale && range.contains(whole) ? whole : middle
+        }
+        if value % scale == 0 { return String(value / scale) }
+        return NumericText.text(Int16(clamping: value), decimals: decimals)
+    }
+
+    /// `text` as a POSIX shell reads it back: as is when it is made of safe characters, else in
+    /// single quotes.
+    static func quoted(_ text: String) -> String {
+        let safe = text.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "+-._:/=".unicodeScalars.contains($0)) }
+        if safe && !text.isEmpty { return text }
+        return "'" + text.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "'\\''") + "'"
+    }
+}
