@@ -22,7 +22,7 @@ public struct VoteArguments: ParsableArguments, Sendable {
                                valueName: "kind"))
     public var kind: AnswerForm.Kind?
 
-    @Option(help: "Options the question offers (letters A…, 1-8; with --kind single, multi or ranked; default 4).")
+    @Option(help: "Options the question offers (letters A…, 2-8; with --kind single, multi or ranked; default 4).")
     public var options: Int?
 
     @Option(parsing: .unconditional,
