@@ -5,8 +5,8 @@ import ProjectorPage
 import TallyDaemon
 
 /// Keeps a `SnapshotFanOut` up to date with a poll: woken by the poll's change notices (never by a
-/// polling timer), it reads the snapshot in one turn of the controller, encodes it once and publishes
-/// it when it differs from the last one.
+/// polling timer), it copies what the page shows in one turn of the controller, then builds the
+/// snapshot and encodes it once off the poll's thread, and publishes it when it differs from the last one.
 public struct ProjectorFeed: Sendable {
     public let controller: PollController
     public let fanOut: SnapshotFanOut

@@ -107,7 +107,7 @@ final class KindResultsDaemonTests: XCTestCase {
         // A tie says how many votes each tied option holds, in the view and in the summary alike.
         let tie = KindReport(KindResults(spec: QuestionSpec(number: 1, options: 3, kinds: [.ranking]),
                                          counts: [r("A>B"): 2, r("B>A"): 2])).summaryLines
-        XCTAssertEqual(tie.last, "tie A, B (2 each, round 1)")
+        XCTAssertEqual(tie.last, "tie A, B (2 each, round 2)")
     }
 
     func testAClosedAnonymousRankedQuestionKeepsItsRoundsAndNoVoter() async throws {
