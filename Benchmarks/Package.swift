@@ -29,6 +29,7 @@ let package = Package(
                 .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "ClickerWire", package: "clicker"),
                 .product(name: "ClickerTally", package: "clicker"),
+                .product(name: "ClickerTransport", package: "clicker"),
             ],
             path: "Benchmarks/InstantRunoff",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]

@@ -153,7 +153,8 @@ public struct InstantRunoff: Sendable, Hashable {
             counted = count()
         }
 
-        /// A full count of the ballots so far.
+        /// The count of the ballots so far: the kept one once ``currentCount()`` asked for it (it is
+        /// then up to date), else a full count.
         public func count() -> InstantRunoff {
             if let counted { return counted }
             let n = options

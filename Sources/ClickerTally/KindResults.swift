@@ -78,8 +78,10 @@ public enum KindResults: Sendable, Hashable {
     }
 
     /// The results of `spec` from its counted answers (answer → ballots). Answers of another kind
-    /// than the question's, or naming options it does not offer, are left out.
-    public init(spec: QuestionSpec, counts: [Answer: Int]) {
+    /// than the question's, or naming options it does not offer, are left out. `ranked`: for a ranked
+    /// question, the instant-runoff count of those same answers when the caller keeps one
+    /// (``QuestionTally/rankedCount``); without it the answers are counted here, from scratch.
+    public init(spec: QuestionSpec, counts: [Answer: Int], ranked: InstantRunoff? = nil) {
         let n = spec.options
         func text(_ i: Int) -> String? { i < spec.optionTexts.count ? spec.optionTexts[i] : nil }
         switch ResultKind(kinds: spec.kinds) {
@@ -119,6 +121,10 @@ public enum KindResults: Sendable, Hashable {
             }
             self = .numeric(NumericResults(values: values, decimals: spec.numeric?.decimals ?? 0))
         case .ranked:
+            if let ranked, ranked.options == n {
+                self = .ranked(RankedResults(count: ranked, optionTexts: spec.optionTexts))
+                return
+            }
             var grouped = InstantRunoff.Grouped(options: n)
             for (answer, c) in counts where c > 0 {
                 if case .ranking(let r) = answer, answer.fits(options: n) { grouped.add(r, count: c) }

@@ -1,3 +1,5 @@
+import ClickerWire
+
 /// Numeric results: a histogram of the counted values, their median and quartiles.
 ///
 /// Values are kept in wire units (a ballot's `value`, meaning `value / 10^decimals`); statistics are
@@ -98,27 +100,19 @@ public struct NumericResults: Sendable, Hashable {
     // MARK: Text
 
     /// A wire value in the question's units: `-1.5` for -15 with one decimal.
-    public func text(wire v: Int) -> String { Self.format(v, decimals: decimals) }
+    public func text(wire v: Int) -> String { NumericText.text(v, decimals: decimals) }
 
     /// A statistic (half wire units) in the question's units, one more digit when it falls halfway.
-    public func text(halfUnits h: Int) -> String {
-        h % 2 == 0 ? Self.format(h / 2, decimals: decimals) : Self.format(h * 5, decimals: decimals + 1)
+    public func text(halfUnits h: Int) -> String { Self.text(halfUnits: h, decimals: decimals) }
+
+    /// A statistic of `h` half wire units with `decimals` decimals, one more digit when it falls halfway.
+    public static func text(halfUnits h: Int, decimals: Int) -> String {
+        h % 2 == 0 ? NumericText.text(h / 2, decimals: decimals) : NumericText.text(h * 5, decimals: decimals + 1)
     }
 
     /// A bin's label: `4`, or `10–19`, in the question's units.
     public func label(_ b: Bin) -> String {
         b.lowest == b.highest ? text(wire: b.lowest) : text(wire: b.lowest) + "–" + text(wire: b.highest)
-    }
-
-    /// `value / 10^decimals` with exactly `decimals` digits after the point.
-    public static func format(_ value: Int, decimals: Int) -> String {
-        let sign = value < 0 ? "-" : ""
-        let magnitude = value.magnitude
-        guard decimals > 0 else { return sign + String(magnitude) }
-        var scale: UInt = 1
-        for _ in 0..<decimals { scale *= 10 }
-        let fraction = String(magnitude % scale)
-        return sign + String(magnitude / scale) + "." + String(repeating: "0", count: decimals - fraction.count) + fraction
     }
 
     /// A statistic as a number in the question's units (JSON).

@@ -22,9 +22,14 @@ public struct QuestionResults: Sendable, Hashable {
     public var lastHeard: RadioInstant?
     /// Each counted voter's answer.
     public var answers: [VoterKey: Answer]
+    /// The question, for ``byKind``.
+    let spec: QuestionSpec
+    /// A ranked question's kept instant-runoff count (``QuestionTally/rankedCount``), for ``byKind``.
+    let rankedCount: InstantRunoff?
     /// The results by the question's kind: counts per option, combinations, histogram and
-    /// quartiles, or the instant-runoff rounds.
-    public var byKind: KindResults
+    /// quartiles, or the instant-runoff rounds. Computed when asked (not every reader of the results
+    /// needs them), each time it is asked; a ranked question's rounds are the tally's kept count.
+    public var byKind: KindResults { KindResults(spec: spec, counts: countTable, ranked: rankedCount) }
 
     init(_ q: QuestionTally) {
         question = q.spec.number
@@ -40,6 +45,7 @@ public struct QuestionResults: Sendable, Hashable {
         firstHeard = q.firstHeard
         lastHeard = q.lastHeard
         answers = q.voters.mapValues { $0.answer }
-        byKind = KindResults(spec: q.spec, counts: q.counts)
+        spec = q.spec
+        rankedCount = q.rankedCount
     }
 }

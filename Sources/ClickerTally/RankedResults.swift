@@ -58,17 +58,9 @@ public struct RankedResults: Sendable, Hashable {
         }
     }
 
-    /// One line for the outcome: `winner B (6 of 10 active ballots, round 3)`, `tie A, C`, `no winner`.
+    /// One line for the outcome: `winner B (6 of 10 active ballots, round 3)`, `tie A, C (3 each,
+    /// round 2)`, `no winner (no active ballot)` (written by ``ResultLines/outcome(_:leaders:last:rounds:)``).
     public var summary: String {
-        switch outcome {
-        case .winner:
-            let last = rounds.last
-            let votes = last?.votes.first { $0.option == leaders.first }?.count ?? 0
-            return "winner \(leaders.joined()) (\(votes) of \(last?.active ?? 0) active ballots, round \(rounds.count))"
-        case .tie:
-            return "tie " + leaders.joined(separator: ", ") + " (\(rounds.last?.votes.first?.count ?? 0) each, round \(rounds.count))"
-        case .noWinner:
-            return "no winner (no active ballot)"
-        }
+        ResultLines.outcome(outcome, leaders: leaders, last: rounds.last.map { ($0.votes, $0.active) }, rounds: rounds.count)
     }
 }

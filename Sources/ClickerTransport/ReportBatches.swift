@@ -71,13 +71,12 @@ public struct AdvertisementBatches: AsyncSequence, Sendable {
 }
 
 /// A bounded queue of advertisement reports between a backend (any thread) and one consumer, who takes
-/// everything queued at once (``batches``). Beyond `limit` queued reports the oldest are dropped and
-/// counted (``dropped``). Ending the consumer's iteration (cancelling its task, dropping the sequence)
+/// everything queued at once (``batches``). Beyond `limit` queued reports the oldest are dropped;
+/// ``append(contentsOf:)`` returns how many, for the caller to count. Ending the consumer's iteration (cancelling its task, dropping the sequence)
 /// calls `onTermination` once.
 public final class ReportQueue: Sendable {
     private struct State {
         var reports: [AdvertisementReport] = []
-        var dropped = 0
     }
 
     private let state = Mutex(State())
@@ -111,15 +110,11 @@ public final class ReportQueue: Sendable {
             let over = s.reports.count - limit
             guard over > 0 else { return 0 }
             s.reports.removeFirst(over)
-            s.dropped += over
             return over
         }
         wake.yield()
         return dropped
     }
-
-    /// Reports dropped so far because the consumer fell more than `limit` behind.
-    public var dropped: Int { state.withLock { $0.dropped } }
 
     /// Ends the batches once the consumer has taken what is queued; with `error`, the iteration then
     /// throws it.

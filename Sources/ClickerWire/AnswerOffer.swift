@@ -13,15 +13,17 @@ extension Answer {
 
 /// The texts of a numeric question's values: a number in the units the students type (`9.81`),
 /// carried on the wire as an integer count of 10^-decimals (`981` with two decimals; docs/PROTOCOL.md
-/// §4). The one reader and writer of such numbers: the question file and flags, the voter and the
-/// views use it. Pure.
+/// §4). The one reader and writer of such numbers: the question file and flags, the voter, the
+/// results (statistics, histogram labels) and the views use it. Pure.
 public enum NumericText {
     /// Most digits after the decimal point a question may declare.
     public static let maxDecimals = 4
 
     /// The wire value of `text` (an optional minus, digits, optionally a point and at most
-    /// `decimals` digits), or why not: `3.5` with 1 decimal is 35, `3` is 30.
+    /// `decimals` digits), or why not: `3.5` with 1 decimal is 35, `3` is 30. A negative `decimals`
+    /// counts as 0 (as ``NumericRange`` takes it).
     public static func wire(_ text: some StringProtocol, decimals: Int) -> Result<Int16, NumericTextError> {
+        let decimals = max(0, decimals)
         let t = String(text).trimmingWhitespace()
         var digits = t.first == "-" ? Substring(t.dropFirst()) : Substring(t)
         let negative = digits.count != t.count
@@ -44,13 +46,16 @@ public enum NumericText {
         return .success(v)
     }
 
-    /// The text of a wire value: `981` with two decimals is `9.81`, 5 with 2 is `0.05`.
-    public static func text(_ value: Int16, decimals: Int) -> String {
-        guard decimals > 0 else { return String(value) }
-        let magnitude = String(abs(Int(value)))
+    /// The text of `value / 10^decimals` with exactly `decimals` digits after the point: `981` with
+    /// two decimals is `9.81`, 5 with 2 is `0.05`, -15 with 1 is `-1.5`. Any integer (a wire value, or
+    /// a statistic scaled by one more decimal); a negative `decimals` counts as 0.
+    public static func text(_ value: some BinaryInteger, decimals: Int) -> String {
+        let sign = value < 0 ? "-" : ""
+        let magnitude = String(value.magnitude)
+        guard decimals > 0 else { return sign + magnitude }
         let padded = String(repeating: "0", count: max(0, decimals + 1 - magnitude.count)) + magnitude
         let cut = padded.index(padded.endIndex, offsetBy: -decimals)
-        return (value < 0 ? "-" : "") + padded[..<cut] + "." + padded[cut...]
+        return sign + padded[..<cut] + "." + padded[cut...]
     }
 
     /// Digits after the point in `text` (`0.25..10` has 2).
@@ -75,7 +80,7 @@ public enum NumericTextError: Error, Sendable, Equatable, CustomStringConvertibl
         case .notANumber(let t): "'\(t)' is not a number (digits, an optional minus and decimal point, like -2.5)"
         case let .tooManyDecimals(t, d): "'\(t)' has more than \(d) decimal\(d == 1 ? "" : "s")"
         case let .outOfRange(t, d):
-            "'\(t)' does not fit the 16 bits a ballot carries (\(NumericText.text(.min, decimals: d)) to \(NumericText.text(.max, decimals: d)) with \(d) decimal\(d == 1 ? "" : "s"))"
+            "'\(t)' does not fit the 16 bits a ballot carries (\(NumericText.text(Int16.min, decimals: d)) to \(NumericText.text(Int16.max, decimals: d)) with \(d) decimal\(d == 1 ? "" : "s"))"
         case .notARange(let t): "'\(t)' is not a range LOW..HIGH, like 0..100 or -2.5..2.5"
         case .emptyRange(let t): "'\(t)' is empty: its low end is above its high end"
         }

@@ -1,11 +1,12 @@
 import ClickerTally
+import ClickerWire
 import Foundation
 import ProjectorPage
 import TallyDaemon
 
 /// Keeps a `SnapshotFanOut` up to date with a poll: woken by the poll's change notices (never by a
-/// polling timer), it reads the snapshot in one turn of the controller, encodes it once and publishes
-/// it when it differs from the last one.
+/// polling timer), it copies what the page shows in one turn of the controller, then builds the
+/// snapshot and encodes it once off the poll's thread, and publishes it when it differs from the last one.
 public struct ProjectorFeed: Sendable {
     public let controller: PollController
     public let fanOut: SnapshotFanOut
@@ -18,19 +19,31 @@ public struct ProjectorFeed: Sendable {
         self.interval = interval
     }
 
-    /// The snapshot the page shows now.
-    public static func snapshot(of poll: isolated PollController, now: Date = Date()) -> ProjectorSnapshot {
-        reading(of: poll, now: now).snapshot
+    /// What the page shows now, as the poll has it: copied in one turn of the controller.
+    struct Reading: Sendable {
+        var joinCode: JoinCode
+        var roster: Bool
+        var spec: QuestionSpec
+        var open: Bool
+        var live: LiveCounts
+
+        /// The snapshot the page shows, built from the copies (off the poll's thread: the results by
+        /// kind, an instant-runoff count included, are computed here).
+        var snapshot: ProjectorSnapshot {
+            ProjectorSnapshot(joinCode: joinCode, roster: roster, spec: spec, open: open, hidden: live.hidden,
+                              voters: live.voters, counts: live.counts)
+        }
+
+        /// The counts its chart is drawn from (nil while hidden).
+        var chart: ChartInput? {
+            live.hidden ? nil : ChartInput(spec: spec, counts: live.counts, voters: live.voters)
+        }
     }
 
-    /// The snapshot the page shows now, and the counts its chart is drawn from (nil while hidden).
-    static func reading(of poll: isolated PollController, now: Date = Date())
-        -> (snapshot: ProjectorSnapshot, chart: ChartInput?) {
-        let live = poll.liveCounts(now: now)
-        let snapshot = ProjectorSnapshot(joinCode: poll.joinCode, roster: poll.options.roster != nil,
-                                         spec: poll.spec, open: poll.isOpen, hidden: live.hidden,
-                                         voters: live.voters, counts: live.counts)
-        return (snapshot, live.hidden ? nil : ChartInput(spec: poll.spec, counts: live.counts, voters: live.voters))
+    /// Copies what the page shows now; nothing is computed on the poll's thread but the live counts.
+    static func reading(of poll: isolated PollController, now: Date = Date()) -> Reading {
+        Reading(joinCode: poll.joinCode, roster: poll.options.roster != nil, spec: poll.spec, open: poll.isOpen,
+                live: poll.liveCounts(now: now))
     }
 
     /// What the page's "download SVG" chart shows: the same counts as the snapshot.
@@ -71,9 +84,10 @@ public struct ProjectorFeed: Sendable {
 
     /// Reads, encodes and publishes the current snapshot once.
     public func publishNow() async {
-        // Read in one turn of the controller; encoded here, so the poll's thread only copies the counts.
-        let (snapshot, chart) = await Self.reading(of: controller)
-        let json = Self.encode(snapshot)
+        // Copied in one turn of the controller; the snapshot is built and encoded here, off the poll's thread.
+        let reading = await Self.reading(of: controller)
+        let json = Self.encode(reading.snapshot)
+        let chart = reading.chart
         // Unchanged: nothing to send, and no chart to draw.
         if fanOut.latest?.json.readableBytesView.elementsEqual(json) == true { return }
         fanOut.publish(json: json, svg: chart?.svg)

@@ -39,12 +39,16 @@ public struct LiveCounts: Sendable, Equatable {
     public var changes: Int
     /// The instructor hid the counts (roster polls hide them by default while a question is open).
     public var hidden: Bool
+    /// A ranked question's instant-runoff count of these same counts (the tally's kept count when
+    /// they were taken), so that showing the rounds counts nothing again; nil otherwise or while hidden.
+    public var rankedCount: InstantRunoff?
 
-    public init(counts: [String: Int], voters: Int, changes: Int, hidden: Bool = false) {
+    public init(counts: [String: Int], voters: Int, changes: Int, hidden: Bool = false, rankedCount: InstantRunoff? = nil) {
         self.counts = counts
         self.voters = voters
         self.changes = changes
         self.hidden = hidden
+        self.rankedCount = rankedCount
     }
 }
 

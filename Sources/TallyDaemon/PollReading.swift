@@ -71,6 +71,7 @@ extension PollController {
         var live = publisher.read(at: now) { Self.exactCounts(tally, sealed: totals, question: q, options: n) }
         if !countsShown {
             live.counts = [:]
+            live.rankedCount = nil
             live.hidden = true
         }
         return live
@@ -98,7 +99,8 @@ extension PollController {
         }
         let r = tally.results(question: q)
         for (answer, n) in r?.countTable ?? [:] { counts[answer.description] = n }
-        return LiveCounts(counts: counts, voters: r?.voters ?? 0, changes: r?.changedVoters ?? 0)
+        return LiveCounts(counts: counts, voters: r?.voters ?? 0, changes: r?.changedVoters ?? 0,
+                          rankedCount: tally.question(q)?.rankedCount)
     }
 
     /// Accepted ballots per second over the last five seconds.

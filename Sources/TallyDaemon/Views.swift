@@ -11,13 +11,13 @@ extension PollController {
     /// What the live view shows, derived from the tally now. `showJoinCode` is for a screen the
     /// instructor projects (the local live view); everything else gets the vote ID only.
     public func viewModel(status: String? = nil, now: Date = Date(), showJoinCode: Bool = false) -> TallyViewModel {
-        let r = results(ballots: false)
         let live = liveCounts(now: now)
-        // The results by kind, from the counts as published (hidden ones are empty).
+        // The results by kind, from the counts as published (hidden ones are empty); a ranked
+        // question's rounds are the count kept with them, not counted again here.
         var published: [Answer: Int] = [:]
         for (text, n) in live.counts { if let a = Answer(text) { published[a, default: 0] += n } }
-        let panel = ResultsPanel(KindResults(spec: spec(of: question), counts: published))
-        let rejections = r.rejected.filter { $0.value > 0 }.sorted { $0.key < $1.key }
+        let panel = ResultsPanel(KindResults(spec: spec(of: question), counts: published, ranked: live.rankedCount))
+        let rejections = (rejected[question] ?? [:]).filter { $0.value > 0 }.sorted { $0.key < $1.key }
             .map { TallyViewModel.Rejection(reason: $0.key, count: $0.value) }
         let radioNow = RadioInstant.now()
         let radioModel = TallyViewModel.Radio(

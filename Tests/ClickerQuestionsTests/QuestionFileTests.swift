@@ -133,7 +133,7 @@ final class QuestionFileTests: XCTestCase {
         XCTAssertEqual(try NumericText.wire("007", decimals: 0).get(), 7)
         XCTAssertEqual(NumericText.text(-50, decimals: 2), "-0.50")
         XCTAssertEqual(NumericText.text(981, decimals: 2), "9.81")
-        XCTAssertEqual(NumericText.text(.min, decimals: 0), "-32768")
+        XCTAssertEqual(NumericText.text(Int16.min, decimals: 0), "-32768")
         XCTAssertEqual(try NumericText.wire("-32768", decimals: 0).get(), .min)
         XCTAssertThrowsError(try NumericText.wire("32768", decimals: 0).get())
         XCTAssertThrowsError(try NumericText.wire("1.", decimals: 1).get())

@@ -36,6 +36,24 @@ final class NumericTextTests: XCTestCase {
         }
     }
 
+    /// The one writer of numbers (question bounds, statistics, histogram labels) takes any integer:
+    /// a statistic scaled by one more decimal may not fit 16 bits.
+    func testWritesAnyIntegerAndIgnoresANegativeScale() throws {
+        XCTAssertEqual(NumericText.text(-327_685, decimals: 5), "-3.27685")
+        XCTAssertEqual(NumericText.text(Int.min, decimals: 0), String(Int.min))
+        XCTAssertEqual(NumericText.text(UInt8(7), decimals: 3), "0.007")
+        XCTAssertEqual(NumericText.text(-15, decimals: -1), "-15")
+        // A negative scale reads as none, like NumericRange takes it, rather than a bogus
+        // "more than -1 decimals".
+        XCTAssertEqual(try NumericText.wire("35", decimals: -1).get(), 35)
+        XCTAssertEqual(try NumericText.wire("-2", decimals: -3).get(), -2)
+        if case .failure(let e) = NumericText.wire("3.5", decimals: -1) {
+            XCTAssertEqual(e, .tooManyDecimals("3.5", decimals: 0))
+        } else {
+            XCTFail("3.5 read with no decimals")
+        }
+    }
+
     func testOfferCheck() {
         XCTAssertTrue(Answer.choice(3).isOffered(kinds: [.choice], options: 4, range: nil))
         XCTAssertFalse(Answer.choice(4).isOffered(kinds: [.choice], options: 4, range: nil))

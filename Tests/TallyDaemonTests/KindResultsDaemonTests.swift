@@ -65,7 +65,8 @@ final class KindResultsDaemonTests: XCTestCase {
         XCTAssertNil(rounds[1]["eliminated"])
         // The text summary (`clicker-tally` at the end of a run, `results` without --json).
         XCTAssertEqual(r.results?.summaryLines, ["round 1: A 4 · B 3 · C 3 · exhausted 0 → C out",
-                                                 "round 2: A 4 · B 5 · exhausted 1", "winner B"])
+                                                 "round 2: A 4 · B 5 · exhausted 1",
+                                                 "winner B (5 of 9 active ballots, round 2)"])
         // `results --json` reads it back as the same value.
         let back = try JSONDecoder().decode(PollResults.self, from: JSONEncoder().encode(r))
         XCTAssertEqual(back, r)
@@ -80,6 +81,33 @@ final class KindResultsDaemonTests: XCTestCase {
         XCTAssertEqual(m.barsCaption, "Round 2 of instant-runoff · 10 ballots")
         XCTAssertEqual(m.details, ["Round 1: A 4 · B 3 · C 3 · exhausted 0 → C out", "Round 2: A 4 · B 5 · exhausted 1",
                                    "Winner B (5 of 9 active ballots, round 2)"])
+    }
+
+    /// The live view's lines under the bars and the text summary are one writer's: the same lines
+    /// (the view's as sentences), but for the histogram the view draws as bars and the combinations
+    /// it does not list.
+    func testTheViewsLinesAreTheSummarysLines() {
+        func r(_ s: String) -> Answer { ranking(s) }
+        let cases: [(QuestionSpec, [Answer: Int])] = [
+            (QuestionSpec(number: 1, options: 3, kinds: [.ranking]), [r("A>B>C"): 4, r("B>C"): 3, r("C>B"): 2, r("C"): 1]),
+            (QuestionSpec(number: 1, options: 3, kinds: [.ranking]), [r("A>B"): 2, r("B>A"): 2]),
+            (QuestionSpec(number: 1, options: 3, kinds: [.ranking]), [:]),
+            (QuestionSpec(number: 1, options: 4, kinds: [.multiSelect]), [.multiSelect(0b101): 3, .multiSelect(0b10): 1]),
+            (QuestionSpec(number: 1, kinds: [.numeric], numeric: NumericRange(decimals: 2)),
+             [.numeric(-15): 1, .numeric(20): 2, .numeric(3): 1]),
+        ]
+        for (spec, counts) in cases {
+            let results = KindResults(spec: spec, counts: counts)
+            let summary = KindReport(results).summaryLines
+            let shown = ResultsPanel(results).details
+            XCTAssertFalse(summary.isEmpty, "\(counts)")
+            XCTAssertEqual(shown, summary.filter { !$0.hasPrefix("histogram: ") }.map { $0.prefix(1).uppercased() + $0.dropFirst() },
+                           "\(counts)")
+        }
+        // A tie says how many votes each tied option holds, in the view and in the summary alike.
+        let tie = KindReport(KindResults(spec: QuestionSpec(number: 1, options: 3, kinds: [.ranking]),
+                                         counts: [r("A>B"): 2, r("B>A"): 2])).summaryLines
+        XCTAssertEqual(tie.last, "tie A, B (2 each, round 2)")
     }
 
     func testAClosedAnonymousRankedQuestionKeepsItsRoundsAndNoVoter() async throws {
