@@ -46,11 +46,11 @@ final class HowToVoteTests: XCTestCase {
     /// question's number, its kind and range, and an answer the question offers.
     func testTheLineParsesWithClickerVotesParserAndItsAnswerIsOffered() throws {
         let specs: [QuestionSpec] = [
-            .choice(1), .choice(9), .choice(3, options: 8), .choice(2, options: 1),
+            .choice(1), .choice(9), .choice(3, options: 8), .choice(2, options: 2),
             QuestionSpec(number: 2, kinds: [.trueFalse]),
-            QuestionSpec(number: 3, options: 1, kinds: [.multiSelect]), QuestionSpec(number: 3, options: 2, kinds: [.multiSelect]),
+            QuestionSpec(number: 3, options: 2, kinds: [.multiSelect]),
             QuestionSpec(number: 3, options: 8, kinds: [.multiSelect]),
-            QuestionSpec(number: 4, options: 1, kinds: [.ranking]), QuestionSpec(number: 4, options: 2, kinds: [.ranking]),
+            QuestionSpec(number: 4, options: 2, kinds: [.ranking]),
             QuestionSpec(number: 4, options: 6, kinds: [.ranking]),
             QuestionSpec(number: 5, kinds: [.numeric]),
             QuestionSpec(number: 5, kinds: [.numeric], numeric: NumericRange(decimals: 2)),
