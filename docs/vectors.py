@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Independent reference implementation of docs/PROTOCOL.md (version 2), written from the spec with
+"""Independent reference implementation of docs/PROTOCOL.md (version 3), written from the spec with
 the Python standard library only (hashlib.scrypt, hmac, and the small RFC 8032 Ed25519 below).
 
-  vectors.py                 prints the ```vector blocks of PROTOCOL.md §9
+  vectors.py                 prints the ```vector blocks of PROTOCOL.md §9 (ballots) and §11.9 (beacon)
+  vectors.py --beacon        prints only the beacon blocks (§11.9)
   vectors.py --check [DOC]   recomputes every block of DOC (default docs/PROTOCOL.md) and checks that
                              docs/vectors.json is exactly what --write-json makes of DOC
   vectors.py --write-json [DOC]  writes docs/vectors.json (the conformance kit) from DOC's blocks
@@ -404,6 +405,174 @@ def all_vectors():
     out.append(reject_vector("two-malformed-answer-and-bad-signature", CODE, bytes(mg), "malformedAnswer", kind="gatt"))
     g = bytearray(gatt); g[45] ^= 0x40; g[141] ^= 1
     out.append(reject_vector("two-bad-tag-and-bad-signature", CODE, bytes(g), "badTag", kind="gatt"))
+    return out + beacon_vectors()
+
+# ---------------------------------------------------------------- beacon (§11)
+def beacon_km(code):
+    vid, _ = parse_join(code)
+    return hkdf(poll_secret(code), b"beacon" + be16(vid))
+
+def be32(v):
+    return v.to_bytes(4, "big")
+
+KIND_CODE = {"single": 1, "truefalse": 2, "multi": 3, "ranked": 4, "numeric": 5}
+KIND_NAME = {v: k for k, v in KIND_CODE.items()}
+PHASE = {"closed": 0, "open": 1, "question-closed": 2}
+PHASE_NAME = {v: k for k, v in PHASE.items()}
+
+def fingerprint(code, voter, q, seq):
+    return mac(beacon_km(code)[32:], voter.to_bytes(4, "big") + bytes([q]) + be16(seq))[:4]
+
+def text_block(title, options):
+    return b"\x00".join([title.encode("utf-8")] + [o.encode("utf-8") for o in options])
+
+def text_digest(code, block):
+    return mac(beacon_km(code)[:32], b"text" + block)[:4]
+
+def seal_state(code, counter, mode, phase, q=0, kind=None, options=0, interval_ms=None, digest=None):
+    vid, _ = parse_join(code)
+    status = PHASE[phase] << 6 | (0x20 if mode == "roster" else 0)
+    if kind is not None:
+        status |= (0x10 if digest is not None else 0) | KIND_CODE[kind]
+    ival = 0 if interval_ms is None else interval_ms // 10
+    body = bytes([0xCB, 0x2B]) + be16(vid) + be32(counter) + bytes([q, status, options, ival]) + (digest or bytes(4))
+    return body + mac(beacon_km(code)[:32], body)[:8]
+
+def seal_acks(code, counter, q, fps):
+    body = bytes([0xCB, 0x2C]) + be32(counter) + bytes([q]) + b"".join(fps)
+    return body + mac(beacon_km(code)[:32], body)[:4]
+
+def seal_text(code, counter, digest, index, count, chunk):
+    body = bytes([0xCB, 0x2D]) + be32(counter) + digest + bytes([index, count]) + chunk
+    return body + mac(beacon_km(code)[:32], body)[:4]
+
+def open_beacon(p, code):
+    """Decodes like a voter (§11.6): ('state'|'acks'|'text', fields) or the rejection reason."""
+    vid, _ = parse_join(code)
+    if len(p) < 1 or p[0] != 0xCB: return "notOurs"
+    if len(p) < 2: return "truncated"
+    if p[1] >> 4 != 2: return "unknownVersion"
+    t = p[1] & 15
+    if t in (0, 1): return "notABeacon"
+    if t not in (0xB, 0xC, 0xD): return "unknownFrame"
+    if len(p) > 247: return "oversized"
+    if t == 0xB:
+        if len(p) < 24: return "truncated"
+        if len(p) > 24: return "trailingBytes"
+        if int.from_bytes(p[2:4], "big") != vid: return "otherVoteID"
+        tlen = 8
+    elif t == 0xC:
+        body = len(p) - 11
+        if body < 4: return "truncated"
+        if body % 4: return "badLength"
+        tlen = 4
+    else:
+        if len(p) <= 16: return "truncated"
+        tlen = 4
+    n = len(p) - tlen
+    if not hmac.compare_digest(mac(beacon_km(code)[:32], p[:n])[:tlen], p[n:]): return "badTag"
+    if t == 0xB:
+        q, status, options, ival, digest = p[8], p[9], p[10], p[11], p[12:16]
+        if ival == 1: return "malformed"
+        phase, has_text, kc = status >> 6, status & 0x10, status & 15
+        if phase == 0:
+            if q or status & 0x1F or options or digest != bytes(4): return "malformed"
+        elif phase in (1, 2):
+            if kc not in KIND_NAME or (not has_text and digest != bytes(4)): return "malformed"
+            want_options = KIND_NAME[kc] in ("single", "multi", "ranked")
+            if (want_options and not 1 <= options <= 8) or (not want_options and options): return "malformed"
+        else:
+            return "malformed"
+        return ("state", int.from_bytes(p[4:8], "big"), PHASE_NAME[phase], "roster" if status & 0x20 else "anonymous",
+                q, KIND_NAME.get(kc), options, ival * 10 if ival else None, digest if has_text else None)
+    if t == 0xC:
+        return ("acks", int.from_bytes(p[2:6], "big"), p[6], [p[i:i + 4] for i in range(7, n, 4)])
+    if p[11] == 0 or p[10] >= p[11]: return "malformed"
+    return ("text", int.from_bytes(p[2:6], "big"), p[6:10], p[10], p[11], p[12:n])
+
+BEACON_TITLE = "Which planet is largest?"
+BEACON_OPTIONS = ["Mercury", "Venus", "Jupiter ♃", "Mars"]   # ♃ (3 bytes) is cut across two 8-byte pages
+
+def beacon_vectors():
+    out = []
+    km = beacon_km(CODE)
+    block = text_block(BEACON_TITLE, BEACON_OPTIONS)
+    digest = text_digest(CODE, block)
+    head = ["join-code: " + CODE, f"poll-secret: {poll_secret(CODE).hex()}", f"beacon-key-material: {km.hex()}"]
+    def state(name, counter, mode, phase, q=0, kind=None, options=0, interval=None, dg=None, code=CODE):
+        f = seal_state(code, counter, mode, phase, q, kind, options, interval, dg)
+        lines = [f"name: {name}", "type: beacon-state", f"join-code: {code}", f"poll-secret: {poll_secret(code).hex()}",
+                 f"beacon-key-material: {beacon_km(code).hex()}", f"counter: {counter}", f"mode: {mode}", f"phase: {phase}"]
+        if kind is not None:
+            lines += [f"question: {q}", f"kind: {kind}", f"options: {options}"]
+        lines += [f"interval: {'stop' if interval is None else f'{interval} ms'}",
+                  f"text-digest: {dg.hex() if dg is not None else 'none'}", f"frame: {f.hex()}"]
+        assert len(f) == 24
+        out.append(lines)
+        return f
+    s_open = state("beacon-state-open", 1000, "anonymous", "open", 2, "single", 4, 100, digest)
+    state("beacon-state-open-numeric", 1001, "anonymous", "open", 5, "numeric", 0, 250)
+    state("beacon-state-roster-ranked", 1002, "roster", "open", 7, "ranked", 5, 2550)
+    state("beacon-state-question-closed", 1003, "anonymous", "question-closed", 2, "truefalse", 0, None)
+    s_closed = state("beacon-state-poll-closed", 4294967295, "anonymous", "closed")
+    # Acknowledgements: ballots of the §9 voter and three others, question 2.
+    ballots = [(0x0502B808, 3), (0x8355CD9C, 1), (0xE9A351E4, 2), (0x01020304, 65535)]
+    fps = [fingerprint(CODE, v, 2, s) for v, s in ballots]
+    a = seal_acks(CODE, 1004, 2, fps[:3])
+    out.append(["name: beacon-acks-legacy", "type: beacon-acks"] + head +
+               ["counter: 1004", "question: 2", "ballots: " + " ".join(f"{v:08x}/{s}" for v, s in ballots[:3]),
+                "fingerprints: " + " ".join(f.hex() for f in fps[:3]), f"frame: {a.hex()}"])
+    assert len(a) <= 24
+    a4 = seal_acks(CODE, 1005, 2, fps)
+    out.append(["name: beacon-acks-four", "type: beacon-acks"] + head +
+                ["counter: 1005", "question: 2", "ballots: " + " ".join(f"{v:08x}/{s}" for v, s in ballots),
+                 "fingerprints: " + " ".join(f.hex() for f in fps), f"frame: {a4.hex()}"])
+    assert len(a4) == 27
+    # Text: the block in legacy pages of 8 bytes, and in one extended page.
+    pages = [block[i:i + 8] for i in range(0, len(block), 8)]
+    lines = ["name: beacon-text-legacy", "type: beacon-text"] + head + [
+        f"title: {BEACON_TITLE}"] + [f"option-{chr(97 + i)}: {o}" for i, o in enumerate(BEACON_OPTIONS)] + [
+        f"text-block: {block.hex()}", f"text-digest: {digest.hex()}", "chunk-length: 8", "first-counter: 2000",
+        f"pages: {len(pages)}"]
+    for i, c in enumerate(pages):
+        lines.append(f"page-{i}: {seal_text(CODE, 2000 + i, digest, i, len(pages), c).hex()}")
+    out.append(lines)
+    one = seal_text(CODE, 3000, digest, 0, 1, block)
+    out.append(["name: beacon-text-extended", "type: beacon-text"] + head + [
+        f"title: {BEACON_TITLE}"] + [f"option-{chr(97 + i)}: {o}" for i, o in enumerate(BEACON_OPTIONS)] + [
+        f"text-block: {block.hex()}", f"text-digest: {digest.hex()}", "chunk-length: 231", "first-counter: 3000",
+        "pages: 1", f"page-0: {one.hex()}"])
+    # Rejections, decoded by a voter holding the join code.
+    def rej(name, frame, expect, why=None, code=CODE):
+        l = [f"name: {name}", "type: beacon-rejection", f"join-code: {code}", f"frame: {frame.hex()}", f"expect: {expect}"]
+        if why: l.append(f"why: {why}")
+        out.append(l)
+    rej("beacon-reject-other-join-code", s_open, "badTag", why="sealed with the key of 4821-K7QXM-3PF9A", code="4821-K7QXM-3PF9B")
+    rej("beacon-reject-other-vote-id", s_open, "otherVoteID", code="1234-K7QXM-3PF9A")
+    rej("beacon-reject-not-ours", bytes([0x4C, 0x00, 0x02, 0x15]), "notOurs")
+    rej("beacon-reject-one-byte", bytes([0xCB]), "truncated")
+    rej("beacon-reject-ballot", bytes.fromhex("cb2012d5010502b8080001998a9a2749ece8f0076fbf"), "notABeacon",
+        why="the anonymous-choice-B advertisement of §9")
+    rej("beacon-reject-unknown-frame", bytes([0xCB, 0x2E]) + s_open[2:], "unknownFrame")
+    rej("beacon-reject-version-3", bytes([0xCB, 0x3B]) + s_open[2:], "unknownVersion")
+    rej("beacon-reject-state-truncated", s_open[:23], "truncated")
+    rej("beacon-reject-state-trailing", s_open + b"\x00", "trailingBytes")
+    rej("beacon-reject-acks-no-fingerprint", a[:7] + a[-4:], "truncated")
+    rej("beacon-reject-acks-partial-fingerprint", a[:-5] + a[-4:], "badLength")
+    rej("beacon-reject-text-empty-chunk", bytes([0xCB, 0x2D]) + bytes(14), "truncated")
+    rej("beacon-reject-oversized", bytes([0xCB, 0x2C]) + bytes(246), "oversized", why="248 bytes")
+    bad = bytearray(s_open); bad[8] ^= 1
+    rej("beacon-reject-question-changed", bytes(bad), "badTag")
+    bad = bytearray(a); bad[8] ^= 1
+    rej("beacon-reject-fingerprint-changed", bytes(bad), "badTag")
+    rej("beacon-reject-interval-1", seal_state(CODE, 1006, "anonymous", "open", 2, "single", 4, 10, None), "malformed",
+        why="interval code 1, right key")
+    rej("beacon-reject-truefalse-options", seal_state(CODE, 1007, "anonymous", "open", 2, "truefalse", 2, 100, None),
+        "malformed", why="true/false with 2 options, right key")
+    rej("beacon-reject-single-9-options", seal_state(CODE, 1008, "anonymous", "open", 2, "single", 9, 100, None),
+        "malformed", why="9 options, right key")
+    rej("beacon-reject-page-beyond-count", seal_text(CODE, 1009, digest, 3, 3, b"x"), "malformed",
+        why="page index 3 of 3, right key")
     return out
 
 def render(vs):
@@ -420,7 +589,7 @@ def parse_blocks(doc):
     return blocks
 
 def kit(doc):
-    return json.dumps({"protocol": "clicker wire protocol", "version": 2, "source": "docs/PROTOCOL.md §9",
+    return json.dumps({"protocol": "clicker wire protocol", "version": 3, "source": "docs/PROTOCOL.md §9 and §11.9",
                        "vectors": parse_blocks(doc)}, indent=1, ensure_ascii=False) + "\n"
 
 def self_check(vs):
@@ -432,6 +601,26 @@ def self_check(vs):
             for kind in ("advertisement", "gatt"):
                 got = decode(bytes.fromhex(d[kind]), d["join-code"], roster, gatt=kind == "gatt")
                 assert got == ("ok", d["answer"]), (d["name"], kind, got)
+        elif d["type"] == "beacon-state":
+            got = open_beacon(bytes.fromhex(d["frame"]), d["join-code"])
+            assert got[0] == "state" and got[1] == int(d["counter"]) and got[2] == d["phase"] and got[3] == d["mode"], (d["name"], got)
+            assert (got[8].hex() if got[8] else "none") == d["text-digest"], d["name"]
+            if "kind" in d:
+                assert (got[4], got[5], got[6]) == (int(d["question"]), d["kind"], int(d["options"])), d["name"]
+        elif d["type"] == "beacon-acks":
+            got = open_beacon(bytes.fromhex(d["frame"]), d["join-code"])
+            assert got[0] == "acks" and got[1] == int(d["counter"]) and got[2] == int(d["question"]), d["name"]
+            assert " ".join(f.hex() for f in got[3]) == d["fingerprints"], d["name"]
+        elif d["type"] == "beacon-text":
+            block = b""
+            for i in range(int(d["pages"])):
+                got = open_beacon(bytes.fromhex(d[f"page-{i}"]), d["join-code"])
+                assert got[0] == "text" and got[2].hex() == d["text-digest"] and (got[3], got[4]) == (i, int(d["pages"])), d["name"]
+                block += got[5]
+            assert block.hex() == d["text-block"] and text_digest(d["join-code"], block).hex() == d["text-digest"], d["name"]
+        elif d["type"] == "beacon-rejection":
+            got = open_beacon(bytes.fromhex(d["frame"]), d["join-code"])
+            assert got == d["expect"], (d["name"], got)
         elif d["type"] == "rejection":
             roster = [parse_enrollment(d["roster"])] if "roster" in d else []
             kind = "gatt" if "gatt" in d else "advertisement"
@@ -476,5 +665,7 @@ if __name__ == "__main__":
             voter = anon_voter_id(ed25519_public(signing_seed(dev, 0, code)))
             adv, _ = seal(km, 0, vid, q, voter, 1, answer_bytes("ABCD"[i % 4]))
             print(f"C0:00:00:{i >> 16 & 255:02X}:{i >> 8 & 255:02X}:{i & 255:02X} {adv.hex()}")
+    elif args and args[0] == "--beacon":
+        sys.stdout.write(render(beacon_vectors()))
     else:
         sys.stdout.write(render(all_vectors()))
