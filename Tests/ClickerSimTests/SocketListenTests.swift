@@ -1,0 +1,68 @@
+import ClickerSim
+import ClickerTransport
+import XCTest
+
+/// Listening across the air socket: the tally's process hosts the air and broadcasts; a voter's process
+/// listens through `RemotePeripheral`.
+final class SocketListenTests: XCTestCase {
+    let beaconCompany: UInt16 = 0x0A0A
+    let duty = ScanDutyCycle(window: .milliseconds(30), interval: .milliseconds(100))
+    let frames: [[UInt8]] = [[1, 1, 1], [2, 2], [3]]
+
+    /// The host's air runs on the virtual clock; the socket carries, in order, exactly the reports that
+    /// the same air in one process delivers to the same device (same seed, same steps).
+    func testSocketCarriesExactlyWhatTheAirHears() async throws {
+        let address = DeviceAddress(rawValue: 0x00AA_0100_0B0B)
+        let config = AirConfiguration(seed: 91)
+
+        // In one process.
+        let twin = SimulatedAir(config)
+        let twinStream = twin.addPeripheral(address: address, rssi: -58).listen(companyID: beaconCompany, dutyCycle: duty)
+        try await twin.central().broadcast(BroadcastPayload(companyID: beaconCompany, frames: frames, interval: .milliseconds(30)))
+        twin.run(until: at(5))
+        let expected = try await drain(twin, twinStream)
+
+        // Across the socket.
+        let air = SimulatedAir(config)
+        let path = tempSocketPath("listen")
+        let host = try air.host(path: path)
+        defer { host.close() }
+        let voter = try await SimulatedAir.connect(path: path, address: address, rssi: -58)
+        let delivered: Int
+        do {
+            let stream = try await voter.startListening(companyID: beaconCompany, dutyCycle: duty)
+            try await air.central().broadcast(BroadcastPayload(companyID: beaconCompany, frames: frames, interval: .milliseconds(30)))
+            air.run(until: at(5))
+            delivered = air.statistics.listenerReportsDelivered
+            XCTAssertEqual(delivered, expected.count)
+            XCTAssertGreaterThan(delivered, 30)  // 5 s at ≈ 35 ms, heard ≈ 29 % of the time: ≈ 40
+            var received: [AdvertisementReport] = []
+            var it = stream.makeAsyncIterator()
+            while received.count < delivered, let r = try await it.next() { received.append(r) }
+            XCTAssertEqual(received, expected)
+            XCTAssertEqual(Set(received.map(\.data)), Set(frames))
+            XCTAssertTrue(received.allSatisfy { $0.address == config.broadcast.centralAddress && $0.companyID == beaconCompany })
+        }
+        // Stopping: the stream is gone (end of scope); its stop reaches the host before the next request's reply.
+        try await voter.stopAdvertising()
+        air.run(until: at(8))
+        XCTAssertEqual(air.statistics.listenerReportsDelivered, delivered, "reports after the listener stopped")
+        await voter.shutdown()
+    }
+
+    /// A voter whose host went away sees its listening stream end with an error it can show.
+    func testHostGoingAwayEndsTheListeningStream() async throws {
+        let air = SimulatedAir(AirConfiguration(seed: 92))
+        let path = tempSocketPath("listen-gone")
+        let host = try air.host(path: path)
+        let voter = try await SimulatedAir.connect(path: path)
+        let stream = try await voter.startListening(companyID: beaconCompany, dutyCycle: duty)
+        await host.shutdown()
+        do {
+            for try await _ in stream {}
+            XCTFail("the stream ended without an error")
+        } catch let e as TransportError {
+            guard case .radioUnavailable = e else { return XCTFail("unexpected \(e)") }
+        }
+    }
+}
