@@ -184,6 +184,12 @@ final class ClientLink: Sendable {
         w.u16(companyID)
         w.u32(UInt32(clamping: Swift.max(0, dutyCycle.window.nanoseconds / 1000)))
         w.u32(UInt32(clamping: Swift.max(0, dutyCycle.interval.nanoseconds / 1000)))
+        continuation.onTermination = { [weak self] _ in
+            guard let self, self.state.withLock({ $0.listeners.removeValue(forKey: number) }) != nil else { return }
+            var w = ByteWriter()
+            w.u32(number)
+            self.send(.stopListening, w.bytes) { _ in }
+        }
         send(.listen, w.bytes) { [weak self] result in
             switch result {
             case .success:
@@ -199,12 +205,6 @@ final class ClientLink: Sendable {
                 continuation.finish(throwing: failure)
                 acknowledged?(.failure(failure))
             }
-        }
-        continuation.onTermination = { [weak self] _ in
-            guard let self, self.state.withLock({ $0.listeners.removeValue(forKey: number) }) != nil else { return }
-            var w = ByteWriter()
-            w.u32(number)
-            self.send(.stopListening, w.bytes) { _ in }
         }
         return stream
     }

@@ -83,4 +83,38 @@ final class SocketListenTests: XCTestCase {
             guard case .radioUnavailable = e else { return XCTFail("unexpected \(e)") }
         }
     }
+
+    /// Listening requests spoken by hand: malformed ones are refused and counted, a peer cannot send the
+    /// host's own `report`, and a well-formed one makes the host push `report` frames to that peer.
+    func testMalformedListeningRequestsAreRefused() async throws {
+        let air = SimulatedAir(AirConfiguration(seed: 94))
+        let path = tempSocketPath("listen-raw")
+        let host = try air.host(path: path)
+        defer { host.close() }
+        let raw = try RawClient(path: path)
+        raw.frame(0x06, id: 1, [0, 0, 0, 1, 0x0A, 0x0A] + be32(30_000) + be32(100_000))
+        XCTAssertEqual(raw.reply()?.code, 3)  // listen before hello
+        raw.frame(0x01, id: 2, [0, 1] + [UInt8](repeating: 0, count: 7) + [0x42] + [0x7F, 0xFF])
+        XCTAssertEqual(raw.reply()?.code, 0)
+        raw.frame(0x06, id: 3, [0, 0, 0, 1, 0x0A, 0x0A] + be32(30_000))  // no interval
+        XCTAssertEqual(raw.reply()?.code, 2)
+        raw.frame(0x06, id: 4, [0, 0, 0, 1, 0x0A, 0x0A] + be32(30_000) + be32(100_000) + [9])  // trailing byte
+        XCTAssertEqual(raw.reply()?.code, 2)
+        raw.frame(0x82, id: 5, [0, 0, 0, 1])  // the host's own frame type
+        XCTAssertEqual(raw.reply()?.code, 5)
+        raw.frame(0x07, id: 6, [0, 0])  // short stop
+        XCTAssertEqual(raw.reply()?.code, 2)
+        XCTAssertEqual(host.statistics.framesRejected, 5)
+        // Well-formed: stream 1 listens at full duty; the reports come tagged with stream 1.
+        raw.frame(0x06, id: 7, [0, 0, 0, 1, 0x0A, 0x0A] + be32(100_000) + be32(100_000))
+        XCTAssertEqual(raw.reply()?.code, 0)
+        raw.frame(0x06, id: 8, [0, 0, 0, 1, 0x0A, 0x0A] + be32(100_000) + be32(100_000))
+        XCTAssertEqual(raw.reply()?.code, 2)  // stream 1 already listens
+        try await air.central().broadcast(BroadcastPayload(companyID: beaconCompany, frames: [[0xAB]], interval: .milliseconds(50)))
+        air.run(until: at(0.2))
+        XCTAssertGreaterThan(air.statistics.listenerReportsDelivered, 0)
+        let report = try XCTUnwrap(raw.reply())  // (stream as the "id", first byte of the company as the "code")
+        XCTAssertEqual(report.id, 1)
+        XCTAssertEqual(report.code, 0x0A)
+    }
 }
