@@ -81,22 +81,22 @@ final class BroadcastTests: XCTestCase {
             if broadcast {
                 try await central.broadcast(BroadcastPayload(companyID: 0x0A0A, frames: [frame(1)], interval: .milliseconds(20)))
             }
-            air.run(until: at(300))
+            air.run(until: at(900))
             return (try await drain(air, stream).count, air.statistics)
         }
         let quiet = try await run(broadcast: false), loud = try await run(broadcast: true)
         let share = 3 * (a + a) / 0.025
         let missed = Double(loud.stats.missedWhileBroadcasting) / Double(loud.stats.pdusListened)
-        XCTAssertEqual(missed, share, accuracy: 0.006, "scanner missed \(missed) of what it listened to; model \(share)")
+        XCTAssertEqual(missed, share, accuracy: 0.005, "scanner missed \(missed) of what it listened to; model \(share)")
         let drop = 1 - Double(loud.reports) / Double(quiet.reports)
-        XCTAssertEqual(drop, share, accuracy: 0.012, "reports dropped by \(drop); model \(share)")
+        XCTAssertEqual(drop, share, accuracy: 0.01, "reports dropped by \(drop); model \(share)")
         XCTAssertEqual(quiet.stats.missedWhileBroadcasting, 0)
-        XCTAssertGreaterThan(loud.stats.broadcastPDUs, 3 * 11_000)
+        XCTAssertGreaterThan(loud.stats.broadcastPDUs, 3 * 35_000)
         // A controller that suspends the scan for the whole event pays the gaps too: (3a_b + 2gap + a_v) / Ī.
         let whole = try await run(broadcast: true, deafness: .wholeEvent)
         let wholeShare = (3 * a + 2 * gap + a) / 0.025
         let wholeMissed = Double(whole.stats.missedWhileBroadcasting) / Double(whole.stats.pdusListened)
-        XCTAssertEqual(wholeMissed, wholeShare, accuracy: 0.006, "whole-event deafness \(wholeMissed); model \(wholeShare)")
+        XCTAssertEqual(wholeMissed, wholeShare, accuracy: 0.005, "whole-event deafness \(wholeMissed); model \(wholeShare)")
     }
 
     /// No advDelay and synchronized starts make the timing exact: the broadcast and a ballot start at the same
@@ -197,6 +197,36 @@ final class BroadcastTests: XCTestCase {
         let stopped = air.statistics.broadcastEvents
         air.run(until: at(3))
         XCTAssertEqual(air.statistics.broadcastEvents, stopped, "events after stopBroadcasting")
+    }
+
+    /// Intervals BLE does not allow are clamped, and the radio's status says so.
+    func testIntervalsOutsideWhatBLEAllowsAreClampedAndNoted() async throws {
+        let air = SimulatedAir(AirConfiguration(seed: 9, broadcast: BroadcastConfiguration(listenChannels: [37])))
+        let central = air.central()
+        var centralStatus = central.status().makeAsyncIterator()
+        _ = await centralStatus.next()
+        try await central.broadcast(BroadcastPayload(companyID: 0x0A0A, frames: [frame(1)], interval: .milliseconds(5)))
+        let noted = await centralStatus.next()
+        XCTAssertNotNil(noted?.lastError, "a 5 ms broadcast interval was not noted")
+        let device = air.addPeripheral(rssi: -60)
+        var deviceStatus = device.status().makeAsyncIterator()
+        _ = await deviceStatus.next()
+        let heard = device.listen(companyID: 0x0A0A, dutyCycle: ScanDutyCycle(window: .milliseconds(1), interval: .milliseconds(1)))
+        let listening = await deviceStatus.next()
+        XCTAssertEqual(listening?.state, .scanning)
+        XCTAssertNotNil(listening?.lastError, "a 1 ms scan interval was not noted")
+        air.run(until: at(2))
+        air.finishAdvertisementStreams()
+        var n = 0
+        for try await _ in heard { n += 1 }
+        // At most one event per 20 ms (not per 5 ms); the receiver listens all the time (2.5 ms of 2.5 ms)
+        // on 37, but a PDU that crosses a scan interval's end is lost: about (2.5 − 0.376)/2.5 of them heard.
+        XCTAssertLessThanOrEqual(air.statistics.broadcastEvents, 100)
+        XCTAssertGreaterThan(air.statistics.broadcastEvents, 75)
+        XCTAssertEqual(Double(n) / Double(air.statistics.broadcastEvents), (2.5 - 0.376) / 2.5, accuracy: 0.1)
+        try await central.broadcast(BroadcastPayload(companyID: 0x0A0A, frames: [frame(1)], interval: .milliseconds(20)))
+        let cleared = await centralStatus.next()
+        XCTAssertNil(cleared?.lastError)
     }
 
     /// Expected time from the start of listening (window `window` every `interval`, channels 37, 38, 39 in
