@@ -147,7 +147,8 @@ extension AirCore {
 
     /// Adds a listening stream to `dev`; its receiver follows `dutyCycle` from now (restarting on the
     /// first listen channel).
-    func listen(_ dev: Device, id: UInt64, companyID: UInt16, dutyCycle: ScanDutyCycle, sink: ReportSink) {
+    func listen(_ dev: Device, id: UInt64, companyID: UInt16, dutyCycle asked: ScanDutyCycle, sink: ReportSink) {
+        let dutyCycle = config.broadcast.listenDutyCycle ?? asked
         let range = ScanDutyCycle.intervalRange
         let interval = Swift.min(Swift.max(dutyCycle.interval, range.lowerBound), range.upperBound)
         let window = Swift.min(Swift.max(dutyCycle.window, range.lowerBound), interval)

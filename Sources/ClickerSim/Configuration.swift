@@ -99,15 +99,21 @@ public struct BroadcastConfiguration: Sendable, Hashable {
     public var deafness: BroadcastDeafness
     /// The channels a listening peripheral cycles through, one per scan interval, starting with the first.
     public var listenChannels: [UInt8]
+    /// When set, every listener's receiver follows this duty cycle whatever it asked for: a knob to
+    /// compare voters' scan settings without changing the voters. Nil (the default): as asked, the
+    /// usual request being `ScanDutyCycle.fast`, 30 ms every 60 ms.
+    public var listenDutyCycle: ScanDutyCycle?
 
     public init(centralAddress: DeviceAddress = DeviceAddress(rawValue: 0xC0_00_00_00_00_00),
                 channels: [UInt8] = [37, 38, 39], broadcastingScanner: Int? = 0,
-                deafness: BroadcastDeafness = .packets, listenChannels: [UInt8] = [37, 38, 39]) {
+                deafness: BroadcastDeafness = .packets, listenChannels: [UInt8] = [37, 38, 39],
+                listenDutyCycle: ScanDutyCycle? = nil) {
         self.centralAddress = centralAddress
         self.channels = channels
         self.broadcastingScanner = broadcastingScanner
         self.deafness = deafness
         self.listenChannels = listenChannels
+        self.listenDutyCycle = listenDutyCycle
     }
 }
 

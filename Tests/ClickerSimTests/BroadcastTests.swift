@@ -229,6 +229,23 @@ final class BroadcastTests: XCTestCase {
         XCTAssertNil(cleared?.lastError)
     }
 
+    /// The configuration's listening duty cycle overrides what the listeners ask for.
+    func testConfiguredDutyCycleOverridesTheRequest() async throws {
+        func heardFraction(override: ScanDutyCycle?) async throws -> Double {
+            let air = SimulatedAir(AirConfiguration(seed: 10, broadcast: BroadcastConfiguration(listenDutyCycle: override)))
+            try await air.central().broadcast(BroadcastPayload(companyID: 0x0A0A, frames: [frame(1)], interval: .milliseconds(100)))
+            let heard = air.addPeripheral(rssi: -60).listen(companyID: 0x0A0A,
+                                                           dutyCycle: ScanDutyCycle(window: .milliseconds(10), interval: .milliseconds(10)))
+            air.run(until: at(200))
+            let n = try await drain(air, heard).count
+            return Double(n) / Double(air.statistics.broadcastEvents)
+        }
+        let asked = try await heardFraction(override: nil)
+        let overridden = try await heardFraction(override: ScanDutyCycle(window: .milliseconds(3), interval: .milliseconds(10)))
+        XCTAssertGreaterThan(asked, 0.9)  // full duty: all but PDUs crossing an interval's end
+        XCTAssertEqual(overridden, (3 - 0.376) / 10, accuracy: 0.03)
+    }
+
     /// Expected time from the start of listening (window `window` every `interval`, channels 37, 38, 39 in
     /// turn, the first at the start) to the end of the first broadcast PDU heard, for a broadcast every
     /// 100 ms + U(0, 10 ms) whose events are at a uniformly random phase to the start. Phases on a 50 µs
