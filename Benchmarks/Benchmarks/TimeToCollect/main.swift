@@ -128,8 +128,9 @@ struct Options {
 protocol TallyScheme: Sendable {
     /// A short label for the table.
     var label: String { get }
-    /// Called once at t = 0, after the voters have started advertising.
-    func start(air: SimulatedAir, central: SimulatedCentral) async throws
+    /// Called once at t = 0, after the voters have started advertising; `voters[i]` is voter i's radio
+    /// (a scheme whose voters follow a beacon makes them listen here).
+    func start(air: SimulatedAir, central: SimulatedCentral, voters: [SimulatedPeripheral]) async throws
     /// Called after each step with the voters first heard in it (their indices and addresses).
     func step(heard: [(voter: Int, address: DeviceAddress)], air: SimulatedAir, central: SimulatedCentral) async throws
 }
@@ -137,7 +138,7 @@ protocol TallyScheme: Sendable {
 /// Today's scheme: the tally only scans.
 struct ScanOnly: TallyScheme {
     var label: String { "today" }
-    func start(air: SimulatedAir, central: SimulatedCentral) async throws {}
+    func start(air: SimulatedAir, central: SimulatedCentral, voters: [SimulatedPeripheral]) async throws {}
     func step(heard: [(voter: Int, address: DeviceAddress)], air: SimulatedAir, central: SimulatedCentral) async throws {}
 }
 
@@ -146,7 +147,7 @@ struct ScanOnly: TallyScheme {
 struct PlaceholderBeacon: TallyScheme {
     let milliseconds: Int
     var label: String { "beacon \(milliseconds) ms" }
-    func start(air: SimulatedAir, central: SimulatedCentral) async throws {
+    func start(air: SimulatedAir, central: SimulatedCentral, voters: [SimulatedPeripheral]) async throws {
         try await central.broadcast(BroadcastPayload(companyID: 0xFFFE, frames: [[UInt8](repeating: 0xBC, count: 27)],
                                                      interval: .milliseconds(milliseconds)))
     }
@@ -175,6 +176,7 @@ func runRound(voters n: Int, interval: Duration, seed: UInt64, horizon: Double, 
     let central = air.central()
     var reports = central.advertisements(companyID: 0xFFFF).makeAsyncIterator()
     var addresses: [DeviceAddress] = []
+    var radios: [SimulatedPeripheral] = []
     for i in 0..<n {
         let p = air.addPeripheral()
         if let poll {
@@ -184,8 +186,9 @@ func runRound(voters n: Int, interval: Duration, seed: UInt64, horizon: Double, 
             try await p.advertise(votePayload(i, interval: interval))
         }
         addresses.append(p.address)
+        radios.append(p)
     }
-    try await scheme.start(air: air, central: central)
+    try await scheme.start(air: air, central: central, voters: radios)
     var firstHeard = [Double?](repeating: nil, count: n)
     var heard = 0
     var delivered = 0
