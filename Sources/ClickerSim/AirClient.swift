@@ -11,7 +11,7 @@ import Synchronization
 // The peripheral's side of the socket-shared air (SocketAir.swift hosts it).
 
 /// A peripheral whose radio is an `AirHost` in another process (or the same one).
-public final class RemotePeripheral: PeripheralTransport {
+public final class RemotePeripheral: PeripheralTransport, ListenerTransport {
     /// The address the host gave this device.
     public let address: DeviceAddress
     private let link: ClientLink
@@ -68,6 +68,25 @@ public final class RemotePeripheral: PeripheralTransport {
     }
 
     public func status() -> AsyncStream<RadioStatus> { link.statusStream() }
+
+    /// Listens for the central's broadcast through the host's air (see `SimulatedPeripheral.listen`).
+    /// The stream throws `TransportError.unsupported` when the host cannot listen (an older host), and
+    /// `.radioUnavailable` when the host goes away.
+    public func listen(companyID: UInt16, dutyCycle: ScanDutyCycle) -> AsyncThrowingStream<AdvertisementReport, any Error> {
+        link.listen(companyID: companyID, dutyCycle: dutyCycle, acknowledged: nil)
+    }
+
+    /// ``listen(companyID:dutyCycle:)`` that returns once the host has the receiver listening, so that
+    /// whatever the air does afterwards reaches the stream; throws what the host answered otherwise.
+    public func startListening(companyID: UInt16, dutyCycle: ScanDutyCycle) async throws
+        -> AsyncThrowingStream<AdvertisementReport, any Error> {
+        var stream: AsyncThrowingStream<AdvertisementReport, any Error>?
+        try await withCheckedThrowingContinuation { (ack: CheckedContinuation<Void, any Error>) in
+            stream = link.listen(companyID: companyID, dutyCycle: dutyCycle, acknowledged: { ack.resume(with: $0) })
+        }
+        guard let stream else { throw TransportError.radioUnavailable("listening did not start") }
+        return stream
+    }
 }
 
 /// The peripheral's end of the socket: requests are queued for a writer thread, a reader thread
@@ -83,7 +102,11 @@ final class ClientLink: Sendable {
     struct State {
         var closed = false
         var nextID: UInt32 = 1
-        var pending: [UInt32: CheckedContinuation<[UInt8], any Error>] = [:]
+        var pending: [UInt32: @Sendable (Result<[UInt8], any Error>) -> Void] = [:]
+        /// Listening streams by the number the host tags their reports with.
+        var listeners: [UInt32: AsyncThrowingStream<AdvertisementReport, any Error>.Continuation] = [:]
+        /// Set by `close()`: listening streams then finish without an error.
+        var closing = false
         /// Encoded frames the writer has not taken yet, oldest first.
         var outbox: [[UInt8]] = []
         /// Reader and writer threads still using the descriptor.
@@ -119,26 +142,71 @@ final class ClientLink: Sendable {
 
     func request(_ kind: AirFrame.Kind, _ body: [UInt8]) async throws -> [UInt8] {
         try await withCheckedThrowingContinuation { (cont: CheckedContinuation<[UInt8], any Error>) in
-            let refusal: String? = state.withLock { s in
-                guard !s.closed else { return "the air host is gone" }
-                guard s.outbox.count < Self.maxQueued else {
-                    return "the air host is not reading (\(Self.maxQueued) requests wait to be sent)"
-                }
-                let id = s.nextID
-                s.nextID &+= 1
-                var w = ByteWriter()
-                w.u32(id)
-                w.raw(body)
-                s.outbox.append(AirFrame.encode(kind, w.bytes))
-                s.pending[id] = cont
-                return nil
+            send(kind, body) { cont.resume(with: $0) }
+        }
+    }
+
+    /// Queues a request; `reply` gets the host's answer (or the failure) exactly once, on another thread.
+    func send(_ kind: AirFrame.Kind, _ body: [UInt8], reply: @escaping @Sendable (Result<[UInt8], any Error>) -> Void) {
+        let refusal: String? = state.withLock { s in
+            guard !s.closed else { return "the air host is gone" }
+            guard s.outbox.count < Self.maxQueued else {
+                return "the air host is not reading (\(Self.maxQueued) requests wait to be sent)"
             }
-            if let refusal {
-                cont.resume(throwing: TransportError.radioUnavailable(refusal))
-            } else {
-                wake.signal()
+            let id = s.nextID
+            s.nextID &+= 1
+            var w = ByteWriter()
+            w.u32(id)
+            w.raw(body)
+            s.outbox.append(AirFrame.encode(kind, w.bytes))
+            s.pending[id] = reply
+            return nil
+        }
+        if let refusal {
+            reply(.failure(TransportError.radioUnavailable(refusal)))
+        } else {
+            wake.signal()
+        }
+    }
+
+    /// A listening stream: registered before the request goes out, so that no report can come first.
+    func listen(companyID: UInt16, dutyCycle: ScanDutyCycle,
+                acknowledged: (@Sendable (Result<Void, any Error>) -> Void)?) -> AsyncThrowingStream<AdvertisementReport, any Error> {
+        let (stream, continuation) = AsyncThrowingStream<AdvertisementReport, any Error>.makeStream()
+        let number: UInt32 = state.withLock { s in
+            let n = s.nextID
+            s.nextID &+= 1
+            s.listeners[n] = continuation
+            return n
+        }
+        var w = ByteWriter()
+        w.u32(number)
+        w.u16(companyID)
+        w.u32(UInt32(clamping: Swift.max(0, dutyCycle.window.nanoseconds / 1000)))
+        w.u32(UInt32(clamping: Swift.max(0, dutyCycle.interval.nanoseconds / 1000)))
+        continuation.onTermination = { [weak self] _ in
+            guard let self, self.state.withLock({ $0.listeners.removeValue(forKey: number) }) != nil else { return }
+            var w = ByteWriter()
+            w.u32(number)
+            self.send(.stopListening, w.bytes) { _ in }
+        }
+        send(.listen, w.bytes) { [weak self] result in
+            switch result {
+            case .success:
+                acknowledged?(.success(()))
+            case .failure(let error):
+                let failure: any Error = (error as? TransportError).map { e in
+                    if case .radioUnavailable(let m) = e, m.contains("unknown message type") {
+                        return TransportError.unsupported("listening (the air host is older)")
+                    }
+                    return e
+                } ?? error
+                _ = self?.state.withLock { $0.listeners.removeValue(forKey: number) }
+                continuation.finish(throwing: failure)
+                acknowledged?(.failure(failure))
             }
         }
+        return stream
     }
 
     /// Sends queued frames in order, outside the lock. A failed send shuts the socket down, which
@@ -192,7 +260,10 @@ final class ClientLink: Sendable {
 
     /// Wakes the reader and the writer, which end and close the descriptor. Idempotent.
     func close() {
-        state.withLock { s in if !s.closed { _ = Glibc.shutdown(fd, Int32(SHUT_RDWR)) } }
+        state.withLock { s in
+            s.closing = true
+            if !s.closed { _ = Glibc.shutdown(fd, Int32(SHUT_RDWR)) }
+        }
     }
 
     private func readLoop() {
@@ -211,31 +282,39 @@ final class ClientLink: Sendable {
                     reason = "garbage from the air host (frame length \(len))"
                     break reading
                 case .frame(let kind, let body):
+                    if kind == AirFrame.Kind.report.rawValue {
+                        guard let (stream, report) = ListenReportCoding.decode(body) else { continue }
+                        state.withLock { $0.listeners[stream] }?.yield(report)
+                        continue
+                    }
                     var r = ByteReader(body)
                     guard kind == AirFrame.Kind.result.rawValue, let id = r.u32(), let code = r.u8() else { continue }
                     let rest = r.rest()
-                    let cont = state.withLock { $0.pending.removeValue(forKey: id) }
+                    let reply = state.withLock { $0.pending.removeValue(forKey: id) }
                     if code == AirFrame.Code.ok.rawValue {
-                        cont?.resume(returning: rest)
+                        reply?(.success(rest))
                     } else {
                         let message = String(decoding: rest, as: UTF8.self)
-                        cont?.resume(throwing: code == AirFrame.Code.unsupported.rawValue
-                            ? TransportError.unsupported(message) : TransportError.radioUnavailable("air host refused: \(message)"))
+                        reply?(.failure(code == AirFrame.Code.unsupported.rawValue
+                            ? TransportError.unsupported(message) : TransportError.radioUnavailable("air host refused: \(message)")))
                     }
                 }
             }
         }
-        let (pending, subscribers): ([CheckedContinuation<[UInt8], any Error>], [AsyncStream<RadioStatus>.Continuation]) =
-            state.withLock { s in
-                s.closed = true
-                s.status.state = .stopped
-                s.status.lastError = reason
-                defer { s.pending = [:]; s.statusSubscribers = [:] }
-                return (Array(s.pending.values), Array(s.statusSubscribers.values))
-            }
+        let (pending, subscribers, listeners, closing) = state.withLock { s in
+            s.closed = true
+            s.status.state = .stopped
+            s.status.lastError = reason
+            defer { s.pending = [:]; s.statusSubscribers = [:]; s.listeners = [:] }
+            return (s.pending.keys.sorted().compactMap { s.pending[$0] }, Array(s.statusSubscribers.values),
+                    s.listeners.keys.sorted().compactMap { s.listeners[$0] }, s.closing)
+        }
         wake.signal()  // the writer sees `closed` and ends
         release()
-        for c in pending { c.resume(throwing: TransportError.radioUnavailable(reason)) }
+        for reply in pending { reply(.failure(TransportError.radioUnavailable(reason))) }
+        for l in listeners {
+            if closing { l.finish() } else { l.finish(throwing: TransportError.radioUnavailable(reason)) }
+        }
         let final = state.withLock { $0.status }
         for s in subscribers {
             s.yield(final)

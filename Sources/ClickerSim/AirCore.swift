@@ -32,6 +32,15 @@ final class AirCore {
     var stats = AirStatistics()
     var outputs: [Output] = []
 
+    /// The central's broadcast, its generation (bumped when it stops or starts), and the intervals
+    /// in which its broadcasting controller is deaf because it transmits (recent ones only).
+    var broadcast: BroadcastState?
+    var broadcastGeneration: UInt64 = 0
+    var centralDeaf: [(start: UInt64, end: UInt64)] = []
+    var broadcastNote: String?
+    /// Indices of the devices listening, ascending.
+    var listeningDevices: [Int] = []
+
     init(config: AirConfiguration, start: UInt64) {
         self.config = config
         rng = Xoshiro256StarStar(seed: config.seed)
@@ -86,6 +95,10 @@ final class AirCore {
             if let r = requests[id] {
                 finish(r, .failure(TransportError.timeout("reading \(r.key.characteristic) from \(devices[r.device].address)")))
             }
+        case .broadcastEvent(let g): broadcastEvent(generation: g)
+        case .broadcastPDUStart(let g, let ch, let pdu):
+            guard g == broadcastGeneration, broadcast != nil else { return }
+            startBroadcastPDU(channel: ch, pdu: pdu)
         }
     }
 
@@ -98,10 +111,15 @@ final class AirCore {
         if !paused {
             stats.advertisingEvents += 1
             stats.pdusTransmitted += 3
+            dev.lastEventStart = now
+            dev.lastEventAirTime = pdu.airTime
+            // While the central broadcasts to listeners, every PDU may destroy a broadcast PDU one of them
+            // listens to: all go on air. Otherwise only those a scanner of the central may hear matter.
+            let everyPDU = broadcast != nil && !listeningDevices.isEmpty
             var t = now
             for ch: UInt8 in 37...39 {
                 let end = t + pdu.airTime
-                if schedules.contains(where: { $0.mayHear(channel: ch, start: t, end: end) }) {
+                if everyPDU || schedules.contains(where: { $0.mayHear(channel: ch, start: t, end: end) }) {
                     if t == now {
                         startPDU(device: dev, channel: ch, pdu: pdu)
                     } else {
@@ -115,8 +133,12 @@ final class AirCore {
     }
 
     private func startPDU(device dev: Device, channel: UInt8, pdu: PDUSnapshot) {
-        let tx = Transmission(device: dev.index, channel: channel, start: now, rssi: dev.rssi, pdu: pdu)
-        let c = Int(channel) - 37
+        startTransmission(Transmission(device: dev.index, channel: channel, start: now, rssi: dev.rssi, pdu: pdu))
+    }
+
+    /// Puts `tx` on air: it and every PDU already on its channel now overlap.
+    func startTransmission(_ tx: Transmission) {
+        let c = Int(tx.channel) - 37
         let power = milliwatts(tx.rssi)
         for other in active[c] {
             other.interference += power
@@ -128,16 +150,21 @@ final class AirCore {
         schedule(.pduEnd(tx), at: tx.end)
     }
 
-    private func milliwatts(_ dBm: Double) -> Double { pow(10, dBm / 10) }
+    func milliwatts(_ dBm: Double) -> Double { pow(10, dBm / 10) }
 
     private func endPDU(_ tx: Transmission) {
         let c = Int(tx.channel) - 37
         if let i = active[c].firstIndex(where: { $0 === tx }) { active[c].remove(at: i) }
+        if tx.isBroadcast { return endBroadcastPDU(tx) }
         guard let since = scanningSince, since <= tx.start else { return }
         let dev = devices[tx.device]
         var heard = false
-        for schedule in schedules where schedule.hears(channel: tx.channel, start: tx.start, end: tx.end) {
+        for (k, schedule) in schedules.enumerated() where schedule.hears(channel: tx.channel, start: tx.start, end: tx.end) {
             stats.pdusListened += 1
+            if k == config.broadcast.broadcastingScanner, centralIsDeaf(from: tx.start, to: tx.end) {
+                stats.missedWhileBroadcasting += 1
+                continue
+            }
             if tx.rssi < config.sensitivity {
                 stats.outOfRange += 1
                 continue
@@ -241,6 +268,7 @@ final class AirCore {
         dev.generation += 1
         dev.gatt = [:]
         dev.present = false
+        stopAllListening(dev)
         for r in requests.values.sorted(by: { $0.id < $1.id }) where r.device == dev.index {
             finish(r, .failure(TransportError.notConnected(dev.address)))
         }
@@ -260,7 +288,7 @@ final class AirCore {
 
     var centralStatus: RadioStatus {
         RadioStatus(adapter: "simulated air", state: scanningSince == nil ? .stopped : .scanning,
-                    lastDiscoveryRestart: scanningSince.map { RadioInstant(nanoseconds: $0) })
+                    lastDiscoveryRestart: scanningSince.map { RadioInstant(nanoseconds: $0) }, lastError: broadcastNote)
     }
 
     /// Starts or stops the scanners to match demand; tells status subscribers.
@@ -268,6 +296,10 @@ final class AirCore {
         let want = scanning
         guard want != (scanningSince != nil) else { return }
         scanningSince = want ? now : nil
+        publishCentralStatus()
+    }
+
+    func publishCentralStatus() {
         let s = centralStatus
         for key in centralStatusSubscribers.keys.sorted() {
             if let c = centralStatusSubscribers[key] { outputs.append(.status(c, s)) }
@@ -280,80 +312,6 @@ final class AirCore {
         }
         reportSubscribers = [:]
         updateScanning()
-    }
-
-    // MARK: GATT
-
-    func beginRead(id: UInt64, address: DeviceAddress, key: GATTKey, timeout: UInt64,
-                   continuation: CheckedContinuation<[UInt8], any Error>) {
-        if cancelledEarly.remove(id) != nil {
-            outputs.append(.read(continuation, .failure(CancellationError())))
-            return
-        }
-        guard let dev = device(address), dev.present else {
-            stats.readsFailed += 1
-            outputs.append(.read(continuation, .failure(TransportError.notConnected(address))))
-            return
-        }
-        let r = ReadRequest(id: id, device: dev.index, key: key, continuation: continuation)
-        requests[id] = r
-        queued.append(id)
-        schedule(.readTimeout(request: id), at: now.adding(timeout))
-        promote()
-    }
-
-    func cancelRead(id: UInt64) {
-        if let r = requests[id] {
-            finish(r, .failure(CancellationError()))
-        } else {
-            cancelledEarly.insert(id)
-        }
-    }
-
-    private func promote() {
-        while slotsInUse < Swift.max(1, config.connections.maxConcurrent), !queued.isEmpty {
-            let id = queued.removeFirst()
-            guard let r = requests[id], r.state == .queued else { continue }
-            r.state = .initiating
-            slotsInUse += 1
-            stats.peakConnections = Swift.max(stats.peakConnections, slotsInUse)
-        }
-        updateScanning()
-    }
-
-    private func connectIfWanted(_ dev: Device) {
-        guard let r = requests.values.filter({ $0.device == dev.index && $0.state == .initiating })
-            .min(by: { $0.id < $1.id })
-        else { return }
-        r.state = .connected
-        dev.connections += 1
-        stats.connectionsEstablished += 1
-        schedule(.connectionComplete(request: r.id), at: now.adding(config.connections.exchangeDuration.clampedNanoseconds))
-        updateScanning()
-    }
-
-    private func completeConnection(_ id: UInt64) {
-        guard let r = requests[id], r.state == .connected else { return }
-        let dev = devices[r.device]
-        if let value = dev.gatt[r.key] {
-            finish(r, .success(value))
-        } else {
-            finish(r, .failure(TransportError.characteristicNotFound(r.key.characteristic)))
-        }
-    }
-
-    /// Ends a read: frees its connection slot, resumes its caller (outside the lock).
-    private func finish(_ r: ReadRequest, _ result: Result<[UInt8], any Error>) {
-        requests[r.id] = nil
-        switch r.state {
-        case .queued: queued.removeAll { $0 == r.id }
-        case .initiating: slotsInUse -= 1
-        case .connected:
-            slotsInUse -= 1
-            devices[r.device].connections -= 1
-        }
-        if case .success = result { stats.readsSucceeded += 1 } else { stats.readsFailed += 1 }
-        outputs.append(.read(r.continuation, result))
-        promote()
+        for d in listeningDevices { stopAllListening(devices[d]) }
     }
 }

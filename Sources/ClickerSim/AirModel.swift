@@ -24,10 +24,63 @@ final class PDUSnapshot {
         airTime = LegacyAdvertising.airTime(of: p).clampedNanoseconds
         self.interval = interval
     }
+
+    /// One frame of the central's broadcast: a non-connectable PDU.
+    init(broadcastFrame data: [UInt8], companyID: UInt16, interval: UInt64) {
+        self.companyID = companyID
+        self.data = data
+        connectable = false
+        airTime = LegacyAdvertising.airTime(advertisingDataLength: LegacyAdvertising.advertisingDataLength(
+            manufacturerDataLength: data.count, connectable: false)).clampedNanoseconds
+        self.interval = interval
+    }
+}
+
+/// The central's broadcast: its frames and where the rotation stands.
+final class BroadcastState {
+    let companyID: UInt16
+    let frames: [PDUSnapshot]
+    let interval: UInt64
+    /// The frame the next advertising event sends.
+    var next = 0
+
+    init(companyID: UInt16, frames: [PDUSnapshot], interval: UInt64) {
+        self.companyID = companyID
+        self.frames = frames
+        self.interval = interval
+    }
+}
+
+/// Where a listener's reports go: a stream in this process, or a callback (the socket air's peer).
+enum ReportSink: Sendable {
+    case stream(AsyncThrowingStream<AdvertisementReport, any Error>.Continuation)
+    /// Called with each report, then once with nil when listening ends.
+    case callback(@Sendable (AdvertisementReport?) -> Void)
+
+    func deliver(_ report: AdvertisementReport) {
+        switch self {
+        case .stream(let c): c.yield(report)
+        case .callback(let f): f(report)
+        }
+    }
+
+    func finish() {
+        switch self {
+        case .stream(let c): c.finish()
+        case .callback(let f): f(nil)
+        }
+    }
+}
+
+/// One listening stream of a peripheral.
+struct Listener {
+    var companyID: UInt16
+    var sink: ReportSink
 }
 
 /// One PDU in the air on one channel.
 final class Transmission {
+    /// Index of the sending device, or `Transmission.central` for the central's broadcast.
     let device: Int
     let channel: UInt8
     let start: UInt64
@@ -37,6 +90,9 @@ final class Transmission {
     /// Sum of the power (mW) of every PDU that overlapped this one.
     var interference: Double = 0
     var overlaps = 0
+
+    static let central = -1
+    var isBroadcast: Bool { device == Self.central }
 
     init(device: Int, channel: UInt8, start: UInt64, rssi: Double, pdu: PDUSnapshot) {
         self.device = device
@@ -65,6 +121,14 @@ final class Device {
     var gatt: [GATTKey: [UInt8]] = [:]
     var note: String?
     var statusSubscribers: [UInt64: AsyncStream<RadioStatus>.Continuation] = [:]
+    /// Start and per-PDU airtime of its latest advertising event that went on air (the radio is deaf
+    /// during its own PDUs).
+    var lastEventStart: UInt64?
+    var lastEventAirTime: UInt64 = 0
+    /// Listening streams, and the receiver's schedule while there is any.
+    var listeners: [UInt64: Listener] = [:]
+    var listenSchedule: ScanSchedule?
+    var listenNote: String?
 
     init(index: Int, address: DeviceAddress, rssi: Double) {
         self.index = index
@@ -74,7 +138,8 @@ final class Device {
 
     var status: RadioStatus {
         RadioStatus(adapter: "simulated air (\(address))",
-                    state: present && advertising != nil ? .advertising : .stopped, lastError: note)
+                    state: present && advertising != nil ? .advertising : (present && listenSchedule != nil ? .scanning : .stopped),
+                    lastError: note ?? listenNote)
     }
 }
 
@@ -101,6 +166,8 @@ enum Output: Sendable {
     case read(CheckedContinuation<[UInt8], any Error>, Result<[UInt8], any Error>)
     case status(AsyncStream<RadioStatus>.Continuation, RadioStatus)
     case finishStatus(AsyncStream<RadioStatus>.Continuation)
+    case listened(ReportSink, AdvertisementReport)
+    case finishListening(ReportSink)
 
     func deliver() {
         switch self {
@@ -109,6 +176,8 @@ enum Output: Sendable {
         case .read(let c, let result): c.resume(with: result)
         case .status(let c, let s): c.yield(s)
         case .finishStatus(let c): c.finish()
+        case .listened(let sink, let r): sink.deliver(r)
+        case .finishListening(let sink): sink.finish()
         }
     }
 }
@@ -123,6 +192,8 @@ enum Event {
     case script(ScriptAction)
     case connectionComplete(request: UInt64)
     case readTimeout(request: UInt64)
+    case broadcastEvent(generation: UInt64)
+    case broadcastPDUStart(generation: UInt64, channel: UInt8, pdu: PDUSnapshot)
 }
 
 /// When one scanner listens on which channel.

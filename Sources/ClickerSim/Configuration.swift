@@ -70,6 +70,53 @@ public enum FirstEventPhase: Sendable, Hashable {
     case randomWithinInterval
 }
 
+/// Which part of the central's time its own broadcast takes from its scanner.
+public enum BroadcastDeafness: Sendable, Hashable {
+    /// Deaf for each broadcast PDU's airtime, on every channel (the receiver is free in the gaps
+    /// between the PDUs of one event).
+    case packets
+    /// Deaf from the first PDU of a broadcast event to the end of its last (controllers that schedule
+    /// the whole advertising event as one radio activity, suspending the scan for all of it).
+    case wholeEvent
+}
+
+/// The central's broadcast (the tally's beacon) and the peripherals' listening for it.
+///
+/// The defaults follow legacy advertising on a single-radio controller: the broadcast's PDUs go out on
+/// channels 37, 38 and 39 in turn, `AirConfiguration.interChannelGap` apart, with the 0–10 ms advDelay
+/// of any advertiser (Core specification, Vol 6, Part B, 4.4.2.2); each lasts the airtime of its
+/// non-connectable PDU (`LegacyAdvertising.airTime`, 376 µs for 27 bytes of data); while one is in the
+/// air the central's first controller hears nothing on any channel. A listening peripheral cycles
+/// through 37, 38, 39, one channel per scan interval, as controllers scan.
+public struct BroadcastConfiguration: Sendable, Hashable {
+    /// The central's address, as listeners report it.
+    public var centralAddress: DeviceAddress
+    /// The channels each broadcast event uses, in order.
+    public var channels: [UInt8]
+    /// Index into `AirConfiguration.scanners` of the scanner on the broadcasting controller, which is
+    /// deaf while it transmits; nil models a second controller broadcasting (no deafness, collisions only).
+    public var broadcastingScanner: Int?
+    public var deafness: BroadcastDeafness
+    /// The channels a listening peripheral cycles through, one per scan interval, starting with the first.
+    public var listenChannels: [UInt8]
+    /// When set, every listener's receiver follows this duty cycle whatever it asked for: a knob to
+    /// compare voters' scan settings without changing the voters. Nil (the default): as asked, the
+    /// usual request being `ScanDutyCycle.fast`, 30 ms every 60 ms.
+    public var listenDutyCycle: ScanDutyCycle?
+
+    public init(centralAddress: DeviceAddress = DeviceAddress(rawValue: 0xC0_00_00_00_00_00),
+                channels: [UInt8] = [37, 38, 39], broadcastingScanner: Int? = 0,
+                deafness: BroadcastDeafness = .packets, listenChannels: [UInt8] = [37, 38, 39],
+                listenDutyCycle: ScanDutyCycle? = nil) {
+        self.centralAddress = centralAddress
+        self.channels = channels
+        self.broadcastingScanner = broadcastingScanner
+        self.deafness = deafness
+        self.listenChannels = listenChannels
+        self.listenDutyCycle = listenDutyCycle
+    }
+}
+
 /// Everything that shapes the simulated air. The defaults are a quiet lecture hall with one laptop.
 public struct AirConfiguration: Sendable, Hashable {
     /// Seed of the simulator's generator: same seed, same script → same run (virtual clock).
@@ -94,6 +141,8 @@ public struct AirConfiguration: Sendable, Hashable {
     public var rssiNoise: Double
     public var connections: ConnectionConfiguration
     public var firstEventPhase: FirstEventPhase
+    /// The central's broadcast and the peripherals' listening.
+    public var broadcast: BroadcastConfiguration
 
     public init(seed: UInt64 = 1, clock: AirClock = .virtual,
                 scanners: [ScannerConfiguration] = [ScannerConfiguration()],
@@ -102,7 +151,8 @@ public struct AirConfiguration: Sendable, Hashable {
                 captureThreshold: Double? = nil, lossProbability: Double = 0,
                 sensitivity: Double = -95, defaultRSSIRange: ClosedRange<Double> = -85 ... -45,
                 rssiNoise: Double = 2, connections: ConnectionConfiguration = ConnectionConfiguration(),
-                firstEventPhase: FirstEventPhase = .randomWithinInterval) {
+                firstEventPhase: FirstEventPhase = .randomWithinInterval,
+                broadcast: BroadcastConfiguration = BroadcastConfiguration()) {
         self.seed = seed
         self.clock = clock
         self.scanners = scanners
@@ -115,6 +165,7 @@ public struct AirConfiguration: Sendable, Hashable {
         self.rssiNoise = rssiNoise
         self.connections = connections
         self.firstEventPhase = firstEventPhase
+        self.broadcast = broadcast
     }
 }
 
@@ -143,6 +194,25 @@ public struct AirStatistics: Sendable, Hashable {
     public var readsFailed = 0
     /// Most connections (being set up or open) at any one time.
     public var peakConnections = 0
+
+    // The central's broadcast and the peripherals' listening.
+    /// Broadcast events started, and broadcast PDUs sent (one per channel per event).
+    public var broadcastEvents = 0
+    public var broadcastPDUs = 0
+    /// Listened PDUs (counted in `pdusListened`) the central missed because it was transmitting.
+    public var missedWhileBroadcasting = 0
+    /// Broadcast PDUs that lay wholly inside a listener's scan window on its channel (per listening device).
+    public var broadcastPDUsListened = 0
+    /// Of those: heard, missed because the device was transmitting, destroyed by an overlap, survived
+    /// an overlap by capture, below sensitivity, dropped by the random loss.
+    public var broadcastPDUsHeard = 0
+    public var broadcastMissedWhileTransmitting = 0
+    public var broadcastCollisions = 0
+    public var broadcastCaptures = 0
+    public var broadcastOutOfRange = 0
+    public var broadcastRandomLosses = 0
+    /// Reports handed to listener streams.
+    public var listenerReportsDelivered = 0
 
     public init() {}
 }

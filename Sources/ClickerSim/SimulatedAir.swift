@@ -182,7 +182,7 @@ public final class SimulatedAir: Sendable {
 }
 
 /// The central (laptop) side of a `SimulatedAir`.
-public struct SimulatedCentral: CentralTransport {
+public struct SimulatedCentral: CentralTransport, BroadcasterTransport {
     public let air: SimulatedAir
 
     /// Reports every PDU the scanners hear with manufacturer data under `companyID`.
@@ -226,6 +226,22 @@ public struct SimulatedCentral: CentralTransport {
         }
     }
 
+    // MARK: Broadcasting (BroadcasterTransport)
+
+    /// Legacy non-connectable advertising: 27 bytes of manufacturer data per frame.
+    public func broadcastCapabilities() async throws -> BroadcastCapabilities { .legacy }
+
+    /// Starts or replaces the central's broadcast (see `BroadcastConfiguration` for its physics).
+    /// Throws `TransportError.unsupported` for no frame or a frame over 27 bytes; an interval outside
+    /// 20 ms...10.24 s is clamped and noted in `status()`.
+    public func broadcast(_ payload: BroadcastPayload) async throws {
+        try air.withCore { c in try c.startBroadcast(payload) }
+    }
+
+    public func stopBroadcasting() async throws {
+        air.withCore { $0.stopBroadcast() }
+    }
+
     public func status() -> AsyncStream<RadioStatus> {
         let (stream, continuation) = AsyncStream<RadioStatus>.makeStream()
         let air = self.air
@@ -243,7 +259,7 @@ public struct SimulatedCentral: CentralTransport {
 }
 
 /// One peripheral (a student's board) in a `SimulatedAir`.
-public struct SimulatedPeripheral: PeripheralTransport {
+public struct SimulatedPeripheral: PeripheralTransport, ListenerTransport {
     public let air: SimulatedAir
     public let address: DeviceAddress
 
@@ -267,7 +283,25 @@ public struct SimulatedPeripheral: PeripheralTransport {
         }
     }
 
-    /// The device leaves the air (advertising, GATT and open connections end). Advertising again brings it back.
+    /// Listens for the central's broadcast under `companyID`, one channel at a time at `dutyCycle`,
+    /// starting now on the first of `BroadcastConfiguration.listenChannels`. Listening stops when every
+    /// stream is gone; the stream finishes when the device leaves. Buffers without bound.
+    public func listen(companyID: UInt16, dutyCycle: ScanDutyCycle) -> AsyncThrowingStream<AdvertisementReport, any Error> {
+        let (stream, continuation) = AsyncThrowingStream<AdvertisementReport, any Error>.makeStream()
+        let air = self.air, address = self.address
+        let id = air.withCore { c in
+            let id = c.makeID()
+            c.listen(c.addDevice(address: address, rssi: nil), id: id, companyID: companyID, dutyCycle: dutyCycle,
+                     sink: .stream(continuation))
+            return id
+        }
+        continuation.onTermination = { _ in
+            air.withCore { c in if let d = c.device(address) { c.stopListening(d, id: id) } }
+        }
+        return stream
+    }
+
+    /// The device leaves the air (advertising, listening, GATT and open connections end). Advertising again brings it back.
     public func shutdown() async {
         let address = self.address
         air.withCore { c in if let d = c.device(address) { c.remove(d) } }

@@ -37,6 +37,11 @@ public struct SimulationContext {
         core.device(address)?.gatt[GATTKey(service: service, characteristic: characteristic)] = value
     }
 
+    /// Starts or replaces the central's broadcast.
+    public func broadcast(_ payload: BroadcastPayload) throws { try core.startBroadcast(payload) }
+
+    public func stopBroadcasting() { core.stopBroadcast() }
+
     /// Schedules another action `delay` after now.
     public func schedule(after delay: Duration, _ action: @escaping ScriptAction) {
         core.schedule(.script(action), at: core.now.adding(delay.clampedNanoseconds))

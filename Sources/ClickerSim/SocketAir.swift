@@ -189,9 +189,15 @@ private final class HostLoop: Sendable {
     /// One connected peripheral process.
     final class Peer {
         let fd: Int32
+        let writer: PeerWriter
         var assembler = FrameAssembler()
         var address: DeviceAddress?
-        init(fd: Int32) { self.fd = fd }
+        /// The peer's listening streams: its stream number → the air's listener id.
+        var listens: [UInt32: UInt64] = [:]
+        init(fd: Int32) {
+            self.fd = fd
+            writer = PeerWriter(fd: fd)
+        }
     }
 
     func run() {
@@ -236,7 +242,7 @@ private final class HostLoop: Sendable {
         if let address = peer.address {
             air.withCore { c in if let d = c.device(address) { c.remove(d) } }
         }
-        Glibc.close(peer.fd)
+        peer.writer.close()
         peers[peer.fd] = nil
         host.count { $0.peersConnected -= 1 }
     }
@@ -272,7 +278,7 @@ private final class HostLoop: Sendable {
         w.u32(id)
         w.u8(code.rawValue)
         w.raw(Array(extra.prefix(AirFrame.maxLength - 8)))
-        return UnixSocket.sendAll(peer.fd, AirFrame.encode(.result, w.bytes), flags: Int32(MSG_DONTWAIT))
+        return peer.writer.send(AirFrame.encode(.result, w.bytes))
     }
 
     private func handle(_ peer: Peer, kind: UInt8, _ r: inout ByteReader) -> (AirFrame.Code, [UInt8]) {
@@ -324,8 +330,29 @@ private final class HostLoop: Sendable {
             return (.ok, [])
         case .shutdown:
             air.withCore { c in if let d = c.device(address) { c.remove(d) } }
+            peer.listens = [:]
             return (.ok, [])
-        case .hello, .result:
+        case .listen:
+            guard let stream = r.u32(), let company = r.u16(), let window = r.u32(), let interval = r.u32(),
+                  r.remaining == 0
+            else { return (.malformed, Array("bad listen".utf8)) }
+            guard peer.listens[stream] == nil else { return (.malformed, Array("stream \(stream) already listens".utf8)) }
+            let writer = peer.writer
+            let duty = ScanDutyCycle(window: .microseconds(window), interval: .microseconds(interval))
+            peer.listens[stream] = air.withCore { c in
+                let id = c.makeID()
+                c.listen(c.addDevice(address: address, rssi: nil), id: id, companyID: company, dutyCycle: duty,
+                         sink: .callback { report in if let report { writer.sendReport(stream: stream, report) } })
+                return id
+            }
+            return (.ok, [])
+        case .stopListening:
+            guard let stream = r.u32(), r.remaining == 0 else { return (.malformed, Array("bad stop listening".utf8)) }
+            if let id = peer.listens.removeValue(forKey: stream) {
+                air.withCore { c in if let d = c.device(address) { c.stopListening(d, id: id) } }
+            }
+            return (.ok, [])
+        case .hello, .result, .report:
             return (.unknownType, [])
         }
     }

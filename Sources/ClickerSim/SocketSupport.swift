@@ -17,14 +17,19 @@ enum AirFrame {
         case stopAdvertising = 0x03
         case publish = 0x04  // service 16, characteristic 16, value
         case shutdown = 0x05
+        case listen = 0x06  // stream u32 (the peripheral's), companyID u16, window µs u32, interval µs u32
+        case stopListening = 0x07  // stream u32
         // host → peripheral
         case result = 0x81  // request id u32, code u8, then (hello) address u64 or (error) UTF-8 message
+        case report = 0x82  // unsolicited: stream u32, then a report (`ListenReportCoding`)
     }
 
     enum Code: UInt8 {
         case ok = 0, unsupported = 1, malformed = 2, notIntroduced = 3, addressInUse = 4, unknownType = 5
     }
 
+    /// Version 1 throughout: listening (0x06, 0x07, 0x82) was added compatibly. An older host answers
+    /// `listen` with `unknownType`; an older peripheral never asks, so it never gets a 0x82.
     static let version: UInt16 = 1
 
     static func encode(_ kind: Kind, _ body: [UInt8]) -> [UInt8] {

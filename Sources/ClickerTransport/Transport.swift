@@ -1,9 +1,10 @@
 /// The seam between vote logic and radio.
 ///
 /// A backend (simulated air, BlueZ over D-Bus, raw HCI) adapts one radio to these two
-/// protocols. Vote logic never sees anything else of the radio. The protocols promise
-/// only what BLE can do: advertisements are broadcast, unacknowledged and may be lost;
-/// a GATT read needs a connection and may fail or time out.
+/// protocols, and, when it can talk the other way too, to `BroadcasterTransport` and
+/// `ListenerTransport` (BroadcastAndListen.swift). Vote logic never sees anything else of the
+/// radio. The protocols promise only what BLE can do: advertisements are broadcast,
+/// unacknowledged and may be lost; a GATT read needs a connection and may fail or time out.
 
 /// A 48-bit Bluetooth device address, most significant byte first (as printed: `00:AA:01:00:00:01`).
 public struct DeviceAddress: Sendable, Hashable, Comparable, CustomStringConvertible {

@@ -6,7 +6,12 @@
 // at least once; the table shows medians over the seeds next to the analytic model.
 //
 // Run: swift run -c release --package-path Benchmarks TimeToCollect [--seeds 20] [--quick]
-//      [--synchronized] [--quiet-when-heard] [--pipeline]
+//      [--synchronized] [--quiet-when-heard] [--pipeline] [--beacon MS]
+//
+// With --beacon MS every row runs twice on the same seeds, side by side: today's scheme (the tally only
+// scans) and a beaconing tally (`TallyScheme`: it also broadcasts a full legacy frame every MS, paying its
+// airtime and collisions). The beacon carries nothing yet and nobody listens: the hook is there for a
+// scheme that acknowledges and quiets voters to plug in.
 //
 // "Heard" is pluggable (`HeardDetector`): the default takes a report as a vote when its data is the
 // voter's payload. With --pipeline every voter advertises a real sealed ballot, every report also goes
@@ -115,12 +120,52 @@ struct Options {
     var synchronized = false
     var quietWhenHeard = false
     var pipeline = false
+    /// --beacon MS: also run every row with a beaconing tally at this interval.
+    var beaconInterval: Int? = nil
+}
+
+/// What the tally does on air during a round besides scanning.
+protocol TallyScheme: Sendable {
+    /// A short label for the table.
+    var label: String { get }
+    /// Called once at t = 0, after the voters have started advertising; `voters[i]` is voter i's radio
+    /// (a scheme whose voters follow a beacon makes them listen here).
+    func start(air: SimulatedAir, central: SimulatedCentral, voters: [SimulatedPeripheral]) async throws
+    /// Called after each step with the voters first heard in it (their indices and addresses).
+    func step(heard: [(voter: Int, address: DeviceAddress)], air: SimulatedAir, central: SimulatedCentral) async throws
+}
+
+/// Today's scheme: the tally only scans.
+struct ScanOnly: TallyScheme {
+    var label: String { "today" }
+    func start(air: SimulatedAir, central: SimulatedCentral, voters: [SimulatedPeripheral]) async throws {}
+    func step(heard: [(voter: Int, address: DeviceAddress)], air: SimulatedAir, central: SimulatedCentral) async throws {}
+}
+
+/// A tally that broadcasts one full legacy frame (27 bytes, 376 µs per PDU) every `interval` while it
+/// scans: the beacon's cost in airtime and collisions, with nothing acknowledged or quieted yet.
+struct PlaceholderBeacon: TallyScheme {
+    let milliseconds: Int
+    var label: String { "beacon \(milliseconds) ms" }
+    func start(air: SimulatedAir, central: SimulatedCentral, voters: [SimulatedPeripheral]) async throws {
+        try await central.broadcast(BroadcastPayload(companyID: 0xFFFE, frames: [[UInt8](repeating: 0xBC, count: 27)],
+                                                     interval: .milliseconds(milliseconds)))
+    }
+    func step(heard: [(voter: Int, address: DeviceAddress)], air: SimulatedAir, central: SimulatedCentral) async throws {}
+}
+
+extension Options {
+    /// The schemes each row runs: today's, then the beaconing tally when asked for.
+    var schemes: [any TallyScheme] {
+        [ScanOnly()] + (beaconInterval.map { [PlaceholderBeacon(milliseconds: $0)] } ?? [])
+    }
 }
 
 /// One round: returns the first-heard times (virtual seconds) of the voters, as the central's stream shows them.
 /// With `poll`, the voters advertise its ballots and every report also goes through its pipeline.
 func runRound(voters n: Int, interval: Duration, seed: UInt64, horizon: Double, options: Options,
-              detector: some HeardDetector, poll: RealPoll? = nil) async throws -> RoundResult {
+              detector: some HeardDetector, poll: RealPoll? = nil,
+              scheme: any TallyScheme = ScanOnly()) async throws -> RoundResult {
     var detector = detector
     var pipeline = poll?.pipeline()
     var firstCounted = [Double?](repeating: nil, count: n)
@@ -131,6 +176,7 @@ func runRound(voters n: Int, interval: Duration, seed: UInt64, horizon: Double, 
     let central = air.central()
     var reports = central.advertisements(companyID: 0xFFFF).makeAsyncIterator()
     var addresses: [DeviceAddress] = []
+    var radios: [SimulatedPeripheral] = []
     for i in 0..<n {
         let p = air.addPeripheral()
         if let poll {
@@ -140,7 +186,9 @@ func runRound(voters n: Int, interval: Duration, seed: UInt64, horizon: Double, 
             try await p.advertise(votePayload(i, interval: interval))
         }
         addresses.append(p.address)
+        radios.append(p)
     }
+    try await scheme.start(air: air, central: central, voters: radios)
     var firstHeard = [Double?](repeating: nil, count: n)
     var heard = 0
     var delivered = 0
@@ -169,15 +217,18 @@ func runRound(voters n: Int, interval: Duration, seed: UInt64, horizon: Double, 
             pipeline = pl
             stream.append(contentsOf: batch)
         }
+        var newlyHeard: [(voter: Int, address: DeviceAddress)] = []
         for r in batch {
             guard let v = detector.voter(in: r), firstHeard[v] == nil else { continue }
             firstHeard[v] = r.timestamp.seconds
             heard += 1
+            newlyHeard.append((v, addresses[v]))
             if options.quietWhenHeard {
                 let a = addresses[v]
                 air.perform { ctx in ctx.stopAdvertising(a) }
             }
         }
+        try await scheme.step(heard: newlyHeard, air: air, central: central)
         delivered = now
     }
     air.finishAdvertisementStreams()
@@ -252,8 +303,9 @@ func parseOptions() -> Options {
         case "--synchronized": o.synchronized = true
         case "--quiet-when-heard": o.quietWhenHeard = true
         case "--pipeline": o.pipeline = true
+        case "--beacon": if let v = args.popFirst().flatMap({ Int($0) }), (20...10_240).contains(v) { o.beaconInterval = v }
         default:
-            print("usage: TimeToCollect [--seeds N] [--quick] [--synchronized] [--quiet-when-heard] [--pipeline]")
+            print("usage: TimeToCollect [--seeds N] [--quick] [--synchronized] [--quiet-when-heard] [--pipeline] [--beacon MS]")
             exit(2)
         }
     }
@@ -280,8 +332,10 @@ print("start phase: \(options.synchronized ? "synchronized (first events within 
       + (options.quietWhenHeard ? "; voters go quiet once heard" : ""))
 print("")
 let groups = ["50 %", "99 %", "100 %"]
-print(pad("", 5 + 1 + 9 + 1 + 8 + 1 + 8) + " " + groups.map { pad("── t" + $0 + " ──", 26) }.joined(separator: " ") + " " + pad("heard", 8))
-var header = [pad("N", 5), pad("interval", 9), pad("p model", 8), pad("p sim", 8)]
+print(pad("", (options.schemes.count > 1 ? (options.schemes.map(\.label.count).max() ?? 0) + 1 : 0) + 5 + 1 + 9 + 1 + 8 + 1 + 8) + " " + groups.map { pad("── t" + $0 + " ──", 26) }.joined(separator: " ") + " " + pad("heard", 8))
+let schemes = options.schemes
+let schemeWidth = schemes.count > 1 ? schemes.map(\.label.count).max() ?? 0 : 0
+var header = (schemeWidth > 0 ? [pad("scheme", schemeWidth)] : []) + [pad("N", 5), pad("interval", 9), pad("p model", 8), pad("p sim", 8)]
 for _ in groups { header += [pad("sim", 8), pad("phased", 8), pad("simple", 8)] }
 header.append(pad("at end", 8))
 print(header.joined(separator: " "))
@@ -293,14 +347,16 @@ for c in configs {
     let i = Double(c.ms + 5) / 1000
     // Horizon: 60 s, or 400 events when that is shorter (hopeless rows stop early).
     let horizon = min(60, 400 * i)
+    for scheme in schemes {
     var results: [RoundResult] = []
     for s in 0..<options.seeds {
         let r = try await runRound(voters: c.n, interval: interval, seed: UInt64(c.n * 100_000 + c.ms * 100 + s),
-                                   horizon: horizon, options: options, detector: PayloadIndexDetector(voters: c.n))
+                                   horizon: horizon, options: options, detector: PayloadIndexDetector(voters: c.n),
+                                   scheme: scheme)
         results.append(r)
     }
     func within(_ d: Duration?) -> Double? { d.map { secondsOf($0) }.flatMap { $0 <= horizon ? $0 : nil } }
-    var row = [pad(String(c.n), 5), pad(c.ms >= 1000 ? format1(Double(c.ms) / 1000) + " s" : "\(c.ms) ms", 9),
+    var row = (schemeWidth > 0 ? [pad(scheme.label, schemeWidth)] : []) + [pad(String(c.n), 5), pad(c.ms >= 1000 ? format1(Double(c.ms) / 1000) + " s" : "\(c.ms) ms", 9),
                pad(format4(p), 8), pad(format4(results.map(\.cleanFraction).reduce(0, +) / Double(results.count)), 8)]
     let sims: [[Double?]] = [results.map(\.t50), results.map(\.t99), results.map(\.t100)]
     for (k, f) in [0.5, 0.99, pow(0.5, 1 / Double(c.n))].enumerated() {
@@ -310,6 +366,7 @@ for c in configs {
     }
     row.append(pad(format1(100 * (results.map(\.heardFraction).sorted()[results.count / 2])) + " %", 8))
     print(row.joined(separator: " "))
+    }
 }
 
 func secondsOf(_ d: Duration) -> Double {

@@ -1,0 +1,191 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import ClickerTransport
+
+// The other direction: the central broadcasts (the tally's beacon), peripherals listen.
+//
+// The broadcast's PDUs share the channels with the peripherals' and collide with them like any
+// other. The central's broadcasting controller is deaf while it transmits. A listener hears a
+// broadcast PDU when its receiver sits on that PDU's channel, inside a scan window, for the PDU's
+// whole airtime, while it is not transmitting itself, and when nothing destroyed the PDU.
+//
+// Power at a listener: the simulator knows one path loss per device, to the central, so a listener
+// receives the broadcast at its own `rssi` (the link is symmetric) and counts each overlapping PDU at
+// the power the central would receive it with. Listeners hear only the central's broadcast, not
+// each other's advertisements.
+
+extension AirCore {
+    // MARK: Broadcasting
+
+    /// Starts or replaces the broadcast; a replacement takes effect at the next event, from its first frame.
+    func startBroadcast(_ payload: BroadcastPayload) throws {
+        guard !payload.frames.isEmpty else { throw TransportError.unsupported("a broadcast needs at least one frame") }
+        let limit = BroadcastCapabilities.legacy.maxFrameLength
+        if let long = payload.frames.firstIndex(where: { $0.count > limit }) {
+            throw TransportError.unsupported(
+                "broadcast frame \(long) has \(payload.frames[long].count) bytes; legacy non-connectable advertising carries \(limit)")
+        }
+        let range = LegacyAdvertising.intervalRange
+        let clamped = Swift.min(Swift.max(payload.interval, range.lowerBound), range.upperBound)
+        let interval = clamped.clampedNanoseconds
+        let frames = payload.frames.map { PDUSnapshot(broadcastFrame: $0, companyID: payload.companyID, interval: interval) }
+        let wasBroadcasting = broadcast != nil, oldNote = broadcastNote
+        broadcast = BroadcastState(companyID: payload.companyID, frames: frames, interval: interval)
+        broadcastNote = clamped == payload.interval ? nil
+            : "broadcast interval \(payload.interval) outside \(range.lowerBound)...\(range.upperBound); using \(clamped)"
+        if !wasBroadcasting {
+            broadcastGeneration += 1
+            schedule(.broadcastEvent(generation: broadcastGeneration), at: now.adding(rng.upTo(maxDelay)))
+        }
+        if broadcastNote != oldNote { publishCentralStatus() }
+    }
+
+    func stopBroadcast() {
+        guard broadcast != nil else { return }
+        broadcast = nil
+        broadcastGeneration += 1
+        // PDUs of the event in progress that have not started will not be sent: no deafness for them.
+        centralDeaf.removeAll { $0.start > now }
+        if broadcastNote != nil {
+            broadcastNote = nil
+            publishCentralStatus()
+        }
+    }
+
+    func broadcastEvent(generation g: UInt64) {
+        guard g == broadcastGeneration, let b = broadcast else { return }
+        let pdu = b.frames[b.next % b.frames.count]
+        b.next = (b.next + 1) % b.frames.count
+        stats.broadcastEvents += 1
+        centralDeaf.removeAll { $0.end.adding(2_000_000) < now }  // no PDU lasts 2 ms: older ones matter no more
+        let channels = config.broadcast.channels.isEmpty ? [37, 38, 39] : config.broadcast.channels
+        var t = now
+        for ch in channels where (37...39).contains(ch) {
+            stats.broadcastPDUs += 1
+            if config.broadcast.deafness == .packets { centralDeaf.append((t, t + pdu.airTime)) }
+            if t == now {
+                startBroadcastPDU(channel: ch, pdu: pdu)
+            } else {
+                schedule(.broadcastPDUStart(generation: g, channel: ch, pdu: pdu), at: t)
+            }
+            t = t + pdu.airTime + gap
+        }
+        if config.broadcast.deafness == .wholeEvent, t > now { centralDeaf.append((now, t - gap)) }
+        schedule(.broadcastEvent(generation: g), at: now.adding(b.interval).adding(rng.upTo(maxDelay)))
+    }
+
+    func startBroadcastPDU(channel: UInt8, pdu: PDUSnapshot) {
+        // Its power matters only at the central's other controllers, next to its antenna: the
+        // strongest signal the simulator knows, which no peripheral's PDU survives.
+        startTransmission(Transmission(device: Transmission.central, channel: channel, start: now,
+                                       rssi: 20, pdu: pdu))  // the top of the RSSI scale
+    }
+
+    /// True when the broadcasting controller transmits at some point of [start, end).
+    func centralIsDeaf(from start: UInt64, to end: UInt64) -> Bool {
+        centralDeaf.contains { $0.start < end && start < $0.end }
+    }
+
+    // MARK: Listening
+
+    /// True when `dev` transmits one of its own PDUs at some point of [start, end).
+    func transmits(_ dev: Device, from start: UInt64, to end: UInt64) -> Bool {
+        guard let e0 = dev.lastEventStart else { return false }
+        var s = e0
+        for _ in 0..<3 {
+            if s < end && start < s + dev.lastEventAirTime { return true }
+            s = s + dev.lastEventAirTime + gap
+        }
+        return false
+    }
+
+    func endBroadcastPDU(_ tx: Transmission) {
+        for d in listeningDevices {
+            let dev = devices[d]
+            guard dev.present, let listen = dev.listenSchedule,
+                  listen.hears(channel: tx.channel, start: tx.start, end: tx.end),
+                  dev.listeners.values.contains(where: { $0.companyID == tx.pdu.companyID })
+            else { continue }
+            stats.broadcastPDUsListened += 1
+            if transmits(dev, from: tx.start, to: tx.end) {
+                stats.broadcastMissedWhileTransmitting += 1
+                continue
+            }
+            if dev.rssi < config.sensitivity {
+                stats.broadcastOutOfRange += 1
+                continue
+            }
+            if tx.overlaps > 0 {
+                // tx.interference sums the others' power (its own power is never added to itself).
+                if let threshold = config.captureThreshold, dev.rssi - 10 * log10(tx.interference) >= threshold {
+                    stats.broadcastCaptures += 1
+                } else {
+                    stats.broadcastCollisions += 1
+                    continue
+                }
+            }
+            if config.lossProbability > 0, rng.unitInterval() < config.lossProbability {
+                stats.broadcastRandomLosses += 1
+                continue
+            }
+            stats.broadcastPDUsHeard += 1
+            let noise = config.rssiNoise > 0 ? (rng.unitInterval() * 2 - 1) * config.rssiNoise : 0
+            let report = AdvertisementReport(address: config.broadcast.centralAddress,
+                                             rssi: Int8(sanitizedRSSI((dev.rssi + noise).rounded())),
+                                             companyID: tx.pdu.companyID, data: tx.pdu.data,
+                                             timestamp: RadioInstant(nanoseconds: tx.end))
+            for key in dev.listeners.keys.sorted() {
+                guard let l = dev.listeners[key], l.companyID == tx.pdu.companyID else { continue }
+                outputs.append(.listened(l.sink, report))
+                stats.listenerReportsDelivered += 1
+            }
+        }
+    }
+
+    /// Adds a listening stream to `dev`; its receiver follows `dutyCycle` from now (restarting on the
+    /// first listen channel).
+    func listen(_ dev: Device, id: UInt64, companyID: UInt16, dutyCycle asked: ScanDutyCycle, sink: ReportSink) {
+        let dutyCycle = config.broadcast.listenDutyCycle ?? asked
+        let range = ScanDutyCycle.intervalRange
+        let interval = Swift.min(Swift.max(dutyCycle.interval, range.lowerBound), range.upperBound)
+        let window = Swift.min(Swift.max(dutyCycle.window, range.lowerBound), interval)
+        dev.listenNote = interval == dutyCycle.interval && window == dutyCycle.window ? nil
+            : "scan window/interval \(dutyCycle.window)/\(dutyCycle.interval) outside what BLE allows; using \(window)/\(interval)"
+        let channels = config.broadcast.listenChannels.filter { (37...39).contains($0) }
+        dev.listenSchedule = ScanSchedule(ScannerConfiguration(interval: interval, window: window,
+                                                               channels: channels.isEmpty ? [37, 38, 39] : channels),
+                                          origin: now)
+        dev.listeners[id] = Listener(companyID: companyID, sink: sink)
+        if !listeningDevices.contains(dev.index) {
+            listeningDevices.append(dev.index)
+            listeningDevices.sort()
+        }
+        publishStatus(dev)
+    }
+
+    /// Ends one listening stream (the consumer went away); the receiver stops with the last one.
+    func stopListening(_ dev: Device, id: UInt64) {
+        guard dev.listeners.removeValue(forKey: id) != nil else { return }
+        if dev.listeners.isEmpty { quietReceiver(dev) }
+    }
+
+    /// Finishes every listening stream of `dev` and stops its receiver.
+    func stopAllListening(_ dev: Device) {
+        for key in dev.listeners.keys.sorted() {
+            if let l = dev.listeners[key] { outputs.append(.finishListening(l.sink)) }
+        }
+        dev.listeners = [:]
+        quietReceiver(dev)
+    }
+
+    private func quietReceiver(_ dev: Device) {
+        guard dev.listenSchedule != nil else { return }
+        dev.listenSchedule = nil
+        dev.listenNote = nil
+        listeningDevices.removeAll { $0 == dev.index }
+        publishStatus(dev)
+    }
+}

@@ -1,0 +1,112 @@
+/// The other direction: the central broadcasts, the peripherals listen.
+///
+/// These two protocols stand apart from `CentralTransport` and `PeripheralTransport`: a radio that
+/// cannot broadcast while it scans (or scan while it advertises) simply does not conform. What they
+/// promise is again only what BLE can do: a broadcast is non-connectable advertising, sent blind,
+/// unacknowledged, and heard by a listener only when the listener happens to be on the right
+/// channel, awake, not transmitting itself, and the packet survives the other advertisers.
+
+/// What the central broadcasts: non-connectable advertisements under one company ID.
+public struct BroadcastPayload: Sendable, Hashable {
+    public var companyID: UInt16
+    /// The frames, each the manufacturer data (after the company ID) of one advertising PDU. The radio
+    /// sends one frame per advertising event, in order, starting again after the last; a payload of
+    /// one frame is a plain repeated advertisement.
+    public var frames: [[UInt8]]
+    /// Requested advertising interval (BLE allows 20 ms to 10.24 s); each event comes this long after
+    /// the previous one plus the controller's random 0–10 ms advDelay.
+    public var interval: Duration
+
+    public init(companyID: UInt16, frames: [[UInt8]], interval: Duration = .milliseconds(100)) {
+        self.companyID = companyID
+        self.frames = frames
+        self.interval = interval
+    }
+}
+
+/// What one radio can broadcast, so that the caller sizes its frames before asking.
+public struct BroadcastCapabilities: Sendable, Hashable {
+    /// Most bytes of manufacturer data (after the company ID) one frame carries: 27 with legacy
+    /// non-connectable advertising (31 bytes of AD, no Flags), more with extended advertising.
+    public var maxFrameLength: Int
+    /// True when the frames go out as extended advertising (AUX_ADV_IND on a secondary channel),
+    /// which only BLE 5 listeners scanning for extended advertising hear.
+    public var extended: Bool
+
+    public init(maxFrameLength: Int, extended: Bool) {
+        self.maxFrameLength = maxFrameLength
+        self.extended = extended
+    }
+
+    /// Legacy non-connectable advertising: 31 bytes of AD minus the 4-byte Manufacturer Specific Data header.
+    public static let legacy = BroadcastCapabilities(maxFrameLength: 27, extended: false)
+}
+
+/// The broadcasting side of a central's radio (the tally's beacon). Scanning through
+/// `CentralTransport` goes on while it broadcasts.
+///
+/// Promises, and their limits:
+/// - Frames go out in the order given, at most one per advertising event, each on every primary
+///   advertising channel the radio uses. Nothing tells the caller that any listener heard any frame.
+/// - A single-radio controller does not receive while it transmits: every broadcast PDU costs the
+///   scan its airtime on all channels (about 3 × 376 µs per event for full legacy frames), and the
+///   broadcast's PDUs collide with the peripherals' on the same channel. Broadcasting is paid for in
+///   advertisements not heard; the interval sets the price.
+/// - A replacement takes effect at the next advertising event, starting with its first frame; the
+///   event in progress finishes with the frame it started.
+/// - The interval is a request: a radio that cannot honour it (outside 20 ms...10.24 s, or a stack
+///   that picks its own) uses what it can and says so in its status.
+public protocol BroadcasterTransport: Sendable {
+    /// What this radio can broadcast. Frames longer than `maxFrameLength` are refused.
+    func broadcastCapabilities() async throws -> BroadcastCapabilities
+    /// Starts broadcasting `payload`, or replaces what is being broadcast. Throws
+    /// `TransportError.unsupported` when a frame does not fit or there is no frame.
+    func broadcast(_ payload: BroadcastPayload) async throws
+    /// Stops broadcasting. Idempotent.
+    func stopBroadcasting() async throws
+}
+
+/// How much of its time a listener's receiver is awake: it listens for `window` at the start of every
+/// `interval`, on one advertising channel, and moves to the next channel at the next interval.
+public struct ScanDutyCycle: Sendable, Hashable {
+    public var window: Duration
+    public var interval: Duration
+
+    /// `window` is clamped to `interval`. BLE allows intervals of 2.5 ms...10.24 s (HCI LE Set Scan
+    /// Parameters); backends clamp to that and say so in their status.
+    public init(window: Duration, interval: Duration) {
+        self.interval = interval
+        self.window = Swift.min(window, interval)
+    }
+
+    /// The fraction of time the receiver listens, `window / interval`.
+    public var fraction: Double {
+        interval > .zero ? window / interval : 0
+    }
+
+    /// The Generic Access Profile's fast scan, 30 ms every 60 ms (Core specification, Vol 3, Part C,
+    /// Appendix A: TGAP(scan_fast_window), TGAP(scan_fast_interval)); Linux uses the same values,
+    /// `DISCOV_LE_SCAN_WIN_FAST` and `DISCOV_LE_SCAN_INT_FAST`, for discovery.
+    public static let fast = ScanDutyCycle(window: .milliseconds(30), interval: .milliseconds(60))
+    /// The GAP's first background scan, 11.25 ms every 1.28 s (TGAP(scan_slow_window1),
+    /// TGAP(scan_slow_interval1); Linux's `DISCOV_LE_SCAN_*_SLOW1`): under 1 % of the receiver's time.
+    public static let slow = ScanDutyCycle(window: .microseconds(11_250), interval: .milliseconds(1280))
+    /// Scan interval range the HCI command accepts (0x0004...0x4000 units of 0.625 ms).
+    public static let intervalRange: ClosedRange<Duration> = .microseconds(2500) ... .milliseconds(10_240)
+}
+
+/// The listening side of a peripheral's radio (the voter hearing the beacon). Advertising through
+/// `PeripheralTransport` goes on while it listens.
+///
+/// Promises, and their limits:
+/// - Reports arrive for advertisements under `companyID` that the receiver heard whole: on the one
+///   channel it was listening on, inside a scan window, with no other packet destroying it.
+///   A listener at duty cycle `d` hears roughly a fraction `d` of a broadcaster's events; nothing
+///   is repeated for it, and nothing tells the broadcaster.
+/// - A single-radio device does not receive while it transmits its own advertisement.
+/// - The stream finishes when the consuming task is cancelled (listening then stops, unless another
+///   stream still listens) and throws when the radio fails for good. Several streams on one radio
+///   share its receiver, which follows the duty cycle asked for last.
+public protocol ListenerTransport: Sendable {
+    func listen(companyID: UInt16, dutyCycle: ScanDutyCycle) -> AsyncThrowingStream<AdvertisementReport, any Error>
+}
