@@ -27,11 +27,12 @@ public final class ChangeFeed: Sendable {
         return stream
     }
 
-    /// Notifies every subscriber.
+    /// Notifies every subscriber. Yields outside the lock: a yield takes the consuming task's status
+    /// lock, and cancelling that task runs `onTermination` under its status lock, which takes this
+    /// lock; yielding under it deadlocked a run whose view was cancelled while the poll signalled.
     public func signal() {
-        subscribers.withLock { s in
-            for c in s.all.values { c.yield() }
-        }
+        let all = subscribers.withLock { Array($0.all.values) }
+        for c in all { c.yield() }
     }
 
     public var subscriberCount: Int { subscribers.withLock { $0.all.count } }

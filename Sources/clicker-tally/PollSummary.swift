@@ -12,8 +12,12 @@ enum PollSummary {
         var room = TallyViewModel(joinCode: "", voters: r.voters)
         room.simulatedRoom = simulatedRoom
         if let note = room.roomNote { lines.append("  " + note) }
-        for (answer, n) in r.counts.sorted(by: { $0.key < $1.key }) {
-            lines.append("  \(answer)  \(String(repeating: "#", count: n * 40 / total)) \(n)")
+        // A numeric question's counts are per wire value; its histogram and statistics below say it
+        // in the question's units instead.
+        if r.results?.kind != .numeric {
+            for (answer, n) in r.counts.sorted(by: { $0.key < $1.key }) {
+                lines.append("  \(answer)  \(String(repeating: "#", count: n * 40 / total)) \(n)")
+            }
         }
         for line in r.results?.summaryLines ?? [] { lines.append("  " + line) }
         let rejected = r.rejected.filter { $0.value > 0 }.sorted { $0.key < $1.key }

@@ -118,6 +118,15 @@ final class CommandLineTests: XCTestCase {
         poll = try XCTUnwrap(store.polls().last).id
         XCTAssertEqual(try store.questions(poll: poll).map(\.definition),
                        [QuestionDefinition(kinds: [.numeric], options: 1, title: "Charge", numeric: .init(decimals: 1, lowest: -25, highest: 25))])
+        // The summary of a numeric question speaks its units: the histogram and statistics, not a
+        // line per wire value (17 for 1.7).
+        let room = try clickerTally(["--simulate", "30", "--simulate-speed", "20", "--seed", "3", "--no-store", "--duration", "2.5",
+                                     "--kind", "numeric", "--range", "0..10", "--decimals", "1"], runtime: dir)
+        XCTAssertEqual(room.status, 0, room.stderr)
+        XCTAssertTrue(room.stdout.contains("  median "), room.stdout)
+        XCTAssertTrue(room.stdout.range(of: #"  histogram: \d\.\d–\d\.\d: "#, options: .regularExpression) != nil, room.stdout)
+        XCTAssertFalse(room.stdout.split(separator: "\n").contains { $0.range(of: #"^  -?\d+  #"#, options: .regularExpression) != nil },
+                       room.stdout)
         XCTAssertEqual(try clickerTally(base + ["--kind", "ranked", "--options", "Swift,Rust,Go"], runtime: dir).status, 0)
         store = try ClickerStore(path: db)
         poll = try XCTUnwrap(store.polls().last).id
