@@ -81,6 +81,11 @@ public struct BeaconInterval: Sendable, Hashable, CustomStringConvertible {
     /// Stop advertising.
     public static let stop = BeaconInterval(unchecked: 0)
 
+    /// The interval of a voter whose current ballot the tally has acknowledged (docs/PROTOCOL.md
+    /// §11.8): 10.24 s, the longest BLE allows. Not on the wire: an acknowledgement slows a voter to
+    /// this keep-alive and never stops it, so a false acknowledgement costs time, never the vote.
+    public static let keepAlive: Duration = .milliseconds(10_240)
+
     init(unchecked code: UInt8) { self.code = code }
 
     /// From the wire byte; nil for the reserved value 1.

@@ -1,34 +1,45 @@
-/// A voter's defence against replayed beacon frames (docs/PROTOCOL.md §11.5): per frame kind, the
-/// highest counter it has accepted; a frame whose counter is not above it is ignored.
+/// A voter's defence against replayed and run-ahead STATE frames (docs/PROTOCOL.md §11.7).
 ///
-/// The tally takes a new counter value for every frame it seals, from one counter per poll that
-/// never goes back, and sends the frames of one kind one after another, so each kind's counters
-/// rise in the order they are heard. Keeping one highest counter per kind (not one for all) lets
-/// frames of different kinds travel in different advertising sets at once. A frame heard again
-/// (the same advertisement repeated) is not newer either: act on each frame once. Pure value; keep
-/// one per poll (join code), and apply it to authentic frames only (after ``BeaconCodec/open(_:key:)``).
+/// Only STATE frames need one: an ACKS or TEXT frame states a fact that stays true for the whole
+/// poll (this ballot was counted; this is the text whose digest the current STATE announces), so
+/// hearing an older one again changes nothing, and a tally may rotate them freely.
+///
+/// Two rules, for authentic frames only (after ``BeaconCodec/open(_:key:)``):
+/// - **Newer**: a STATE frame whose counter is not above the newest accepted is ignored (an earlier
+///   question's STATE replayed, or the same advertisement heard again).
+/// - **Not ahead of time**: the tally's counter runs in 10 ms ticks, so it cannot rise faster than
+///   the voter's own clock. A frame more than ``lead`` ticks ahead of the newest accepted one plus
+///   the ticks elapsed since it was accepted is ignored. Without this a holder of the join code
+///   could send a STATE frame with counter `FFFFFFFF` once and make voters ignore the tally for the
+///   rest of the poll; with it, a forger who stops sending is out-counted by the tally within `lead`.
+///
+/// The first frame a voter hears has nothing to be compared with and is accepted. Pure value: keep
+/// one per poll (join code), and give it the voter's monotonic clock.
 public struct BeaconReplayGuard: Sendable, Hashable {
-    var newest: [UInt32?] = [nil, nil, nil]
+    /// The counter's unit.
+    public static let tick: Duration = .milliseconds(10)
+    /// How far (in ticks) a frame's counter may run ahead of the newest accepted one beyond the time
+    /// elapsed since: 5 s, for clock drift and for frames sealed faster than one per tick.
+    public static let lead: UInt32 = 500
+
+    /// The newest accepted STATE counter and when (on the voter's clock) it was accepted.
+    public private(set) var newest: UInt32?
+    private var acceptedAt: Duration = .zero
 
     public init() {}
 
-    static func slot(_ kind: BeaconFrameKind) -> Int {
-        switch kind {
-        case .state: 0
-        case .acks: 1
-        case .text: 2
+    /// Whether `state`, heard at `now` (the voter's monotonic clock), is newer than every STATE frame
+    /// accepted so far and not ahead of time; if so it becomes the newest.
+    public mutating func admit(_ state: BeaconState, at now: Duration) -> Bool {
+        if let n = newest {
+            guard state.counter > n else { return false }
+            let elapsed = max(.zero, now - acceptedAt)
+            let ticks = elapsed / Self.tick   // Double; huge gaps saturate below
+            let allowance = UInt64(min(ticks, Double(UInt32.max))) + UInt64(Self.lead)
+            guard UInt64(state.counter - n) <= allowance else { return false }
         }
-    }
-
-    /// The highest counter accepted for `kind`; nil before the first.
-    public func newest(_ kind: BeaconFrameKind) -> UInt32? { newest[Self.slot(kind)] }
-
-    /// Whether `frame` is newer than every frame of its kind accepted so far; if so it becomes the
-    /// newest. False for an older or repeated frame, which the voter ignores.
-    public mutating func admit(_ frame: BeaconFrame) -> Bool {
-        let i = Self.slot(frame.kind)
-        if let n = newest[i], frame.counter <= n { return false }
-        newest[i] = frame.counter
+        newest = state.counter
+        acceptedAt = now
         return true
     }
 }

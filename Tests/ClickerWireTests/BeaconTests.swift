@@ -54,8 +54,8 @@ final class BeaconTests: XCTestCase {
         }
     }
 
-    /// A replayed older frame is ignored: the STATE of question 2 after the tally moved to question 3,
-    /// an earlier ACKS frame, and the same frame heard twice. Kinds keep their own counters.
+    /// A replayed older STATE frame is ignored: the STATE of question 2 after the tally moved to
+    /// question 3, and the same frame heard twice. An older ACKS frame only repeats a fact.
     func testAReplayedOlderBeaconIsIgnored() throws {
         func state(_ counter: UInt32, question: UInt8) throws -> [UInt8] {
             try BeaconCodec.seal(.state(BeaconState(voteID: code.voteID, counter: counter, mode: .anonymous,
@@ -68,24 +68,56 @@ final class BeaconTests: XCTestCase {
         let q2 = try state(500, question: 2), q3 = try state(900, question: 3), a1 = try acks(510), a2 = try acks(520)
         var guardian = BeaconReplayGuard()
         var shown: UInt8?
+        var now = Duration.zero
         func hear(_ bytes: [UInt8]) throws -> Bool {
             let f = try BeaconCodec.open(bytes, key: key).get()
-            guard guardian.admit(f) else { return false }
-            if case .state(let s) = f, case .open(let q) = s.poll { shown = q.number }
+            guard case .state(let s) = f else { return true }   // ACKS and TEXT state lasting facts
+            guard guardian.admit(s, at: now) else { return false }
+            if case .open(let q) = s.poll { shown = q.number }
             return true
         }
         XCTAssertTrue(try hear(q2))
         XCTAssertTrue(try hear(a1))
+        now += .seconds(4)
         XCTAssertTrue(try hear(q3))
         XCTAssertEqual(shown, 3)
         XCTAssertFalse(try hear(q2), "the older STATE, replayed, is ignored")
         XCTAssertEqual(shown, 3, "the voter still shows question 3")
         XCTAssertFalse(try hear(q3), "the same frame heard again is not newer")
-        XCTAssertTrue(try hear(a2), "ACKS keep their own counter: 520 < 900 is still newer than 510")
-        XCTAssertFalse(try hear(a1), "the older ACKS, replayed, is ignored")
-        XCTAssertEqual(guardian.newest(.state), 900)
-        XCTAssertEqual(guardian.newest(.acks), 520)
-        XCTAssertNil(guardian.newest(.text))
+        XCTAssertTrue(try hear(a2))
+        XCTAssertTrue(try hear(a1), "an older ACKS frame only repeats what the tally counted")
+        XCTAssertEqual(guardian.newest, 900)
+    }
+
+    /// A holder of the join code sends one STATE frame with counter FFFFFFFF ("poll closed"): the
+    /// voter ignores it, since the tally's counter cannot have run that far ahead of the voter's
+    /// clock. One just inside the lead is accepted, and the tally's own frames win again once the
+    /// forger stops, within the lead (5 s).
+    func testAStateFrameRunningAheadOfTheClockIsIgnored() throws {
+        let key = self.key
+        func state(_ counter: UInt32, _ poll: BeaconPoll) throws -> BeaconState {
+            let bytes = try BeaconCodec.seal(.state(BeaconState(voteID: code.voteID, counter: counter, mode: .anonymous,
+                                                                 poll: poll, interval: .stop)), key: key)
+            guard case .state(let s) = try BeaconCodec.open(bytes, key: key).get() else { throw BeaconRejection.malformed }
+            return s
+        }
+        let open = BeaconPoll.open(BeaconQuestion(number: 2, kind: .single, options: 4))
+        var guardian = BeaconReplayGuard()
+        XCTAssertTrue(guardian.admit(try state(1_000, open), at: .seconds(100)))
+        XCTAssertFalse(guardian.admit(try state(.max, .closed), at: .seconds(101)), "FFFFFFFF is ignored")
+        XCTAssertFalse(guardian.admit(try state(1_000 + 100 + 501, .closed), at: .seconds(101)),
+                       "1 s later, 1 s + 5 s + one tick ahead is too far")
+        XCTAssertTrue(guardian.admit(try state(1_000 + 100 + 500, .closed), at: .seconds(101)),
+                      "a forger can run ahead by the lead, no further")
+        // The tally's frames, one per 100 ms from 101 s on, are ignored until its counter passes
+        // the forged one: 5 s later, no more.
+        var t = Duration.seconds(101), counter: UInt32 = 1_100, firstAccepted: Duration?
+        while t < .seconds(120), firstAccepted == nil {
+            t += .milliseconds(100); counter += 10
+            if guardian.admit(try state(counter, open), at: t) { firstAccepted = t }
+        }
+        let back = try XCTUnwrap(firstAccepted)
+        XCTAssertLessThanOrEqual(back - .seconds(101), .milliseconds(5_100))
     }
 
     /// Random bytes behind our magic and a beacon type byte (and some fully random), every length
