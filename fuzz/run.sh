@@ -7,13 +7,15 @@
 #                  BlueZ's SignalDecoder.decode on D-Bus messages that libdbus demarshals (BlueZ
 #                  sources, instrumented DBus and HCI modules, libdbus-1, libbluetooth)
 #   text           the join code, answer, enrollment code and device key parsers
+#   beacon         BeaconCodec.open (the voter's decoder of the tally's beacon frames) and the text
+#                  assembler
 #
 #   fuzz/run.sh                    10,000,000 executions per target (the release gate)
 #   fuzz/run.sh --short            30 seconds per target (CI)
 #   fuzz/run.sh --runs N [target…]  N executions of the named targets
 #   fuzz/run.sh --seconds S [target…]
 #
-# Targets: advertisement, gatt, radio-input, text. Exit status is non-zero on any crash; crash
+# Targets: advertisement, gatt, radio-input, text, beacon. Exit status is non-zero on any crash; crash
 # inputs land in fuzz/artifacts/. Needs: swift toolchain (libFuzzer ships with it), python3,
 # libdbus-1-dev and libbluetooth-dev (scripts/setup.sh).
 set -euo pipefail
@@ -27,12 +29,12 @@ while [ $# -gt 0 ]; do
         --short) mode=(-max_total_time=30) ;;
         --runs) mode=(-runs="$2"); shift ;;
         --seconds) mode=(-max_total_time="$2"); shift ;;
-        advertisement|gatt|radio-input|text) targets+=("$1") ;;
-        *) echo "usage: $0 [--short | --runs N | --seconds S] [advertisement|gatt|radio-input|text…]" >&2; exit 2 ;;
+        advertisement|gatt|radio-input|text|beacon) targets+=("$1") ;;
+        *) echo "usage: $0 [--short | --runs N | --seconds S] [advertisement|gatt|radio-input|text|beacon…]" >&2; exit 2 ;;
     esac
     shift
 done
-[ ${#targets[@]} -eq 0 ] && targets=(advertisement gatt radio-input text)
+[ ${#targets[@]} -eq 0 ] && targets=(advertisement gatt radio-input text beacon)
 
 echo "== building swift-crypto, _CryptoExtras and swift-log (release)"
 swift build -c release --target _CryptoExtras >/dev/null
@@ -89,6 +91,7 @@ for t in "${targets[@]}"; do
         advertisement) inputs=("${wire[@]}" fuzz/FuzzAdvertisement.swift) ;;
         gatt) inputs=("${wire[@]}" fuzz/FuzzGATT.swift) ;;
         text) inputs=("${wire[@]}" fuzz/FuzzText.swift) ;;
+        beacon) inputs=("${wire[@]}" fuzz/FuzzBeacon.swift) ;;
         radio-input) inputs=(Sources/BlueZ/*.swift fuzz/FuzzRadioInput.swift "$OUT/libDBus.a" "$OUT/libHCI.a" "$OUT/libOSThreads.a"
                              "$OUT/libClickerTransport.a" "${LOG_OBJS[@]}" -ldbus-1 -lbluetooth) ;;
     esac

@@ -1,19 +1,21 @@
 #!/usr/bin/env python3
 """Writes libFuzzer seed corpora from the ```vector blocks of docs/PROTOCOL.md.
-usage: seeds.py PROTOCOL.md OUTDIR  → OUTDIR/{advertisement,gatt,radio-input,text}/
+usage: seeds.py PROTOCOL.md OUTDIR  → OUTDIR/{advertisement,gatt,radio-input,text,beacon}/
 radio-input: HCI advertising-report events (first byte 0) and BlueZ D-Bus signals (first byte 1)
 carrying the vector advertisements."""
 import os, re, struct, sys
 
 doc, out = sys.argv[1], sys.argv[2]
 blocks = re.findall(r"```vector\n(.*?)```", open(doc).read(), re.S)
-adv, gatt, texts = [], [], []
+adv, gatt, texts, beacon = [], [], [], []
 for b in blocks:
     f = dict(l.split(": ", 1) for l in b.strip().split("\n"))
     if "advertisement" in f: adv.append(bytes.fromhex(f["advertisement"]))
     if "gatt" in f: gatt.append(bytes.fromhex(f["gatt"]))
     for k in ("join-code", "answer", "enrollment-code", "input"):
         if k in f: texts.append(f[k].encode())
+    for k, v in f.items():   # beacon frames (§11.9): `frame`, `page-0`, …
+        if k == "frame" or k.startswith("page-"): beacon.append(bytes.fromhex(v))
     if "device-key" in f: texts.append(b"clicker-device-key-v1 " + f["device-key"].encode())
 
 def ad(payload):      # raw advertising data: flags + manufacturer data (company 0xFFFF)
@@ -101,7 +103,7 @@ for p in adv:
 radio.append(b"\x01" + dbus_signal("/", "org.freedesktop.DBus.ObjectManager", "InterfacesRemoved", "oas",
                                   [DEV, ["org.bluez.Device1"]]))
 
-for name, items in (("advertisement", adv), ("gatt", gatt), ("radio-input", radio), ("text", texts)):
+for name, items in (("advertisement", adv), ("gatt", gatt), ("radio-input", radio), ("text", texts), ("beacon", beacon)):
     d = os.path.join(out, name)
     os.makedirs(d, exist_ok=True)
     for i, x in enumerate(items):
