@@ -30,6 +30,17 @@ public struct BlueZCentralOptions: Sendable {
     /// Reports buffered for a slow consumer before the oldest are dropped (and counted in
     /// ``BlueZCentralStatistics/droppedReports``).
     public var reportBufferLimit: Int
+    /// `true` ends every stream with a ``BlueZError`` when bluetoothd, the bus or the adapter goes away
+    /// (or the adapter is powered off) while it runs, and refuses new streams until the radio is back;
+    /// `false` (the tally) keeps the streams open and recovers, showing the trouble in `status()`.
+    /// A listening voter wants to be told (`BlueZPeripheral.listen`).
+    public var endStreamsOnRadioLoss: Bool = false
+    /// Where the beacon's LEAdvertisement1 objects are exported (unique per process on the bus).
+    public var beaconObjectPath: DBusObjectPath = "/org/clicker/beacon"
+    /// The shortest time a beacon frame stays on the air before the next replaces it. Each replacement
+    /// costs bluetoothd a PropertiesChanged and the kernel a refresh of the advertising instance
+    /// (`CentralBroadcast.swift`), so frames rotate every `max(payload interval, this)`.
+    public var beaconMinimumDwell: Duration = .milliseconds(100)
 
     public init(bus: DBusBusTarget = .system, adapter: AdapterSelection = .firstPowered,
                 discoveryRestartInterval: Duration? = .seconds(10), staleDeviceTimeout: Duration? = .seconds(120),
@@ -56,16 +67,24 @@ public struct BlueZCentralOptions: Sendable {
 /// changes. Discovery runs with `{Transport: le, DuplicateData: true}` while someone consumes
 /// ``advertisements(companyID:)`` and is restarted periodically. bluetoothd restarts and adapters
 /// coming and going are recovered from; ``status()`` shows `recovering` meanwhile.
+///
+/// It also broadcasts (the tally's beacon, `CentralBroadcast.swift`): one `broadcast`-type
+/// LEAdvertisement1, registered on its own connection while discovery goes on.
 public final class BlueZCentral: CentralTransport {
     let engine: CentralEngine
+    let beacon: BeaconAdvertiser
 
-    /// Creates the central; nothing touches the bus until the first stream or read.
+    /// Creates the central; nothing touches the bus until the first stream, read or broadcast.
     public init(options: BlueZCentralOptions = BlueZCentralOptions(),
                 logger: Logger = Logger(label: "clicker.bluez.central")) {
         engine = CentralEngine(options: options, logger: logger)
+        beacon = BeaconAdvertiser(options: options, logger: logger)
     }
 
-    deinit { engine.beginShutdown() }
+    deinit {
+        engine.beginShutdown()
+        beacon.abandon()
+    }
 
     public func advertisements(companyID: UInt16) -> AsyncThrowingStream<AdvertisementReport, any Error> {
         engine.subscribe(companyID: companyID)
@@ -84,8 +103,11 @@ public final class BlueZCentral: CentralTransport {
 
     public func status() -> AsyncStream<RadioStatus> { engine.statusStream() }
 
-    /// Stops discovery, ends all streams and closes the bus connection. Idempotent.
-    public func shutdown() async { await engine.shutdown() }
+    /// Withdraws the beacon, stops discovery, ends all streams and closes the bus connections. Idempotent.
+    public func shutdown() async {
+        await beacon.shutdown()
+        await engine.shutdown()
+    }
 
     /// Counters for logs and benchmarks.
     public var statistics: BlueZCentralStatistics { engine.statistics }

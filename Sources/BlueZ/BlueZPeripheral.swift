@@ -39,20 +39,29 @@ public enum AdvertisingIntervalSupport: Sendable, Hashable {
 ///
 /// The engine's connection and adapter are here; advertising (GAP) is in `PeripheralAdvertising.swift`,
 /// the GATT server in `PeripheralGATTServer.swift`.
+///
+/// It also listens (`PeripheralListening.swift`): discovery while it advertises, for the tally's beacon.
 public final class BlueZPeripheral: PeripheralTransport {
     let engine: PeripheralEngine
+    let listener: CentralEngine
 
     public init(options: BlueZPeripheralOptions = BlueZPeripheralOptions(),
                 logger: Logger = Logger(label: "clicker.bluez.peripheral")) {
         engine = PeripheralEngine(options: options, logger: logger)
+        listener = CentralEngine(options: Self.listenerOptions(options), logger: logger)
     }
+
+    deinit { listener.beginShutdown() }
 
     public func advertise(_ payload: AdvertisingPayload) async throws { try await engine.advertise(payload) }
     public func stopAdvertising() async throws { try await engine.stopAdvertising() }
     public func publish(service: UUID128, characteristic: UUID128, value: [UInt8]) async throws {
         try await engine.publish(service: service, characteristic: characteristic, value: value)
     }
-    public func shutdown() async { await engine.shutdown() }
+    public func shutdown() async {
+        await listener.shutdown()
+        await engine.shutdown()
+    }
     public func status() -> AsyncStream<RadioStatus> { engine.status.stream() }
 
     /// Whether the requested advertising interval is applied (known after the first ``advertise(_:)``).
@@ -133,13 +142,9 @@ actor PeripheralEngine {
         } catch let e as DBusError {
             throw fail(.rejected("GetManagedObjects", e))
         }
-        let adapters = mirror.adapters()
-        let chosen = switch options.adapter {
-        case .firstPowered: adapters.first { $0.powered } ?? adapters.first
-        case .name(let n): adapters.first { $0.name == n }
-        case .address(let a): adapters.first { $0.address == a }
+        guard let chosen = mirror.adapter(matching: options.adapter) else {
+            throw fail(.noAdapter(options.adapter.description, mirror.adapters().map(\.name)))
         }
-        guard let chosen else { throw fail(.noAdapter(options.adapter.description, adapters.map(\.name))) }
         adapterName = chosen.name
         let name = chosen.name
         status.update { $0.adapter = name }

@@ -74,6 +74,8 @@ final class CentralEngine: Sendable {
         var runTask: Task<Void, Never>?
         var control: AsyncStream<Control>.Continuation?
         var startupError: BlueZError?
+        /// With `endStreamsOnRadioLoss`: why the radio is gone (new streams end with it at once), until it is back.
+        var radioLost: BlueZError?
         var shutDown = false
         var stats = BlueZCentralStatistics(reports: 0, staleDevicesRemoved: 0, discoveryRestarts: 0, acquisitions: 0,
                                            mirroredObjects: 0)
@@ -152,18 +154,21 @@ final class CentralEngine: Sendable {
         return queue.batches
     }
 
-    /// Registers a subscriber; nil (and the subscriber finished) after shutdown.
+    /// Registers a subscriber; nil (and the subscriber finished) after shutdown, or (with an error)
+    /// while the radio is lost under `endStreamsOnRadioLoss`.
     private func add(_ sub: Subscriber) -> Int? {
-        let id: Int? = state.withLock { s in
-            if s.shutDown { return nil }
+        let endOnLoss = options.endStreamsOnRadioLoss
+        let (id, refusal): (Int?, BlueZError?) = state.withLock { s in
+            if s.shutDown { return (nil, nil) }
+            if endOnLoss, let e = s.radioLost { return (nil, e) }
             let id = s.nextID
             s.nextID += 1
             s.subscribers[id] = sub
             s.subscriberList = Array(s.subscribers.values)
             s.startupError = nil
-            return id
+            return (id, nil)
         }
-        if id == nil { sub.sink.finish() }
+        if id == nil { sub.sink.finish(throwing: refusal) }
         return id
     }
 
@@ -243,6 +248,20 @@ final class CentralEngine: Sendable {
         beginShutdown()
         await task?.value
         conn?.close()
+    }
+
+    /// With `endStreamsOnRadioLoss`: ends every stream with `e` (the radio went away while they ran);
+    /// new streams end with it too until the radio is acquired again.
+    func radioLost(_ e: BlueZError) {
+        guard options.endStreamsOnRadioLoss else { return }
+        let subs = state.withLock { s -> [Subscriber] in
+            let subs = Array(s.subscribers.values)
+            s.subscribers = [:]
+            s.subscriberList = []
+            s.radioLost = e
+            return subs
+        }
+        for sub in subs { sub.sink.finish(throwing: e) }
     }
 
     func failStartup(_ e: BlueZError) {

@@ -41,7 +41,9 @@ extension CentralEngine {
                 }
                 noteTrouble(e)
             case .disconnected:
-                noteTrouble(.busUnreachable(busDescription, "connection lost"))
+                let e = BlueZError.busUnreachable(busDescription, "connection lost")
+                noteTrouble(e)
+                radioLost(e)
             }
             if Task.isCancelled { return }
             try? await Task.sleep(for: options.retryInterval)
@@ -112,6 +114,7 @@ extension CentralEngine {
                     }
                     wakeWaiters()
                     noteTrouble(.bluetoothdNotRunning)
+                    radioLost(.bluetoothdNotRunning)
                 } else {
                     logger.info("bluetoothd (re)appeared as \(newOwner); rebuilding the object mirror")
                     lastAttempt = RadioInstant.now()
@@ -125,6 +128,7 @@ extension CentralEngine {
                 }
                 wakeWaiters()
                 noteTrouble(.noAdapter(options.adapter.description, []))
+                radioLost(.noAdapter(options.adapter.description, []))
                 logger.warning("adapter \(name) went away")
                 lastAttempt = RadioInstant.now()
                 if let e = await acquire(conn) { noteTrouble(e) }
@@ -144,6 +148,7 @@ extension CentralEngine {
                         return s.adapterName
                     }
                     noteTrouble(.adapterPoweredOff(name))
+                    radioLost(.adapterPoweredOff(name))
                 }
             case .subscribersChanged:
                 await syncDiscovery(conn)
@@ -193,12 +198,7 @@ extension CentralEngine {
             return .rejected("GetManagedObjects", DBusError(name: DBusError.failed, message: "\(error)"))
         }
         let adapters = mirror.adapters()
-        let chosen: (path: DBusObjectPath, name: String, address: DeviceAddress?, powered: Bool)? =
-            switch options.adapter {
-            case .firstPowered: adapters.first { $0.powered } ?? adapters.first
-            case .name(let n): adapters.first { $0.name == n }
-            case .address(let a): adapters.first { $0.address == a }
-            }
+        let chosen = mirror.adapter(matching: options.adapter)
         let problem: BlueZError? = state.withLock { s in
             for sig in s.pending { Self.applyToMirror(sig, &mirror) }
             s.pending = []
@@ -214,7 +214,10 @@ extension CentralEngine {
             s.adapterPath = chosen.path
             s.adapterName = chosen.name
             s.adapterPowered = chosen.powered
-            if chosen.powered { s.everReady = true }
+            if chosen.powered {
+                s.everReady = true
+                s.radioLost = nil
+            }
             // Devices already known before we scan were not caused by us.
             s.caused = s.caused.filter { mirror.properties($0.key, BlueZ.device) != nil }
             return chosen.powered ? nil : .adapterPoweredOff(chosen.name)

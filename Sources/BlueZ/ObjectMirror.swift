@@ -216,3 +216,16 @@ extension ObjectMirror: DBusDecodable {
         self.init(managedObjects: try [DBusObjectPath: Interfaces](dbusValue: dbusValue))
     }
 }
+
+extension ObjectMirror {
+    /// The adapter `selection` picks: by name or address, or the first powered one (failing that, the first).
+    func adapter(matching selection: AdapterSelection)
+        -> (path: DBusObjectPath, name: String, address: DeviceAddress?, powered: Bool)? {
+        let all = adapters()
+        return switch selection {
+        case .firstPowered: all.first { $0.powered } ?? all.first
+        case .name(let n): all.first { $0.name == n }
+        case .address(let a): all.first { $0.address == a }
+        }
+    }
+}

@@ -1,0 +1,283 @@
+import ClickerTransport
+import DBus
+import Logging
+import Synchronization
+
+/// Broadcasting (GAP broadcaster role, the tally's beacon) over BlueZ: one `org.bluez.LEAdvertisement1`
+/// of Type `broadcast` whose only data is `ManufacturerData {company: frame}`. Nothing the host would add
+/// bytes for is asked (no Includes, LocalName, Appearance, TxPower, Discoverable), so a legacy frame of
+/// ``BlueZBeacon/legacyFrameLength`` bytes always fits (PROTOCOL.md §11.1). Discovery goes on meanwhile:
+/// the advertisement lives on its own bus connection, apart from the scanning engine, so a refusal or a
+/// failure here never touches counting.
+///
+/// Rotation. bluetoothd (5.66, `src/advertising.c`) watches every registered advertisement's properties
+/// (`g_dbus_proxy_set_property_watch`): a `PropertiesChanged` carrying `ManufacturerData` is parsed from the
+/// signal itself (no Get) and refreshes the kernel's advertising instance (MGMT Add Advertising, or Add Ext
+/// Adv Params + Add Ext Adv Data). That is the cheapest way to rotate: one signal per frame, no round trip,
+/// the same instance and registration. Re-registering per frame would cost three round trips (Unregister,
+/// Register, bluetoothd's GetAll) and leave the air empty between them; one instance per frame runs out of
+/// instances (typically 4–5 per controller) long before a page of acknowledgements does. A change of
+/// interval or of legacy/extended re-registers instead: bluetoothd refreshes once per changed property,
+/// and MinInterval and MaxInterval changed one at a time can pass through min > max.
+///
+/// What the rotation may not do on BlueZ 5.66: a refresh triggered by a property change has no D-Bus
+/// request to answer, and if the kernel refuses it (extended-advertising kernels), 5.66 builds an error
+/// reply to a null message and aborts (fixed in 5.74, "advertising: Do not crash in case of adv update
+/// failure"). So no frame that could be refused is ever sent as a property change: every frame is checked
+/// against what the registration accepted before it goes out.
+extension BlueZCentral: BroadcasterTransport {
+    /// Legacy: ``BlueZBeacon/legacyFrameLength`` bytes (the host may add Flags). Extended (244 bytes, or what
+    /// `SupportedCapabilities.MaxAdvLen` leaves) when the adapter lists `SupportedSecondaryChannels` and a
+    /// probe registration of an extended frame is accepted: BlueZ before 5.69 caps every advertisement at
+    /// 31 bytes of AD (`BT_AD_MAX_DATA_LEN`) whatever the controller offers, and only trying tells.
+    /// The probe is a broadcast registered and withdrawn at once (a STATE-shaped frame with an all-zero
+    /// tag that no poll's key authenticates); its result is kept until bluetoothd restarts.
+    public func broadcastCapabilities() async throws -> BroadcastCapabilities { try await beacon.capabilities() }
+
+    public func broadcast(_ payload: BroadcastPayload) async throws { try await beacon.broadcast(payload) }
+
+    public func stopBroadcasting() async throws { await beacon.stop() }
+
+    /// The beacon's state (advertising, stopped, recovering) and its last problem, on every change.
+    public func broadcastStatus() -> AsyncStream<RadioStatus> { beacon.status.stream() }
+
+    /// Whether bluetoothd applies the beacon's interval (known after the first broadcast).
+    public var broadcastIntervalSupport: AdvertisingIntervalSupport { beacon.intervalSupport.withLock { $0 } }
+
+    /// Counters of the beacon.
+    public var broadcastStatistics: BlueZBeaconStatistics { beacon.counters.withLock { $0 } }
+}
+
+/// Sizes and settings of the BlueZ beacon.
+public enum BlueZBeacon {
+    /// Manufacturer data of a legacy frame that fits even when the host adds Flags (PROTOCOL.md §11.1).
+    public static let legacyFrameLength = 24
+    /// The most an extended frame takes here (251 bytes of AD minus Flags and the 4-byte header).
+    public static let extendedFrameLength = 244
+}
+
+/// What the beacon has done so far.
+public struct BlueZBeaconStatistics: Sendable, Hashable {
+    /// RegisterAdvertisement calls accepted (first broadcast, interval or mode changes, recoveries).
+    public var registrations = 0
+    /// Frames put on the air by a ManufacturerData property change (rotation and replacements).
+    public var frameChanges = 0
+    public init() {}
+}
+
+actor BeaconAdvertiser {
+    /// What a registration fixes; a payload that needs another shape is registered again.
+    struct Shape: Equatable {
+        var companyID: UInt16
+        var extended: Bool
+        var intervalMs: UInt32
+    }
+
+    let options: BlueZCentralOptions
+    let logger: Logger
+    nonisolated let status: RadioStatusBroadcaster
+    nonisolated let intervalSupport = Mutex<AdvertisingIntervalSupport>(.unknown)
+    nonisolated let counters = Mutex(BlueZBeaconStatistics())
+    /// The bus connection, for `abandon()` from a deinit (no await there).
+    nonisolated let openConnection = Mutex<DBusConnection?>(nil)
+
+    var connection: DBusConnection?
+    var adapterPath: DBusObjectPath?
+    var adapterName: String
+    var manager: [String: DBusValue]?
+    var object: DBusExportedObject?
+    var registered: Shape?
+    var payload: BroadcastPayload?
+    var frameIndex = 0
+    var generation: UInt64 = 0
+    var rotation: Task<Void, Never>?
+    var cachedCapabilities: BroadcastCapabilities?
+    var ownerWatch: Task<Void, Never>?
+    var closed = false
+
+    init(options: BlueZCentralOptions, logger: Logger) {
+        self.options = options
+        self.logger = logger
+        adapterName = options.adapter.logName
+        status = RadioStatusBroadcaster(RadioStatus(adapter: options.adapter.logName, state: .stopped))
+    }
+
+    var advertisementPath: DBusObjectPath { (try? options.beaconObjectPath.appending("beacon0")) ?? options.beaconObjectPath }
+    var probePath: DBusObjectPath { (try? options.beaconObjectPath.appending("probe")) ?? options.beaconObjectPath }
+
+    func fail(_ e: BlueZError) -> BlueZError {
+        logger.error("beacon: \(e)")
+        status.update { $0.lastError = e.description }
+        return e
+    }
+
+    // MARK: Broadcasting
+
+    func broadcast(_ p: BroadcastPayload) async throws {
+        guard !p.frames.isEmpty else { throw TransportError.unsupported("a broadcast needs at least one frame") }
+        let longest = p.frames.reduce(0) { max($0, $1.count) }
+        var extended = false
+        if longest > BlueZBeacon.legacyFrameLength {
+            let caps = try await capabilities()
+            guard caps.extended, longest <= caps.maxFrameLength else {
+                throw TransportError.unsupported("a broadcast frame of \(longest) bytes; adapter \(adapterName) carries "
+                    + "\(caps.maxFrameLength) (\(caps.extended ? "extended" : "legacy") advertising through BlueZ)")
+            }
+            extended = true
+        }
+        let (conn, adapter) = try await ensureReady()
+        guard manager != nil else { throw fail(.advertisingUnsupported(adapterName)) }
+        let shape = Shape(companyID: p.companyID, extended: extended, intervalMs: Self.milliseconds(p.interval))
+        if registered == shape, let object, conn.isConnected {
+            payload = p
+            frameIndex = 0
+            show(p.frames[0], on: object, company: p.companyID)
+            startRotation()
+            return
+        }
+        noteIntervalSupport(p.interval)
+        try await register(p, shape, conn, adapter)
+        payload = p
+        frameIndex = 0
+        startRotation()
+    }
+
+    func stop() async {
+        payload = nil
+        stopRotation()
+        if registered != nil, let conn = connection, let adapter = adapterPath { await unregister(conn, adapter) }
+        registered = nil
+        object?.unexport()
+        object = nil
+        status.update { $0.state = .stopped }
+    }
+
+    /// (Re)registers the advertisement for `p` in `shape`, replacing what was registered.
+    func register(_ p: BroadcastPayload, _ shape: Shape, _ conn: DBusConnection, _ adapter: DBusObjectPath) async throws {
+        stopRotation()
+        if registered != nil { await unregister(conn, adapter) }
+        object?.unexport()
+        object = nil
+        let exported: DBusExportedObject
+        do {
+            exported = try conn.export(advertisementPath, interfaces: [advertisementInterface(p.frames[0], shape)])
+        } catch let e as DBusError {
+            throw fail(.rejected("exporting the beacon advertisement", e))
+        }
+        do {
+            _ = try await conn.call(destination: BlueZ.service, path: adapter, interface: BlueZ.advertisingManager,
+                                    method: "RegisterAdvertisement",
+                                    arguments: [.objectPath(advertisementPath), .stringVariantDictionary([:])],
+                                    timeout: options.callTimeout)
+        } catch let e as DBusError {
+            exported.unexport()
+            throw fail(Self.registrationError(e, adapter: adapterName, length: p.frames[0].count))
+        }
+        object = exported
+        registered = shape
+        counters.withLock { $0.registrations += 1 }
+        let note = intervalSupport.withLock { $0 } == .ignored ? Self.intervalNote(p.interval) : nil
+        status.update {
+            $0.adapter = adapterName
+            $0.state = .advertising
+            $0.lastError = note
+        }
+    }
+
+    func advertisementInterface(_ first: [UInt8], _ shape: Shape) -> DBusInterface {
+        var properties = [
+            DBusProperty("Type", .string, value: .string("broadcast")),
+            DBusProperty("ManufacturerData", DBusSignature("a{qv}"), value: Self.manufacturerData(shape.companyID, first)),
+            DBusProperty("MinInterval", .uint32, value: .uint32(shape.intervalMs)),
+            DBusProperty("MaxInterval", .uint32, value: .uint32(shape.intervalMs)),
+        ]
+        if shape.extended { properties.append(DBusProperty("SecondaryChannel", .string, value: .string("1M"))) }
+        return DBusInterface(BlueZ.advertisement, methods: [
+            DBusMethod("Release") { [weak self] _ in
+                await self?.released()
+                return []
+            },
+        ], properties: properties)
+    }
+
+    static func manufacturerData(_ company: UInt16, _ frame: [UInt8]) -> DBusValue {
+        .dictionary(key: .uint16, value: .variant, [DBusDictEntry(.uint16(company), .variant(.bytes(frame)))])
+    }
+
+    /// The interval in whole milliseconds, in BlueZ's accepted 20 ms…10.24 s.
+    static func milliseconds(_ d: Duration) -> UInt32 {
+        let ms = d.components.seconds * 1000 + d.components.attoseconds / 1_000_000_000_000_000
+        return UInt32(clamping: max(20, min(10_240, ms)))
+    }
+
+    static func registrationError(_ e: DBusError, adapter: String, length: Int) -> BlueZError {
+        switch e.name {
+        case "org.bluez.Error.NotPermitted": .noFreeAdvertisingInstance(adapter)
+        case "org.bluez.Error.InvalidLength": .advertisementTooLong(length)
+        default: e.meansBluetoothdGone ? .bluetoothdNotRunning : .rejected("RegisterAdvertisement (beacon)", e)
+        }
+    }
+
+    func unregister(_ conn: DBusConnection, _ adapter: DBusObjectPath) async {
+        do {
+            _ = try await conn.call(destination: BlueZ.service, path: adapter, interface: BlueZ.advertisingManager,
+                                    method: "UnregisterAdvertisement", arguments: [.objectPath(advertisementPath)],
+                                    timeout: options.callTimeout)
+        } catch {
+            logger.debug("beacon UnregisterAdvertisement: \(error)")
+        }
+        registered = nil
+    }
+
+    func released() {
+        guard registered != nil else { return }
+        registered = nil
+        stopRotation()
+        logger.warning("bluetoothd released the beacon advertisement")
+        status.update {
+            $0.state = .stopped
+            $0.lastError = "bluetoothd released the beacon (adapter reset or removed); the next broadcast registers it again"
+        }
+    }
+
+    // MARK: Rotation
+
+    /// Puts `frame` on the air: a ManufacturerData PropertiesChanged that bluetoothd applies.
+    func show(_ frame: [UInt8], on object: DBusExportedObject, company: UInt16) {
+        do {
+            try object.setProperty("ManufacturerData", Self.manufacturerData(company, frame), interface: BlueZ.advertisement)
+            counters.withLock { $0.frameChanges += 1 }
+        } catch {
+            logger.warning("beacon frame change not sent: \(error)")
+        }
+    }
+
+    func stopRotation() {
+        generation &+= 1
+        rotation?.cancel()
+        rotation = nil
+    }
+
+    /// Rotates the payload's frames, one every `max(interval, beaconMinimumDwell)`, from the first.
+    func startRotation() {
+        stopRotation()
+        guard let p = payload, p.frames.count > 1 else { return }
+        let g = generation
+        let dwell = max(p.interval, options.beaconMinimumDwell)
+        rotation = Task { [weak self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: dwell)
+                guard let self, await self.advance(g) else { return }
+            }
+        }
+    }
+
+    /// The next frame, if rotation `g` is still the current one (false ends it).
+    func advance(_ g: UInt64) -> Bool {
+        guard g == generation, let p = payload else { return false }
+        guard registered != nil, let object else { return true }  // bluetoothd away: hold the place
+        frameIndex = (frameIndex + 1) % p.frames.count
+        show(p.frames[frameIndex], on: object, company: p.companyID)
+        return true
+    }
+}

@@ -1,0 +1,211 @@
+import ClickerTransport
+import DBus
+
+/// The beacon's bus connection, adapter, bluetoothd coming and going, and what the adapter can broadcast.
+extension BeaconAdvertiser {
+    /// Connects, reads the tree and picks the adapter (once; again after bluetoothd restarted).
+    func ensureReady() async throws -> (DBusConnection, DBusObjectPath) {
+        if closed {
+            throw BlueZError.rejected("broadcast after shutdown", DBusError(name: DBusError.failed, message: "central shut down"))
+        }
+        if let c = connection, c.isConnected, let a = adapterPath { return (c, a) }
+        let conn: DBusConnection
+        if let c = connection, c.isConnected {
+            conn = c
+        } else {
+            do {
+                conn = try await DBusConnection.connect(options.bus)
+            } catch {
+                throw fail(.busUnreachable(busDescription, "\(error)"))
+            }
+            connection = conn
+            openConnection.withLock { $0 = conn }
+            registered = nil
+            watchOwner(conn)
+        }
+        let mirror: ObjectMirror
+        do {
+            mirror = try await conn.call(ObjectMirror.self, destination: BlueZ.service, path: BlueZ.root,
+                                         interface: BlueZ.objectManager, method: "GetManagedObjects",
+                                         timeout: options.callTimeout)
+        } catch let e as DBusError where e.meansBluetoothdGone {
+            throw fail(.bluetoothdNotRunning)
+        } catch let e as DBusError {
+            throw fail(.rejected("GetManagedObjects", e))
+        }
+        guard let chosen = mirror.adapter(matching: options.adapter) else {
+            throw fail(.noAdapter(options.adapter.description, mirror.adapters().map(\.name)))
+        }
+        adapterName = chosen.name
+        guard chosen.powered else { throw fail(.adapterPoweredOff(chosen.name)) }
+        adapterPath = chosen.path
+        manager = mirror.properties(chosen.path, BlueZ.advertisingManager)
+        return (conn, chosen.path)
+    }
+
+    var busDescription: String {
+        switch options.bus {
+        case .system: "the system bus"
+        case .session: "the session bus"
+        case .address(let a, _): a
+        }
+    }
+
+    /// Follows bluetoothd: when it goes away the registration is gone; when it comes back, the current
+    /// payload is registered again (bluetoothd may own its name before its adapters are up: a few tries).
+    func watchOwner(_ conn: DBusConnection) {
+        ownerWatch?.cancel()
+        ownerWatch = Task { [weak self] in
+            guard let changes = try? await conn.nameOwnerChanges(for: BlueZ.service) else { return }
+            for await change in changes {
+                guard let self else { return }
+                await self.ownerChanged(change.newOwner)
+            }
+        }
+    }
+
+    func ownerChanged(_ newOwner: String) async {
+        guard !closed else { return }
+        registered = nil
+        adapterPath = nil
+        manager = nil
+        cachedCapabilities = nil
+        object?.unexport()
+        object = nil
+        if newOwner.isEmpty {
+            let e = BlueZError.bluetoothdNotRunning
+            logger.warning("beacon: \(e)")
+            status.update {
+                $0.state = payload == nil ? .stopped : .recovering
+                $0.lastError = e.description
+            }
+            return
+        }
+        for _ in 0..<20 {
+            guard !closed, let p = payload else { return }
+            do {
+                try await broadcast(p)
+                return
+            } catch {
+                adapterPath = nil
+                status.update {
+                    $0.state = .recovering
+                    $0.lastError = "\(error)"
+                }
+                try? await Task.sleep(for: .milliseconds(500))
+            }
+        }
+    }
+
+    // MARK: Capabilities
+
+    func capabilities() async throws -> BroadcastCapabilities {
+        if let c = cachedCapabilities { return c }
+        let (conn, adapter) = try await ensureReady()
+        guard let manager else { throw fail(.advertisingUnsupported(adapterName)) }
+        let legacy = BroadcastCapabilities(maxFrameLength: BlueZBeacon.legacyFrameLength, extended: false)
+        var result = legacy
+        let channels: [String] = if case .array(_, let items)? = manager["SupportedSecondaryChannels"]?.unwrapped {
+            items.compactMap { if case .string(let s) = $0.unwrapped { s } else { nil } }
+        } else { [] }
+        if channels.contains("1M") {
+            var adLength = 251
+            if case .dictionary(_, _, let entries)? = manager["SupportedCapabilities"]?.unwrapped,
+               let e = entries.first(where: { $0.key.unwrapped == .string("MaxAdvLen") }),
+               case .byte(let n) = e.value.unwrapped {
+                adLength = Int(n)
+            }
+            // Flags (3) and the manufacturer AD header with the company ID (4).
+            let length = min(BlueZBeacon.extendedFrameLength, adLength - 7)
+            if length > BlueZBeacon.legacyFrameLength {
+                switch try await probe(conn, adapter, length: length) {
+                case .accepted: result = BroadcastCapabilities(maxFrameLength: length, extended: true)
+                case .refused: break
+                case .inconclusive: return legacy  // no free instance to try with: ask again later
+                }
+            }
+        }
+        cachedCapabilities = result
+        let mode = result.extended ? "extended" : "legacy"
+        logger.info("beacon on \(adapterName): \(mode) advertising, \(result.maxFrameLength) bytes per frame")
+        return result
+    }
+
+    enum ProbeResult { case accepted, refused, inconclusive }
+
+    /// Registers an extended broadcast of `length` bytes and withdraws it at once.
+    func probe(_ conn: DBusConnection, _ adapter: DBusObjectPath, length: Int) async throws -> ProbeResult {
+        // A STATE-shaped frame (CB 2B, PROTOCOL.md §11.3) of the wrong length with a zero tag: the tally drops it
+        // as a beacon, every voter's decoder refuses it.
+        let frame: [UInt8] = [0xCB, 0x2B] + [UInt8](repeating: 0, count: length - 2)
+        let iface = DBusInterface(BlueZ.advertisement, methods: [DBusMethod("Release") { _ in [] }], properties: [
+            DBusProperty("Type", .string, value: .string("broadcast")),
+            DBusProperty("ManufacturerData", DBusSignature("a{qv}"), value: Self.manufacturerData(0xFFFF, frame)),
+            DBusProperty("SecondaryChannel", .string, value: .string("1M")),
+        ])
+        let object: DBusExportedObject
+        do {
+            object = try conn.export(probePath, interfaces: [iface])
+        } catch {
+            return .inconclusive
+        }
+        defer { object.unexport() }
+        do {
+            _ = try await conn.call(destination: BlueZ.service, path: adapter, interface: BlueZ.advertisingManager,
+                                    method: "RegisterAdvertisement",
+                                    arguments: [.objectPath(probePath), .stringVariantDictionary([:])],
+                                    timeout: options.callTimeout)
+        } catch let e as DBusError {
+            if e.meansBluetoothdGone { throw fail(.bluetoothdNotRunning) }
+            if e.name == "org.bluez.Error.NotPermitted" || e.name == "org.bluez.Error.AlreadyExists" { return .inconclusive }
+            logger.info("beacon: \(length)-byte extended frames refused (\(e.name)): BlueZ before 5.69 or the kernel caps advertising data at 31 bytes; using legacy frames")
+            return .refused
+        }
+        _ = try? await conn.call(destination: BlueZ.service, path: adapter, interface: BlueZ.advertisingManager,
+                                 method: "UnregisterAdvertisement", arguments: [.objectPath(probePath)],
+                                 timeout: options.callTimeout)
+        return .accepted
+    }
+
+    // MARK: Interval
+
+    /// bluetoothd 5.66 applies MinInterval/MaxInterval only with experimental features, which is also what
+    /// makes it list SupportedFeatures/SupportedCapabilities (the peripheral's rule, `PeripheralAdvertising.swift`).
+    func noteIntervalSupport(_ interval: Duration) {
+        let props = manager ?? [:]
+        let honoured = props["SupportedCapabilities"] != nil || props["SupportedFeatures"] != nil
+        let before = intervalSupport.withLock { s -> AdvertisingIntervalSupport in
+            let b = s
+            s = honoured ? .honoured : .ignored
+            return b
+        }
+        if !honoured && before != .ignored { logger.warning("beacon: \(Self.intervalNote(interval))") }
+    }
+
+    static func intervalNote(_ interval: Duration) -> String {
+        "bluetoothd ignores the beacon's requested interval (\(interval)): MinInterval/MaxInterval need its "
+            + "experimental features, so the kernel's default applies between frame changes. "
+            + "Fix: set `Experimental = true` under [General] in /etc/bluetooth/main.conf, then sudo systemctl restart bluetooth"
+    }
+
+    // MARK: Shutdown
+
+    func shutdown() async {
+        guard !closed else { return }
+        await stop()
+        closed = true
+        ownerWatch?.cancel()
+        connection?.close()
+        connection = nil
+        openConnection.withLock { $0 = nil }
+        status.close()
+    }
+
+    /// From a deinit: closing the connection withdraws the advertisement (bluetoothd watches its owner).
+    nonisolated func abandon() {
+        openConnection.withLock { c in
+            c?.close()
+            c = nil
+        }
+    }
+}
