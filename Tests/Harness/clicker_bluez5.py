@@ -8,6 +8,11 @@ clicker needs and the stock template lacks:
   bluetoothd: before replying it calls GetAll(org.bluez.LEAdvertisement1) on the caller's
   object and records the properties; NotPermitted when all instances are in use,
   InvalidLength when the data does not fit, DoesNotExist on a bad UnregisterAdvertisement.
+  Once registered, it follows the advertisement's PropertiesChanged like bluetoothd 5.66
+  (src/advertising.c: a property watch that parses the value from the signal and refreshes the
+  instance) and records every ManufacturerData it applied (GetAdvertisementHistory).
+  Extended data (SecondaryChannel set) fits only with -p '{"ext_ad_len": 251}' (BlueZ >= 5.69);
+  without it every advertisement is capped like legacy, as BlueZ 5.66's 31-byte bt_ad is.
 - org.bluez.GattManager1 on every adapter. RegisterApplication calls GetManagedObjects on the
   caller's application before replying and records the tree.
 - Device GATT objects (GattService1 / GattCharacteristic1 with ReadValue), Connect that
@@ -104,11 +109,22 @@ def RegisterAdvertisement(adapter, path, options, sender=None, ok=None, err=None
         if kind not in ('broadcast', 'peripheral'):
             err(_error('InvalidArguments', 'Invalid Type'))
             return
+        secondary = props.get('SecondaryChannel')
+        if secondary is not None:
+            supported = [str(c) for c in adapter.props[ADV_MANAGER_IFACE]['SupportedSecondaryChannels']]
+            if str(secondary) not in supported:
+                err(_error('Failed', 'Failed to parse advertisement.'))
+                return
+        limit = _manufacturer_limit(secondary is not None)
         for _company, value in dict(props.get('ManufacturerData', {})).items():
-            if len(value) > MAX_MANUFACTURER_DATA:
+            if len(value) > limit:
                 err(_error('InvalidLength', 'Advertising data too long'))
                 return
         adapter.advertisements[key] = props
+        adapter.adv_history[key] = [_manufacturer_entries(props)]
+        adapter.adv_watches[key] = adapter.connection.add_signal_receiver(
+            lambda iface, changed, invalidated: _advertisement_changed(adapter, key, iface, changed),
+            signal_name='PropertiesChanged', dbus_interface=PROPS_IFACE, bus_name=key[0], path=key[1])
         _update_instances(adapter)
         ok()
 
@@ -119,13 +135,40 @@ def RegisterAdvertisement(adapter, path, options, sender=None, ok=None, err=None
                                   got_props, failed, timeout=10)
 
 
+def _manufacturer_limit(extended):
+    if extended:
+        return int(_params.get('ext_ad_len', 31)) - 3 - 4
+    return MAX_MANUFACTURER_DATA
+
+
+def _manufacturer_entries(props):
+    return dbus.Array([dbus.Struct((dbus.UInt16(c), dbus.Array(v, signature='y')))
+                       for c, v in dict(props.get('ManufacturerData', {})).items()], signature='(qay)')
+
+
+def _advertisement_changed(adapter, key, iface, changed):
+    '''bluetoothd's property watch: applies the changed value taken from the signal.'''
+    if str(iface) != ADV_IFACE or key not in adapter.advertisements:
+        return
+    adapter.advertisements[key].update(changed)
+    if 'ManufacturerData' in changed:
+        adapter.adv_history[key].append(_manufacturer_entries(changed))
+
+
+def _forget_advertisement(adapter, key):
+    del adapter.advertisements[key]
+    watch = adapter.adv_watches.pop(key, None)
+    if watch is not None:
+        watch.remove()
+
+
 @dbus.service.method(ADV_MANAGER_IFACE, in_signature='o', out_signature='', sender_keyword='sender')
 def UnregisterAdvertisement(adapter, path, sender=None):
     adapter.call_log.append((0, 'UnregisterAdvertisement', [path]))
     key = (str(sender), str(path))
     if key not in adapter.advertisements:
         raise _error('DoesNotExist', 'Advertisement not registered')
-    del adapter.advertisements[key]
+    _forget_advertisement(adapter, key)
     _update_instances(adapter)
 
 
@@ -240,6 +283,8 @@ def AddAdapter(self, device_name, system_name):
     adapter.props[GATT_MANAGER_IFACE] = {}  # no properties, but listed (AddProperties ignores an empty dict)
     adapter.max_instances = int(_params.get('instances', 4))
     adapter.advertisements = {}
+    adapter.adv_history = {}
+    adapter.adv_watches = {}
     adapter.applications = {}
     adapter.forced_register_error = None
     _install(adapter, ADV_MANAGER_IFACE, 'RegisterAdvertisement', RegisterAdvertisement)
@@ -376,6 +421,42 @@ def GetApplications(_self, adapter_device_name):
                        for (s, p), objs in adapter.applications.items()], signature='(soa{oa{sa{sv}}})')
 
 
+@dbus.service.method(MOCK_IFACE, in_signature='so', out_signature='aa(qay)')
+def GetAdvertisementHistory(_self, adapter_device_name, path):
+    '''Every ManufacturerData the advertisement at `path` (any client) carried, in order: the one read at
+    registration, then each applied from a PropertiesChanged. Empty when it is not registered.'''
+    adapter = _adapter(adapter_device_name)
+    for (_sender, p), history in adapter.adv_history.items():
+        if p == str(path) and (_sender, p) in adapter.advertisements:
+            return dbus.Array(history, signature='a(qay)')
+    return dbus.Array([], signature='a(qay)')
+
+
+@dbus.service.method(MOCK_IFACE, in_signature='ssqayn', out_signature='o')
+def AddAdvertisingDevice(self, adapter_device_name, address, company, data, rssi):
+    '''A device discovery has just found: InterfacesAdded carrying its ManufacturerData and RSSI (as bluetoothd
+    announces a new address, e.g. a broadcaster's new non-resolvable private address).'''
+    adapter_path = '/org/bluez/' + adapter_device_name
+    _adapter(adapter_device_name)
+    path = f"{adapter_path}/dev_{address.replace(':', '_').upper()}"
+    props = {
+        'Address': dbus.String(address, variant_level=1),
+        'AddressType': dbus.String('random', variant_level=1),
+        'Adapter': dbus.ObjectPath(adapter_path, variant_level=1),
+        'Paired': dbus.Boolean(False, variant_level=1),
+        'Connected': dbus.Boolean(False, variant_level=1),
+        'ServicesResolved': dbus.Boolean(False, variant_level=1),
+        'RSSI': dbus.Int16(rssi, variant_level=1),
+        'ManufacturerData': dbus.Dictionary({dbus.UInt16(company): dbus.Array(data, signature='y', variant_level=1)},
+                                            signature='qv', variant_level=1),
+    }
+    self.AddObject(path, DEVICE_IFACE, props, [])
+    device = mockobject.objects[path]
+    device.connected = False
+    self.EmitSignal(OBJECT_MANAGER_IFACE, 'InterfacesAdded', 'oa{sa{sv}}', [dbus.ObjectPath(path), {DEVICE_IFACE: props}])
+    return path
+
+
 @dbus.service.method(MOCK_IFACE, in_signature='ss', out_signature='')
 def SetRegisterAdvertisementError(_self, adapter_device_name, error_name):
     '''Makes every RegisterAdvertisement fail with org.bluez.Error.<error_name> ("" to stop).'''
@@ -388,7 +469,8 @@ def ReleaseAdvertisements(_self, adapter_device_name, ok=None, err=None):
     '''Like bluetoothd dropping advertisements (adapter reset): calls Release on each, forgets them.'''
     adapter = _adapter(adapter_device_name)
     ads = list(adapter.advertisements.keys())
-    adapter.advertisements.clear()
+    for key in ads:
+        _forget_advertisement(adapter, key)
     _update_instances(adapter)
     if not ads:
         ok(dbus.UInt32(0))

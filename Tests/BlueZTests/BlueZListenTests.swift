@@ -1,0 +1,129 @@
+@testable import BlueZ
+import ClickerTransport
+import DBus
+import Foundation
+import XCTest
+
+/// Tier 2: the voter's listener (`BlueZPeripheral` as `ListenerTransport`) against python-dbusmock as
+/// bluetoothd: discovery while the voter's advertisement stays registered, the beacon read from Device1
+/// ManufacturerData in PropertiesChanged and InterfacesAdded.
+final class BlueZListenTests: XCTestCase {
+    var bus: PrivateBus!
+    var mock: BlueZMock!
+    var peripherals: [BlueZPeripheral] = []
+
+    static let tally = "00:BB:02:00:00:01"
+    static let stranger = "00:CC:03:00:00:01"
+
+    override func setUp() async throws {
+        bus = try PrivateBus()
+        mock = try await BlueZMock(bus: bus)
+        try await mock.addAdapter()
+    }
+
+    override func tearDown() async throws {
+        for p in peripherals { await p.shutdown() }
+        peripherals = []
+        mock?.kill()
+        mock = nil
+        bus?.stop()
+        bus = nil
+    }
+
+    func makePeripheral() -> BlueZPeripheral {
+        let p = BlueZPeripheral(options: BlueZPeripheralOptions(bus: bus.target, callTimeout: .seconds(5)))
+        peripherals.append(p)
+        return p
+    }
+
+    static let state: [UInt8] = [0xCB, 0x2B, 0x12, 0x34] + (0..<20).map { UInt8($0) }
+
+    func testFollowsTheBeaconThroughPropertiesChangedWhileAdvertising() async throws {
+        try await mock.addDevice(Self.tally)
+        let voter = makePeripheral()
+        let ballot: [UInt8] = [0xCB, 0x20, 1, 2, 3]
+        try await voter.advertise(AdvertisingPayload(companyID: 0xFFFF, data: ballot))
+        let status = Collector(voter.listenerStatus())
+        let reports = Collector(voter.listen(companyID: 0xFFFF, dutyCycle: .fast))
+        try await status.wait("scanning") { $0.last?.state == .scanning }
+
+        let filter = try [String: DBusValue](dbusValue: try await mock.property("/org/bluez/hci0", "org.bluez.Adapter1",
+                                                                               "DiscoveryFilter"))
+        XCTAssertEqual(filter["Transport"]?.unwrapped, .string("le"))
+        XCTAssertEqual(filter["DuplicateData"]?.unwrapped, .boolean(true))
+
+        // Another company's data first, then the beacon, then the next frame: only the beacon's come out, in order.
+        try await mock.advertise(Self.tally, company: 0x004C, data: [9, 9, 9], rssi: -70)
+        try await mock.advertise(Self.tally, data: Self.state, rssi: -55)
+        let next = Self.state.reversed() as [UInt8]
+        try await mock.advertise(Self.tally, data: next, rssi: -56)
+        let got = try await reports.wait("two beacon frames") { $0.count >= 2 }
+        XCTAssertEqual(got.map(\.data), [Self.state, next])
+        XCTAssertEqual(got.map(\.companyID), [0xFFFF, 0xFFFF])
+        XCTAssertEqual(got[0].address, DeviceAddress(Self.tally))
+        XCTAssertEqual(got[0].rssi, -55)
+
+        // The voter's advertisement stayed registered throughout.
+        let ads = try await mock.advertisements()
+        XCTAssertEqual(ads.count, 1)
+        XCTAssertEqual(BlueZPeripheralTests.manufacturerData(ads.first?.2 ?? [:]), [0xFFFF: ballot])
+    }
+
+    func testBeaconFromANewAddressArrivesThroughInterfacesAdded() async throws {
+        let voter = makePeripheral()
+        let status = Collector(voter.listenerStatus())
+        let reports = Collector(voter.listen(companyID: 0xFFFF, dutyCycle: .fast))
+        try await status.wait("scanning") { $0.last?.state == .scanning }
+        try await mock.mock("AddAdvertisingDevice", [.string("hci0"), .string(Self.stranger), .uint16(0x0006),
+                                                     .bytes([1, 2]), .int16(-40)])
+        try await mock.mock("AddAdvertisingDevice", [.string("hci0"), .string(Self.tally), .uint16(0xFFFF),
+                                                     .bytes(Self.state), .int16(-48)])
+        let got = try await reports.wait("the beacon") { !$0.isEmpty }
+        XCTAssertEqual(got.count, 1)
+        XCTAssertEqual(got[0].data, Self.state)
+        XCTAssertEqual(got[0].address, DeviceAddress(Self.tally))
+        XCTAssertEqual(got[0].rssi, -48)
+    }
+
+    func testBluetoothdVanishingEndsTheStreamWithAnError() async throws {
+        try await mock.addDevice(Self.tally)
+        let voter = makePeripheral()
+        let status = Collector(voter.listenerStatus())
+        let reports = Collector(voter.listen(companyID: 0xFFFF, dutyCycle: .slow))
+        try await status.wait("scanning") { $0.last?.state == .scanning }
+        try await mock.advertise(Self.tally, data: Self.state)
+        try await reports.wait("a frame") { !$0.isEmpty }
+
+        mock.kill()
+        try await eventually("the stream to end") { reports.isFinished }
+        XCTAssertEqual(reports.error as? BlueZError, .bluetoothdNotRunning)
+        // Listening again while bluetoothd is away ends at once, with the same error.
+        let again = Collector(voter.listen(companyID: 0xFFFF, dutyCycle: .fast))
+        try await eventually("the new stream to end") { again.isFinished }
+        XCTAssertEqual(again.error as? BlueZError, .bluetoothdNotRunning)
+
+        // bluetoothd back: listening works again.
+        mock = try await BlueZMock(bus: bus)
+        try await mock.addAdapter()
+        try await mock.addDevice(Self.tally)
+        // (once the radio is acquired again: the engine is idle, without error)
+        try await status.wait("radio back") { $0.last?.state == .stopped && $0.last?.lastError == nil }
+        let third = Collector(voter.listen(companyID: 0xFFFF, dutyCycle: .fast))
+        try await eventually("discovery restarted") {
+            let d = try? await self.mock.property("/org/bluez/hci0", "org.bluez.Adapter1", "Discovering")
+            return d?.unwrapped == .boolean(true)
+        }
+        try await mock.advertise(Self.tally, data: Self.state)
+        let got = try await third.wait("a frame after the restart") { !$0.isEmpty }
+        XCTAssertEqual(got.first?.data, Self.state)
+    }
+
+    func testNoBluetoothdEndsTheStreamAtOnce() async throws {
+        mock.kill()
+        mock = nil
+        let voter = makePeripheral()
+        let reports = Collector(voter.listen(companyID: 0xFFFF, dutyCycle: .fast))
+        try await eventually("the stream to end") { reports.isFinished }
+        XCTAssertEqual(reports.error as? BlueZError, .bluetoothdNotRunning)
+    }
+}
