@@ -77,8 +77,11 @@ public final class BlueZCentral: CentralTransport {
     /// Creates the central; nothing touches the bus until the first stream, read or broadcast.
     public init(options: BlueZCentralOptions = BlueZCentralOptions(),
                 logger: Logger = Logger(label: "clicker.bluez.central")) {
-        engine = CentralEngine(options: options, logger: logger)
-        beacon = BeaconAdvertiser(options: options, logger: logger)
+        let engine = CentralEngine(options: options, logger: logger)
+        self.engine = engine
+        beacon = BeaconAdvertiser(options: options, logger: logger) {
+            engine.state.withLock { $0.adapterPath == nil ? nil : $0.adapterPowered }
+        }
     }
 
     deinit {

@@ -24,7 +24,8 @@ import Synchronization
 /// request to answer, and if the kernel refuses it (extended-advertising kernels), 5.66 builds an error
 /// reply to a null message and aborts (fixed in 5.74, "advertising: Do not crash in case of adv update
 /// failure"). So no frame that could be refused is ever sent as a property change: every frame is checked
-/// against what the registration accepted before it goes out.
+/// against what the registration accepted before it goes out, and none is sent while the scanning side
+/// sees the adapter powered off (the frame waits, and goes out at the first tick after power returns).
 extension BlueZCentral: BroadcasterTransport {
     /// Legacy: ``BlueZBeacon/legacyFrameLength`` bytes (the host may add Flags). Extended (244 bytes, or what
     /// `SupportedCapabilities.MaxAdvLen` leaves) when the adapter lists `SupportedSecondaryChannels` and a
@@ -62,6 +63,8 @@ public struct BlueZBeaconStatistics: Sendable, Hashable {
     public var registrations = 0
     /// Frames put on the air by a ManufacturerData property change (rotation and replacements).
     public var frameChanges = 0
+    /// Frame changes held back because the adapter was powered off.
+    public var heldWhilePoweredOff = 0
     public init() {}
 }
 
@@ -89,15 +92,20 @@ actor BeaconAdvertiser {
     var registered: Shape?
     var payload: BroadcastPayload?
     var frameIndex = 0
+    /// The frame bluetoothd was last given (at registration or by a property change).
+    var shown: [UInt8]?
     var generation: UInt64 = 0
     var rotation: Task<Void, Never>?
     var cachedCapabilities: BroadcastCapabilities?
     var ownerWatch: Task<Void, Never>?
     var closed = false
+    /// Whether the adapter is powered, as the scanning engine last saw it (nil: not known).
+    let adapterPowered: @Sendable () -> Bool?
 
-    init(options: BlueZCentralOptions, logger: Logger) {
+    init(options: BlueZCentralOptions, logger: Logger, adapterPowered: @escaping @Sendable () -> Bool? = { nil }) {
         self.options = options
         self.logger = logger
+        self.adapterPowered = adapterPowered
         adapterName = options.adapter.logName
         status = RadioStatusBroadcaster(RadioStatus(adapter: options.adapter.logName, state: .stopped))
     }
@@ -128,10 +136,10 @@ actor BeaconAdvertiser {
         let (conn, adapter) = try await ensureReady()
         guard manager != nil else { throw fail(.advertisingUnsupported(adapterName)) }
         let shape = Shape(companyID: p.companyID, extended: extended, intervalMs: Self.milliseconds(p.interval))
-        if registered == shape, let object, conn.isConnected {
+        if registered == shape, object != nil, conn.isConnected {
             payload = p
             frameIndex = 0
-            show(p.frames[0], on: object, company: p.companyID)
+            apply()
             startRotation()
             return
         }
@@ -174,6 +182,7 @@ actor BeaconAdvertiser {
             throw fail(Self.registrationError(e, adapter: adapterName, length: p.frames[0].count))
         }
         object = exported
+        shown = p.frames[0]
         registered = shape
         counters.withLock { $0.registrations += 1 }
         let note = intervalSupport.withLock { $0 } == .ignored ? Self.intervalNote(p.interval) : nil
@@ -242,10 +251,19 @@ actor BeaconAdvertiser {
 
     // MARK: Rotation
 
-    /// Puts `frame` on the air: a ManufacturerData PropertiesChanged that bluetoothd applies.
-    func show(_ frame: [UInt8], on object: DBusExportedObject, company: UInt16) {
+    /// Puts the current frame on the air, unless it is there already or the adapter is off: a
+    /// ManufacturerData PropertiesChanged that bluetoothd applies.
+    func apply() {
+        guard let p = payload, registered != nil, let object else { return }
+        let frame = p.frames[frameIndex]
+        guard frame != shown else { return }
+        guard adapterPowered() != false else {
+            counters.withLock { $0.heldWhilePoweredOff += 1 }
+            return
+        }
         do {
-            try object.setProperty("ManufacturerData", Self.manufacturerData(company, frame), interface: BlueZ.advertisement)
+            try object.setProperty("ManufacturerData", Self.manufacturerData(p.companyID, frame), interface: BlueZ.advertisement)
+            shown = frame
             counters.withLock { $0.frameChanges += 1 }
         } catch {
             logger.warning("beacon frame change not sent: \(error)")
@@ -258,10 +276,11 @@ actor BeaconAdvertiser {
         rotation = nil
     }
 
-    /// Rotates the payload's frames, one every `max(interval, beaconMinimumDwell)`, from the first.
+    /// Rotates the payload's frames, one every `max(interval, beaconMinimumDwell)`, from the first (with one
+    /// frame, the tick only puts back a frame held while the adapter was off).
     func startRotation() {
         stopRotation()
-        guard let p = payload, p.frames.count > 1 else { return }
+        guard let p = payload else { return }
         let g = generation
         let dwell = max(p.interval, options.beaconMinimumDwell)
         rotation = Task { [weak self] in
@@ -275,9 +294,9 @@ actor BeaconAdvertiser {
     /// The next frame, if rotation `g` is still the current one (false ends it).
     func advance(_ g: UInt64) -> Bool {
         guard g == generation, let p = payload else { return false }
-        guard registered != nil, let object else { return true }  // bluetoothd away: hold the place
+        guard registered != nil, object != nil else { return true }  // bluetoothd away: hold the place
         frameIndex = (frameIndex + 1) % p.frames.count
-        show(p.frames[frameIndex], on: object, company: p.companyID)
+        apply()
         return true
     }
 }

@@ -143,6 +143,27 @@ final class BlueZBeaconTests: XCTestCase {
         XCTAssertEqual(central.broadcastStatistics.frameChanges, changes, "a stopped rotation changed a frame")
     }
 
+    func testNoFrameChangeWhileTheAdapterIsPoweredOff() async throws {
+        // BlueZ 5.66 aborts when the kernel refuses a refresh that a property change started: hold the frames.
+        try await startMock()
+        let central = makeCentral()
+        let status = Collector(central.status())
+        let reports = Collector(central.advertisements(companyID: 0xFFFF))
+        try await status.wait("scanning") { $0.last?.state == .scanning }
+        let frames = Self.frames(3)
+        try await central.broadcast(BroadcastPayload(companyID: 0xFFFF, frames: frames, interval: .milliseconds(20)))
+        _ = try await eventuallyHistory(atLeast: 2)
+        try await mock.setPowered(false)
+        try await status.wait("powered off seen") { $0.last?.state == .recovering }
+        let before = try await history().count
+        try await eventually("three changes held") { central.broadcastStatistics.heldWhilePoweredOff >= 3 }
+        let during = try await history().count
+        XCTAssertLessThanOrEqual(during, before + 1, "frames changed while the adapter was off")  // one may have been in flight
+        try await mock.setPowered(true)
+        _ = try await eventuallyHistory(atLeast: during + 2)
+        reports.cancel()
+    }
+
     func testExtendedFramesWhereBlueZCarriesThem() async throws {
         try await startMock(#"{"ext_ad_len": 251}"#)
         let central = makeCentral()
