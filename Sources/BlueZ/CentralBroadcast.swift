@@ -95,6 +95,8 @@ actor BeaconAdvertiser {
     /// The frame bluetoothd was last given (at registration or by a property change).
     var shown: [UInt8]?
     var generation: UInt64 = 0
+    /// Counts `stop()` calls: a broadcast that was waiting on the bus when one came does not register after it.
+    var stops: UInt64 = 0
     var rotation: Task<Void, Never>?
     var cachedCapabilities: BroadcastCapabilities?
     var ownerWatch: Task<Void, Never>?
@@ -123,6 +125,7 @@ actor BeaconAdvertiser {
 
     func broadcast(_ p: BroadcastPayload) async throws {
         guard !p.frames.isEmpty else { throw TransportError.unsupported("a broadcast needs at least one frame") }
+        let stopsBefore = stops
         let longest = p.frames.reduce(0) { max($0, $1.count) }
         var extended = false
         if longest > BlueZBeacon.legacyFrameLength {
@@ -135,6 +138,7 @@ actor BeaconAdvertiser {
         }
         let (conn, adapter) = try await ensureReady()
         guard manager != nil else { throw fail(.advertisingUnsupported(adapterName)) }
+        guard stops == stopsBefore else { return }  // stopped meanwhile: the later call wins
         let shape = Shape(companyID: p.companyID, extended: extended, intervalMs: Self.milliseconds(p.interval))
         if registered == shape, object != nil, conn.isConnected {
             payload = p
@@ -145,12 +149,19 @@ actor BeaconAdvertiser {
         }
         noteIntervalSupport(p.interval)
         try await register(p, shape, conn, adapter)
+        if stops != stopsBefore {  // stopped while registering: withdraw again
+            await unregister(conn, adapter)
+            object?.unexport()
+            object = nil
+            return
+        }
         payload = p
         frameIndex = 0
         startRotation()
     }
 
     func stop() async {
+        stops &+= 1
         payload = nil
         stopRotation()
         if registered != nil, let conn = connection, let adapter = adapterPath { await unregister(conn, adapter) }
