@@ -139,7 +139,10 @@ extension CentralEngine {
                 }
             case .powered(let on):
                 if on {
-                    state.withLock { $0.adapterPowered = true }
+                    state.withLock { s in
+                        s.adapterPowered = true
+                        s.radioLost = nil
+                    }
                     await syncDiscovery(conn)
                 } else {
                     let name = state.withLock { s -> String in

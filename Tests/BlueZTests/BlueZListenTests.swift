@@ -118,6 +118,28 @@ final class BlueZListenTests: XCTestCase {
         XCTAssertEqual(got.first?.data, Self.state)
     }
 
+    func testPowerOffEndsTheStreamAndPowerOnAllowsListeningAgain() async throws {
+        try await mock.addDevice(Self.tally)
+        let voter = makePeripheral()
+        let status = Collector(voter.listenerStatus())
+        let reports = Collector(voter.listen(companyID: 0xFFFF, dutyCycle: .fast))
+        try await status.wait("scanning") { $0.last?.state == .scanning }
+        try await mock.setPowered(false)
+        try await eventually("the stream to end") { reports.isFinished }
+        XCTAssertEqual(reports.error as? BlueZError, .adapterPoweredOff("hci0"))
+        XCTAssertFalse(voter.listener.state.withLock { $0.adapterPowered })
+        try await mock.setPowered(true)
+        try await eventually("power on seen") { voter.listener.state.withLock { $0.adapterPowered } }
+        let again = Collector(voter.listen(companyID: 0xFFFF, dutyCycle: .fast))
+        try await eventually("discovery on again") {
+            let d = try? await self.mock.property("/org/bluez/hci0", "org.bluez.Adapter1", "Discovering")
+            return d?.unwrapped == .boolean(true)
+        }
+        try await mock.advertise(Self.tally, data: Self.state)
+        let got = try await again.wait("a frame after power on") { !$0.isEmpty }
+        XCTAssertEqual(got.first?.data, Self.state)
+    }
+
     func testNoBluetoothdEndsTheStreamAtOnce() async throws {
         mock.kill()
         mock = nil
