@@ -26,6 +26,9 @@ import Synchronization
 /// failure"). So no frame that could be refused is ever sent as a property change: every frame is checked
 /// against what the registration accepted before it goes out, and none is sent while the scanning side
 /// sees the adapter powered off (the frame waits, and goes out at the first tick after power returns).
+/// The object has no TxPower property on purpose too: after each extended refresh 5.66 writes the TX power
+/// the kernel chose back to the advertisement (Properties.Set); an object that took it and signalled the
+/// change would start another refresh, and so on.
 extension BlueZCentral: BroadcasterTransport {
     /// Legacy: ``BlueZBeacon/legacyFrameLength`` bytes (the host may add Flags). Extended (244 bytes, or what
     /// `SupportedCapabilities.MaxAdvLen` leaves) when the adapter lists `SupportedSecondaryChannels` and a
