@@ -89,6 +89,11 @@ final class BlueZBeaconTests: XCTestCase {
         XCTAssertEqual(calls.filter { $0 == "RegisterAdvertisement" }.count, probes + 1)
         XCTAssertEqual(calls.filter { $0 == "UnregisterAdvertisement" }.count, 0)
         XCTAssertGreaterThanOrEqual(central.broadcastStatistics.frameChanges, 4)
+        // bluetoothd's TxPower write-back after each refresh starts no refresh of its own: one per applied frame.
+        try await central.stopBroadcasting()
+        let writes = try await mock.mock("GetTxPowerWrites", [.string("hci0")]).decode(UInt32.self)
+        XCTAssertEqual(Int(writes), 1 + central.broadcastStatistics.frameChanges,
+                       "one write-back per registration and per frame change, none caused by a write-back")
 
         // Discovery goes on meanwhile: a voter's ballot still arrives.
         let discovering = try await mock.property("/org/bluez/hci0", "org.bluez.Adapter1", "Discovering")

@@ -11,6 +11,9 @@ clicker needs and the stock template lacks:
   Once registered, it follows the advertisement's PropertiesChanged like bluetoothd 5.66
   (src/advertising.c: a property watch that parses the value from the signal and refreshes the
   instance) and records every ManufacturerData it applied (GetAdvertisementHistory).
+  After registering and after each change it applied it writes the chosen TX power back to the
+  advertisement (Properties.Set TxPower, result ignored), as 5.66 does after every refresh on a
+  kernel with the extended advertising MGMT commands (-p '{"tx_power_write_back": false}' to stop).
   Extended data (SecondaryChannel set) fits only with -p '{"ext_ad_len": 251}' (BlueZ >= 5.69);
   without it every advertisement is capped like legacy, as BlueZ 5.66's 31-byte bt_ad is.
 - org.bluez.GattManager1 on every adapter. RegisterApplication calls GetManagedObjects on the
@@ -127,6 +130,7 @@ def RegisterAdvertisement(adapter, path, options, sender=None, ok=None, err=None
             signal_name='PropertiesChanged', dbus_interface=PROPS_IFACE, bus_name=key[0], path=key[1])
         _update_instances(adapter)
         ok()
+        _write_back_tx_power(adapter, key)
 
     def failed(e):
         err(_error('Failed', f'Failed to read advertisement properties: {e}'))
@@ -146,13 +150,25 @@ def _manufacturer_entries(props):
                        for c, v in dict(props.get('ManufacturerData', {})).items()], signature='(qay)')
 
 
+def _write_back_tx_power(adapter, key):
+    if not _params.get('tx_power_write_back', True):
+        return
+    adapter.tx_power_writes = getattr(adapter, 'tx_power_writes', 0) + 1
+    adapter.connection.call_async(key[0], key[1], PROPS_IFACE, 'Set', 'ssv',
+                                  (ADV_IFACE, 'TxPower', dbus.Int16(7, variant_level=1)),
+                                  lambda *a: None, lambda *a: None, timeout=10)
+
+
 def _advertisement_changed(adapter, key, iface, changed):
-    '''bluetoothd's property watch: applies the changed value taken from the signal.'''
+    '''bluetoothd's property watch: applies the changed value taken from the signal (each changed
+    property refreshes the instance, and every refresh writes TxPower back).'''
     if str(iface) != ADV_IFACE or key not in adapter.advertisements:
         return
     adapter.advertisements[key].update(changed)
     if 'ManufacturerData' in changed:
         adapter.adv_history[key].append(_manufacturer_entries(changed))
+    for _name in changed:
+        _write_back_tx_power(adapter, key)
 
 
 def _forget_advertisement(adapter, key):
@@ -419,6 +435,12 @@ def GetApplications(_self, adapter_device_name):
     adapter = _adapter(adapter_device_name)
     return dbus.Array([dbus.Struct((s, dbus.ObjectPath(p), objs))
                        for (s, p), objs in adapter.applications.items()], signature='(soa{oa{sa{sv}}})')
+
+
+@dbus.service.method(MOCK_IFACE, in_signature='s', out_signature='u')
+def GetTxPowerWrites(_self, adapter_device_name):
+    '''How many times the fake bluetoothd wrote TxPower back (one per refresh).'''
+    return dbus.UInt32(getattr(_adapter(adapter_device_name), 'tx_power_writes', 0))
 
 
 @dbus.service.method(MOCK_IFACE, in_signature='so', out_signature='aa(qay)')
