@@ -93,7 +93,9 @@ actor BeaconAdvertiser {
     var manager: [String: DBusValue]?
     var object: DBusExportedObject?
     var registered: Shape?
+    /// What is on the air (registered), and what the caller last asked for (registered again after a restart).
     var payload: BroadcastPayload?
+    var wanted: BroadcastPayload?
     var frameIndex = 0
     /// The frame bluetoothd was last given (at registration or by a property change).
     var shown: [UInt8]?
@@ -139,6 +141,7 @@ actor BeaconAdvertiser {
             }
             extended = true
         }
+        wanted = p
         let (conn, adapter) = try await ensureReady()
         guard manager != nil else { throw fail(.advertisingUnsupported(adapterName)) }
         guard stops == stopsBefore else { return }  // stopped meanwhile: the later call wins
@@ -151,11 +154,18 @@ actor BeaconAdvertiser {
             return
         }
         noteIntervalSupport(p.interval)
-        try await register(p, shape, conn, adapter)
+        do {
+            try await register(p, shape, conn, adapter)
+        } catch {
+            payload = nil  // nothing is on the air now; nothing stale is registered again after a restart
+            status.update { $0.state = .stopped }
+            throw error
+        }
         if stops != stopsBefore {  // stopped while registering: withdraw again
             await unregister(conn, adapter)
             object?.unexport()
             object = nil
+            status.update { $0.state = .stopped }
             return
         }
         payload = p
@@ -166,6 +176,7 @@ actor BeaconAdvertiser {
     func stop() async {
         stops &+= 1
         payload = nil
+        wanted = nil
         stopRotation()
         if registered != nil, let conn = connection, let adapter = adapterPath { await unregister(conn, adapter) }
         registered = nil

@@ -76,13 +76,13 @@ extension BeaconAdvertiser {
             let e = BlueZError.bluetoothdNotRunning
             logger.warning("beacon: \(e)")
             status.update {
-                $0.state = payload == nil ? .stopped : .recovering
+                $0.state = wanted == nil ? .stopped : .recovering
                 $0.lastError = e.description
             }
             return
         }
         for _ in 0..<20 {
-            guard !closed, let p = payload else { return }
+            guard !closed, let p = wanted else { return }
             do {
                 try await broadcast(p)
                 return
