@@ -254,6 +254,21 @@ final class BlueZBeaconTests: XCTestCase {
         try await central.stopBroadcasting()
     }
 
+    func testReleasedBeaconIsRegisteredByTheNextBroadcast() async throws {
+        try await startMock()
+        let central = makeCentral()
+        let status = Collector(central.broadcastStatus())
+        try await central.broadcast(BroadcastPayload(companyID: 0xFFFF, frames: Self.frames(2)))
+        let released = try await mock.mock("ReleaseAdvertisements", [.string("hci0")]).decode(UInt32.self)
+        XCTAssertEqual(released, 1)
+        let s = try await status.wait("stopped after Release") { $0.last?.state == .stopped }
+        XCTAssertTrue(s.last?.lastError?.contains("released") ?? false)
+        let next = Self.frames(1, seed: 3)
+        try await central.broadcast(BroadcastPayload(companyID: 0xFFFF, frames: next))
+        let props = try await mock.advertisements().first?.2 ?? [:]
+        XCTAssertEqual(BlueZPeripheralTests.manufacturerData(props), [0xFFFF: next[0]])
+    }
+
     func testRegistersAgainAfterBluetoothdRestart() async throws {
         try await startMock()
         let central = makeCentral()
