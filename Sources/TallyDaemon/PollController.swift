@@ -68,6 +68,10 @@ public actor PollController {
     var publisher: CountPublisher
     /// Whether live counts of an open question are shown; roster polls start with them hidden.
     public internal(set) var countsShown: Bool
+    /// When the poll was created (the beacon's counter counts 10 ms ticks from it).
+    var pollCreatedAt: Date
+    /// The beacon: what the tally broadcasts, and the beacon frames it hears.
+    var beacon: BeaconRuntime
 
     struct PendingRejection: Hashable {
         var question: UInt8
@@ -103,6 +107,8 @@ public actor PollController {
         rejected = opening.rejected
         sealed = opening.sealed
         pipeline = IngestPipeline(keyring: Self.keyring(options), tally: opening.tally)
+        pollCreatedAt = opening.createdAt
+        beacon = BeaconRuntime(secret: pipeline.keyring.secret)
         countsShown = options.roster == nil
         publisher = CountPublisher(rule: options.publishRule,
                                    start: Self.exactCounts(opening.tally, sealed: opening.sealed[opening.question],
@@ -119,6 +125,9 @@ public actor PollController {
     /// Consumes `central` until cancelled or the radio fails for good. GATT confirmations run
     /// alongside, at most `maxConcurrentReads` at a time.
     public func run(central: any CentralTransport) async throws {
+        // The beacon goes out when the radio can broadcast while it scans.
+        let broadcaster = options.beacon ? central as? any BroadcasterTransport : nil
+        beacon.radio = broadcaster
         let (requests, continuation) = AsyncStream<VerificationState.Request>.makeStream(bufferingPolicy: .bufferingNewest(4096))
         gattQueue = continuation
         readsOutstanding = 0
@@ -142,6 +151,9 @@ public actor PollController {
                         }
                     }
                 }
+            }
+            if let broadcaster {
+                group.addTask { [weak self] in await self?.runBeacon(broadcaster) }
             }
             // One actor turn per batch the radio delivers, the reports tallied in order.
             for try await batch in central.advertisementBatches(companyID: BallotFormat.companyID) {
@@ -175,6 +187,14 @@ public actor PollController {
     public func ingest(_ report: AdvertisementReport) {
         reportsHeard &+= 1
         if report.timestamp > radioNow { radioNow = report.timestamp }
+        // A ballot's byte 1 is 0x20 or 0x21 (its mode in the low bit): one byte sends every ballot on.
+        // Beacon frames (the tally's own, another tally's, forged ones) are not ballots: dropped here,
+        // before the ballot decoder, and not counted as rejected ballots.
+        let d = report.data
+        if d.count > 1, d[1] & 0x0E != 0, BeaconFormat.isBeacon(d) {
+            heardBeacon(report)
+            return
+        }
         let r = pipeline.ingest(report)
         accept(r, address: report.address)
     }
@@ -189,6 +209,7 @@ public actor PollController {
             commit([record(b, address: address, gattVerified: gattVerified)])
             acceptedRate.record(at: clock())
             if b.question == question { publisher.note(VoterKey(mode: b.mode, voterID: b.voterID)) }
+            beaconCounted(b, at: radioNow)
             version &+= 1
         case .rejected(let reason):
             // Counted once per report, repeats included, under the question current now.
@@ -205,6 +226,9 @@ public actor PollController {
             if gattVerified || b.sequence != committed[b.question]?[key] {
                 commit([record(b, address: address, gattVerified: gattVerified)])
             }
+            // Counted (the same answer again, perhaps under a new sequence): acknowledged, or heard
+            // again by a voter that may have missed its acknowledgement.
+            beaconCounted(b, at: radioNow)
         }
         if !readOverGATT { requestRead(after: r, address: address) }
     }

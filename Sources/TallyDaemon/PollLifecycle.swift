@@ -15,6 +15,8 @@ extension PollController {
         var isOpen: Bool
         var openedAt: Date
         var closedAt: Date?
+        /// When the poll was created (stored with it).
+        var createdAt: Date
         var committed: [UInt8: [VoterKey: UInt16]] = [:]
         var rejected: [UInt8: [String: Int]] = [:]
         var sealed: [UInt8: QuestionTotals] = [:]
@@ -62,7 +64,7 @@ extension PollController {
             var tally = Tally(voteID: code.voteID, policy: options.policy, rosterOnly: options.roster != nil)
             tally.open(first)
             return Opening(pollID: poll?.id, tally: tally, question: options.firstQuestion, isOpen: true,
-                           openedAt: now, closedAt: nil)
+                           openedAt: now, closedAt: nil, createdAt: poll?.createdAt ?? now)
         } catch let e as PollError {
             throw e
         } catch {
@@ -140,7 +142,7 @@ extension PollController {
         for q in s.questions { tally.open(QuestionSpec(q, optionsIfUndefined: options.options)) }
         if s.questions.isEmpty { tally.open(options.firstSpec) }
         var o = Opening(tally: tally, question: question, isOpen: current.map { $0.state == .open } ?? true,
-                        openedAt: current?.openedAt ?? Date(), closedAt: current?.closedAt)
+                        openedAt: current?.openedAt ?? Date(), closedAt: current?.closedAt, createdAt: s.poll.createdAt)
         o.pollID = s.poll.id
         for k in s.voterKeys {
             guard let voter = VoterKey(storeBytes: k.voter), let pk = VoterPublicKey(k.publicKey) else { continue }
@@ -208,6 +210,8 @@ extension PollController {
         sealed = [:]
         unsaved = []
         pendingRejections = [:]
+        pollCreatedAt = opening.createdAt
+        renewBeacon(secret: keyring.secret)
         resetPublished()
         version &+= 1
         logger.info("new poll \(pollID.map(String.init) ?? "-") (vote \(IDText.vote(next.joinCode.voteID)))")

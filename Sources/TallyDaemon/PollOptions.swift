@@ -30,6 +30,8 @@ public struct PollOptions: Sendable {
     public var title: String?
     /// When live counts of an open question move (see `PublishRule`); final results are exact.
     public var publishRule = PublishRule()
+    /// Broadcast the poll's beacon (docs/PROTOCOL.md §11.11) when the radio can broadcast while it scans.
+    public var beacon = true
 
     public init(joinCode: JoinCode, roster: Roster? = nil,
                 policy: ChangePolicy = .latestWins, options: Int = 4, firstQuestion: UInt8 = 1,

@@ -19,6 +19,7 @@ extension PollController {
         isOpen = true
         closedAt = nil
         resetPublished()
+        beaconChanged()
         version &+= 1
     }
 
@@ -50,6 +51,7 @@ extension PollController {
         isOpen = false
         closedAt = Date()
         resetPublished()
+        beaconChanged()
         version &+= 1
     }
 
@@ -87,6 +89,7 @@ extension PollController {
         closedAt = nil
         acceptedRate.reset()
         resetPublished()
+        beaconChanged()
         version &+= 1
     }
 

@@ -86,6 +86,8 @@ public struct TallyRunService: Service {
             }
         }
         await controller.flush()
+        // The votes are committed: tell the voters the poll closed (a few seconds at most), then stop.
+        await controller.endBeacon()
     }
 
     /// Returns at graceful shutdown or cancellation, whichever comes first.

@@ -26,6 +26,7 @@ extension PollController {
             errors: radioErrorCount, lastError: radio.lastError)
         var alert: String?
         if floodAlert { alert = "flood of forged votes: rejected, honest votes still counted" }
+        if let forged = beaconAlert(now: now) { alert = forged }
         if let e = storageError { alert = "STORAGE ERROR, votes kept in memory: \(e)" }
         var model = TallyViewModel(
             title: options.title ?? "Clicker",

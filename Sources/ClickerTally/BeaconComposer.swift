@@ -1,0 +1,273 @@
+import ClickerTransport
+import ClickerWire
+
+/// The question a tally's beacon describes: what a STATE frame carries, and the texts its TEXT pages carry.
+public struct BeaconQuestionInfo: Sendable, Hashable {
+    public var number: UInt8
+    public var kind: QuestionKind
+    /// Options A… offered: 1…8 for single, multi and ranked; 0 for true/false and numeric.
+    public var options: UInt8
+    /// The title and option texts, when the question's definition has any.
+    public var text: QuestionText?
+
+    public init(number: UInt8, kind: QuestionKind, options: UInt8, text: QuestionText? = nil) {
+        self.number = number
+        self.kind = kind
+        self.options = kind.hasOptions ? options : 0
+        self.text = text
+    }
+}
+
+/// Where the poll stands, as the tally tells its voters.
+public enum BeaconPhase: Sendable, Hashable {
+    case open(BeaconQuestionInfo)
+    case questionClosed(BeaconQuestionInfo)
+    case closed
+
+    var question: BeaconQuestionInfo? {
+        switch self {
+        case .open(let q), .questionClosed(let q): q
+        case .closed: nil
+        }
+    }
+}
+
+/// Builds what the tally broadcasts (docs/PROTOCOL.md §11.11) from the poll's state: pure, no I/O,
+/// time given by the caller as the poll's counter clock (10 ms ticks since the poll was created).
+///
+/// One composer per poll. Between two payloads it keeps:
+/// - the counter, so that every frame it seals takes a new, higher value;
+/// - the acknowledgements in rotation, each with an estimate of how often it has been on air: the
+///   radio restarts a replaced payload at its first frame, so a payload replaced every 100 ms sends
+///   only its first few frames. The composer credits the frames the previous payload had time to send
+///   (one per mean advertising event) and puts the least-sent first: new fingerprints first (newest
+///   first among equals), then those sent least. A fingerprint leaves the rotation once it is older
+///   than ``Tuning/ackExposure`` and was sent ``Tuning/minimumSends`` times, or after
+///   ``Tuning/maximumAge`` in any case (a voter that missed it keeps sending and is acknowledged again);
+/// - the TEXT pages of the question, sealed once, rotated by the same least-sent rule.
+///
+/// A STATE frame opens every payload and comes again every ``Tuning/stateEvery`` frames.
+public struct BeaconComposer: Sendable {
+    /// The knobs of the rotation.
+    public struct Tuning: Sendable, Hashable {
+        /// Broadcast interval while there is something to tell quickly (acknowledgements in rotation,
+        /// a phase changed lately), and otherwise.
+        public var fastInterval: Duration = .milliseconds(20)
+        public var slowInterval: Duration = .milliseconds(100)
+        /// How long after a change of phase the broadcast stays fast.
+        public var fastAfterChange: Duration = .seconds(5)
+        /// How long a fingerprint stays in rotation at least, and the sends it needs before it may leave.
+        public var ackExposure: Duration = .seconds(1)
+        public var minimumSends = 3
+        /// A fingerprint leaves the rotation after this long whatever its sends.
+        public var maximumAge: Duration = .seconds(3)
+        /// A STATE frame every this many frames (the first frame of a payload is always STATE).
+        public var stateEvery = 5
+        /// Most frames in one payload.
+        public var maxFrames = 64
+        /// The radio's mean advDelay, added to its interval to estimate the frames a payload sent.
+        public var meanAdvertisingDelay: Duration = .milliseconds(5)
+
+        public init() {}
+    }
+
+    public let key: BeaconKey
+    public let mode: BallotMode
+    public let capabilities: BroadcastCapabilities
+    public let tuning: Tuning
+    /// The bytes one frame may take: 24 with legacy advertising (the host may add Flags), up to 244
+    /// with extended advertising (docs/PROTOCOL.md §11.1), never more than the radio takes.
+    public let frameBudget: Int
+    /// The last counter sealed into a frame.
+    public private(set) var counter: UInt32?
+    /// The STATE frame of the last payload.
+    public private(set) var lastState: [UInt8]?
+
+    struct Ack {
+        var fingerprint: AckFingerprint
+        var countedAt: UInt32
+        var sends: Int
+    }
+
+    struct Text {
+        var digest: UInt32
+        var pages: [[UInt8]]
+        var sends: [Int]
+    }
+
+    enum Item: Hashable {
+        case state
+        case acks([UInt32])
+        case text(Int)
+    }
+
+    var phase: BeaconPhase?
+    var phaseChangedAt: UInt32 = 0
+    var acks: [Ack] = []
+    var ackQuestion: UInt8?
+    var text: Text?
+    var previous: (items: [Item], at: UInt32, interval: Duration)?
+
+    public init(key: BeaconKey, mode: BallotMode, capabilities: BroadcastCapabilities, tuning: Tuning = Tuning()) {
+        self.key = key
+        self.mode = mode
+        self.capabilities = capabilities
+        self.tuning = tuning
+        let cap = capabilities.extended ? BeaconFormat.extendedBudgetWithFlags : BeaconFormat.legacyBudgetWithFlags
+        frameBudget = max(BeaconFormat.stateLength, min(cap, capabilities.maxFrameLength))
+    }
+
+    /// Fingerprints one ACKS frame carries in this composer's budget (3 legacy, 58 extended).
+    public var fingerprintsPerFrame: Int { max(1, BeaconFormat.fingerprints(fitting: frameBudget)) }
+
+    /// Fingerprints in rotation now.
+    public var acknowledgementsInRotation: Int { acks.count }
+
+    /// The counter for a frame sealed at `now`: `now`, or the last value + 1 when that is not higher.
+    mutating func nextCounter(_ now: UInt32) -> UInt32 {
+        let c = counter.map { $0 < now ? now : ($0 == .max ? .max : $0 + 1) } ?? now
+        counter = c
+        return c
+    }
+
+    /// Adds acknowledgements of ballots of `question` counted at `now` (oldest first). Fingerprints of
+    /// another question than the one in rotation replace the rotation; a fingerprint already in
+    /// rotation is put back as new (its ballot was heard again, so its voter missed it).
+    public mutating func acknowledge(_ fingerprints: some Sequence<AckFingerprint>, question: UInt8, at now: UInt32) {
+        if ackQuestion != question {
+            acks.removeAll()
+            ackQuestion = question
+        }
+        for f in fingerprints {
+            acks.removeAll { $0.fingerprint == f }
+            acks.append(Ack(fingerprint: f, countedAt: now, sends: 0))
+        }
+    }
+
+    /// The payload to broadcast at `now` for `phase`, with `interval` as the STATE frame's interval
+    /// (ignored, `stop`, unless a question is open). Seals a fresh STATE frame; drops from the rotation
+    /// what has been on air long enough.
+    public mutating func compose(_ phase: BeaconPhase, interval: BeaconInterval, at now: UInt32) -> BroadcastPayload {
+        credit(at: now)
+        if self.phase != phase {
+            if self.phase?.question?.text != phase.question?.text || self.phase?.question?.number != phase.question?.number {
+                text = phase.question.flatMap { makeText($0, at: now) }
+            }
+            if case .open(let q) = phase, ackQuestion != q.number { acks.removeAll(); ackQuestion = q.number }
+            if case .open = phase {} else { acks.removeAll() }
+            self.phase = phase
+            phaseChangedAt = now
+        }
+        expire(at: now)
+        // The least-sent first: acknowledgements (newest first among equals), then text pages.
+        var order: [(sends: Int, rank: Int, item: Item)] = []
+        let sortedAcks = acks.enumerated().sorted { a, b in
+            a.element.sends != b.element.sends ? a.element.sends < b.element.sends
+                : (a.element.countedAt != b.element.countedAt ? a.element.countedAt > b.element.countedAt : a.offset > b.offset)
+        }.map(\.element)
+        let k = fingerprintsPerFrame
+        var i = 0
+        while i < sortedAcks.count {
+            let page = sortedAcks[i..<min(i + k, sortedAcks.count)]
+            order.append((page.map(\.sends).min() ?? 0, order.count, .acks(page.map(\.fingerprint.value))))
+            i += k
+        }
+        if let t = text {
+            for (n, s) in t.sends.enumerated() { order.append((s, order.count, .text(n))) }
+        }
+        order.sort { $0.sends != $1.sends ? $0.sends < $1.sends : $0.rank < $1.rank }
+        var items: [Item] = []
+        var rest = order.makeIterator()
+        while items.count < tuning.maxFrames {
+            if items.count % max(1, tuning.stateEvery) == 0 { items.append(.state); continue }
+            guard let next = rest.next() else { break }
+            items.append(next.item)
+        }
+        let question = ackQuestion ?? 0
+        var frames: [[UInt8]] = []
+        let state = sealState(phase, interval: interval, at: now)
+        lastState = state
+        for item in items {
+            switch item {
+            case .state: frames.append(state)
+            case .acks(let values):
+                let acks = BeaconAcks(counter: nextCounter(now), question: question, fingerprints: values.map(AckFingerprint.init))
+                if let bytes = try? BeaconCodec.seal(.acks(acks), key: key) { frames.append(bytes) }
+            case .text(let n):
+                if let page = text?.pages[n] { frames.append(page) }
+            }
+        }
+        let fast = !acks.isEmpty || ticks(now, since: phaseChangedAt) < Self.ticks(tuning.fastAfterChange)
+        let broadcastInterval = fast ? tuning.fastInterval : tuning.slowInterval
+        previous = (items, now, broadcastInterval)
+        return BroadcastPayload(companyID: BallotFormat.companyID, frames: frames, interval: broadcastInterval)
+    }
+
+    /// Credits the frames the previous payload had time to send since it was composed.
+    mutating func credit(at now: UInt32) {
+        guard let p = previous, !p.items.isEmpty else { return }
+        let period = Self.ticks(p.interval + tuning.meanAdvertisingDelay)
+        let sent = Int(min(UInt32(4 * tuning.maxFrames), ticks(now, since: p.at) / max(1, period)))
+        guard sent > 0 else { return }
+        var index: [UInt32: Int] = [:]
+        for (n, a) in acks.enumerated() { index[a.fingerprint.value] = n }
+        for s in 0..<sent {
+            switch p.items[s % p.items.count] {
+            case .state: break
+            case .acks(let values): for v in values { if let n = index[v] { acks[n].sends += 1 } }
+            case .text(let n): if text?.sends.indices.contains(n) == true { text?.sends[n] += 1 }
+            }
+        }
+        previous = nil
+    }
+
+    mutating func expire(at now: UInt32) {
+        let exposure = Self.ticks(tuning.ackExposure), maximum = Self.ticks(tuning.maximumAge)
+        let minimumSends = tuning.minimumSends
+        acks.removeAll { a in
+            let age = now >= a.countedAt ? now - a.countedAt : 0
+            return age >= maximum || (age >= exposure && a.sends >= minimumSends)
+        }
+    }
+
+    func ticks(_ now: UInt32, since then: UInt32) -> UInt32 { now >= then ? now - then : 0 }
+
+    static func ticks(_ d: Duration) -> UInt32 {
+        let (s, atto) = d.components
+        let t = s * 100 + atto / 10_000_000_000_000_000
+        return UInt32(clamping: max(0, t))
+    }
+
+    mutating func sealState(_ phase: BeaconPhase, interval: BeaconInterval, at now: UInt32) -> [UInt8] {
+        let poll: BeaconPoll
+        var asked = BeaconInterval.stop
+        switch phase {
+        case .open(let q): poll = .open(beaconQuestion(q)); asked = interval
+        case .questionClosed(let q): poll = .questionClosed(beaconQuestion(q))
+        case .closed: poll = .closed
+        }
+        let s = BeaconState(voteID: key.voteID, counter: nextCounter(now), mode: mode, poll: poll, interval: asked)
+        if let bytes = try? BeaconCodec.seal(s, key: key) { return bytes }
+        // A question whose options the kind does not allow: sent as closed rather than not at all.
+        return (try? BeaconCodec.seal(BeaconState(voteID: key.voteID, counter: s.counter, mode: mode, poll: .closed,
+                                                  interval: .stop), key: key)) ?? []
+    }
+
+    func beaconQuestion(_ q: BeaconQuestionInfo) -> BeaconQuestion {
+        BeaconQuestion(number: q.number, kind: q.kind, options: q.options, textDigest: text?.digest)
+    }
+
+    mutating func makeText(_ q: BeaconQuestionInfo, at now: UInt32) -> Text? {
+        guard let t = q.text, let block = t.block,
+              let chunks = QuestionText.chunks(block, chunkLength: BeaconFormat.chunkLength(fitting: frameBudget))
+        else { return nil }
+        let digest = key.textDigest(block)
+        var pages: [[UInt8]] = []
+        for (i, c) in chunks.enumerated() {
+            let page = BeaconTextPage(counter: nextCounter(now), digest: digest, index: UInt8(i), count: UInt8(chunks.count), chunk: c)
+            guard let bytes = try? BeaconCodec.seal(.text(page), key: key) else { return nil }
+            pages.append(bytes)
+        }
+        return Text(digest: digest, pages: pages, sends: [Int](repeating: 0, count: pages.count))
+    }
+}

@@ -1,0 +1,248 @@
+import AsyncAlgorithms
+import ClickerQuestions
+import ClickerTally
+import ClickerTransport
+import ClickerWire
+import Foundation
+
+/// The controller's beacon (docs/PROTOCOL.md §11.11): what it broadcasts while the radio can, and the
+/// beacon frames its own scanner hears.
+struct BeaconRuntime: Sendable {
+    /// The poll's beacon key (derived with the poll's other keys; cheap, no scrypt).
+    var key: BeaconKey
+    /// Acknowledgements, load estimate, composer: set while the radio broadcasts.
+    var tally: TallyBeacon?
+    /// STATE frames this tally sealed lately, oldest first (heard again, they are not forgeries).
+    var sealed: [[UInt8]] = []
+    var sealedSet: Set<[UInt8]> = []
+    static let sealedLimit = 256
+    /// Authentic STATE frames of this poll that this tally did not seal, and when the last one came.
+    var forgeries = 0
+    var lastForgery: Date?
+    /// Beacon frames heard by the scanner (own, another tally's, forged): none of them is a ballot.
+    var framesHeard = 0
+    /// Tag checks of STATE frames left in this second (a flood of frames with our vote ID costs at most
+    /// this many HMACs a second), and the second they are for.
+    var checksLeft = 0
+    var checkSecond: UInt64 = .max
+    static let checksPerSecond = 200
+    /// Something the voters must hear at once changed (question, phase): compose now.
+    var changed = true
+    /// Wakes the broadcasting task.
+    var wake: AsyncStream<Void>.Continuation?
+    /// The radio that broadcasts, and what it can.
+    var radio: (any BroadcasterTransport)?
+    var capabilities: BroadcastCapabilities?
+    /// The closed STATE frame of the poll this one replaced, sent along until `until`.
+    var farewell: (frame: [UInt8], until: Date)?
+    /// Payloads handed to the radio, and the last broadcast error.
+    var payloads = 0
+    var lastError: String?
+
+    init(secret: PollSecret) { key = BeaconKey(secret) }
+
+    mutating func remember(_ state: [UInt8]) {
+        guard sealedSet.insert(state).inserted else { return }
+        sealed.append(state)
+        if sealed.count > Self.sealedLimit { sealedSet.remove(sealed.removeFirst()) }
+    }
+}
+
+/// How long the tally keeps telling voters that the poll closed before it stops broadcasting.
+public let beaconClosingTime: Duration = .seconds(3)
+
+extension PollController {
+    // MARK: What the scanner hears
+
+    /// A beacon frame heard by the scanner: dropped, never a ballot. An authentic STATE frame of this
+    /// poll that this tally did not seal is a forgery by a holder of the join code: counted and shown.
+    func heardBeacon(_ report: AdvertisementReport) {
+        beacon.framesHeard &+= 1
+        let d = report.data
+        guard d.count == BeaconFormat.stateLength, d[1] == BallotFormat.version << 4 | BeaconFrameKind.state.rawValue,
+              UInt16(d[2]) << 8 | UInt16(d[3]) == joinCode.voteID, !beacon.sealedSet.contains(d) else { return }
+        let second = report.timestamp.nanoseconds / 1_000_000_000
+        if second != beacon.checkSecond { beacon.checkSecond = second; beacon.checksLeft = BeaconRuntime.checksPerSecond }
+        guard beacon.checksLeft > 0 else { return }
+        beacon.checksLeft -= 1
+        guard case .success(.state) = BeaconCodec.open(d, key: beacon.key) else { return }
+        if beacon.forgeries == 0 || beacon.lastForgery.map({ clock().timeIntervalSince($0) > 60 }) ?? true {
+            logger.warning("forged beacon: an authentic STATE frame of this poll that this tally did not send (someone with the join code)")
+        }
+        beacon.forgeries += 1
+        beacon.lastForgery = clock()
+        version &+= 1
+    }
+
+    /// Forged STATE frames heard so far in this poll.
+    public var beaconForgeries: Int { beacon.forgeries }
+
+    /// Beacon frames the scanner heard (dropped before the ballot decoder).
+    public var beaconFramesHeard: Int { beacon.framesHeard }
+
+    /// The alert line about forged beacon frames: shown for a minute after the last one.
+    func beaconAlert(now: Date) -> String? {
+        guard beacon.forgeries > 0, let last = beacon.lastForgery, now.timeIntervalSince(last) < 60 else { return nil }
+        return "forged beacon: \(beacon.forgeries) STATE frame\(beacon.forgeries == 1 ? "" : "s") of this poll not sent by "
+            + "this tally (someone with the join code); counted votes are not affected"
+    }
+
+    // MARK: Acknowledgements
+
+    /// `b` is now its voter's counted ballot, or was heard again as it: the beacon acknowledges it.
+    @inline(__always)
+    func beaconCounted(_ b: Ballot, at time: RadioInstant) {
+        guard beacon.tally != nil, isOpen, b.question == question else { return }
+        beacon.tally?.counted(VoterKey(mode: b.mode, voterID: b.voterID), question: b.question, sequence: b.sequence,
+                              at: time.nanoseconds)
+        if beacon.tally?.hasPending == true { beacon.wake?.yield() }
+    }
+
+    // MARK: Broadcasting
+
+    /// The poll's counter clock: 10 ms ticks since the poll was created.
+    func beaconTick(_ now: Date) -> UInt32 {
+        let t = now.timeIntervalSince(pollCreatedAt) * 100
+        return t.isFinite ? UInt32(clamping: Int64(max(0, min(t, Double(UInt32.max))))) : 0
+    }
+
+    /// What the STATE frame says about the current question.
+    var beaconPhase: BeaconPhase {
+        let s = spec
+        let kind = QuestionKind(s) ?? .single
+        var text: QuestionText?
+        if s.title != nil || !s.optionTexts.isEmpty {
+            text = QuestionText(title: s.title ?? "", options: kind.hasOptions ? Array(s.optionTexts.prefix(s.options)) : [])
+            if text?.block == nil { text = nil }
+        }
+        let info = BeaconQuestionInfo(number: question, kind: kind, options: UInt8(clamping: s.options), text: text)
+        return isOpen ? .open(info) : .questionClosed(info)
+    }
+
+    /// Starts the beacon for a radio of `capabilities`.
+    func startBeacon(_ capabilities: BroadcastCapabilities, wake: AsyncStream<Void>.Continuation) {
+        beacon.tally = TallyBeacon(key: beacon.key, mode: options.roster == nil ? .anonymous : .roster, capabilities: capabilities)
+        beacon.capabilities = capabilities
+        beacon.wake = wake
+        beacon.changed = true
+    }
+
+    /// A new poll replaced the current one: a new key, and the old poll's voters are told for
+    /// ``beaconClosingTime`` (alongside the new poll's frames) that it closed.
+    func renewBeacon(secret: PollSecret) {
+        let old = beacon
+        beacon = BeaconRuntime(secret: secret)
+        beacon.forgeries = 0
+        beacon.radio = old.radio
+        if var t = old.tally, let caps = old.capabilities, let wake = old.wake {
+            let closed = t.payload(.closed, tick: beaconTick(clock()), at: radioNow.nanoseconds)
+            startBeacon(caps, wake: wake)
+            if let f = closed.frames.first { beacon.farewell = (f, clock().addingTimeInterval(Self.seconds(beaconClosingTime))) }
+            beaconChanged()
+        }
+    }
+
+    static func seconds(_ d: Duration) -> Double {
+        let (s, atto) = d.components
+        return Double(s) + Double(atto) * 1e-18
+    }
+
+    /// After the run: tells the voters that the poll closed for ``beaconClosingTime`` (or `closing`),
+    /// then stops broadcasting. Call once the scan stopped and the votes are committed (`flush()`);
+    /// it delays the end by `closing` at most. Nothing happens when the radio never broadcast.
+    public nonisolated func endBeacon(closing: Duration = beaconClosingTime) async {
+        guard let radio = await beacon.radio else { return }
+        await closeBeacon(radio, closing: closing)
+    }
+
+    /// The payload to broadcast now (nil without a broadcasting radio).
+    func beaconPayload() -> BroadcastPayload? {
+        guard var t = beacon.tally else { return nil }
+        let now = clock()
+        let tick = beaconTick(now)
+        var p = t.payload(beaconPhase, tick: tick, at: radioNow.nanoseconds)
+        beacon.tally = t
+        beacon.changed = false
+        if let s = t.lastState { beacon.remember(s) }
+        if let f = beacon.farewell {
+            if now < f.until { p.frames.insert(f.frame, at: min(1, p.frames.count)) } else { beacon.farewell = nil }
+        }
+        return p
+    }
+
+    /// The closed poll's payload (STATE "closed" alone).
+    func closedPayload() -> BroadcastPayload? {
+        guard var t = beacon.tally else { return nil }
+        let p = t.payload(.closed, tick: beaconTick(clock()), at: radioNow.nanoseconds)
+        beacon.tally = t
+        if let s = t.lastState { beacon.remember(s) }
+        return p
+    }
+
+    func beaconNeedsPayload() -> Bool { beacon.changed || beacon.tally?.hasPending == true }
+
+    /// Whether the rotation needs moving on without news: acknowledgements in it, or a broadcast still
+    /// fast that may slow down.
+    func beaconRefreshDue(lastInterval: Duration?) -> Bool {
+        guard let t = beacon.tally else { return false }
+        return t.composer.acknowledgementsInRotation > 0 || lastInterval == t.tuning.composer.fastInterval
+    }
+
+    func beaconSent(_ error: (any Error)?) {
+        if let error {
+            let text = "\(error)"
+            if beacon.lastError != text { logger.warning("beacon: \(text)") }
+            beacon.lastError = text
+        } else {
+            beacon.payloads += 1
+            beacon.lastError = nil
+        }
+    }
+
+    /// The phase changed (question opened, closed, next, new poll): the broadcasting task composes now.
+    func beaconChanged() {
+        beacon.changed = true
+        beacon.wake?.yield()
+    }
+
+    /// Runs the beacon on `radio` until cancelled: a payload at the start, on every change of phase,
+    /// when ballots were counted, and every `refresh` while acknowledgements rotate or the broadcast is
+    /// fast; at most one payload per `gap`.
+    nonisolated func runBeacon(_ radio: any BroadcasterTransport, gap: Duration = .milliseconds(100),
+                               refresh: Duration = .milliseconds(250)) async {
+        let caps = (try? await radio.broadcastCapabilities()) ?? .legacy
+        let (wakes, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        await startBeacon(caps, wake: wake)
+        defer { wake.finish() }
+        let clock = ContinuousClock()
+        let ticks = AsyncTimerSequence(interval: refresh, clock: clock).map { _ in () }
+        var last: ContinuousClock.Instant?
+        var lastInterval: Duration?
+        for await _ in merge(wakes, ticks) {
+            if Task.isCancelled { break }
+            if let l = last, clock.now < l.advanced(by: gap) {
+                try? await clock.sleep(until: l.advanced(by: gap))
+                if Task.isCancelled { break }
+            }
+            let refreshing = await beaconRefreshDue(lastInterval: lastInterval)
+            guard await beaconNeedsPayload() || refreshing || last == nil, let payload = await beaconPayload() else { continue }
+            var failure: (any Error)?
+            do { try await radio.broadcast(payload) } catch { failure = error }
+            await beaconSent(failure)
+            last = clock.now
+            lastInterval = payload.interval
+        }
+    }
+
+    /// Tells voters for `closing` that the poll closed, then stops broadcasting. Called once the scan
+    /// has stopped and the votes are committed: it delays the end of the run by `closing` at most,
+    /// whether or not the calling task is cancelled.
+    nonisolated func closeBeacon(_ radio: any BroadcasterTransport, closing: Duration) async {
+        guard let payload = await closedPayload() else { return }
+        let sent = await Task.detached {
+            do { try await radio.broadcast(payload); return true } catch { return false }
+        }.value
+        if sent { await Task.detached { try? await Task.sleep(for: closing) }.value }
+        await Task.detached { try? await radio.stopBroadcasting() }.value
+    }
+}

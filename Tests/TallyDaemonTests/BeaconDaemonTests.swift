@@ -1,0 +1,191 @@
+import ClickerSim
+import ClickerTally
+import ClickerTransport
+import ClickerWire
+import Foundation
+import Synchronization
+@testable import TallyDaemon
+import Voter
+import XCTest
+
+/// The tally's beacon in the daemon (docs/PROTOCOL.md §11.11): what it broadcasts, what it does with
+/// the beacon frames its own scanner hears.
+final class BeaconDaemonTests: XCTestCase {
+    let code = try! JoinCode(parsing: "4821-K7QXM-3PF9A")  // test constant
+    var key: BeaconKey { BeaconKey(pollSecret(code)) }
+
+    func frameReport(_ data: [UInt8], at ms: UInt64 = 1) -> AdvertisementReport {
+        AdvertisementReport(address: DeviceAddress(rawValue: 0xB0_0000_0001), rssi: -50, companyID: BallotFormat.companyID,
+                            data: data, timestamp: RadioInstant(nanoseconds: ms * 1_000_000))
+    }
+
+    func ballot(voter: UInt32, answer: Answer, at ms: UInt64 = 2) -> AdvertisementReport {
+        let b = Ballot(mode: .anonymous, voteID: code.voteID, question: 1, voterID: voter, sequence: 1, answer: answer)
+        return AdvertisementReport(address: DeviceAddress(rawValue: UInt64(voter)), rssi: -60, companyID: BallotFormat.companyID,
+                                   data: BallotCodec.sealAdvertisement(b, key: .anonymous(pollSecret(code))),
+                                   timestamp: RadioInstant(nanoseconds: ms * 1_000_000))
+    }
+
+    /// Beacon frames of every kind (this poll's, another poll's, damaged) reach neither the ballot
+    /// decoder nor the rejection counts; an authentic STATE frame of this poll that the tally did not
+    /// seal is counted as a forgery and shown.
+    func testBeaconFramesAreNotBallotsAndAForgedStateIsCountedAndShown() async throws {
+        let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: nil)
+        let other = BeaconKey(pollSecret(try JoinCode(parsing: "4821-ABCDE-FGHJK")))
+        let q = BeaconQuestion(number: 1, kind: .single, options: 4)
+        let theirs = try BeaconCodec.seal(.state(BeaconState(voteID: 4821, counter: 9, mode: .anonymous, poll: .open(q),
+                                                             interval: .stop)), key: other)
+        var damaged = try BeaconCodec.seal(.state(BeaconState(voteID: 4821, counter: 10, mode: .anonymous, poll: .closed,
+                                                              interval: .stop)), key: key)
+        damaged[23] ^= 1
+        let acks = try BeaconCodec.seal(.acks(BeaconAcks(counter: 11, question: 1, fingerprints: [AckFingerprint(value: 7)])), key: key)
+        let text = try BeaconCodec.seal(.text(BeaconTextPage(counter: 12, digest: 1, index: 0, count: 1, chunk: [65])), key: key)
+        for f in [theirs, damaged, acks, text] { await controller.ingest(frameReport(f)) }
+        var r = await controller.results()
+        XCTAssertEqual(r.rejected, [:], "beacon frames are not rejected ballots")
+        XCTAssertEqual(r.voters, 0)
+        var heard = await controller.beaconFramesHeard
+        XCTAssertEqual(heard, 4)
+        var forged = await controller.beaconForgeries
+        XCTAssertEqual(forged, 0, "neither another poll's frame nor a damaged one is a forgery of this poll")
+        var alert = await controller.viewModel().alert
+        XCTAssertNil(alert)
+
+        // Someone with the join code tells the room the poll closed.
+        let forgery = try BeaconCodec.seal(.state(BeaconState(voteID: 4821, counter: 99, mode: .anonymous, poll: .closed,
+                                                              interval: .stop)), key: key)
+        await controller.ingest(frameReport(forgery))
+        await controller.ingest(frameReport(forgery, at: 3))
+        forged = await controller.beaconForgeries
+        XCTAssertEqual(forged, 2)
+        alert = await controller.viewModel().alert
+        XCTAssertTrue(alert?.contains("forged beacon: 2 STATE frames") == true, alert ?? "no alert")
+
+        // Ballots still count.
+        await controller.ingest(ballot(voter: 5, answer: .choice(2)))
+        r = await controller.results()
+        XCTAssertEqual(r.voters, 1)
+        XCTAssertEqual(r.rejected, [:])
+        heard = await controller.beaconFramesHeard
+        XCTAssertEqual(heard, 6)
+    }
+
+    /// On the simulated air: the tally broadcasts from the poll's start; a listener hears STATE open
+    /// with the question, and ACKS frames holding the fingerprints of the ballots counted; after `n`
+    /// STATE says question 2; the tally's own STATE frames heard by its scanner are no forgery.
+    func testTheTallyBroadcastsStateAndAcknowledgesWhatItCounts() async throws {
+        let air = SimulatedAir(AirConfiguration(seed: 21, clock: .virtual))
+        let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: nil)
+        let ear = air.addPeripheral(rssi: -50)
+        let heard = ear.listen(companyID: BallotFormat.companyID, dutyCycle: ScanDutyCycle(window: .milliseconds(60),
+                                                                                           interval: .milliseconds(60)))
+        var frames = heard.makeAsyncIterator()
+        var delivered = 0
+        func drain() async throws -> [BeaconFrame] {
+            var out: [BeaconFrame] = []
+            let now = air.statistics.listenerReportsDelivered
+            for _ in delivered..<now {
+                guard let r = try await frames.next() else { break }
+                if case .success(let f) = BeaconCodec.open(r.data, key: key) { out.append(f) }
+            }
+            delivered = now
+            return out
+        }
+        var voters: [UInt32: UInt16] = [:]
+        for i in 0..<12 {
+            let session = VoterSession(secret: pollSecret(code), question: 1, identity: DeviceKey.generate(),
+                                       transport: air.addPeripheral(), state: nil)
+            try await session.cast(.choice(UInt8(i % 4)))
+        }
+        let run = await air.start(controller)
+        try await eventually("the first payload") { await controller.beacon.payloads >= 1 }
+        await air.drive(controller, until: RadioInstant(nanoseconds: 2_000_000_000))
+        for b in await controller.results().ballots {
+            voters[UInt32(b.voter, radix: 16) ?? 0] = UInt16(b.sequence)
+        }
+        XCTAssertEqual(voters.count, 12)
+        // The counted ballots go into a payload; the listener hears it.
+        try await eventually("the acknowledgements composed") {
+            await controller.beacon.tally?.hasPending == false && controller.beacon.payloads >= 2
+        }
+        await air.drive(controller, until: RadioInstant(nanoseconds: 3_000_000_000))
+        var got = try await drain()
+        var states: [BeaconState] = got.compactMap { if case .state(let s) = $0 { s } else { nil } }
+        XCTAssertFalse(states.isEmpty)
+        for s in states {
+            XCTAssertEqual(s.poll, .open(BeaconQuestion(number: 1, kind: .single, options: 4)))
+            XCTAssertNotEqual(s.interval, .stop)
+        }
+        let expected = Set(voters.map { key.fingerprint(voterID: $0.key, question: 1, sequence: $0.value) })
+        let acked = Set(got.flatMap { f -> [AckFingerprint] in if case .acks(let a) = f, a.question == 1 { a.fingerprints } else { [] } })
+        XCTAssertFalse(acked.isEmpty, "ACKS frames heard")
+        XCTAssertTrue(acked.isSubset(of: expected), "only counted ballots are acknowledged")
+        XCTAssertGreaterThanOrEqual(acked.count, 6, "\(acked.count) of 12 acknowledgements heard")
+
+        // Next question: STATE says 2.
+        let before = await controller.beacon.payloads
+        try await controller.nextQuestion()
+        try await eventually("the new question's payload") { await controller.beacon.payloads > before }
+        await air.drive(controller, until: RadioInstant(nanoseconds: 3_500_000_000))
+        got = try await drain()
+        states = got.compactMap { if case .state(let s) = $0 { s } else { nil } }
+        XCTAssertEqual(states.last?.poll, .open(BeaconQuestion(number: 2, kind: .single, options: 4)))
+
+        // Its own STATE frame, heard by its scanner, is not a forgery.
+        if let own = await controller.beacon.tally?.lastState {
+            await controller.ingest(frameReport(own, at: 3_600))
+        }
+        let forged = await controller.beaconForgeries
+        XCTAssertEqual(forged, 0)
+        XCTAssertEqual(await controller.results().rejected, [:])
+        run.cancel()
+        _ = try? await run.value
+        air.finishAdvertisementStreams()
+    }
+
+    /// At the end of a run the tally sends STATE "closed" for the closing time, then stops; the end
+    /// waits no longer than that, and the votes were committed before.
+    func testTheEndOfTheRunSendsClosedThenStops() async throws {
+        let radio = RecordingBroadcaster()
+        let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: nil)
+        let run = Task { try await controller.run(central: radio) }
+        try await eventually("the first payload") { radio.payloads.count >= 1 }
+        radio.ads.yield(ballot(voter: 3, answer: .choice(1)))
+        try await eventually("the ballot counted") { await controller.results().voters == 1 }
+        run.cancel()
+        _ = try? await run.value
+        let start = ContinuousClock.now
+        await controller.endBeacon(closing: .milliseconds(300))
+        let took = ContinuousClock.now - start
+        XCTAssertGreaterThanOrEqual(took, .milliseconds(300))
+        XCTAssertLessThan(took, .seconds(2))
+        let events = radio.events
+        XCTAssertEqual(events.last, "stop")
+        guard let last = radio.payloads.last, case .success(.state(let s)) = BeaconCodec.open(last.frames[0], key: key) else {
+            return XCTFail("no closing payload")
+        }
+        XCTAssertEqual(s.poll, .closed)
+        XCTAssertEqual(last.frames.count, 1)
+        XCTAssertEqual(events.suffix(2).first, "broadcast")
+    }
+}
+
+/// A central that scans what the test gives it and records what it is asked to broadcast.
+final class RecordingBroadcaster: CentralTransport, BroadcasterTransport {
+    let (stream, ads) = AsyncThrowingStream<AdvertisementReport, any Error>.makeStream()
+    private let log = Mutex<(payloads: [BroadcastPayload], events: [String])>(([], []))
+    var payloads: [BroadcastPayload] { log.withLock { $0.payloads } }
+    var events: [String] { log.withLock { $0.events } }
+
+    func advertisements(companyID: UInt16) -> AsyncThrowingStream<AdvertisementReport, any Error> { stream }
+    func readCharacteristic(device: DeviceAddress, service: UUID128, characteristic: UUID128,
+                            timeout: Duration) async throws -> [UInt8] {
+        throw TransportError.unsupported("no GATT")
+    }
+    func status() -> AsyncStream<RadioStatus> { AsyncStream { $0.yield(RadioStatus(adapter: "test", state: .scanning)) } }
+    func broadcastCapabilities() async throws -> BroadcastCapabilities { .legacy }
+    func broadcast(_ payload: BroadcastPayload) async throws {
+        log.withLock { $0.payloads.append(payload); $0.events.append("broadcast") }
+    }
+    func stopBroadcasting() async throws { log.withLock { $0.events.append("stop") } }
+}
