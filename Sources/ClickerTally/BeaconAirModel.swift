@@ -22,10 +22,12 @@ import ClickerWire
 ///
 ///     S(I) = u/(I+δ) · exp(−2a · (u/(I+δ) + k/(K+δ))) · (1 − 3(a+b)/(B+δ))
 ///
-/// with `B` the beacon's own interval. The last factor does not depend on `I`. S is largest where
-/// `u/(I+δ) = 1/(2a) − k/(K+δ)` (load 1 on the channel, the ALOHA optimum), and every voter is heard
-/// soonest where S is largest (each not-acknowledged voter is heard at rate S/u). The interval is the
-/// STATE code (a multiple of 10 ms, 20 ms…2.55 s) of the largest S; ties go to the shorter interval.
+/// with `B` the beacon's own interval. Neither the acknowledged voters' factor `exp(−2a·k/(K+δ))` nor
+/// the beacon's depends on `I`: they lower the rate, not the best interval. S is largest where
+/// `u/(I+δ) = 1/(2a)` (the not-acknowledged voters' own load at 1, the ALOHA optimum), and every
+/// voter is heard soonest where S is largest (each not-acknowledged voter is heard at rate S/u). The
+/// interval is the STATE code (a multiple of 10 ms, 20 ms…2.55 s) of the largest S; ties go to the
+/// shorter interval.
 public enum BeaconAirModel {
     /// Airtime of a voter's ballot PDU: a connectable ADV_IND with Flags (3) and the manufacturer
     /// data (4 + 22), plus 16 bytes of preamble, access address, header, AdvA and CRC, at 8 µs a byte.

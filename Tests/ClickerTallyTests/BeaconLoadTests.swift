@@ -1,0 +1,111 @@
+import ClickerSim
+import ClickerTally
+import ClickerTestSupport
+import ClickerTransport
+import ClickerWire
+import XCTest
+
+/// The tally's estimate of the voters at the STATE interval, and its acknowledgement bookkeeping
+/// (``BeaconLoadEstimator``, ``TallyBeacon``; docs/PROTOCOL.md §11.11).
+final class BeaconLoadTests: XCTestCase {
+    let poll = TestPoll()
+    var key: BeaconKey { BeaconKey(poll.secret) }
+    let q = BeaconQuestionInfo(number: 1, kind: .single, options: 4)
+
+    /// On the simulated air, N voters at one interval: the rate at which each is heard again gives N,
+    /// on both sides of the optimum (a quiet channel and a choked one), within 20 %.
+    func testTheRepeatRateGivesTheNumberOfVotersOnTheAir() async throws {
+        for (n, ms) in [(60, 100), (300, 100), (600, 100), (300, 400)] {
+            let air = SimulatedAir(AirConfiguration(seed: 3))
+            let scanning = air.central().advertisements(companyID: BallotFormat.companyID)
+            for i in 0..<n {
+                var data = [UInt8](repeating: 0, count: BallotFormat.advertisementLength)
+                data[0] = UInt8(i & 0xFF)
+                data[1] = UInt8(i >> 8)
+                try await air.addPeripheral().advertise(AdvertisingPayload(companyID: BallotFormat.companyID, data: data,
+                                                                           interval: .milliseconds(ms)))
+            }
+            air.run(until: RadioInstant(nanoseconds: 1_000_000_000))  // everyone has started
+            let before = air.statistics.pdusReceived
+            air.run(until: RadioInstant(nanoseconds: 5_000_000_000))
+            let reports = air.statistics.pdusReceived - before
+            air.finishAdvertisementStreams()
+            _ = scanning
+            var e = BeaconLoadEstimator()
+            e.observe(repeats: reports, exposure: .seconds(4 * n), at: 5_000_000_000)
+            let estimate = e.voters(interval: .milliseconds(ms), acknowledged: 0, broadcast: nil)
+            XCTAssertNotNil(estimate)
+            XCTAssertEqual(Double(estimate ?? 0), Double(n), accuracy: 0.2 * Double(n), "\(n) voters at \(ms) ms, \(reports) reports")
+        }
+    }
+
+    func testThinEvidenceGivesNoEstimateAndOldEvidenceFades() {
+        var e = BeaconLoadEstimator()
+        e.observe(repeats: 0, exposure: .milliseconds(500), at: 0)
+        XCTAssertNil(e.voters(interval: .milliseconds(100), acknowledged: 0, broadcast: nil),
+                     "0.5 voter-seconds at 105 ms: under 10 repeats expected on a quiet channel")
+        e.observe(repeats: 40, exposure: .seconds(10), at: 0)
+        XCTAssertNotNil(e.voters(interval: .milliseconds(100), acknowledged: 0, broadcast: nil))
+        e.observe(repeats: 0, exposure: .zero, at: 10_000_000_000)  // ten half-lives later
+        XCTAssertNil(e.voters(interval: .milliseconds(100), acknowledged: 0, broadcast: nil))
+    }
+
+    func fingerprints(_ p: BroadcastPayload) -> Set<AckFingerprint> {
+        Set(p.frames.flatMap { f -> [AckFingerprint] in
+            if case .success(.acks(let a)) = BeaconCodec.open(f, key: key) { a.fingerprints } else { [] }
+        })
+    }
+
+    func interval(_ p: BroadcastPayload) -> Int? {
+        guard case .success(.state(let s)) = BeaconCodec.open(p.frames[0], key: key) else { return nil }
+        return s.interval.milliseconds
+    }
+
+    func testAVoterLoudLongAfterItsAcknowledgementIsAcknowledgedAgainButNotAtTheKeepAlive() {
+        var t = TallyBeacon(key: key, mode: .anonymous, capabilities: .legacy)
+        let loud = VoterKey(mode: .anonymous, voterID: 1), quiet = VoterKey(mode: .anonymous, voterID: 2)
+        let ms: UInt64 = 1_000_000
+        t.counted(loud, question: 1, sequence: 4, at: 10 * ms)
+        t.counted(quiet, question: 1, sequence: 9, at: 10 * ms)
+        var p = t.payload(.open(q), tick: 2, at: 20 * ms)
+        XCTAssertEqual(fingerprints(p), [key.fingerprint(voterID: 1, question: 1, sequence: 4),
+                                         key.fingerprint(voterID: 2, question: 1, sequence: 9)])
+        p = t.payload(.open(q), tick: 500, at: 5000 * ms)  // the rotation has moved on
+        XCTAssertTrue(fingerprints(p).isEmpty)
+        // The loud one is heard twice within a second, 2 s after; the quiet one once (its keep-alive).
+        t.counted(loud, question: 1, sequence: 4, at: 2000 * ms)
+        t.counted(loud, question: 1, sequence: 4, at: 2100 * ms)
+        t.counted(quiet, question: 1, sequence: 9, at: 2050 * ms)
+        XCTAssertTrue(t.hasPending)
+        p = t.payload(.open(q), tick: 510, at: 5100 * ms)
+        XCTAssertEqual(fingerprints(p), [key.fingerprint(voterID: 1, question: 1, sequence: 4)])
+        // A new ballot (new sequence) is acknowledged at once.
+        t.counted(quiet, question: 1, sequence: 10, at: 5200 * ms)
+        p = t.payload(.open(q), tick: 520, at: 5200 * ms)
+        XCTAssertTrue(fingerprints(p).contains(key.fingerprint(voterID: 2, question: 1, sequence: 10)))
+    }
+
+    func testTheFirstQuestionAssumesALargeRoomAndTheNextOneTheLastRoom() {
+        var t = TallyBeacon(key: key, mode: .anonymous, capabilities: .legacy)
+        let first = interval(t.payload(.open(q), tick: 1, at: 0)) ?? 0
+        let expected = BeaconAirModel.stateInterval(unacknowledged: t.tuning.expectedVoters, acknowledged: 0,
+                                                    broadcast: .init(interval: t.tuning.composer.fastInterval)).milliseconds
+        XCTAssertEqual(first, expected)
+        XCTAssertGreaterThan(first, 600, "1,000 voters need about 0.7 s")
+        for v in 0..<30 { t.counted(VoterKey(mode: .anonymous, voterID: UInt32(v)), question: 1, sequence: 1, at: 1_000_000) }
+        _ = t.payload(.open(q), tick: 2, at: 2_000_000)
+        let next = BeaconQuestionInfo(number: 2, kind: .truefalse, options: 0)
+        XCTAssertEqual(interval(t.payload(.open(next), tick: 3, at: 3_000_000)), 20, "a room of 30: as fast as BLE allows")
+        XCTAssertEqual(t.room, 30)
+    }
+
+    func testNoMoreThanTheBoundsBallotsAreAcknowledgedPerQuestion() {
+        var t = TallyBeacon(key: key, mode: .anonymous, capabilities: .legacy)
+        for v in 0..<(AckFingerprint.maxHeardPerQuestion + 50) {
+            t.counted(VoterKey(mode: .anonymous, voterID: UInt32(v)), question: 1, sequence: 1, at: 1)
+        }
+        XCTAssertEqual(t.acknowledged, AckFingerprint.maxHeardPerQuestion)
+        _ = t.payload(.open(BeaconQuestionInfo(number: 2, kind: .single, options: 2)), tick: 1, at: 2)
+        XCTAssertEqual(t.acknowledged, 0, "counted again from the next question")
+    }
+}
