@@ -112,6 +112,10 @@ struct RoundResult {
     var ingested = 0
     var ingestCPU: UInt64 = 0
     var rejected = 0
+    /// Each voter's first heard time (s), cast time (s), and (beacon) delay from counted to "counted" shown.
+    var firstHeard: [Double?] = []
+    var castAt: [Double] = []
+    var shown: [Double?] = []
 }
 
 struct Options {
@@ -120,52 +124,41 @@ struct Options {
     var synchronized = false
     var quietWhenHeard = false
     var pipeline = false
-    /// --beacon MS: also run every row with a beaconing tally at this interval.
-    var beaconInterval: Int? = nil
+    /// --beacon: today's scheme and the beacon side by side (300 and 1,000 voters, and a 10 s spread).
+    var beacon = false
 }
 
-/// What the tally does on air during a round besides scanning.
-protocol TallyScheme: Sendable {
+/// What the tally does on air during a round besides scanning. One instance per round.
+protocol TallyScheme: AnyObject {
     /// A short label for the table.
     var label: String { get }
-    /// Called once at t = 0, after the voters have started advertising; `voters[i]` is voter i's radio
-    /// (a scheme whose voters follow a beacon makes them listen here).
-    func start(air: SimulatedAir, central: SimulatedCentral, voters: [SimulatedPeripheral]) async throws
-    /// Called after each step with the voters first heard in it (their indices and addresses).
-    func step(heard: [(voter: Int, address: DeviceAddress)], air: SimulatedAir, central: SimulatedCentral) async throws
+    /// Whether the voters wait for the tally's beacon (the scheme starts their advertising); otherwise
+    /// each advertises from its cast time at the round's interval.
+    var votersFollowBeacon: Bool { get }
+    /// Called once at t = 0; `voters[i]` is voter i's radio, `castAt[i]` when it casts (seconds).
+    func start(air: SimulatedAir, central: SimulatedCentral, voters: [SimulatedPeripheral], castAt: [Double]) async throws
+    /// Called after each step with every report of a voter the tally heard in it (index, radio time ns).
+    func step(reports: [(voter: Int, at: UInt64)], now: UInt64, air: SimulatedAir, central: SimulatedCentral) async throws
+    /// Whether the scheme has nothing left to wait for (every voter shown "counted").
+    var isFinished: Bool { get }
+    func finish()
 }
 
 /// Today's scheme: the tally only scans.
-struct ScanOnly: TallyScheme {
+final class ScanOnly: TallyScheme {
     var label: String { "today" }
-    func start(air: SimulatedAir, central: SimulatedCentral, voters: [SimulatedPeripheral]) async throws {}
-    func step(heard: [(voter: Int, address: DeviceAddress)], air: SimulatedAir, central: SimulatedCentral) async throws {}
-}
-
-/// A tally that broadcasts one full legacy frame (27 bytes, 376 µs per PDU) every `interval` while it
-/// scans: the beacon's cost in airtime and collisions, with nothing acknowledged or quieted yet.
-struct PlaceholderBeacon: TallyScheme {
-    let milliseconds: Int
-    var label: String { "beacon \(milliseconds) ms" }
-    func start(air: SimulatedAir, central: SimulatedCentral, voters: [SimulatedPeripheral]) async throws {
-        try await central.broadcast(BroadcastPayload(companyID: 0xFFFE, frames: [[UInt8](repeating: 0xBC, count: 27)],
-                                                     interval: .milliseconds(milliseconds)))
-    }
-    func step(heard: [(voter: Int, address: DeviceAddress)], air: SimulatedAir, central: SimulatedCentral) async throws {}
-}
-
-extension Options {
-    /// The schemes each row runs: today's, then the beaconing tally when asked for.
-    var schemes: [any TallyScheme] {
-        [ScanOnly()] + (beaconInterval.map { [PlaceholderBeacon(milliseconds: $0)] } ?? [])
-    }
+    var votersFollowBeacon: Bool { false }
+    var isFinished: Bool { true }
+    func start(air: SimulatedAir, central: SimulatedCentral, voters: [SimulatedPeripheral], castAt: [Double]) async throws {}
+    func step(reports: [(voter: Int, at: UInt64)], now: UInt64, air: SimulatedAir, central: SimulatedCentral) async throws {}
+    func finish() {}
 }
 
 /// One round: returns the first-heard times (virtual seconds) of the voters, as the central's stream shows them.
 /// With `poll`, the voters advertise its ballots and every report also goes through its pipeline.
 func runRound(voters n: Int, interval: Duration, seed: UInt64, horizon: Double, options: Options,
               detector: some HeardDetector, poll: RealPoll? = nil,
-              scheme: any TallyScheme = ScanOnly()) async throws -> RoundResult {
+              scheme: any TallyScheme = ScanOnly(), castAt: [Double]? = nil) async throws -> RoundResult {
     var detector = detector
     var pipeline = poll?.pipeline()
     var firstCounted = [Double?](repeating: nil, count: n)
@@ -177,9 +170,15 @@ func runRound(voters n: Int, interval: Duration, seed: UInt64, horizon: Double, 
     var reports = central.advertisements(companyID: 0xFFFF).makeAsyncIterator()
     var addresses: [DeviceAddress] = []
     var radios: [SimulatedPeripheral] = []
+    let casts = castAt ?? [Double](repeating: 0, count: n)
     for i in 0..<n {
         let p = air.addPeripheral()
-        if let poll {
+        if scheme.votersFollowBeacon {
+            // It advertises when the beacon tells it to (the scheme does it).
+        } else if casts[i] > 0 {
+            let a = p.address, payload = votePayload(i, interval: interval)
+            air.schedule(at: RadioInstant(nanoseconds: UInt64(casts[i] * 1e9))) { ctx in try? ctx.advertise(a, payload) }
+        } else if let poll {
             try await p.advertise(AdvertisingPayload(companyID: BallotFormat.companyID, data: poll.advertisements[i],
                                                      interval: interval))
         } else {
@@ -188,13 +187,14 @@ func runRound(voters n: Int, interval: Duration, seed: UInt64, horizon: Double, 
         addresses.append(p.address)
         radios.append(p)
     }
-    try await scheme.start(air: air, central: central, voters: radios)
+    try await scheme.start(air: air, central: central, voters: radios, castAt: casts)
     var firstHeard = [Double?](repeating: nil, count: n)
     var heard = 0
     var delivered = 0
-    let step = 0.05
+    // A beacon's voters react to what they hear at the end of each step: 10 ms steps keep that delay short.
+    let step = scheme.votersFollowBeacon ? 0.01 : 0.05
     var t = 0.0
-    while (heard < n || (pipeline != nil && counted < n)) && t < horizon {
+    while (heard < n || (pipeline != nil && counted < n) || !scheme.isFinished) && t < horizon {
         t = min(horizon, t + step)
         air.run(until: RadioInstant(nanoseconds: UInt64(t * 1e9)))
         // Drain exactly what this step delivered: never blocks, and the order is the air's.
@@ -217,20 +217,22 @@ func runRound(voters n: Int, interval: Duration, seed: UInt64, horizon: Double, 
             pipeline = pl
             stream.append(contentsOf: batch)
         }
-        var newlyHeard: [(voter: Int, address: DeviceAddress)] = []
+        var voterReports: [(voter: Int, at: UInt64)] = []
         for r in batch {
-            guard let v = detector.voter(in: r), firstHeard[v] == nil else { continue }
+            guard let v = detector.voter(in: r) else { continue }
+            voterReports.append((v, r.timestamp.nanoseconds))
+            guard firstHeard[v] == nil else { continue }
             firstHeard[v] = r.timestamp.seconds
             heard += 1
-            newlyHeard.append((v, addresses[v]))
             if options.quietWhenHeard {
                 let a = addresses[v]
                 air.perform { ctx in ctx.stopAdvertising(a) }
             }
         }
-        try await scheme.step(heard: newlyHeard, air: air, central: central)
+        try await scheme.step(reports: voterReports, now: UInt64(t * 1e9), air: air, central: central)
         delivered = now
     }
+    scheme.finish()
     air.finishAdvertisementStreams()
     func at(_ f: Double, _ all: [Double?]) -> Double? {
         let times = all.compactMap { $0 }.sorted()
@@ -241,6 +243,9 @@ func runRound(voters n: Int, interval: Duration, seed: UInt64, horizon: Double, 
     var result = RoundResult(t50: at(0.5, firstHeard), t99: at(0.99, firstHeard), t100: at(1.0, firstHeard),
                              heardFraction: Double(heard) / Double(n),
                              cleanFraction: s.pdusListened > 0 ? Double(s.pdusReceived) / Double(s.pdusListened) : 0)
+    result.firstHeard = firstHeard
+    result.castAt = casts
+    if let b = scheme as? BeaconScheme { result.shown = b.shownDelays(counted: firstHeard) }
     if let pl = pipeline {
         result.counted50 = at(0.5, firstCounted)
         result.counted99 = at(0.99, firstCounted)
@@ -303,9 +308,9 @@ func parseOptions() -> Options {
         case "--synchronized": o.synchronized = true
         case "--quiet-when-heard": o.quietWhenHeard = true
         case "--pipeline": o.pipeline = true
-        case "--beacon": if let v = args.popFirst().flatMap({ Int($0) }), (20...10_240).contains(v) { o.beaconInterval = v }
+        case "--beacon": o.beacon = true
         default:
-            print("usage: TimeToCollect [--seeds N] [--quick] [--synchronized] [--quiet-when-heard] [--pipeline] [--beacon MS]")
+            print("usage: TimeToCollect [--seeds N] [--quick] [--synchronized] [--quiet-when-heard] [--pipeline] [--beacon]")
             exit(2)
         }
     }
@@ -315,6 +320,10 @@ func parseOptions() -> Options {
 let options = parseOptions()
 if options.pipeline {
     try await pipelineTable(options)
+    exit(0)
+}
+if options.beacon {
+    try await beaconTable(options)
     exit(0)
 }
 let airTime = LegacyAdvertising.airTime(of: votePayload(0, interval: .milliseconds(100)))
@@ -332,9 +341,8 @@ print("start phase: \(options.synchronized ? "synchronized (first events within 
       + (options.quietWhenHeard ? "; voters go quiet once heard" : ""))
 print("")
 let groups = ["50 %", "99 %", "100 %"]
-print(pad("", (options.schemes.count > 1 ? (options.schemes.map(\.label.count).max() ?? 0) + 1 : 0) + 5 + 1 + 9 + 1 + 8 + 1 + 8) + " " + groups.map { pad("── t" + $0 + " ──", 26) }.joined(separator: " ") + " " + pad("heard", 8))
-let schemes = options.schemes
-let schemeWidth = schemes.count > 1 ? schemes.map(\.label.count).max() ?? 0 : 0
+print(pad("", 5 + 1 + 9 + 1 + 8 + 1 + 8) + " " + groups.map { pad("── t" + $0 + " ──", 26) }.joined(separator: " ") + " " + pad("heard", 8))
+let schemeWidth = 0
 var header = (schemeWidth > 0 ? [pad("scheme", schemeWidth)] : []) + [pad("N", 5), pad("interval", 9), pad("p model", 8), pad("p sim", 8)]
 for _ in groups { header += [pad("sim", 8), pad("phased", 8), pad("simple", 8)] }
 header.append(pad("at end", 8))
@@ -347,12 +355,13 @@ for c in configs {
     let i = Double(c.ms + 5) / 1000
     // Horizon: 60 s, or 400 events when that is shorter (hopeless rows stop early).
     let horizon = min(60, 400 * i)
-    for scheme in schemes {
+    do {
+    let scheme = ScanOnly()
     var results: [RoundResult] = []
     for s in 0..<options.seeds {
         let r = try await runRound(voters: c.n, interval: interval, seed: UInt64(c.n * 100_000 + c.ms * 100 + s),
                                    horizon: horizon, options: options, detector: PayloadIndexDetector(voters: c.n),
-                                   scheme: scheme)
+                                   scheme: ScanOnly())
         results.append(r)
     }
     func within(_ d: Duration?) -> Double? { d.map { secondsOf($0) }.flatMap { $0 <= horizon ? $0 : nil } }
