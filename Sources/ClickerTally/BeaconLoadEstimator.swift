@@ -10,53 +10,54 @@ import ClickerWire
 ///
 /// The tally cannot count voters it has not heard, and a scanner reports no collisions. But it hears
 /// how often a voter it has just counted is heard *again* before its acknowledgement can have reached
-/// it: such a voter still advertises at the STATE interval `I`, so the tally hears it at the rate
-/// `r = exp(−G) / (I+δ)` of ``BeaconAirModel`` (times the share of time the tally listens), where `G`
-/// is the load on the channel. The repeats and the time they were counted over give `r`, `r` gives
-/// `G`, and `G` gives the voters at the STATE interval: `n = (G/(2a) − k/(K+δ)) · (I+δ)` for `k`
-/// acknowledged voters at the keep-alive. Heard or not, every voter at the STATE interval is in `G`.
-/// Older evidence fades with a half-life of ``halfLife``.
+/// it: such a voter still advertises at the STATE interval `I`, one event every `I+δ`, and each of its
+/// events reaches the tally with the probability `p = exp(−G)` of ``BeaconAirModel`` (times the share
+/// of time the tally listens), where `G` is the load on the channel. The repeats and the events they
+/// were counted over (whole intervals since the ballot was counted: a voter just heard cannot be heard
+/// again before its next event) give `p`, `p` gives `G`, and `G` gives the voters at the STATE
+/// interval: `n = (G/(2a) − k/(K+δ)) · (I+δ)` for `k` acknowledged voters at the keep-alive. Heard or
+/// not, every voter at the STATE interval is in `G`. Older evidence fades with a half-life of ``halfLife``.
 public struct BeaconLoadEstimator: Sendable, Hashable {
     /// How fast old evidence fades.
     public var halfLife: Duration = .seconds(1)
-    /// Repeats heard and voter-seconds they were counted over (faded).
+    /// Repeats heard and the advertising events they were counted over (faded).
     public private(set) var repeats = 0.0
-    public private(set) var exposure = 0.0
+    public private(set) var events = 0.0
     var last: UInt64?
 
     public init() {}
 
     /// Adds evidence at `nanoseconds` (the radio's clock): `repeats` reports of ballots heard again
-    /// over `exposure` voter-time during which those voters were not yet acknowledged.
-    public mutating func observe(repeats r: Int, exposure e: Duration, at nanoseconds: UInt64) {
+    /// over `events` advertising events of their voters while they were taken to be loud.
+    public mutating func observe(repeats r: Int, events e: Double, at nanoseconds: UInt64) {
         fade(to: nanoseconds)
         repeats += Double(r)
-        exposure += BeaconAirModel.seconds(e)
+        events += max(0, e)
     }
 
     mutating func fade(to ns: UInt64) {
         if let l = last, ns > l {
             let factor = exp2(-Double(ns - l) / 1e9 / BeaconAirModel.seconds(halfLife))
             repeats *= factor
-            exposure *= factor
+            events *= factor
         }
         if last.map({ ns > $0 }) ?? true { last = ns }
     }
 
     /// Voters advertising at `interval` now, or nil when the evidence is too thin: fewer than 10
-    /// repeats would have been heard on a quiet channel.
+    /// events (10 repeats on a quiet channel).
     public func voters(interval: Duration, acknowledged k: Int, broadcast: BeaconAirModel.Broadcast?,
                        airTime: Duration = BeaconAirModel.ballotAirTime) -> Int? {
         let period = BeaconAirModel.seconds(interval + BeaconAirModel.meanDelay)
-        guard exposure / period >= 10 else { return nil }
+        guard events >= 10 else { return nil }
         let a = BeaconAirModel.seconds(airTime)
         var listening = 1.0
         if let b = broadcast {
             listening = max(0.05, 1 - 3 * (a + BeaconAirModel.seconds(b.airTime)) / BeaconAirModel.seconds(b.interval + BeaconAirModel.meanDelay))
         }
         // Half a repeat more than heard: no evidence of repeats is not proof of an infinite load.
-        let rate = (repeats + 0.5) / exposure / listening
-        let load = max(0, -log(min(1, rate * period)))
+        let p = (repeats + 0.5) / events / listening
+        let load = max(0, -log(min(1, p)))
         let keepAlive = BeaconAirModel.seconds(BeaconInterval.keepAlive + BeaconAirModel.meanDelay)
         let perSecond = load / (2 * a) - Double(max(0, k)) / keepAlive
         return Int(min(1e6, max(0, perSecond * period)).rounded())

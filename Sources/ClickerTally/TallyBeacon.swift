@@ -31,8 +31,6 @@ public struct TallyBeacon: Sendable {
         /// When its fingerprint went into a payload (nil: not yet).
         var acknowledgedAt: UInt64?
         var lastHeard: UInt64
-        /// Reports heard before it was acknowledged (evidence for the load).
-        var repeats: Int
     }
 
     public let tuning: Tuning
@@ -48,6 +46,10 @@ public struct TallyBeacon: Sendable {
     /// Distinct ballots acknowledged for the open question (at most ``AckFingerprint/maxHeardPerQuestion``).
     public private(set) var acknowledged = 0
     var broadcastInterval: Duration
+    /// Reports of counted ballots heard while their voters were still taken to be loud (from counting
+    /// until their acknowledgement has been in rotation for ``Tuning/settle``), since the last payload.
+    var loudRepeats = 0
+    var lastPayloadAt: UInt64?
 
     public init(key: BeaconKey, mode: BallotMode, capabilities: BroadcastCapabilities, tuning: Tuning = Tuning()) {
         self.tuning = tuning
@@ -66,25 +68,34 @@ public struct TallyBeacon: Sendable {
     /// ballot it counts. Only ballots of the open question are acknowledged.
     public mutating func counted(_ voter: VoterKey, question q: UInt8, sequence: UInt16, at ns: UInt64) {
         startQuestion(q)
-        if var c = ballots[voter], c.sequence == sequence {
-            if c.acknowledgedAt == nil {
-                c.repeats += 1
-            } else if let at = c.acknowledgedAt, ns >= at &+ Self.ns(tuning.reacknowledgeAfter),
-                      ns < c.lastHeard &+ Self.ns(tuning.loudGap) {
-                // Loud long after its acknowledgement: it missed it. Acknowledge again.
-                c.acknowledgedAt = nil
-                c.countedAt = ns
-                c.repeats = 0
-                pending.append(voter)
+        // The common case, a ballot heard again: one lookup, updated in place.
+        if let i = ballots.index(forKey: voter), ballots.values[i].sequence == sequence {
+            let reacknowledge = Self.ns(tuning.reacknowledgeAfter), loud = Self.ns(tuning.loudGap)
+            let settle = loudWindow
+            var again = false, evidence = false
+            Self.modify(&ballots.values[i]) { c in
+                if let at = c.acknowledgedAt {
+                    if ns < at &+ settle {
+                        evidence = true
+                    } else if ns >= at &+ reacknowledge, ns < c.lastHeard &+ loud {
+                        // Loud long after its acknowledgement: it missed it. Acknowledge again.
+                        c.acknowledgedAt = nil
+                        c.countedAt = ns
+                        again = true
+                    }
+                } else {
+                    evidence = true
+                }
+                c.lastHeard = max(c.lastHeard, ns)
             }
-            c.lastHeard = max(c.lastHeard, ns)
-            ballots[voter] = c
+            if evidence { loudRepeats += 1 }
+            if again { pending.append(voter) }
             return
         }
         guard acknowledged < AckFingerprint.maxHeardPerQuestion else { return }
         acknowledged += 1
         let wasPending = ballots[voter].map { $0.acknowledgedAt == nil } ?? false
-        ballots[voter] = Counted(sequence: sequence, countedAt: ns, acknowledgedAt: nil, lastHeard: ns, repeats: 0)
+        ballots[voter] = Counted(sequence: sequence, countedAt: ns, acknowledgedAt: nil, lastHeard: ns)
         if !wasPending { pending.append(voter) }
     }
 
@@ -93,6 +104,7 @@ public struct TallyBeacon: Sendable {
         if question != nil { room = max(room ?? 0, ballots.count) }
         question = q
         estimator = BeaconLoadEstimator()
+        loudRepeats = 0
         ballots.removeAll()
         pending.removeAll()
         acknowledged = 0
@@ -104,21 +116,31 @@ public struct TallyBeacon: Sendable {
     public mutating func payload(_ phase: BeaconPhase, tick: UInt32, at ns: UInt64) -> BroadcastPayload {
         if case .open(let q) = phase { startQuestion(q.number) }
         var fingerprints: [AckFingerprint] = []
-        var exposure: UInt64 = 0, repeats = 0
         if let q = question {
             for v in pending {
                 guard var c = ballots[v], c.acknowledgedAt == nil else { continue }
                 fingerprints.append(composer.key.fingerprint(voterID: v.voterID, question: q, sequence: c.sequence))
-                exposure += ns > c.countedAt ? ns - c.countedAt : 0
-                repeats += c.repeats
                 c.acknowledgedAt = ns
                 ballots[v] = c
             }
-            if !fingerprints.isEmpty {
-                composer.acknowledge(fingerprints, question: q, at: tick)
-                estimator.observe(repeats: repeats, exposure: .nanoseconds(Int64(clamping: exposure)), at: ns)
+            if !fingerprints.isEmpty { composer.acknowledge(fingerprints, question: q, at: tick) }
+            // Evidence of the load: the advertising events since the last payload of counted voters taken
+            // to be loud (from counting until their acknowledgement has been out for the loud window),
+            // whole intervals after their counted report, and the repeats heard from them meanwhile.
+            let settle = loudWindow, since = lastPayloadAt ?? 0
+            let period = max(1, Self.ns(.milliseconds(interval.milliseconds ?? 20) + BeaconAirModel.meanDelay))
+            var events: UInt64 = 0
+            for c in ballots.values {
+                let end = c.acknowledgedAt.map { min(ns, $0 &+ settle) } ?? ns
+                guard end > c.countedAt else { continue }
+                let before = since > c.countedAt ? (since - c.countedAt) / period : 0
+                let after = (end - c.countedAt) / period
+                if after > before { events += after - before }
             }
+            estimator.observe(repeats: loudRepeats, events: Double(events), at: ns)
         }
+        loudRepeats = 0
+        lastPayloadAt = ns
         pending.removeAll(keepingCapacity: true)
         if case .open = phase { interval = chooseInterval(at: ns) }
         let p = composer.compose(phase, interval: interval, at: tick)
@@ -133,11 +155,24 @@ public struct TallyBeacon: Sendable {
         var quiet = 0
         for c in ballots.values { if let at = c.acknowledgedAt, ns >= at &+ settled { quiet += 1 } }
         let broadcast = BeaconAirModel.Broadcast(interval: broadcastInterval)
-        estimator.observe(repeats: 0, exposure: .zero, at: ns)  // fades old evidence
+        estimator.observe(repeats: 0, events: 0, at: ns)  // fades old evidence
         let current = interval.milliseconds.map { Duration.milliseconds($0) } ?? .milliseconds(20)
         let loud = estimator.voters(interval: current, acknowledged: quiet, broadcast: broadcast)
             ?? max(0, (room ?? tuning.expectedVoters) - ballots.count)
-        return BeaconAirModel.stateInterval(unacknowledged: loud, acknowledged: quiet, broadcast: broadcast)
+        let best = BeaconAirModel.stateInterval(unacknowledged: loud, acknowledged: quiet, broadcast: broadcast)
+        // Voters restart their advertising for a new interval: it changes only when it is off by a fifth.
+        guard let now = interval.milliseconds, let new = best.milliseconds,
+              Double(abs(new - now)) <= 0.2 * Double(now) else { return best }
+        return interval
+    }
+
+    @inline(__always)
+    static func modify(_ c: inout Counted, _ body: (inout Counted) -> Void) { body(&c) }
+
+    /// How long after its acknowledgement went out a counted voter is still taken to be loud: the
+    /// settle time, or two STATE intervals when longer (its next events are that far apart).
+    var loudWindow: UInt64 {
+        max(Self.ns(tuning.settle), 2 * Self.ns(.milliseconds(interval.milliseconds ?? 20) + BeaconAirModel.meanDelay))
     }
 
     static func ns(_ d: Duration) -> UInt64 {

@@ -4,6 +4,7 @@ import ClickerTally
 import ClickerTransport
 import ClickerWire
 import Foundation
+import Synchronization
 
 /// The controller's beacon (docs/PROTOCOL.md §11.11): what it broadcasts while the radio can, and the
 /// beacon frames its own scanner hears.
@@ -93,9 +94,11 @@ extension PollController {
     @inline(__always)
     func beaconCounted(_ b: Ballot, at time: RadioInstant) {
         guard beacon.tally != nil, isOpen, b.question == question else { return }
+        let had = beacon.tally?.hasPending ?? false
         beacon.tally?.counted(VoterKey(mode: b.mode, voterID: b.voterID), question: b.question, sequence: b.sequence,
                               at: time.nanoseconds)
-        if beacon.tally?.hasPending == true { beacon.wake?.yield() }
+        // Woken once per payload's worth of news, not per report.
+        if !had, beacon.tally?.hasPending == true { beacon.wake?.yield() }
     }
 
     // MARK: Broadcasting
@@ -239,10 +242,30 @@ extension PollController {
     /// whether or not the calling task is cancelled.
     nonisolated func closeBeacon(_ radio: any BroadcasterTransport, closing: Duration) async {
         guard let payload = await closedPayload() else { return }
-        let sent = await Task.detached {
-            do { try await radio.broadcast(payload); return true } catch { return false }
-        }.value
-        if sent { await Task.detached { try? await Task.sleep(for: closing) }.value }
-        await Task.detached { try? await radio.stopBroadcasting() }.value
+        // Bounded whatever the radio does: a radio that hangs costs `closing` plus a second, no more.
+        let sent = await Self.within(closing + .seconds(1)) {
+            do { try await radio.broadcast(payload) } catch { return false }
+            try? await Task.sleep(for: closing)
+            return true
+        }
+        if sent != true { logger.notice("beacon: the closing payload did not go out") }
+        _ = await Self.within(.seconds(1)) { try? await radio.stopBroadcasting(); return true }
     }
+
+    /// The result of `work`, or nil when it takes longer than `limit` (it then goes on detached, and
+    /// its result is dropped). Waits for neither longer than `limit`, cancelled or not.
+    nonisolated static func within(_ limit: Duration, _ work: @escaping @Sendable () async -> Bool) async -> Bool? {
+        let once = ResumeOnce()
+        return await withCheckedContinuation { (c: CheckedContinuation<Bool?, Never>) in
+            Task.detached { let r = await work(); if once.claim() { c.resume(returning: r) } }
+            Task.detached { try? await Task.sleep(for: limit); if once.claim() { c.resume(returning: nil) } }
+        }
+    }
+}
+
+/// Lets exactly one of several racers resume a continuation.
+final class ResumeOnce: Sendable {
+    private let claimed = Mutex(false)
+    /// True for the first caller only.
+    func claim() -> Bool { claimed.withLock { was in defer { was = true }; return !was } }
 }

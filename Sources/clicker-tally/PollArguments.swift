@@ -39,6 +39,9 @@ struct PollArguments: ParsableArguments {
     @Flag(inversion: .prefixedNo, help: "Read anonymous ballots back over GATT and verify their signature, so an unverified copy cannot replace a verified vote (off: changes unverified).")
     var gattConfirm = true
 
+    @Flag(inversion: .prefixedNo, help: "Broadcast the poll's beacon (question, interval, acknowledgements; PROTOCOL.md §11.11) when the radio can broadcast while it scans (off: voters need --question N).")
+    var beacon = true
+
     @Option(help: "Database file (default: clicker.sqlite in $STATE_DIRECTORY, else $XDG_STATE_HOME/clicker, else $HOME/.local/state/clicker).")
     var db: String?
 
@@ -104,6 +107,7 @@ struct PollArguments: ParsableArguments {
         }
         var options = PollOptions(joinCode: code, roster: students, policy: firstResponseOnly ? .firstResponseOnly : .latestWins,
                                   options: self.options, firstQuestion: firstQuestion, confirmByGATT: gattConfirm)
+        options.beacon = beacon
         if let questionSet {
             options.questionSet = questionSet
         } else {

@@ -32,7 +32,7 @@ final class BeaconLoadTests: XCTestCase {
             air.finishAdvertisementStreams()
             _ = scanning
             var e = BeaconLoadEstimator()
-            e.observe(repeats: reports, exposure: .seconds(4 * n), at: 5_000_000_000)
+            e.observe(repeats: reports, events: Double(4 * n) / (Double(ms + 5) / 1000), at: 5_000_000_000)
             let estimate = e.voters(interval: .milliseconds(ms), acknowledged: 0, broadcast: nil)
             XCTAssertNotNil(estimate)
             XCTAssertEqual(Double(estimate ?? 0), Double(n), accuracy: 0.2 * Double(n), "\(n) voters at \(ms) ms, \(reports) reports")
@@ -41,12 +41,12 @@ final class BeaconLoadTests: XCTestCase {
 
     func testThinEvidenceGivesNoEstimateAndOldEvidenceFades() {
         var e = BeaconLoadEstimator()
-        e.observe(repeats: 0, exposure: .milliseconds(500), at: 0)
+        e.observe(repeats: 0, events: 9, at: 0)
         XCTAssertNil(e.voters(interval: .milliseconds(100), acknowledged: 0, broadcast: nil),
-                     "0.5 voter-seconds at 105 ms: under 10 repeats expected on a quiet channel")
-        e.observe(repeats: 40, exposure: .seconds(10), at: 0)
+                     "9 events: under 10 repeats expected on a quiet channel")
+        e.observe(repeats: 40, events: 100, at: 0)
         XCTAssertNotNil(e.voters(interval: .milliseconds(100), acknowledged: 0, broadcast: nil))
-        e.observe(repeats: 0, exposure: .zero, at: 10_000_000_000)  // ten half-lives later
+        e.observe(repeats: 0, events: 0, at: 10_000_000_000)  // ten half-lives later
         XCTAssertNil(e.voters(interval: .milliseconds(100), acknowledged: 0, broadcast: nil))
     }
 

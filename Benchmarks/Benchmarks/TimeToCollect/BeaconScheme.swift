@@ -6,6 +6,7 @@ import ClickerSim
 import ClickerTally
 import ClickerTransport
 import ClickerWire
+import Foundation
 import Synchronization
 
 /// A voter following the beacon, by the contract's rules: it listens (`ScanDutyCycle.fast`) for
@@ -62,6 +63,7 @@ struct BeaconFollower {
 /// The tally of the beacon scheme, and its voters.
 final class BeaconScheme: TallyScheme {
     let label = "beacon"
+    let votersFollowBeacon = true
     let key: BeaconKey
     var tally: TallyBeacon
     let question = BeaconQuestionInfo(number: 1, kind: .single, options: 4)
@@ -72,8 +74,9 @@ final class BeaconScheme: TallyScheme {
     var shownAt: [Double?] = []
     var lastPayload: UInt64?
     var lastInterval: Duration?
+    var reportsSeen = 0
     /// Frames heard by the voters, filled by one consuming task per voter.
-    let inbox = Mutex<(frames: [(voter: Int, report: AdvertisementReport)], taken: Int)>(([], 0))
+    let inbox = Inbox()
     var listeners: [Task<Void, Never>] = []
     /// Payload rules of the daemon (`PollController.runBeacon`): at most one per 100 ms; a new one
     /// when ballots were counted, or every 250 ms while acknowledgements rotate or the broadcast is fast.
@@ -99,7 +102,7 @@ final class BeaconScheme: TallyScheme {
             let inbox = self.inbox
             listeners.append(Task {
                 do {
-                    for try await r in stream { inbox.withLock { $0.frames.append((i, r)) } }
+                    for try await r in stream { inbox.box.withLock { $0.frames.append((i, r)) } }
                 } catch {}
             })
         }
@@ -110,6 +113,7 @@ final class BeaconScheme: TallyScheme {
 
     func step(reports: [(voter: Int, at: UInt64)], now: UInt64, air: SimulatedAir, central: SimulatedCentral) async throws {
         // The tally: every report of a voter is its counted ballot heard (the detector counts the first).
+        reportsSeen += reports.count
         for r in reports {
             tally.counted(VoterKey(mode: .anonymous, voterID: Self.fingerprintVoterID(r.voter)), question: 1, sequence: 1, at: r.at)
         }
@@ -117,7 +121,7 @@ final class BeaconScheme: TallyScheme {
         let expected = air.statistics.listenerReportsDelivered
         var heard: [(voter: Int, report: AdvertisementReport)] = []
         while true {
-            let done = inbox.withLock { box -> Bool in
+            let done = inbox.box.withLock { box -> Bool in
                 guard box.taken + box.frames.count >= expected else { return false }
                 heard = box.frames
                 box.taken += box.frames.count
@@ -159,6 +163,10 @@ final class BeaconScheme: TallyScheme {
     func compose(at now: UInt64, central: SimulatedCentral) async throws {
         let p = tally.payload(.open(question), tick: UInt32(now / 10_000_000) + 1, at: now)
         try await central.broadcast(p)
+        if debugBeacon {
+            let shown = shownAt.compactMap { $0 }.count, loud = followers.filter { $0.advertising != nil && !$0.acknowledged }.count
+            print("t=\(Double(now) / 1e9) interval=\(tally.interval) frames=\(p.frames.count) rotation=\(tally.composer.acknowledgementsInRotation) acked=\(tally.acknowledged) shown=\(shown) loud=\(loud) reports=\(reportsSeen) est=\(tally.estimator.repeats)/\(tally.estimator.events)")
+        }
         lastPayload = now
         lastInterval = p.interval
     }
@@ -174,4 +182,11 @@ final class BeaconScheme: TallyScheme {
             return s.map { max(0, $0 - c) }
         }
     }
+}
+
+let debugBeacon = ProcessInfo.processInfo.environment["TTC_DEBUG_BEACON"] != nil
+
+/// What the voters heard, from their listening tasks to the benchmark's loop.
+final class Inbox: Sendable {
+    let box = Mutex<(frames: [(voter: Int, report: AdvertisementReport)], taken: Int)>(([], 0))
 }
