@@ -157,8 +157,10 @@ public struct TallyBeacon: Sendable {
         let broadcast = BeaconAirModel.Broadcast(interval: broadcastInterval)
         estimator.observe(repeats: 0, events: 0, at: ns)  // fades old evidence
         let current = interval.milliseconds.map { Duration.milliseconds($0) } ?? .milliseconds(20)
-        let loud = estimator.voters(interval: current, acknowledged: quiet, broadcast: broadcast)
-            ?? max(0, (room ?? tuning.expectedVoters) - ballots.count)
+        // The room bounds the estimate: no more voters can be loud than the room holds, less the quiet.
+        let room = max(self.room ?? tuning.expectedVoters, ballots.count)
+        let loud = min(estimator.voters(interval: current, acknowledged: quiet, broadcast: broadcast) ?? .max,
+                       max(0, room - quiet))
         let best = BeaconAirModel.stateInterval(unacknowledged: loud, acknowledged: quiet, broadcast: broadcast)
         // Voters restart their advertising for a new interval: it changes only when it is off by a fifth.
         guard let now = interval.milliseconds, let new = best.milliseconds,
