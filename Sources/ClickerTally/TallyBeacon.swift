@@ -157,10 +157,10 @@ public struct TallyBeacon: Sendable {
         let broadcast = BeaconAirModel.Broadcast(interval: broadcastInterval)
         estimator.observe(repeats: 0, events: 0, at: ns)  // fades old evidence
         let current = interval.milliseconds.map { Duration.milliseconds($0) } ?? .milliseconds(20)
-        // The room bounds the estimate: no more voters can be loud than the room holds, less the quiet.
+        // The room bounds the estimate: no more voters can be loud than the room holds. (Not less those
+        // acknowledged: an acknowledgement in rotation is no proof that its voter heard it.)
         let room = max(self.room ?? tuning.expectedVoters, ballots.count)
-        let loud = min(estimator.voters(interval: current, acknowledged: quiet, broadcast: broadcast) ?? .max,
-                       max(0, room - quiet))
+        let loud = min(estimator.voters(interval: current, acknowledged: quiet, broadcast: broadcast) ?? .max, room)
         let best = BeaconAirModel.stateInterval(unacknowledged: loud, acknowledged: quiet, broadcast: broadcast)
         // Voters restart their advertising for a new interval: it changes only when it is off by a fifth.
         guard let now = interval.milliseconds, let new = best.milliseconds,
