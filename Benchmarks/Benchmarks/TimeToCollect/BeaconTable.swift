@@ -9,15 +9,17 @@ import ClickerWire
 func beaconTable(_ options: Options) async throws {
     // Test constant: a valid join code.
     let secret = PollSecret(deriving: try JoinCode(parsing: "4821-K7QXM-3PF9A"))
-    let best = BeaconAirModel.bestThroughput()
-    let bestWithBeacon = BeaconAirModel.bestThroughput(broadcast: .init(interval: .milliseconds(20)))
+    // The voters' PDU: the benchmark's 24-byte payload with Flags (376 µs), a little longer than a ballot's.
+    let a = LegacyAdvertising.airTime(of: votePayload(0, interval: .milliseconds(100)))
+    let best = BeaconAirModel.bestThroughput(airTime: a)
+    let bestWithBeacon = BeaconAirModel.bestThroughput(broadcast: .init(interval: .milliseconds(20)), airTime: a)
     let horizon = 30.0
     print("TimeToCollect --beacon: virtual seconds until 50 / 99 / 100 % of N voters are counted (first heard by the")
     print("tally), everyone casting at t = 0; today: voters at 100 ms until the end; beacon: the tally broadcasts")
     print("(TallyBeacon: STATE, ACKS, legacy 24-byte frames every 20 ms when busy), voters wait for STATE, advertise")
     print("at its interval, and slow to the 10.24 s keep-alive once their ballot's fingerprint is heard (listening 30 ms")
     print("of every 60 ms, one channel at a time). One scanner at 100 % duty; capture and loss off; \(options.seeds) seeds,")
-    print("medians. bound: the channel at its best throughput, 1/(2a·e) = \(Int(best)) voters/s for a = 360 µs"
+    print("medians. bound: the channel at its best throughput, 1/(2a·e) = \(Int(best)) voters/s for a = \(a)"
           + " (\(Int(bestWithBeacon))/s with a 20 ms beacon): 0.99·N and N voters need at least this long.")
     print("shown ≤ 1 s: voters (all seeds) whose \"counted\" showed within 1.0 s of being counted; p99: 99th percentile of that delay.")
     print("'>\(Int(horizon))': not reached within \(Int(horizon)) s.")

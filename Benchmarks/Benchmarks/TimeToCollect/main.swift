@@ -6,12 +6,12 @@
 // at least once; the table shows medians over the seeds next to the analytic model.
 //
 // Run: swift run -c release --package-path Benchmarks TimeToCollect [--seeds 20] [--quick]
-//      [--synchronized] [--quiet-when-heard] [--pipeline] [--beacon MS]
+//      [--synchronized] [--quiet-when-heard] [--pipeline] [--beacon]
 //
-// With --beacon MS every row runs twice on the same seeds, side by side: today's scheme (the tally only
-// scans) and a beaconing tally (`TallyScheme`: it also broadcasts a full legacy frame every MS, paying its
-// airtime and collisions). The beacon carries nothing yet and nobody listens: the hook is there for a
-// scheme that acknowledges and quiets voters to plug in.
+// With --beacon: today's scheme (voters at 100 ms, the tally only scans) and the beacon scheme (the tally's
+// real `TallyBeacon` broadcasting, voters following it by the rules of docs/PROTOCOL.md §11.10) side by side
+// on the same seeds, for 300 and 1,000 voters and for 300 voters casting over 10 s, with the channel's
+// physical bound (BeaconTable.swift, BeaconScheme.swift).
 //
 // "Heard" is pluggable (`HeardDetector`): the default takes a report as a vote when its data is the
 // voter's payload. With --pipeline every voter advertises a real sealed ballot, every report also goes
