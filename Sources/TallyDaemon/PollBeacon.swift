@@ -160,13 +160,12 @@ extension PollController {
 
     /// The payload to broadcast now (nil without a broadcasting radio).
     func beaconPayload() -> BroadcastPayload? {
-        guard var t = beacon.tally else { return nil }
         let now = clock()
-        let tick = beaconTick(now)
-        var p = t.payload(beaconPhase, tick: tick, at: radioNow.nanoseconds)
-        beacon.tally = t
+        let phase = beaconPhase, tick = beaconTick(now), ns = radioNow.nanoseconds
+        // Mutated in place (a copy would duplicate its tables at every payload).
+        guard var p = beacon.tally?.payload(phase, tick: tick, at: ns) else { return nil }
         beacon.changed = false
-        if let s = t.lastState { beacon.remember(s) }
+        if let s = beacon.tally?.lastState { beacon.remember(s) }
         if let f = beacon.farewell {
             if now < f.until { p.frames.insert(f.frame, at: min(1, p.frames.count)) } else { beacon.farewell = nil }
         }
@@ -175,10 +174,9 @@ extension PollController {
 
     /// The closed poll's payload (STATE "closed" alone).
     func closedPayload() -> BroadcastPayload? {
-        guard var t = beacon.tally else { return nil }
-        let p = t.payload(.closed, tick: beaconTick(clock()), at: radioNow.nanoseconds)
-        beacon.tally = t
-        if let s = t.lastState { beacon.remember(s) }
+        let tick = beaconTick(clock()), ns = radioNow.nanoseconds
+        guard let p = beacon.tally?.payload(.closed, tick: tick, at: ns) else { return nil }
+        if let s = beacon.tally?.lastState { beacon.remember(s) }
         return p
     }
 
