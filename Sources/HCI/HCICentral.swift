@@ -37,8 +37,8 @@ public final class HCICentral: CentralTransport {
         /// advertisement without it; emulated ones (BlueZ's btvirt) report an advertiser only when
         /// scanning or advertising is (re)enabled, so the tally needs this to see changed votes there.
         public var scanRestartInterval: Duration?
-        /// How the restart timer waits (`Task.sleep` by default; tests step it by hand). Must throw
-        /// when the waiting task is cancelled.
+        /// How the restart timer and the beacon's frame rotation wait (`Task.sleep` by default; tests
+        /// step it by hand). Must throw when the waiting task is cancelled.
         public var sleep: @Sendable (Duration) async throws -> Void
 
         public init(scanInterval: Duration = .milliseconds(100), scanWindow: Duration? = nil,
@@ -60,9 +60,15 @@ public final class HCICentral: CentralTransport {
         }
     }
 
-    private struct State {
+    struct State {
         var initialized = false
+        /// Legacy or extended commands, decided once when the controller is set up.
+        var mode = HCIAdvertisingMode.legacy
         var scanning = false
+        /// The beacon being broadcast, if any (CentralBroadcast.swift).
+        var broadcast: BroadcastRun?
+        /// Bumped by every broadcast change, so that a rotation step of a replaced payload does nothing.
+        var broadcastGeneration: UInt64 = 0
         var shutDown = false
         var controllerAddress: DeviceAddress?
         var restartTask: Task<Void, Never>?
@@ -70,11 +76,11 @@ public final class HCICentral: CentralTransport {
 
     public let adapter: String
     public let options: Options
-    private let controller: HCIController
-    private let broadcaster: RadioStatusBroadcaster
-    private let state = Mutex(State())
-    private let opLock = AsyncLock()
-    private let logger: Logger
+    let controller: HCIController
+    let broadcaster: RadioStatusBroadcaster
+    let state = Mutex(State())
+    let opLock = AsyncLock()
+    let logger: Logger
 
     /// Opens the HCI user channel of `adapter` (`hci0`, …). Throws `HCIError` when the kernel has
     /// no Bluetooth, the adapter is missing or up (managed by bluetoothd), or a capability is missing.
@@ -147,25 +153,32 @@ public final class HCICentral: CentralTransport {
         }
     }
 
-    private func ensureInitialized() async throws {
+    /// Sets the controller up once, and decides its advertising mode (legacy or extended) for good.
+    func ensureInitialized() async throws {
         guard !state.withLock({ $0.initialized }) else { return }
-        let address = try await controller.exclusively { [controller, options] in
-            try await initializeController(controller, reset: options.resetController, timeout: options.commandTimeout)
+        let (address, mode) = try await controller.exclusively { [controller, options] in
+            let address = try await initializeController(controller, reset: options.resetController, timeout: options.commandTimeout)
+            return (address, await decideAdvertisingMode(controller, timeout: options.commandTimeout))
         }
-        state.withLock { $0.initialized = true; $0.controllerAddress = address }
-        broadcaster.update { $0.adapter = "\(adapter) (\(address))" }
-        logger.info("raw HCI central on \(adapter), controller \(address)")
+        state.withLock { $0.initialized = true; $0.controllerAddress = address; $0.mode = mode }
+        let described = modeDescription(mode)
+        broadcaster.update { $0.adapter = "\(adapter) (\(address)\(described))" }
+        logger.info("raw HCI central on \(adapter), controller \(address)\(described)")
     }
+
+    /// The advertising mode this controller was given (legacy until it is set up).
+    public var advertisingMode: HCIAdvertisingMode { state.withLock { $0.mode } }
 
     private func startScanning() async throws {
         let range = HCITimeSlots.scanIntervalRange
         let interval = HCITimeSlots.slots(options.scanInterval, clampedTo: range)
         let window = min(HCITimeSlots.slots(options.scanWindow, clampedTo: range), interval)
-        let parameters = try HCICommand.leSetScanParameters(
-            ScanParameters(active: options.activeScanning, interval: interval, window: window))
+        let mode = state.withLock { $0.mode }
+        let parameters = try HCICommand.scanParameters(
+            ScanParameters(active: options.activeScanning, interval: interval, window: window), mode: mode)
         try await controller.exclusively { [controller, options] in
             _ = try await controller.executeNow(parameters, timeout: options.commandTimeout)
-            _ = try await controller.executeNow(.leSetScanEnable(true, filterDuplicates: options.filterDuplicates),
+            _ = try await controller.executeNow(.scanEnable(true, filterDuplicates: options.filterDuplicates, mode: mode),
                                                 timeout: options.commandTimeout)
         }
         state.withLock { $0.scanning = true }
@@ -186,11 +199,12 @@ public final class HCICentral: CentralTransport {
     private func restartScanning() async {
         _ = try? await opLock.run { [self] in
             guard state.withLock({ $0.scanning && !$0.shutDown }), !controller.hasFailed else { return }
+            let mode = state.withLock { $0.mode }
             do {
                 try await controller.exclusively { [controller, options] in
-                    _ = try await controller.executeNow(.leSetScanEnable(false, filterDuplicates: false),
+                    _ = try await controller.executeNow(.scanEnable(false, filterDuplicates: false, mode: mode),
                                                         timeout: options.commandTimeout)
-                    _ = try await controller.executeNow(.leSetScanEnable(true, filterDuplicates: options.filterDuplicates),
+                    _ = try await controller.executeNow(.scanEnable(true, filterDuplicates: options.filterDuplicates, mode: mode),
                                                         timeout: options.commandTimeout)
                 }
                 broadcaster.update { $0.lastDiscoveryRestart = options.clock() }
@@ -207,7 +221,8 @@ public final class HCICentral: CentralTransport {
             return s.restartTask
         }
         task?.cancel()
-        _ = try await controller.execute(.leSetScanEnable(false, filterDuplicates: false), timeout: options.commandTimeout)
+        let mode = state.withLock { $0.mode }
+        _ = try await controller.execute(.scanEnable(false, filterDuplicates: false, mode: mode), timeout: options.commandTimeout)
         broadcaster.update { $0.state = .stopped }
     }
 
@@ -225,13 +240,19 @@ public final class HCICentral: CentralTransport {
     /// powers it down and gives it back). Idempotent.
     public func shutdown() async {
         await opLock.lock()
-        let (wasScanning, already, restart) = state.withLock { s in
-            defer { s.shutDown = true; s.scanning = false; s.restartTask = nil }
-            return (s.scanning, s.shutDown, s.restartTask)
+        let (wasScanning, already, restart, run, mode) = state.withLock { s in
+            defer {
+                s.shutDown = true; s.scanning = false; s.restartTask = nil; s.broadcast = nil; s.broadcastGeneration += 1
+            }
+            return (s.scanning, s.shutDown, s.restartTask, s.broadcast, s.mode)
         }
         restart?.cancel()
+        run?.rotation?.cancel()
+        if run != nil && !already {
+            _ = try? await controller.execute(Self.advertisingEnable(false, mode: mode), timeout: options.commandTimeout)
+        }
         if wasScanning && !already {
-            _ = try? await controller.execute(.leSetScanEnable(false, filterDuplicates: false), timeout: options.commandTimeout)
+            _ = try? await controller.execute(.scanEnable(false, filterDuplicates: false, mode: mode), timeout: options.commandTimeout)
         }
         controller.stop()
         await opLock.unlock()

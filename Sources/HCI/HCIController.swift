@@ -13,7 +13,8 @@ public struct HCIStatistics: Sendable, Hashable {
     public var reportsIgnored = 0
     /// Event packets or advertising reports that failed to decode (dropped, counted).
     public var malformed = 0
-    /// Extended-report fragments dropped (not reassembled).
+    /// Extended reports that were pieces of longer data ("incomplete": kept to be joined with the
+    /// chain's complete last report, or ending a chain unfinished).
     public var fragmentsDropped = 0
     public init() {}
 }
@@ -183,6 +184,7 @@ final class HCIController: Sendable {
     private func readLoop() {
         var batch: [AdvertisementReport] = []
         batch.reserveCapacity(32)
+        var reassembler = ExtendedReportReassembler()
         while !stopRequested.load(ordering: .acquiring) {
             let packet: [UInt8]?
             do {
@@ -192,15 +194,16 @@ final class HCIController: Sendable {
                 break
             }
             guard let packet else { continue }
-            handle(packet, batch: &batch)
+            handle(packet, batch: &batch, reassembler: &reassembler)
         }
         channel.close()
     }
 
-    private func handle(_ packet: [UInt8], batch: inout [AdvertisementReport]) {
+    private func handle(_ packet: [UInt8], batch: inout [AdvertisementReport],
+                        reassembler: inout ExtendedReportReassembler) {
         guard packet.first == 0x04 else { return }   // not an event (no ACL expected)
         if HCIEvent.isAdvertisingReportEvent(packet) {
-            deliverReports(packet, batch: &batch)
+            deliverReports(packet, batch: &batch, reassembler: &reassembler)
             return
         }
         let event: HCIEvent
@@ -228,37 +231,29 @@ final class HCIController: Sendable {
         if case .hardwareError(let code) = event { fail(.hardwareError(code: code), notify: true) }
     }
 
-    private func deliverReports(_ packet: [UInt8], batch: inout [AdvertisementReport]) {
+    private func deliverReports(_ packet: [UInt8], batch: inout [AdvertisementReport],
+                                reassembler: inout ExtendedReportReassembler) {
         let subscribers = state.withLock { $0.subscribers }
-        let timestamp = clock()
         var companies: [UInt16] = []
         for s in subscribers.values where !companies.contains(s.companyID) { companies.append(s.companyID) }
-        var total = ExtractionCounts()
-        var malformedEvent = false
-        for company in companies {
-            batch.removeAll(keepingCapacity: true)
-            do {
-                let counts = try AdvertisementExtractor.extract(packet: packet, companyID: company,
-                                                                timestamp: timestamp, into: &batch)
-                total.matched += counts.matched
-                total.ignored += counts.ignored
-                total.malformed += counts.malformed
-                total.fragments += counts.fragments
-            } catch {
-                malformedEvent = true
-                break
-            }
-            for s in subscribers.values where s.companyID == company {
-                for report in batch { s.continuation.yield(report) }
-            }
+        batch.removeAll(keepingCapacity: true)
+        let counts: ExtractionCounts?
+        do {
+            counts = try AdvertisementExtractor.extract(packet: packet, companyIDs: companies, timestamp: clock(),
+                                                        reassembler: &reassembler, into: &batch)
+        } catch {
+            counts = nil
+        }
+        for report in batch {
+            for s in subscribers.values where s.companyID == report.companyID { s.continuation.yield(report) }
         }
         state.withLock { s in
             s.statistics.events += 1
-            if malformedEvent { s.statistics.malformed += 1; return }
-            s.statistics.reportsDelivered += total.matched
-            s.statistics.reportsIgnored += total.ignored
-            s.statistics.malformed += total.malformed
-            s.statistics.fragmentsDropped += total.fragments
+            guard let counts else { s.statistics.malformed += 1; return }
+            s.statistics.reportsDelivered += counts.matched
+            s.statistics.reportsIgnored += counts.ignored
+            s.statistics.malformed += counts.malformed
+            s.statistics.fragmentsDropped += counts.fragments
         }
     }
 

@@ -108,6 +108,9 @@ public enum HCIEvent: Sendable, Hashable {
     public static let codeLEMeta: UInt8 = 0x3E
     public static let subeventAdvertisingReport: UInt8 = 0x02
     public static let subeventExtendedAdvertisingReport: UInt8 = 0x0D
+    /// Most data one report of an LE Extended Advertising Report event carries (Data_Length
+    /// 0x00–0xE5): longer advertising data arrives in several reports, "incomplete, more to come".
+    public static let extendedReportMaximumDataLength = 229
 
     /// Decodes one packet as read from an HCI user-channel socket: indicator 0x04, event code,
     /// parameter length, parameters.
@@ -227,6 +230,9 @@ public enum HCIEvent: Sendable, Hashable {
             let length = Int(packet[i + lengthOffset])
             if !extended && length > AdvertisingData.legacyMaximumLength {
                 throw .invalidValue(what: "legacy advertising Data_Length", value: length)
+            }
+            if extended && length > HCIEvent.extendedReportMaximumDataLength {
+                throw .invalidValue(what: "extended advertising Data_Length", value: length)
             }
             guard i + fixed + length <= packet.count else { throw .truncated(what: "advertising data", offset: i + lengthOffset) }
             i += fixed + length

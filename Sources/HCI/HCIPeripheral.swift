@@ -71,8 +71,12 @@ public final class HCIPeripheral: PeripheralTransport {
         }
     }
 
-    private struct State {
+    struct State {
         var initialized = false
+        /// Legacy or extended commands, decided once when the controller is set up.
+        var mode = HCIAdvertisingMode.legacy
+        /// The scan of `listen` (PeripheralListening.swift): the duty cycle in slots while scanning.
+        var scan: ScanParameters?
         var ownAddressType = OwnAddressType.publicAddress
         var address: DeviceAddress?
         /// Parameters asked for (before any fallback) and the data last set, while advertising.
@@ -85,11 +89,11 @@ public final class HCIPeripheral: PeripheralTransport {
 
     public let adapter: String
     public let options: Options
-    private let controller: HCIController
-    private let broadcaster: RadioStatusBroadcaster
-    private let state = Mutex(State())
-    private let opLock = AsyncLock()
-    private let logger: Logger
+    let controller: HCIController
+    let broadcaster: RadioStatusBroadcaster
+    let state = Mutex(State())
+    let opLock = AsyncLock()
+    let logger: Logger
 
     /// Opens the HCI user channel of `adapter` (`hci1`, …). Throws `HCIError` when the kernel has
     /// no Bluetooth, the adapter is missing or up (managed by bluetoothd), or a capability is missing.
@@ -148,24 +152,24 @@ public final class HCIPeripheral: PeripheralTransport {
         if advertising && current == requested {
             if currentData != data {
                 if options.reenableOnUpdate {
-                    _ = try await run(.leSetAdvertisingEnable(false))
+                    _ = try await run(advertisingEnable(false))
                     state.withLock { $0.advertising = false }
-                    _ = try await run(.leSetAdvertisingData(data))
-                    _ = try await run(.leSetAdvertisingEnable(true))
+                    _ = try await run(advertisingData(data))
+                    _ = try await run(advertisingEnable(true))
                     state.withLock { $0.advertising = true }
                 } else {
-                    _ = try await run(.leSetAdvertisingData(data))   // in place, advertising continues
+                    _ = try await run(advertisingData(data))   // in place, advertising continues
                 }
                 state.withLock { $0.data = data }
             }
         } else {
             if advertising {
-                _ = try await run(.leSetAdvertisingEnable(false))
+                _ = try await run(advertisingEnable(false))
                 state.withLock { $0.advertising = false }
             }
             if let note = try await setParameters(requested) { notes.append(note) }
-            _ = try await run(.leSetAdvertisingData(data))
-            _ = try await run(.leSetAdvertisingEnable(true))
+            _ = try await run(advertisingData(data))
+            _ = try await run(advertisingEnable(true))
             state.withLock { $0.requested = requested; $0.data = data; $0.advertising = true }
         }
         let note = notes.isEmpty ? nil : notes.joined(separator: "; ")
@@ -176,24 +180,26 @@ public final class HCIPeripheral: PeripheralTransport {
     /// under 100 ms; then 100 ms is used and the returned note says so.
     private func setParameters(_ p: AdvertisingParameters) async throws -> String? {
         do {
-            _ = try await run(.leSetAdvertisingParameters(p))
+            try await sendParameters(p)
             return nil
         } catch HCIError.commandFailed(let op, let status) where status == 0x12 || status == 0x11 {
             guard p.intervalMin < 0x00A0 else { throw HCIError.commandFailed(opcode: op, status: status) }
             var slower = p
             slower.intervalMin = 0x00A0
             slower.intervalMax = max(p.intervalMax, 0x00A0)
-            _ = try await run(.leSetAdvertisingParameters(slower))
+            try await sendParameters(slower)
             logger.warning("\(adapter): controller refuses non-connectable intervals under 100 ms; using 100 ms")
             return "controller refuses non-connectable intervals under 100 ms: using 100 ms"
         }
     }
 
-    private func ensureInitialized() async throws {
+    func ensureInitialized() async throws {
         guard !state.withLock({ $0.initialized }) else { return }
-        let publicAddress = try await controller.exclusively { [controller, options] in
-            try await initializeController(controller, reset: options.resetController, timeout: options.commandTimeout)
+        let (publicAddress, mode) = try await controller.exclusively { [controller, options] in
+            let address = try await initializeController(controller, reset: options.resetController, timeout: options.commandTimeout)
+            return (address, await decideAdvertisingMode(controller, timeout: options.commandTimeout))
         }
+        state.withLock { $0.mode = mode }
         var address = publicAddress
         var ownType = OwnAddressType.publicAddress
         var generator = SystemRandomNumberGenerator()
@@ -208,8 +214,9 @@ public final class HCIPeripheral: PeripheralTransport {
             ownType = .randomAddress
         }
         state.withLock { $0.initialized = true; $0.address = address; $0.ownAddressType = ownType }
-        broadcaster.update { $0.adapter = "\(adapter) (\(address))" }
-        logger.info("raw HCI peripheral on \(adapter), advertising as \(address)")
+        let described = modeDescription(mode)
+        broadcaster.update { $0.adapter = "\(adapter) (\(address)\(described))" }
+        logger.info("raw HCI peripheral on \(adapter), advertising as \(address)\(described)")
     }
 
     /// A non-resolvable private address (Core spec Vol 6 Part B §1.3.2.2): the two most significant
@@ -229,14 +236,14 @@ public final class HCIPeripheral: PeripheralTransport {
         return DeviceAddress(rawValue: raw)
     }
 
-    private func run(_ command: HCICommand) async throws -> [UInt8] {
+    func run(_ command: HCICommand) async throws -> [UInt8] {
         try await controller.execute(command, timeout: options.commandTimeout)
     }
 
     public func stopAdvertising() async throws {
         try await opLock.run { [self] in
             guard state.withLock({ $0.advertising && !$0.shutDown }) else { return }
-            _ = try await run(.leSetAdvertisingEnable(false))
+            _ = try await run(advertisingEnable(false))
             state.withLock { $0.advertising = false; $0.requested = nil; $0.data = nil }
             broadcaster.update { $0.state = .stopped }
         }
@@ -253,12 +260,13 @@ public final class HCIPeripheral: PeripheralTransport {
     /// Disables advertising and releases the adapter (the kernel powers it down and gives it back). Idempotent.
     public func shutdown() async {
         _ = try? await opLock.run { [self] in
-            let (advertising, already) = state.withLock { s in
-                defer { s.shutDown = true; s.advertising = false }
-                return (s.advertising, s.shutDown)
+            let (advertising, scanning, already, mode) = state.withLock { s in
+                defer { s.shutDown = true; s.advertising = false; s.scan = nil }
+                return (s.advertising, s.scan != nil, s.shutDown, s.mode)
             }
             guard !already else { return }
-            if advertising { _ = try? await run(.leSetAdvertisingEnable(false)) }
+            if advertising { _ = try? await run(advertisingEnable(false)) }
+            if scanning { _ = try? await run(.scanEnable(false, filterDuplicates: false, mode: mode)) }
             controller.stop()
         }
         broadcaster.update { $0.state = .stopped }

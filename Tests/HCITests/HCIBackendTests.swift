@@ -6,7 +6,7 @@ import XCTest
 /// The central and peripheral adapters driven against a scripted controller: which commands
 /// they send, in which order, with which bytes, and how they treat events.
 final class HCIBackendTests: XCTestCase {
-    let initSequence: [UInt16] = [0x0C03, 0x0C01, 0x2001, 0x1009]
+    let initSequence: [UInt16] = [0x0C03, 0x0C01, 0x2001, 0x1009, 0x2003]
     let report = ReportModel(eventType: 0x03, addressType: 0x01, address: [0x01, 0x00, 0x00, 0x01, 0xAA, 0xC0],
                              data: msd(company: 0xFFFF, [0x01, 0x02, 0x03]), rssi: UInt8(bitPattern: -55))
 
@@ -19,11 +19,11 @@ final class HCIBackendTests: XCTestCase {
         let consumer = Task {
             for try await r in central.advertisements(companyID: 0xFFFF) { received.withLock { $0.append(r) } }
         }
-        await fake.wait("scan enable") { $0.commandOpcodes.count == 6 }
+        await fake.wait("scan enable") { $0.commandOpcodes.count == 7 }
         XCTAssertEqual(fake.commandOpcodes, initSequence + [0x200B, 0x200C])
-        XCTAssertEqual(fake.written[4], [0x01, 0x0B, 0x20, 0x07, 0x00, 0xA0, 0x00, 0xA0, 0x00, 0x00, 0x00],
+        XCTAssertEqual(fake.written[5], [0x01, 0x0B, 0x20, 0x07, 0x00, 0xA0, 0x00, 0xA0, 0x00, 0x00, 0x00],
                        "passive, 100 ms interval = window (100 % duty)")
-        XCTAssertEqual(fake.written[5], [0x01, 0x0C, 0x20, 0x02, 0x01, 0x00], "duplicate filtering off")
+        XCTAssertEqual(fake.written[6], [0x01, 0x0C, 0x20, 0x02, 0x01, 0x00], "duplicate filtering off")
 
         var other = report
         other.data = msd(company: 0x004C, [9])
@@ -46,7 +46,7 @@ final class HCIBackendTests: XCTestCase {
 
         consumer.cancel()
         await fake.wait("scan disable") { $0.written.last == [0x01, 0x0C, 0x20, 0x02, 0x00, 0x00] }
-        XCTAssertEqual(fake.commandOpcodes.count, 7)
+        XCTAssertEqual(fake.commandOpcodes.count, 8)
         await central.shutdown()
         await fake.wait("channel closed") { $0.isClosed }
     }
@@ -77,9 +77,9 @@ final class HCIBackendTests: XCTestCase {
             filterDuplicates: true, resetController: false))
         let consumer = Task { for try await _ in central.advertisements(companyID: 0xFFFF) {} }
         await fake.wait("scan enable") { $0.commandOpcodes.last == 0x200C }
-        XCTAssertEqual(fake.commandOpcodes, [0x0C01, 0x2001, 0x1009, 0x200B, 0x200C], "no Reset when disabled")
-        XCTAssertEqual(fake.written[3], [0x01, 0x0B, 0x20, 0x07, 0x01, 0x60, 0x00, 0x30, 0x00, 0x00, 0x00])
-        XCTAssertEqual(fake.written[4], [0x01, 0x0C, 0x20, 0x02, 0x01, 0x01])
+        XCTAssertEqual(fake.commandOpcodes, [0x0C01, 0x2001, 0x1009, 0x2003, 0x200B, 0x200C], "no Reset when disabled")
+        XCTAssertEqual(fake.written[4], [0x01, 0x0B, 0x20, 0x07, 0x01, 0x60, 0x00, 0x30, 0x00, 0x00, 0x00])
+        XCTAssertEqual(fake.written[5], [0x01, 0x0C, 0x20, 0x02, 0x01, 0x01])
         consumer.cancel()
         await central.shutdown()
     }
@@ -221,28 +221,28 @@ final class HCIBackendTests: XCTestCase {
         let peripheral = HCIPeripheral(channel: fake, adapter: "hci1", options: publicAddress)
         try await peripheral.advertise(AdvertisingPayload(companyID: 0xFFFF, data: [1, 2, 3], connectable: false))
         XCTAssertEqual(fake.commandOpcodes, initSequence + [0x2006, 0x2008, 0x200A])
-        XCTAssertEqual(fake.written[4], [0x01, 0x06, 0x20, 0x0F, 0xA0, 0x00, 0xA0, 0x00, 0x03, 0x00, 0x00,
+        XCTAssertEqual(fake.written[5], [0x01, 0x06, 0x20, 0x0F, 0xA0, 0x00, 0xA0, 0x00, 0x03, 0x00, 0x00,
                                          0, 0, 0, 0, 0, 0, 0x07, 0x00])
-        XCTAssertEqual(fake.written[5], [0x01, 0x08, 0x20, 0x20, 10, 0x02, 0x01, 0x06, 0x06, 0xFF, 0xFF, 0xFF, 1, 2, 3]
+        XCTAssertEqual(fake.written[6], [0x01, 0x08, 0x20, 0x20, 10, 0x02, 0x01, 0x06, 0x06, 0xFF, 0xFF, 0xFF, 1, 2, 3]
                        + [UInt8](repeating: 0, count: 21))
-        XCTAssertEqual(fake.written[6], [0x01, 0x0A, 0x20, 0x01, 0x01])
+        XCTAssertEqual(fake.written[7], [0x01, 0x0A, 0x20, 0x01, 0x01])
         XCTAssertEqual(peripheral.advertisingAddress?.description, "01:02:03:04:05:06")
 
         // Changed vote, same interval: only the data changes, advertising continues.
         try await peripheral.advertise(AdvertisingPayload(companyID: 0xFFFF, data: [4, 5], connectable: false))
-        XCTAssertEqual(fake.commandOpcodes.count, 8)
-        XCTAssertEqual(fake.written[7], [0x01, 0x08, 0x20, 0x20, 9, 0x02, 0x01, 0x06, 0x05, 0xFF, 0xFF, 0xFF, 4, 5]
+        XCTAssertEqual(fake.commandOpcodes.count, 9)
+        XCTAssertEqual(fake.written[8], [0x01, 0x08, 0x20, 0x20, 9, 0x02, 0x01, 0x06, 0x05, 0xFF, 0xFF, 0xFF, 4, 5]
                        + [UInt8](repeating: 0, count: 22))
         // Same payload again: nothing to send.
         try await peripheral.advertise(AdvertisingPayload(companyID: 0xFFFF, data: [4, 5], connectable: false))
-        XCTAssertEqual(fake.commandOpcodes.count, 8)
+        XCTAssertEqual(fake.commandOpcodes.count, 9)
         // New interval: disable, parameters, data, enable.
         try await peripheral.advertise(AdvertisingPayload(companyID: 0xFFFF, data: [4, 5], interval: .milliseconds(250),
                                                           connectable: false))
-        XCTAssertEqual(Array(fake.commandOpcodes[8...]), [0x200A, 0x2006, 0x2008, 0x200A])
-        XCTAssertEqual(fake.written[8], [0x01, 0x0A, 0x20, 0x01, 0x00])
-        XCTAssertEqual(Array(fake.written[9][4..<8]), [0x90, 0x01, 0x90, 0x01])   // 400 slots = 250 ms
-        XCTAssertEqual(fake.written[11], [0x01, 0x0A, 0x20, 0x01, 0x01])
+        XCTAssertEqual(Array(fake.commandOpcodes[9...]), [0x200A, 0x2006, 0x2008, 0x200A])
+        XCTAssertEqual(fake.written[9], [0x01, 0x0A, 0x20, 0x01, 0x00])
+        XCTAssertEqual(Array(fake.written[10][4..<8]), [0x90, 0x01, 0x90, 0x01])   // 400 slots = 250 ms
+        XCTAssertEqual(fake.written[12], [0x01, 0x0A, 0x20, 0x01, 0x01])
 
         try await peripheral.stopAdvertising()
         XCTAssertEqual(fake.written.last, [0x01, 0x0A, 0x20, 0x01, 0x00])
@@ -289,7 +289,7 @@ final class HCIBackendTests: XCTestCase {
         let fake = FakeController()
         let peripheral = HCIPeripheral(channel: fake, adapter: "hci1", options: publicAddress)
         try await peripheral.advertise(AdvertisingPayload(companyID: 0xFFFF, data: [1], connectable: true))
-        XCTAssertEqual(fake.written[4][8], 0x03, "ADV_NONCONN_IND")
+        XCTAssertEqual(fake.written[5][8], 0x03, "ADV_NONCONN_IND")
         var statuses = peripheral.status().makeAsyncIterator()
         let status = await statuses.next()
         XCTAssertEqual(status?.state, .advertising)
@@ -316,13 +316,13 @@ final class HCIBackendTests: XCTestCase {
         let peripheral = HCIPeripheral(channel: fake, adapter: "hci1", options: publicAddress)
         try await peripheral.advertise(AdvertisingPayload(companyID: 0xFFFF, data: [1], connectable: false))
         XCTAssertEqual(fake.commandOpcodes, initSequence + [0x2005, 0x2006, 0x2008, 0x200A])
-        let set = fake.written[4]
+        let set = fake.written[5]
         XCTAssertEqual(set.count, 10)
         XCTAssertEqual(set[9] & 0xC0, 0xC0, "random static: two top bits set")
         let address = try XCTUnwrap(peripheral.advertisingAddress)
         XCTAssertEqual(Array(set[4...]), [address.bytes.5, address.bytes.4, address.bytes.3,
                                           address.bytes.2, address.bytes.1, address.bytes.0])
-        XCTAssertEqual(fake.written[5][9], 0x01, "Own_Address_Type random")
+        XCTAssertEqual(fake.written[6][9], 0x01, "Own_Address_Type random")
         await peripheral.shutdown()
     }
 
@@ -338,12 +338,12 @@ final class HCIBackendTests: XCTestCase {
             XCTAssertEqual(fake.commandOpcodes, initSequence + [0x2005, 0x2006, 0x2008, 0x200A])
             let address = try XCTUnwrap(peripheral.advertisingAddress)
             let b = address.bytes
-            XCTAssertEqual(fake.written[4], [0x01, 0x05, 0x20, 0x06, b.5, b.4, b.3, b.2, b.1, b.0], "LE Set Random Address, LSB first")
+            XCTAssertEqual(fake.written[5], [0x01, 0x05, 0x20, 0x06, b.5, b.4, b.3, b.2, b.1, b.0], "LE Set Random Address, LSB first")
             XCTAssertEqual(b.0 & 0xC0, 0x00, "NRPA: two most significant bits 00")
             XCTAssertNotEqual(address.rawValue, 0)
             XCTAssertNotEqual(address.rawValue, 0x3FFF_FFFF_FFFF)
             XCTAssertNotEqual(address.description, "01:02:03:04:05:06", "not the public address")
-            XCTAssertEqual(fake.written[5], [0x01, 0x06, 0x20, 0x0F, 0xA0, 0x00, 0xA0, 0x00, 0x03, 0x01, 0x00,
+            XCTAssertEqual(fake.written[6], [0x01, 0x06, 0x20, 0x0F, 0xA0, 0x00, 0xA0, 0x00, 0x03, 0x01, 0x00,
                                              0, 0, 0, 0, 0, 0, 0x07, 0x00], "Own_Address_Type = random")
             seen.insert(address)
             await peripheral.shutdown()
@@ -369,7 +369,7 @@ final class HCIBackendTests: XCTestCase {
         let random = try XCTUnwrap(DeviceAddress("C0:11:22:33:44:55"))
         let peripheral = HCIPeripheral(channel: fake, adapter: "hci1", options: .init(address: .random(random)))
         try await peripheral.advertise(AdvertisingPayload(companyID: 0xFFFF, data: [1], connectable: false))
-        XCTAssertEqual(fake.written[4], [0x01, 0x05, 0x20, 0x06, 0x55, 0x44, 0x33, 0x22, 0x11, 0xC0])
+        XCTAssertEqual(fake.written[5], [0x01, 0x05, 0x20, 0x06, 0x55, 0x44, 0x33, 0x22, 0x11, 0xC0])
         XCTAssertEqual(peripheral.advertisingAddress, random)
         await peripheral.shutdown()
     }
@@ -382,8 +382,8 @@ final class HCIBackendTests: XCTestCase {
         try await peripheral.advertise(AdvertisingPayload(companyID: 0xFFFF, data: [1], interval: .milliseconds(50),
                                                           connectable: false))
         XCTAssertEqual(fake.commandOpcodes, initSequence + [0x2006, 0x2006, 0x2008, 0x200A])
-        XCTAssertEqual(Array(fake.written[4][4..<8]), [0x50, 0x00, 0x50, 0x00])
-        XCTAssertEqual(Array(fake.written[5][4..<8]), [0xA0, 0x00, 0xA0, 0x00])
+        XCTAssertEqual(Array(fake.written[5][4..<8]), [0x50, 0x00, 0x50, 0x00])
+        XCTAssertEqual(Array(fake.written[6][4..<8]), [0xA0, 0x00, 0xA0, 0x00])
         var statuses = peripheral.status().makeAsyncIterator()
         let status = await statuses.next()
         XCTAssertTrue(status?.lastError?.contains("100 ms") ?? false)

@@ -60,6 +60,10 @@ final class FakeController: HCIChannel {
         var closed = false
         var bdaddr: [UInt8] = [0x06, 0x05, 0x04, 0x03, 0x02, 0x01]   // 01:02:03:04:05:06
         var silent: Set<UInt16> = []                                 // opcodes never answered
+        /// LE features (LE Read Local Supported Features); bit 12 makes the backends use extended commands.
+        var leFeatures: [UInt8] = [0, 0, 0, 0, 0, 0, 0, 0]
+        /// LE Read Maximum Advertising Data Length.
+        var maximumAdvertisingDataLength: UInt16 = 1650
         var statusFor: @Sendable (UInt16, [UInt8]) -> UInt8 = { _, _ in 0 }
         /// Whether `read` was ever called from inside a Swift task (i.e. on the cooperative pool).
         var readInsideTask = false
@@ -75,7 +79,15 @@ final class FakeController: HCIChannel {
             let opcode = UInt16(packet[1]) | UInt16(packet[2]) << 8
             if s.silent.contains(opcode) { return false }
             let status = s.statusFor(opcode, Array(packet.dropFirst(4)))
-            let ret: [UInt8] = opcode == 0x1009 && status == 0 ? [status] + s.bdaddr : [status]
+            var ret: [UInt8] = [status]
+            if status == 0 {
+                switch opcode {
+                case 0x1009: ret += s.bdaddr
+                case 0x2003: ret += s.leFeatures
+                case 0x203A: ret += [UInt8(s.maximumAdvertisingDataLength & 0xFF), UInt8(s.maximumAdvertisingDataLength >> 8)]
+                default: break
+                }
+            }
             s.inbox.append(commandComplete(opcode, ret))
             return false
         }
@@ -105,6 +117,12 @@ final class FakeController: HCIChannel {
     var written: [[UInt8]] { state.withLock { $0.written } }
     var commandOpcodes: [UInt16] { written.compactMap { $0.count >= 3 ? UInt16($0[1]) | UInt16($0[2]) << 8 : nil } }
     var isClosed: Bool { state.withLock { $0.closed } }
+    /// The commands written after `index`, as packets.
+    func written(after index: Int) -> [[UInt8]] { Array(written.dropFirst(index)) }
+    /// Makes the controller announce LE Extended Advertising (LE features bit 12).
+    func announceExtendedAdvertising(maximumDataLength: UInt16 = 1650) {
+        state.withLock { $0.leFeatures[1] |= 0x10; $0.maximumAdvertisingDataLength = maximumDataLength }
+    }
 
     /// Waits (polling) until `condition` holds, failing the test after `timeout`.
     func wait(_ what: String, timeout: Duration = .seconds(5), file: StaticString = #filePath, line: UInt = #line,
