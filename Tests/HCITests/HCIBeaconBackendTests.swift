@@ -215,7 +215,7 @@ final class HCIBeaconBackendTests: XCTestCase {
         let (tooShort, shortNote) = HCIPeripheral.scanParameters(
             for: ScanDutyCycle(window: .milliseconds(1), interval: .milliseconds(1)), ownAddressType: .randomAddress)
         XCTAssertEqual(tooShort, ScanParameters(interval: 0x0004, window: 0x0004, ownAddressType: .randomAddress))
-        XCTAssertTrue(shortNote?.contains("2.5ms") ?? false, shortNote ?? "no note")
+        XCTAssertTrue(shortNote?.contains("set to 0.0025 seconds every 0.0025 seconds") ?? false, shortNote ?? "no note")
         let (tooLong, longNote) = HCIPeripheral.scanParameters(
             for: ScanDutyCycle(window: .seconds(20), interval: .seconds(30)), ownAddressType: .publicAddress)
         XCTAssertEqual(tooLong.interval, 0x4000)
