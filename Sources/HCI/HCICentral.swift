@@ -10,6 +10,10 @@ import Synchronization
 /// off, so every advertisement reaches the tally. LE Advertising Reports (and LE Extended
 /// Advertising Reports, should the controller send them) are decoded on a dedicated reader thread.
 ///
+/// On a controller that announces LE Extended Advertising (LE features bit 12), the scan uses LE Set
+/// Extended Scan Parameters / Enable instead, because the beacon (CentralBroadcast.swift) then goes
+/// out as an extended advertising set and a controller takes one command family only.
+///
 /// Scanning starts with the first `advertisements(companyID:)` stream and stops when the last
 /// one is cancelled. `readCharacteristic` is not implemented (no LE connections or ATT client
 /// over raw HCI): it throws `TransportError.unsupported`, so ballots are counted from
