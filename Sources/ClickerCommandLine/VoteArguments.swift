@@ -9,11 +9,19 @@ public struct VoteArguments: ParsableArguments, Sendable {
     @Argument(help: "The join code on the instructor's screen, e.g. 4821-ABCDE-FGHJK.")
     public var joinCode: String
 
-    @Argument(help: "Your answer: A-H, true/false, a multi-select like A+C, a ranking like C>A>B, or a number.")
-    public var answer: String
+    @Argument(help: "Your answer: A-H, true/false, a multi-select like A+C, a ranking like C>A>B, or a number. Without it (and without --question) the voter follows the tally's beacon and reads answers from standard input.")
+    public var answer: String?
 
-    @Option(help: "Question number.")
-    public var question: UInt8 = 1
+    @Option(name: .customLong("question"),
+            help: "Question number (default 1 when an answer is given). Without it and without an answer, the question comes from the tally's beacon.")
+    public var questionOption: UInt8?
+
+    /// The question voted on when not following the beacon.
+    public var question: UInt8 { questionOption ?? 1 }
+
+    /// Whether the voter follows the tally's beacon (docs/PROTOCOL.md §11.10): neither an answer
+    /// nor `--question` was given.
+    public var followsBeacon: Bool { answer == nil && questionOption == nil }
 
     @Flag(help: "Roster mode: sign with this device's enrolled key (see `clicker-vote enroll`).")
     public var roster = false
@@ -37,6 +45,11 @@ public struct VoteArguments: ParsableArguments, Sendable {
     public func validate() throws {
         do { _ = try JoinCode(parsing: joinCode) } catch { throw ValidationError(quoting: "join code: \(error)") }
         let parse = try parser()
+        guard let answer else {
+            if questionOption != nil { throw ValidationError("give your answer after the join code, or leave out --question to follow the tally's beacon") }
+            if kind != nil { throw ValidationError("--kind describes a question given with --question; the beacon says the question's kind") }
+            return
+        }
         do { _ = try parse(answer) } catch { throw ValidationError(quoting: "answer: \(error)") }
     }
 

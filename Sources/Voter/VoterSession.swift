@@ -25,7 +25,9 @@ public actor VoterSession {
     /// The sequences of a voter without a state directory (simulated students).
     private var memory = SequenceBook()
     private let fileWork = BlockingWorker(label: "clicker.voter.state")
-    private let interval: Duration
+    private var interval: Duration
+    /// The advertisement of ``current``, kept to re-advertise it at another interval.
+    private var advert: [UInt8]?
     private let logger: Logger
     private(set) public var current: Ballot?
     private var gattUnsupportedLogged = false
@@ -68,6 +70,7 @@ public actor VoterSession {
         try await transport.advertise(AdvertisingPayload(companyID: BallotFormat.companyID, data: advert,
                                                          interval: interval, connectable: true))
         current = ballot
+        self.advert = advert
         logger.debug("advertising \(answer) (sequence \(ballot.sequence)) for vote \(joinCode.voteID), question \(question)")
         return ballot
     }
@@ -89,6 +92,26 @@ public actor VoterSession {
         return try await fileWork.run { try sequences.claim(poll: poll, question: question, answer: [k, hi, lo]) }
     }
 
+    /// Casts `answer` advertised every `interval` (a voter following the beacon, §11.10).
+    @discardableResult
+    public func cast(_ answer: Answer, interval: Duration) async throws -> Ballot {
+        self.interval = interval
+        return try await cast(answer)
+    }
+
+    /// Re-advertises the current ballot (same sequence) every `interval`; nothing when none was cast.
+    public func readvertise(interval: Duration) async throws {
+        self.interval = interval
+        guard let advert else { return }
+        try await transport.advertise(AdvertisingPayload(companyID: BallotFormat.companyID, data: advert,
+                                                         interval: interval, connectable: true))
+    }
+
+    /// Stops advertising, and keeps the radio (the beacon is still heard); ``readvertise(interval:)`` resumes.
+    public func silence() async throws {
+        try await transport.stopAdvertising()
+    }
+
     /// Stops advertising and withdraws the GATT service.
     public func stop() async {
         await transport.shutdown()
@@ -97,10 +120,13 @@ public actor VoterSession {
 
 public enum VoterError: Error, CustomStringConvertible, Equatable {
     case sequenceExhausted
+    /// Following the beacon needs a radio that listens while it advertises.
+    case cannotListen
 
     public var description: String {
         switch self {
         case .sequenceExhausted: "this device has sealed 65535 ballots in this poll; no higher sequence is left"
+        case .cannotListen: "this radio cannot listen for the tally's beacon; give the question with --question N"
         }
     }
 }

@@ -27,6 +27,8 @@ struct ClickerVoteCommand: AsyncParsableCommand {
             clicker-vote 4821-ABCDE-FGHJK B   advertises answer B for that poll. Type another answer \
             (or pipe one per line into stdin, e.g. from a board's buttons) to change it; Ctrl-C or \
             SIGTERM stops advertising cleanly.
+
+            clicker-vote 4821-ABCDE-FGHJK   follows the tally's beacon: it shows the open question,             takes your answers from stdin (checked against the question) and says when your vote is             counted. When stdout is not a terminal it prints one line per change: waiting, no-beacon,             question N KIND OPTIONS [TITLE], sending X, counted X, not-offered X, question-closed N,             poll-closed, roster-mismatch.
             """,
         version: ClickerVersion.text(program: "clicker-vote"),
         subcommands: [Cast.self, Enroll.self],
@@ -53,7 +55,6 @@ struct Cast: AsyncParsableCommand {
         let logger = Logger(label: "clicker.vote")
         let code = try JoinCode(parsing: vote.joinCode)
         let parse = try vote.parser()
-        let first = try parse(vote.answer)
         let state: StateDirectory
         let identity: DeviceKey
         do {
@@ -63,6 +64,10 @@ struct Cast: AsyncParsableCommand {
         let transport: any PeripheralTransport
         do { transport = try await radio.open(logger: logger) } catch { throw Failure.radio(error) }
         let secret = PollSecret(deriving: code)  // scrypt, once per run
+        guard let answerText = vote.answer else {
+            return try await follow(secret: secret, identity: identity, state: state, transport: transport, logger: logger)
+        }
+        let first = try parse(answerText)
         let session = VoterSession(secret: secret, question: vote.question, identity: identity, roster: vote.roster,
                                    transport: transport, state: state,
                                    interval: .milliseconds(intervalMs), logger: logger)
@@ -72,6 +77,26 @@ struct Cast: AsyncParsableCommand {
             services: [.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup)],
             gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         // A first cast that fails ends the service with its error, which the group rethrows.
+        do { try await group.run() } catch { throw Failure("\(error)") }
+    }
+}
+
+extension Cast {
+    /// `clicker-vote <join-code>`: follows the beacon (docs/PROTOCOL.md §11.10). On a terminal a
+    /// sentence per change; otherwise one stable line per change (README.md lists them).
+    func follow(secret: PollSecret, identity: DeviceKey, state: StateDirectory, transport: any PeripheralTransport,
+                logger: Logger) async throws {
+        let terminal = isatty(STDOUT_FILENO) == 1
+        let service = BeaconFollowService(
+            secret: secret, identity: identity, roster: vote.roster, transport: transport, state: state,
+            lines: StdinLines.stream(),
+            report: { status, question in
+                say(terminal ? status.sentence(question: question) : status.line(question: question))
+            },
+            logger: logger)
+        let group = ServiceGroup(configuration: ServiceGroupConfiguration(
+            services: [.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup)],
+            gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         do { try await group.run() } catch { throw Failure("\(error)") }
     }
 }

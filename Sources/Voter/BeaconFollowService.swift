@@ -1,0 +1,185 @@
+import ClickerTransport
+import ClickerWire
+import Logging
+import ServiceLifecycle
+
+/// `clicker-vote <join-code>` without `--question`: listens to the tally's beacon and runs a
+/// ``BeaconFollower`` on what it hears, the answers that arrive as lines, and the time; casts the
+/// ballot it asks for through one ``VoterSession`` per question (each new ballot a new sequence),
+/// at the interval it asks for, and reports every change of status (docs/PROTOCOL.md §11.10).
+///
+/// The radio must also listen (`ListenerTransport`). Its listen stream may end (bluetoothd went
+/// away): it is opened again after ``relistenDelay``. Runs until a graceful shutdown.
+public struct BeaconFollowService: Service {
+    public static let relistenDelay: Duration = .seconds(1)
+
+    let secret: PollSecret
+    let identity: DeviceKey
+    let roster: Bool
+    let transport: any PeripheralTransport
+    let state: StateDirectory?
+    let lines: AsyncStream<String>
+    let report: @Sendable (BeaconFollower.Status, BeaconFollower.Question?) -> Void
+    let logger: Logger
+    let now: @Sendable () -> Duration
+    let tick: Duration
+
+    /// - Parameters:
+    ///   - lines: answers, one a line; read with the open question's ``AnswerForm``.
+    ///   - report: every new status, with the question the beacon describes (its text once complete).
+    ///   - now: the monotonic clock the follower runs on.
+    ///   - tick: how often the clock is looked at when nothing is heard (for ``BeaconFollower/Status/noBeacon``).
+    public init(secret: PollSecret, identity: DeviceKey, roster: Bool, transport: any PeripheralTransport,
+                state: StateDirectory?, lines: AsyncStream<String>,
+                report: @escaping @Sendable (BeaconFollower.Status, BeaconFollower.Question?) -> Void,
+                logger: Logger = Logger(label: "clicker.voter"),
+                now: @escaping @Sendable () -> Duration = { ContinuousClock.now - BeaconFollowService.origin },
+                tick: Duration = .milliseconds(500)) {
+        self.secret = secret
+        self.identity = identity
+        self.roster = roster
+        self.transport = transport
+        self.state = state
+        self.lines = lines
+        self.report = report
+        self.logger = logger
+        self.now = now
+        self.tick = tick
+    }
+
+    public static let origin = ContinuousClock.now
+
+    enum Event: Sendable {
+        case heard([UInt8])
+        case line(String)
+        case tick
+    }
+
+    public func run() async throws {
+        guard let listener = transport as? any ListenerTransport else { throw VoterError.cannotListen }
+        let (events, sink) = AsyncStream<Event>.makeStream()
+        let logger = self.logger, tick = self.tick, lines = self.lines
+        let listening = Task {
+            while !Task.isCancelled {
+                do {
+                    for try await r in listener.listen(companyID: BallotFormat.companyID, dutyCycle: .fast) {
+                        sink.yield(.heard(r.data))
+                    }
+                } catch {
+                    logger.notice("listening for the beacon stopped (\(error)); listening again")
+                }
+                try? await Task.sleep(for: Self.relistenDelay)
+            }
+        }
+        let reading = Task {
+            for await line in lines { sink.yield(.line(line)) }
+        }
+        let ticking = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: tick)
+                sink.yield(.tick)
+            }
+        }
+        defer { listening.cancel(); reading.cancel(); ticking.cancel() }
+
+        let mode: BallotMode = roster ? .roster : .anonymous
+        var sessions = Sessions(secret: secret, identity: identity, roster: roster, transport: transport, state: state, logger: logger)
+        var follower = BeaconFollower(key: BeaconKey(secret), mode: mode, voterID: await sessions.voterID(), now: now())
+        var shown = (follower.status, follower.question)
+        report(shown.0, shown.1)
+        await cancelWhenGracefulShutdown {
+            for await event in events {
+                switch event {
+                case .heard(let bytes): follower.hear(bytes, at: now())
+                case .tick: follower.tick(at: now())
+                case .line(let line):
+                    let text = line.trimmingWhitespace()
+                    if text.isEmpty { continue }
+                    do {
+                        follower.answer(try Self.parse(text, for: follower.question?.beacon))
+                    } catch {
+                        logger.error("\(VoterService.excerpt(text)): \(VoterService.excerpt("\(error)", limit: 160))")
+                    }
+                }
+                do {
+                    try await sessions.apply(&follower)
+                } catch {
+                    logger.error("cannot advertise: \(error)")
+                }
+                if (follower.status, follower.question) != shown {
+                    shown = (follower.status, follower.question)
+                    report(shown.0, shown.1)
+                }
+            }
+        }
+        await sessions.stop()
+    }
+
+    /// A typed line as an answer: with the form of the open question when there is one, so a line
+    /// it does not offer is refused with what it takes.
+    static func parse(_ text: String, for question: BeaconQuestion?) throws -> Answer {
+        guard let q = question else { return try Answer(parsing: text) }
+        return try AnswerForm(kind: q.kind, options: q.kind.hasOptions ? Int(q.options) : 4).answer(text)
+    }
+}
+
+/// The voter sessions of a follower: one per question, all on one radio; casts each new ballot
+/// generation once and changes the interval of the ballot on the air.
+struct Sessions {
+    let secret: PollSecret
+    let identity: DeviceKey
+    let roster: Bool
+    let transport: any PeripheralTransport
+    let state: StateDirectory?
+    let logger: Logger
+    var session: VoterSession?
+    var generation: UInt64?
+    var interval: Duration?
+    var onAir = false
+
+    init(secret: PollSecret, identity: DeviceKey, roster: Bool, transport: any PeripheralTransport,
+         state: StateDirectory?, logger: Logger) {
+        self.secret = secret
+        self.identity = identity
+        self.roster = roster
+        self.transport = transport
+        self.state = state
+        self.logger = logger
+    }
+
+    func make(_ question: UInt8) -> VoterSession {
+        VoterSession(secret: secret, question: question, identity: identity, roster: roster,
+                     transport: transport, state: state, logger: logger)
+    }
+
+    /// The voter ID of this device in this poll (the same for every question).
+    func voterID() async -> UInt32 { await make(0).voterID }
+
+    /// Makes the radio advertise what `follower` asks for.
+    mutating func apply(_ follower: inout BeaconFollower) async throws {
+        switch follower.advertising {
+        case .silent:
+            guard onAir, let s = session else { return }
+            onAir = false
+            try await s.silence()
+        case .ballot(let question, let answer, let g, let iv):
+            let s: VoterSession
+            if let current = session, current.question == question { s = current } else { s = make(question); session = s }
+            if g != generation {
+                let b = try await s.cast(answer, interval: iv)
+                follower.sealed(generation: g, sequence: b.sequence)
+                generation = g
+            } else if iv != interval || !onAir {
+                try await s.readvertise(interval: iv)
+            } else {
+                return
+            }
+            interval = iv
+            onAir = true
+        }
+    }
+
+    func stop() async {
+        if let session { await session.stop() } else { await transport.shutdown() }
+    }
+}

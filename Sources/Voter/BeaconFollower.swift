@@ -1,0 +1,221 @@
+import ClickerWire
+
+/// A voter following the tally's beacon (docs/PROTOCOL.md §11.10): what it hears, what the student
+/// answers and the time go in; what to advertise and what to show come out. Pure value, no I/O:
+/// the caller feeds it manufacturer data, answers and its monotonic clock, casts the ballot
+/// ``advertising`` asks for (a new ``Advertising/ballot`` generation means a new ballot, with a new
+/// sequence) and reports the sequence it sealed with ``sealed(generation:sequence:)``.
+public struct BeaconFollower: Sendable {
+    /// How long the voter waits for an authentic STATE frame before it says there is no beacon.
+    public static let noBeaconAfter: Duration = .seconds(5)
+
+    /// A question a STATE frame opened, with its text once every TEXT page arrived.
+    public struct Question: Sendable, Hashable {
+        public var beacon: BeaconQuestion
+        public var text: QuestionText?
+        public var number: UInt8 { beacon.number }
+    }
+
+    /// What the student is shown; one value per change.
+    public enum Status: Sendable, Hashable {
+        /// No authentic STATE yet.
+        case waiting
+        /// No authentic STATE within ``noBeaconAfter``: wrong join code, out of range, or no tally
+        /// running (`--question N` works with a tally that does not beacon).
+        case noBeacon
+        /// A question is open and the student has not answered it (or its text just arrived).
+        case open(Question)
+        /// The ballot of `answer` is advertised and not yet acknowledged.
+        case sending(Answer)
+        /// An ACKS frame of the question holds the current ballot's fingerprint.
+        case counted(Answer)
+        /// The student's answer is not one the open question offers; nothing new is advertised.
+        case notOffered(Answer)
+        /// The question closed; nothing is advertised.
+        case questionClosed(UInt8)
+        /// The poll is over; nothing is advertised, the voter keeps listening.
+        case pollClosed
+        /// The poll counts ballots of `poll`'s mode, not this voter's; nothing is advertised.
+        case rosterMismatch(poll: BallotMode)
+    }
+
+    /// What the radio should advertise.
+    public enum Advertising: Sendable, Hashable {
+        case silent
+        /// The ballot of `answer` for `question`, every `interval`. A new `generation` is a new ballot.
+        case ballot(question: UInt8, answer: Answer, generation: UInt64, interval: Duration)
+    }
+
+    public let key: BeaconKey
+    public let mode: BallotMode
+    public let voterID: UInt32
+    public private(set) var status: Status = .waiting
+    public private(set) var advertising: Advertising = .silent
+    /// The question the newest accepted STATE frame describes as open, if any.
+    public private(set) var question: Question?
+
+    private var guardState = BeaconReplayGuard()
+    private let started: Duration
+    private var heardState = false
+    private var interval: BeaconInterval = .stop
+    private var closed = false
+    private var mismatch = false
+    /// The answer to the open question, and the ballot advertising it.
+    private var answer: Answer?
+    private var generation: UInt64 = 0
+    private var matcher: AckMatcher?
+    private var acknowledged = false
+    /// An answer given while no question was open: applied to the next question that opens.
+    private var pending: Answer?
+    private var text: BeaconTextAssembler?
+    private var refused: Answer?
+
+    public init(key: BeaconKey, mode: BallotMode, voterID: UInt32, now: Duration) {
+        self.key = key
+        self.mode = mode
+        self.voterID = voterID
+        started = now
+    }
+
+    /// Manufacturer data (after the company ID) heard at `now`. Anything that is not an authentic
+    /// beacon frame of this poll, and any STATE the replay guard refuses, changes nothing.
+    public mutating func hear(_ bytes: [UInt8], at now: Duration) {
+        guard case .success(let frame) = BeaconCodec.open(bytes, key: key) else { return tick(at: now) }
+        switch frame {
+        case .state(let s):
+            guard guardState.admit(s, at: now) else { return }
+            follow(s)
+        case .acks(let a):
+            guard let matcher, !acknowledged, phase == .open, matcher.isAcknowledged(by: a) else { return }
+            acknowledged = true
+            update()
+        case .text(let page):
+            guard var t = text, question?.text == nil else { return }
+            if case .complete(let qt) = t.add(page, key: key) {
+                question?.text = qt
+                text = nil
+                if answer == nil, let q = question { status = .open(q) }
+            } else {
+                text = t
+            }
+        }
+    }
+
+    /// The passage of time: after ``noBeaconAfter`` without an authentic STATE, ``Status/noBeacon``.
+    public mutating func tick(at now: Duration) {
+        if !heardState, status == .waiting, now - started >= Self.noBeaconAfter { status = .noBeacon }
+    }
+
+    /// The student's answer. Checked against the open question; while none is open it waits for the next.
+    public mutating func answer(_ a: Answer) {
+        guard let q = question, phase == .open else {
+            pending = a
+            return
+        }
+        guard Self.offers(q.beacon, a) else {
+            status = .notOffered(a)
+            return
+        }
+        guard a != answer else { return update() }
+        answer = a
+        newBallot()
+        update()
+    }
+
+    /// The caller sealed the ballot of `generation` with `sequence`: its acknowledgement is now looked for.
+    public mutating func sealed(generation g: UInt64, sequence: UInt16) {
+        guard g == generation, let q = question, answer != nil else { return }
+        matcher = AckMatcher(key: key, voterID: voterID, question: q.number, sequence: sequence)
+    }
+
+    /// Whether an open question of the beacon offers `a` (the check the tally makes, without a
+    /// numeric range, which the beacon does not carry).
+    public static func offers(_ q: BeaconQuestion, _ a: Answer) -> Bool {
+        a.isOffered(kinds: [q.kind.answerKind], options: Int(q.options), range: nil)
+    }
+
+    private enum Phase { case none, open, questionClosed, closed }
+    private var phase: Phase = .none
+    private var pollMode: BallotMode = .anonymous
+
+    private mutating func newBallot() {
+        generation &+= 1
+        matcher = nil
+        acknowledged = false
+    }
+
+    private mutating func follow(_ s: BeaconState) {
+        heardState = true
+        interval = s.interval
+        mismatch = s.mode != mode
+        pollMode = s.mode
+        switch s.poll {
+        case .closed:
+            phase = .closed
+            question = nil
+            answer = nil
+            newBallot()
+        case .questionClosed(let q):
+            phase = .questionClosed
+            if question?.number != q.number { question = Question(beacon: q, text: nil) }
+            answer = nil
+            newBallot()
+        case .open(let q):
+            if phase != .open || question?.beacon != q {
+                // A new question (or the same number reopened with other options): answer again.
+                question = Question(beacon: q, text: nil)
+                text = q.textDigest.map(BeaconTextAssembler.init(digest:))
+                answer = nil
+                newBallot()
+                phase = .open
+                if let p = pending {
+                    pending = nil
+                    if Self.offers(q, p) { answer = p; newBallot() } else { refused = p }
+                }
+            }
+        }
+        update()
+        if let r = refused, answer == nil, !mismatch, phase == .open { status = .notOffered(r) }
+        refused = nil
+    }
+
+    /// Recomputes ``advertising`` and ``status`` from the phase, the answer and its acknowledgement.
+    private mutating func update() {
+        if mismatch {
+            advertising = .silent
+            status = .rosterMismatch(poll: pollMode)
+            return
+        }
+        switch phase {
+        case .none:
+            advertising = .silent
+        case .closed:
+            advertising = .silent
+            status = .pollClosed
+        case .questionClosed:
+            advertising = .silent
+            status = .questionClosed(question?.number ?? 0)
+        case .open:
+            guard let q = question else { return }
+            guard let a = answer else {
+                advertising = .silent
+                status = .open(q)
+                return
+            }
+            guard let ms = interval.milliseconds else {
+                // The tally asks for silence (interval stop) though the question is open.
+                advertising = .silent
+                status = .questionClosed(q.number)
+                return
+            }
+            if acknowledged {
+                // An acknowledgement slows the ballot to the keep-alive and never stops it.
+                advertising = .ballot(question: q.number, answer: a, generation: generation, interval: BeaconInterval.keepAlive)
+                status = .counted(a)
+            } else {
+                advertising = .ballot(question: q.number, answer: a, generation: generation, interval: .milliseconds(ms))
+                status = .sending(a)
+            }
+        }
+    }
+}
