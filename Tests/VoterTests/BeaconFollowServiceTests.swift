@@ -1,0 +1,102 @@
+import ClickerTransport
+import ClickerWire
+import Logging
+import ServiceLifecycle
+import ServiceLifecycleTestKit
+import Synchronization
+import Voter
+import XCTest
+
+/// A radio that advertises (logging what and at which interval) and listens to frames the test
+/// sends; its listen stream can be ended, as when bluetoothd goes away.
+final class ListeningRadio: PeripheralTransport, ListenerTransport {
+    let log: EventLog
+    let sinks = Mutex<[AsyncThrowingStream<AdvertisementReport, any Error>.Continuation]>([])
+    let listens = EventLog()
+    init(log: EventLog) { self.log = log }
+
+    func advertise(_ payload: AdvertisingPayload) async throws {
+        log.add("advertise \(payload.interval.components.seconds * 1000 + payload.interval.components.attoseconds / 1_000_000_000_000_000) ms")
+    }
+    func stopAdvertising() async throws { log.add("stop") }
+    func publish(service: UUID128, characteristic: UUID128, value: [UInt8]) async throws {}
+    func shutdown() async { log.add("shutdown") }
+    func status() -> AsyncStream<RadioStatus> { AsyncStream { $0.finish() } }
+
+    func listen(companyID: UInt16, dutyCycle: ScanDutyCycle) -> AsyncThrowingStream<AdvertisementReport, any Error> {
+        let (stream, c) = AsyncThrowingStream<AdvertisementReport, any Error>.makeStream()
+        sinks.withLock { $0.append(c) }
+        listens.add("listen")
+        return stream
+    }
+
+    /// Delivers `bytes` to the newest listener.
+    func air(_ bytes: [UInt8]) {
+        let c = sinks.withLock { $0.last }
+        c?.yield(AdvertisementReport(address: DeviceAddress(1, 2, 3, 4, 5, 6), rssi: -50, companyID: BallotFormat.companyID,
+                                     data: bytes, timestamp: RadioInstant(nanoseconds: 0)))
+    }
+
+    /// Ends the listen stream (the daemon went away).
+    func endListening() { sinks.withLock { $0.last?.finish() } }
+}
+
+final class BeaconFollowServiceTests: XCTestCase {
+    let code = try! JoinCode(parsing: "4821-ABCDE-FGHJK")  // test constant, not input
+    let quiet = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+
+    func testFollowsTheBeaconCastsAndSlowsWhenCountedAndListensAgain() async throws {
+        let secret = pollSecret(code)
+        let key = BeaconKey(secret)
+        let log = EventLog()
+        let radio = ListeningRadio(log: log)
+        let identity = DeviceKey.generate()
+        let (lines, input) = AsyncStream<String>.makeStream()
+        let service = BeaconFollowService(secret: secret, identity: identity, roster: false, transport: radio,
+                                          state: nil, lines: lines,
+                                          report: { s, q in log.add(s.line(question: q)) }, logger: quiet,
+                                          tick: .seconds(3600))
+        var counter: UInt32 = 1000
+        func state(_ poll: BeaconPoll, _ ms: Int?) -> [UInt8] {
+            counter += 1
+            return try! BeaconCodec.seal(BeaconState(voteID: key.voteID, counter: counter, mode: .anonymous, poll: poll,
+                                                     interval: ms.flatMap { BeaconInterval(milliseconds: $0) } ?? .stop), key: key)
+        }
+        let q2 = BeaconQuestion(number: 2, kind: .single, options: 4)
+        try await testGracefulShutdown { shutdown in
+            let run = Task { try await service.run() }
+            _ = await radio.listens.waitFor(1)
+            var seen = await log.waitFor(1)
+            XCTAssertEqual(seen, ["waiting"])
+            radio.air(state(.open(q2), 100))
+            seen = await log.waitFor(2)
+            XCTAssertEqual(seen.last, "question 2 single 4")
+            input.yield("E")          // refused by the question's form: nothing advertised
+            input.yield("B")
+            seen = await log.waitFor(4)
+            XCTAssertEqual(Array(seen[2...]), ["advertise 100 ms", "sending B"])
+            let voterID = await VoterSession(secret: secret, question: 2, identity: identity, transport: radio, state: nil).voterID
+            // Another ballot's acknowledgement (sequence 2) changes nothing; then this one's (sequence 1).
+            counter += 1
+            radio.air(try BeaconCodec.seal(.acks(BeaconAcks(counter: counter, question: 2, fingerprints: [
+                key.fingerprint(voterID: voterID, question: 2, sequence: 2)])), key: key))
+            counter += 1
+            radio.air(try BeaconCodec.seal(.acks(BeaconAcks(counter: counter, question: 2, fingerprints: [
+                key.fingerprint(voterID: voterID, question: 2, sequence: 1)])), key: key))
+            seen = await log.waitFor(6)
+            XCTAssertEqual(Array(seen[4...]), ["advertise 10240 ms", "counted B"])
+            // Listening again after the stream ends.
+            radio.endListening()
+            _ = await radio.listens.waitFor(2)
+            radio.air(state(.questionClosed(q2), nil))
+            seen = await log.waitFor(8)
+            XCTAssertEqual(Array(seen[6...]), ["stop", "question-closed 2"])
+            radio.air(state(.closed, nil))
+            seen = await log.waitFor(9)
+            XCTAssertEqual(seen.last, "poll-closed")
+            shutdown.triggerGracefulShutdown()
+            try await run.value
+        }
+        XCTAssertEqual(log.all.last, "shutdown")
+    }
+}
