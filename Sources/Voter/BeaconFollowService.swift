@@ -83,11 +83,13 @@ public struct BeaconFollowService: Service {
         defer { listening.cancel(); reading.cancel(); ticking.cancel() }
 
         let mode: BallotMode = roster ? .roster : .anonymous
-        var sessions = Sessions(secret: secret, identity: identity, roster: roster, transport: transport, state: state, logger: logger)
-        var follower = BeaconFollower(key: BeaconKey(secret), mode: mode, voterID: await sessions.voterID(), now: now())
-        var shown = (follower.status, follower.question)
-        report(shown.0, shown.1)
+        let sessionsSeed = Sessions(secret: secret, identity: identity, roster: roster, transport: transport, state: state, logger: logger)
+        let key = BeaconKey(secret), report = self.report, now = self.now
         await cancelWhenGracefulShutdown {
+            var sessions = sessionsSeed
+            var follower = BeaconFollower(key: key, mode: mode, voterID: await sessions.voterID(), now: now())
+            var shown = (follower.status, follower.question)
+            report(shown.0, shown.1)
             for await event in events {
                 switch event {
                 case .heard(let bytes): follower.hear(bytes, at: now())
@@ -106,13 +108,13 @@ public struct BeaconFollowService: Service {
                 } catch {
                     logger.error("cannot advertise: \(error)")
                 }
-                if (follower.status, follower.question) != shown {
+                if follower.status != shown.0 || follower.question != shown.1 {
                     shown = (follower.status, follower.question)
                     report(shown.0, shown.1)
                 }
             }
+            await sessions.stop()
         }
-        await sessions.stop()
     }
 
     /// A typed line as an answer: with the form of the open question when there is one, so a line
