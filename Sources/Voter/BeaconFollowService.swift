@@ -100,6 +100,7 @@ public struct BeaconFollowService: Service {
                     do {
                         follower.answer(try Self.parse(text, for: follower.question?.beacon))
                     } catch {
+                        if let a = try? Answer(parsing: text) { follower.refuse(a) }
                         logger.error("\(VoterService.excerpt(text)): \(VoterService.excerpt("\(error)", limit: 160))")
                     }
                 }

@@ -122,6 +122,12 @@ public struct BeaconFollower: Sendable {
         update()
     }
 
+    /// An answer the caller's reading of the open question refused (``AnswerForm``): shown as not
+    /// offered; the ballot on the air stays.
+    public mutating func refuse(_ a: Answer) {
+        if phase == .open, !mismatch { status = .notOffered(a) }
+    }
+
     /// The caller sealed the ballot of `generation` with `sequence`: its acknowledgement is now looked for.
     public mutating func sealed(generation g: UInt64, sequence: UInt16) {
         guard g == generation, let q = question, answer != nil else { return }

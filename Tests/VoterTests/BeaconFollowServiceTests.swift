@@ -72,9 +72,11 @@ final class BeaconFollowServiceTests: XCTestCase {
             seen = await log.waitFor(2)
             XCTAssertEqual(seen.last, "question 2 single 4")
             input.yield("E")          // refused by the question's form: nothing advertised
+            seen = await log.waitFor(3)
+            XCTAssertEqual(seen.last, "not-offered E")
             input.yield("B")
-            seen = await log.waitFor(4)
-            XCTAssertEqual(Array(seen[2...]), ["advertise 100 ms", "sending B"])
+            seen = await log.waitFor(5)
+            XCTAssertEqual(Array(seen[3...]), ["advertise 100 ms", "sending B"])
             let voterID = await VoterSession(secret: secret, question: 2, identity: identity, transport: radio, state: nil).voterID
             // Another ballot's acknowledgement (sequence 2) changes nothing; then this one's (sequence 1).
             counter += 1
@@ -83,16 +85,16 @@ final class BeaconFollowServiceTests: XCTestCase {
             counter += 1
             radio.air(try BeaconCodec.seal(.acks(BeaconAcks(counter: counter, question: 2, fingerprints: [
                 key.fingerprint(voterID: voterID, question: 2, sequence: 1)])), key: key))
-            seen = await log.waitFor(6)
-            XCTAssertEqual(Array(seen[4...]), ["advertise 10240 ms", "counted B"])
+            seen = await log.waitFor(7)
+            XCTAssertEqual(Array(seen[5...]), ["advertise 10240 ms", "counted B"])
             // Listening again after the stream ends.
             radio.endListening()
             _ = await radio.listens.waitFor(2)
             radio.air(state(.questionClosed(q2), nil))
-            seen = await log.waitFor(8)
-            XCTAssertEqual(Array(seen[6...]), ["stop", "question-closed 2"])
-            radio.air(state(.closed, nil))
             seen = await log.waitFor(9)
+            XCTAssertEqual(Array(seen[7...]), ["stop", "question-closed 2"])
+            radio.air(state(.closed, nil))
+            seen = await log.waitFor(10)
             XCTAssertEqual(seen.last, "poll-closed")
             shutdown.triggerGracefulShutdown()
             try await run.value
