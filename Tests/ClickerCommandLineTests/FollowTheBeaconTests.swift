@@ -45,20 +45,29 @@ final class FollowTheBeaconTests: XCTestCase {
         process.standardError = FileHandle.nullDevice
         try process.run()
         defer { if process.isRunning { process.terminate() } }
-        let reader = LineReader(out.fileHandleForReading)
+        // Lines read on a thread of their own (blocking reads stay off the cooperative pool).
+        let (lines, sink) = AsyncStream<String>.makeStream()
+        let handle = out.fileHandleForReading
+        Thread.detachNewThread {
+            let reader = LineReader(handle)
+            while let line = reader.next() { sink.yield(line) }
+            sink.finish()
+        }
+        var reader = lines.makeAsyncIterator()
+        var line: String?
 
-        XCTAssertEqual(reader.next(), "waiting")
+        line = await reader.next(); XCTAssertEqual(line, "waiting")
         let q2 = BeaconQuestion(number: 2, kind: .single, options: 4)
         try await beacon(.open(q2), 100)
-        XCTAssertEqual(reader.next(), "question 2 single 4")
+        line = await reader.next(); XCTAssertEqual(line, "question 2 single 4")
         input.fileHandleForWriting.write(Data("E\n".utf8))
-        XCTAssertEqual(reader.next(), "not-offered E")
+        line = await reader.next(); XCTAssertEqual(line, "not-offered E")
         input.fileHandleForWriting.write(Data("C\n".utf8))
-        XCTAssertEqual(reader.next(), "sending C")
+        line = await reader.next(); XCTAssertEqual(line, "sending C")
         try await beacon(.questionClosed(q2), nil)
-        XCTAssertEqual(reader.next(), "question-closed 2")
+        line = await reader.next(); XCTAssertEqual(line, "question-closed 2")
         try await beacon(.closed, nil)
-        XCTAssertEqual(reader.next(), "poll-closed")
+        line = await reader.next(); XCTAssertEqual(line, "poll-closed")
         process.terminate()
         process.waitUntilExit()
     }
