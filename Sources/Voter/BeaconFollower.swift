@@ -14,6 +14,10 @@ public struct BeaconFollower: Sendable {
         public var beacon: BeaconQuestion
         public var text: QuestionText?
         public var number: UInt8 { beacon.number }
+        public init(beacon: BeaconQuestion, text: QuestionText? = nil) {
+            self.beacon = beacon
+            self.text = text
+        }
     }
 
     /// What the student is shown; one value per change.

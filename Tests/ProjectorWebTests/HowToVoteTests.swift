@@ -77,7 +77,7 @@ final class HowToVoteTests: XCTestCase {
                 XCTAssertEqual(parsed.joinCode, testCode.description, line)
                 XCTAssertEqual(parsed.question, spec.number, line)
                 XCTAssertEqual(parsed.roster, roster, line)
-                let answer = try parsed.parser()(parsed.answer)
+                let answer = try parsed.parser()(try XCTUnwrap(parsed.answer, line))
                 XCTAssertTrue(spec.offers(answer), "\(line): \(answer) not offered")
                 // The form clicker-vote checks answers against is the question's own.
                 if let form = try parsed.form() {
