@@ -202,6 +202,25 @@ final class BeaconFollowerTests: XCTestCase {
         XCTAssertEqual(g.status, .sending(.choice(2)))
     }
 
+    /// The voter's CPU per beacon frame heard (STATE and ACKS of 3 other fingerprints, alternating):
+    /// printed, for docs; the follower must still be sending after every frame.
+    func testCPUPerBeaconFrame() throws {
+        var f = follower()
+        f.hear(state(.open(q(1))), at: .seconds(1))
+        f.answer(.choice(0))
+        try XCTUnwrap(seal(&f, sequence: 1))
+        let frames: [[UInt8]] = (0..<1000).map { i in
+            i % 2 == 0 ? state(.open(q(1))) : acks(1, [AckFingerprint(value: UInt32(i)), AckFingerprint(value: 7), AckFingerprint(value: 9)])
+        }
+        let n = 50_000
+        let clock = ContinuousClock()
+        let start = clock.now
+        for i in 0..<n { f.hear(frames[i % frames.count], at: .seconds(2) + .milliseconds(i)) }
+        let elapsed = clock.now - start
+        XCTAssertEqual(f.status, .sending(.choice(0)))
+        print("beacon follower: \(elapsed / n) per frame over \(n) frames")
+    }
+
     /// Random orders of STATE (open, closed, stop, another question), ACKS (others' fingerprints,
     /// another question's, the voter's previous ballot's), answers and time: a voter whose current
     /// ballot no ACKS frame has acknowledged with its real fingerprint never stops advertising while
