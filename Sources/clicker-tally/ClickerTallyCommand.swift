@@ -83,7 +83,7 @@ struct RunArguments: ParsableArguments {
         let store: ClickerStore?
         do { store = try poll.openStore() } catch { throw Failure("cannot open the database: \(error)") }
         let questionSet = try await poll.questionSet()
-        let options = try poll.pollOptions(store: store, questionSet: questionSet)
+        let options = try poll.pollOptions(store: store, questionSet: questionSet, radio: kind)
         let controller: PollController
         do {
             controller = try PollController(options: options, store: store, start: poll.start(questionSet: questionSet),

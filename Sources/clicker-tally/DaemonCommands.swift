@@ -62,10 +62,11 @@ struct Daemon: AsyncParsableCommand {
             connection.close()
             throw Failure("cannot open the database: \(error)")
         }
+        let kind: RadioKind = room.simulate != nil ? .sim : radio.radio
         let controller: PollController
         do {
             let questionSet = try await poll.questionSet()
-            controller = try PollController(options: try poll.pollOptions(store: store, questionSet: questionSet), store: store,
+            controller = try PollController(options: try poll.pollOptions(store: store, questionSet: questionSet, radio: kind), store: store,
                                             start: poll.start(questionSet: questionSet), logger: logger)
         } catch {
             connection.close()
@@ -89,7 +90,7 @@ struct Daemon: AsyncParsableCommand {
             throw error
         }
         let opened: OpenedCentral
-        do { opened = try await radio.open(room.simulate != nil ? .sim : radio.radio, seed: room.seed, logger: logger,
+        do { opened = try await radio.open(kind, seed: room.seed, logger: logger,
                                           keepTrying: true) } catch {
             await web?.stop()
             throw Failure("\(error)")

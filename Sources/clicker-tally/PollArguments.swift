@@ -39,8 +39,8 @@ struct PollArguments: ParsableArguments {
     @Flag(inversion: .prefixedNo, help: "Read anonymous ballots back over GATT and verify their signature, so an unverified copy cannot replace a verified vote (off: changes unverified).")
     var gattConfirm = true
 
-    @Flag(inversion: .prefixedNo, help: "Broadcast the poll's beacon (question, interval, acknowledgements; PROTOCOL.md §11.11) when the radio can broadcast while it scans (off: voters need --question N).")
-    var beacon = true
+    @Flag(inversion: .prefixedNo, help: "Broadcast the poll's beacon (question, interval, acknowledgements; PROTOCOL.md §11.11) while scanning (off: voters need --question N). Default: on for --radio hci and sim; off for bluez, where bluetoothd 5.66 with a Bluetooth 4 controller refuses broadcast advertising while it discovers (README, Radios).")
+    var beacon: Bool?
 
     @Option(help: "Database file (default: clicker.sqlite in $STATE_DIRECTORY, else $XDG_STATE_HOME/clicker, else $HOME/.local/state/clicker).")
     var db: String?
@@ -95,7 +95,7 @@ struct PollArguments: ParsableArguments {
     }
 
     /// The poll's options; `questionSet` is what `questionSet()` read.
-    func pollOptions(store: ClickerStore?, questionSet: [QuestionSpec]?) throws -> PollOptions {
+    func pollOptions(store: ClickerStore?, questionSet: [QuestionSpec]?, radio: RadioKind) throws -> PollOptions {
         // With --resume the controller takes the open poll's code instead.
         let code = try joinCode.map { try JoinCode(parsing: $0) } ?? PollController.unusedJoinCode(store: store)
         var students: Roster?
@@ -107,7 +107,7 @@ struct PollArguments: ParsableArguments {
         }
         var options = PollOptions(joinCode: code, roster: students, policy: firstResponseOnly ? .firstResponseOnly : .latestWins,
                                   options: self.options, firstQuestion: firstQuestion, confirmByGATT: gattConfirm)
-        options.beacon = beacon
+        options.beacon = beacon ?? (radio != .bluez)
         if let questionSet {
             options.questionSet = questionSet
         } else {
