@@ -83,7 +83,7 @@ single_vote() {
   check "with --no-gatt-confirm the ballot is not marked gattVerified" json tally 'j["ballots"][0]["gattVerified"] == False and j["gattVerified"] == 0'
   check "voter still running" alive v1
   # bluetoothd 5.66 refuses a broadcast advertisement on these Bluetooth 4 controllers while they
-  # discover (the kernel cannot set its random address during a scan), so a BlueZ tally's beacon is
+  # discover ("Failed to add advertisement"; probably the random address it needs during a scan), so a BlueZ tally's beacon is
   # off unless asked for (README, Radios).
   check "the BlueZ tally registers no beacon by default" \
     sh -c "! grep -E 'path=/org/bluez/hci0; interface=org.bluez.LEAdvertisingManager1; member=RegisterAdvertisement' '$D/dbus-calls'"
