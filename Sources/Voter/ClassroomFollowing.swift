@@ -1,0 +1,91 @@
+import ClickerTransport
+import ClickerWire
+import Logging
+import ServiceLifecycle
+
+extension Classroom {
+    /// Runs the room following the poll's beacon, as real voters do (docs/PROTOCOL.md §11.10): each
+    /// student is a ``BeaconFollower`` on its own radio, which listens; when a question opens, the
+    /// student answers it after the think time (and changes once, if it does), from
+    /// `answers(question)`: the room answering that question's kind. After `n` the room votes on
+    /// the next question because the beacon said so. Runs until cancelled or a graceful shutdown.
+    /// `clock` is the monotonic clock the students' followers and think times run on.
+    public func follow(secret: PollSecret, timeScale: Double = 1, clock: some Clock<Duration> = ContinuousClock(),
+                       answers: @Sendable @escaping (BeaconQuestion) async -> Classroom,
+                       makeRadio: @Sendable @escaping (Int) -> any PeripheralTransport & ListenerTransport) async {
+        let key = BeaconKey(secret)
+        let origin = clock.now
+        let now: @Sendable () -> Duration = { origin.duration(to: clock.now) }
+        await cancelWhenGracefulShutdown {
+            await withTaskGroup(of: Void.self) { group in
+                for i in students.indices {
+                    group.addTask {
+                        await Self.student(i, secret: secret, key: key, timeScale: timeScale, clock: clock, now: now,
+                                           answers: answers, radio: makeRadio(i))
+                    }
+                }
+            }
+        }
+    }
+
+    enum StudentEvent: Sendable {
+        case heard([UInt8])
+        /// The think time of plan step `step` of question `question` is over.
+        case due(question: UInt8, step: Int)
+    }
+
+    static func student(_ i: Int, secret: PollSecret, key: BeaconKey, timeScale: Double, clock: some Clock<Duration>,
+                        now: @Sendable @escaping () -> Duration,
+                        answers: @Sendable @escaping (BeaconQuestion) async -> Classroom,
+                        radio: any PeripheralTransport & ListenerTransport) async {
+        var sessions = Sessions(secret: secret, identity: DeviceKey.generate(), roster: false, transport: radio, state: nil,
+                                logger: Logger(label: "clicker.classroom", factory: { _ in SwiftLogNoOpLogHandler() }))
+        var follower = BeaconFollower(key: key, mode: .anonymous, voterID: await sessions.voterID(), now: now())
+        let (events, sink) = AsyncStream<StudentEvent>.makeStream()
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                do {
+                    for try await r in radio.listen(companyID: BallotFormat.companyID, dutyCycle: .fast) { sink.yield(.heard(r.data)) }
+                } catch {}
+                sink.finish()
+            }
+            var question: UInt8?
+            var plan: [(after: Duration, answer: Answer)] = []
+            var timer: Task<Void, Never>?
+            func schedule(_ step: Int, of q: UInt8) {
+                guard step < plan.count else { return }
+                let wait = plan[step].after * timeScale
+                timer = Task {
+                    try? await clock.sleep(for: wait)
+                    if !Task.isCancelled { sink.yield(.due(question: q, step: step)) }
+                }
+            }
+            for await e in events {
+                switch e {
+                case .heard(let d): follower.hear(d, at: now())
+                case .due(let q, let step):
+                    guard q == question, step < plan.count else { break }
+                    follower.answer(plan[step].answer)
+                    schedule(step + 1, of: q)
+                }
+                if let q = follower.question?.beacon, q.number != question {
+                    // A new question: think, answer, perhaps change once.
+                    question = q.number
+                    timer?.cancel()
+                    let room = await answers(q)
+                    plan = []
+                    if i < room.students.count {
+                        let s = room.students[i]
+                        plan.append((s.thinkTime, s.answer))
+                        if let c = s.change { plan.append((c.after, c.to)) }
+                    }
+                    schedule(0, of: q.number)
+                }
+                try? await sessions.apply(&follower)
+            }
+            timer?.cancel()
+            group.cancelAll()
+        }
+        await sessions.stop()
+    }
+}
