@@ -129,6 +129,9 @@ let package = Package(
         .target(name: "Voter", dependencies: ["ClickerWire", "ClickerTransport", "PrivateFiles", .product(name: "Logging", package: "swift-log"),
                                        .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")]),
 
+        // The room of `clicker-tally --simulate N`: simulated students on the simulated air, following the beacon.
+        .target(name: "DemoRoom", dependencies: ["ClickerSim", "ClickerTransport", "ClickerWire", "TallyDaemon", "Voter"]),
+
         // The command-line layer both executables share: radio choice, errors for people, --version.
         .target(name: "ClickerCommandLine", dependencies: ["ClickerSim", "ClickerWire", "TerminalView", "Voter",
                                                       .product(name: "ArgumentParser", package: "swift-argument-parser")]),
@@ -136,7 +139,7 @@ let package = Package(
         // Executables only wire things together
         .executableTarget(name: "clicker-tally", dependencies: [
             "ClickerCommandLine", "TallyDaemon", "ClickerQuestions", "ClickerSim", "BlueZ", "HCI", "Voter", "DBus", "ClickerStore", "TerminalView",
-            "ProjectorWeb", "PrivateFiles",
+            "ProjectorWeb", "PrivateFiles", "DemoRoom",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -161,7 +164,7 @@ let package = Package(
         .testTarget(name: "DBusTests", dependencies: ["ClickerTestSupport", "DBus", "DBusTestSupport"]),
         .testTarget(name: "BlueZTests", dependencies: ["ClickerTestSupport", "BlueZ", "DBus", "ClickerWire", "ClickerTally", "TallyDaemon",
                                                        .product(name: "Crypto", package: "swift-crypto")]),
-        .testTarget(name: "TallyDaemonTests", dependencies: ["ClickerTestSupport", "TallyDaemon", "ClickerQuestions", "TerminalView", "TerminalTestSupport", "ClickerSim", "ClickerWire", "Voter", "DBus", "DBusTestSupport",
+        .testTarget(name: "TallyDaemonTests", dependencies: ["ClickerTestSupport", "TallyDaemon", "ClickerQuestions", "TerminalView", "TerminalTestSupport", "ClickerSim", "ClickerWire", "Voter", "DemoRoom", "DBus", "DBusTestSupport",
                                                              .product(name: "Crypto", package: "swift-crypto"),
                                                              .product(name: "GRDB", package: "GRDB.swift"),
                                                              .product(name: "Logging", package: "swift-log")]),
