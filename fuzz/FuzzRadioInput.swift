@@ -1,11 +1,14 @@
 // libFuzzer target: what the radios hand the tally, through the production decoders. Compiled
 // together with the BlueZ sources (see run.sh), against instrumented DBus and HCI modules.
 // The first byte picks the decoder, the rest is its input:
-//   even: an HCI event packet → `AdvertisementExtractor.extract` (the HCI central's hot path);
+//   even: HCI event packets, one after another (each as long as its header says; the last takes
+//         what is left) → `AdvertisementExtractor.extract` with one `ExtendedReportReassembler`
+//         for all of them (the HCI central's hot path);
 //   odd:  a D-Bus message in wire format → `dbus_message_demarshal` (libdbus validates it, as it
 //         does every message from the bus) → `SignalDecoder.decode` (the BlueZ central's decoder).
-// Properties: nothing traps; the extractor agrees with `HCIEvent.parse` and an independent walk of
-// the AD structures; a rejected event delivers nothing; the BlueZ hot path reads the same ballot
+// Properties: nothing traps; the extractor agrees with `HCIEvent.parse`, an independent walk of the
+// AD structures and an independent model of the chains of extended pieces; a rejected event
+// delivers nothing; the BlueZ hot path reads the same ballot
 // bytes and RSSI as the generic decoding of the same signal, whenever the generic decoding reads it.
 
 import CDBus
@@ -44,12 +47,57 @@ func referenceWalk(_ d: ArraySlice<UInt8>) -> Walk {
     return .absent
 }
 
-func checkHCI(_ packet: [UInt8]) {
+/// The chains of extended pieces as the reassembler keeps them (written from its documentation): keyed
+/// by address type, address and SID; at most 16 open (a new one drops the oldest) and 1650 octets each.
+struct ChainModel {
+    var chains: [String: [UInt8]] = [:]
+    var order: [String] = []
+
+    mutating func drop(_ key: String) {
+        if chains.removeValue(forKey: key) != nil { order.removeAll { $0 == key } }
+    }
+
+    /// A "more to come" piece: false when the chain went past 1650 octets (it is dropped).
+    mutating func append(_ key: String, _ piece: [UInt8]) -> Bool {
+        if chains[key] == nil {
+            if chains.count >= 16, let oldest = order.first { drop(oldest) }
+            chains[key] = []
+            order.append(key)
+        }
+        let joined = (chains[key] ?? []) + piece
+        guard joined.count <= 1650 else { drop(key); return false }
+        chains[key] = joined
+        return true
+    }
+
+    /// The complete last piece: the whole data (empty past 1650 octets), or the piece alone.
+    mutating func finish(_ key: String, _ last: [UInt8]) -> [UInt8] {
+        guard let chain = chains[key] else { return last }
+        drop(key)
+        return chain.count + last.count <= 1650 ? chain + last : []
+    }
+}
+
+func checkHCI(_ bytes: [UInt8]) {
+    var packets: [[UInt8]] = []
+    var at = 0
+    while at < bytes.count && packets.count < 8 {
+        let end = at + 3 <= bytes.count ? min(bytes.count, at + 3 + Int(bytes[at + 2])) : bytes.count
+        packets.append(Array(bytes[at..<end]))
+        at = end
+    }
+    var reassembler = ExtendedReportReassembler()
+    var model = ChainModel()
+    for packet in packets { checkHCIPacket(packet, &reassembler, &model) }
+}
+
+func checkHCIPacket(_ packet: [UInt8], _ reassembler: inout ExtendedReportReassembler, _ model: inout ChainModel) {
     let sentinel = AdvertisementReport(address: DeviceAddress(0, 0, 0, 0, 0, 0), rssi: nil, companyID: 0, data: [], timestamp: .zero)
     var out = [sentinel]
     let counts: ExtractionCounts
     do {
-        counts = try AdvertisementExtractor.extract(packet: packet, companyID: fuzzCompany, timestamp: .zero, into: &out)
+        counts = try AdvertisementExtractor.extract(packet: packet, companyIDs: [fuzzCompany], timestamp: .zero,
+                                                    reassembler: &reassembler, into: &out)
     } catch {
         guard out == [sentinel] else { fatalError("a rejected event delivered reports") }
         if case .leAdvertisingReport? = try? HCIEvent.parse(packet: packet) { fatalError("parse accepts what extract rejects") }
@@ -64,8 +112,21 @@ func checkHCI(_ packet: [UInt8]) {
     var expected = ExtractionCounts()
     var delivered: [AdvertisementReport] = []
     for r in reports {
-        if r.dataStatus != .complete { expected.fragments += 1; continue }
-        switch referenceWalk(r.data) {
+        var data = Array(r.data)
+        if let sid = r.extended?.advertisingSID {
+            let key = "\(r.addressType) \(r.address) \(sid)"
+            switch r.dataStatus {
+            case .complete: data = model.finish(key, data)
+            case .incompleteMoreToCome:
+                if model.append(key, data) { expected.fragments += 1 } else { expected.malformed += 1 }
+                continue
+            case .incompleteTruncated, .reserved:
+                model.drop(key)
+                expected.fragments += 1
+                continue
+            }
+        }
+        switch referenceWalk(data[...]) {
         case .found(let payload):
             expected.matched += 1
             delivered.append(AdvertisementReport(address: r.address, rssi: r.rssi, companyID: fuzzCompany, data: payload, timestamp: .zero))
@@ -75,6 +136,7 @@ func checkHCI(_ packet: [UInt8]) {
     }
     guard counts == expected else { fatalError("counts \(counts) but the reports give \(expected)") }
     guard Array(out.dropFirst()) == delivered else { fatalError("delivered reports differ from the parsed ones") }
+    guard reassembler.openChains == model.chains.count else { fatalError("\(reassembler.openChains) chains open, the model has \(model.chains.count)") }
 }
 
 // MARK: BlueZ over D-Bus

@@ -3,7 +3,7 @@
 # corpus from the test vectors in docs/PROTOCOL.md, and runs them:
 #   advertisement  BallotCodec.openAdvertisement (ClickerWire sources, swift-crypto from a release build)
 #   gatt           BallotCodec.openGATT
-#   radio-input    the radios' decoders: HCI's AdvertisementExtractor.extract on event packets, and
+#   radio-input    the radios' decoders: HCI's AdvertisementExtractor.extract (reassembling) on event packets, and
 #                  BlueZ's SignalDecoder.decode on D-Bus messages that libdbus demarshals (BlueZ
 #                  sources, instrumented DBus and HCI modules, libdbus-1, libbluetooth)
 #   text           the join code, answer, enrollment code and device key parsers

@@ -23,11 +23,11 @@ def ad(payload):      # raw advertising data: flags + manufacturer data (company
 
 ADDR = bytes([0x01, 0x00, 0x00, 0x01, 0xAA, 0xC0])   # C0:AA:01:00:00:01, least significant first
 
-def hci_event(datas, extended=False):   # LE Meta: (Extended) Advertising Report with one report per data
-    params = bytearray([0x0D if extended else 0x02, len(datas)])
+def hci_event(datas, extended=False, status=0):   # LE Meta: (Extended) Advertising Report, one report per data
+    params = bytearray([0x0D if extended else 0x02, len(datas)])         # status: extended data status (bits 5-6)
     for d in datas:
         if extended:
-            params += bytes([0x13, 0x00, 0x01]) + ADDR + bytes([1, 0, 0xFF, 0x7F, 0xC4, 0, 0, 0]) + bytes(6) + bytes([len(d)]) + d
+            params += bytes([0x13 | status << 5, 0x00, 0x01]) + ADDR + bytes([1, 0, 0xFF, 0x7F, 0xC4, 0, 0, 0]) + bytes(6) + bytes([len(d)]) + d
         else:
             params += bytes([0x03, 0x01]) + ADDR + bytes([len(d)]) + d + bytes([0xC4])
     return bytes([0x04, 0x3E, len(params)]) + bytes(params)
@@ -92,6 +92,9 @@ radio = []
 for p in adv:
     radio.append(b"\x00" + hci_event([ad(p)]))
     radio.append(b"\x00" + hci_event([ad(p), bytes([2, 1, 6, 5, 0xFF, 0x4C, 0x00, 2, 0x15])], extended=True))
+    # The same data in two pieces, two event packets: "more to come", then "complete".
+    whole = ad(p)
+    radio.append(b"\x00" + hci_event([whole[:9]], extended=True, status=1) + hci_event([whole[9:]], extended=True))
     change = [("ManufacturerData", manufacturer([(0xFFFF, p)])), ("RSSI", ("n", -60))]
     radio.append(b"\x01" + dbus_signal(DEV, PROPS, "PropertiesChanged", "sa{sv}as", ["org.bluez.Device1", change, []]))
     radio.append(b"\x01" + dbus_signal(DEV, PROPS, "PropertiesChanged", "sa{sv}as",

@@ -22,7 +22,7 @@ final class ADStructureTests: XCTestCase {
     func payload(_ ad: [UInt8], company: UInt16 = 0xFFFF) throws -> (data: [UInt8]?, counts: ExtractionCounts) {
         let report = ReportModel(eventType: 0, addressType: 0, address: [1, 2, 3, 4, 5, 6], data: ad, rssi: 0xC4)
         var out: [AdvertisementReport] = []
-        let counts = try AdvertisementExtractor.extract(packet: advertisingEvent([report]), companyID: company,
+        let counts = try extract(packet: advertisingEvent([report]), companyID: company,
                                                         timestamp: .zero, into: &out)
         return (out.first?.data, counts)
     }

@@ -189,7 +189,7 @@ final class HCIEventParsingTests: XCTestCase {
         let packet = advertisingEvent([ours, other, noMSD, malformed, second])
         var out: [AdvertisementReport] = []
         let t = RadioInstant(nanoseconds: 42)
-        let counts = try AdvertisementExtractor.extract(packet: packet, companyID: 0xFFFF, timestamp: t, into: &out)
+        let counts = try extract(packet: packet, companyID: 0xFFFF, timestamp: t, into: &out)
         XCTAssertEqual(counts.matched, 2)
         XCTAssertEqual(counts.ignored, 2)
         XCTAssertEqual(counts.malformed, 1)
@@ -203,7 +203,7 @@ final class HCIEventParsingTests: XCTestCase {
         var fragment = ours
         fragment.eventType = 0x0020
         var out: [AdvertisementReport] = []
-        let counts = try AdvertisementExtractor.extract(packet: advertisingEvent([fragment, ours], extended: true),
+        let counts = try extract(packet: advertisingEvent([fragment, ours], extended: true),
                                                         companyID: 0xFFFF, timestamp: .zero, into: &out)
         XCTAssertEqual(counts.fragments, 1)
         XCTAssertEqual(counts.matched, 1)
@@ -212,7 +212,7 @@ final class HCIEventParsingTests: XCTestCase {
         var broken = advertisingEvent([ours, ours])
         broken.removeLast()
         broken[2] -= 1
-        XCTAssertThrowsError(try AdvertisementExtractor.extract(packet: broken, companyID: 0xFFFF, timestamp: .zero, into: &out))
+        XCTAssertThrowsError(try extract(packet: broken, companyID: 0xFFFF, timestamp: .zero, into: &out))
         XCTAssertEqual(out.count, 1, "a malformed event must not deliver its first reports")
     }
 

@@ -87,15 +87,30 @@ final class HCIParsePropertyTests: XCTestCase {
                                    DeviceAddress(m.direct[5], m.direct[4], m.direct[3], m.direct[2], m.direct[1], m.direct[0]))
                 }
             }
-            // The extractor agrees with a reference built on the generic AD walk.
+            // The extractor agrees with a reference built on the generic AD walk and a model of the
+            // chains of extended pieces (keyed by address type, address and SID; joined within the packet).
             var out: [AdvertisementReport] = []
-            let counts = try AdvertisementExtractor.extract(packet: packet, companyID: 0xFFFF, timestamp: .zero, into: &out)
+            let counts = try extract(packet: packet, companyID: 0xFFFF, timestamp: .zero, into: &out)
             var expected: [[UInt8]] = []
             var malformed = 0
             var fragments = 0
+            var chains: [String: [UInt8]] = [:]
             for r in reports {
-                if r.dataStatus != .complete { fragments += 1; continue }
-                switch referenceManufacturerData(Array(r.data), company: 0xFFFF) {
+                var data = Array(r.data)
+                let key = "\(r.addressType) \(r.address) \(r.extended?.advertisingSID ?? 0)"
+                switch r.dataStatus {
+                case .complete:
+                    if let chain = chains.removeValue(forKey: key) { data = chain + data }
+                case .incompleteMoreToCome:
+                    chains[key, default: []] += data
+                    fragments += 1
+                    continue
+                case .incompleteTruncated, .reserved:
+                    chains[key] = nil
+                    fragments += 1
+                    continue
+                }
+                switch referenceManufacturerData(data, company: 0xFFFF) {
                 case .malformed: malformed += 1
                 case .found(let payload): expected.append(payload)
                 case .absent: break
@@ -143,7 +158,7 @@ final class HCIParsePropertyTests: XCTestCase {
             if HCIEvent.isAdvertisingReportEvent(packet) {
                 let before = out.count
                 do {
-                    _ = try AdvertisementExtractor.extract(packet: packet, companyID: 0xFFFF, timestamp: .zero, into: &out)
+                    _ = try extract(packet: packet, companyID: 0xFFFF, timestamp: .zero, into: &out)
                 } catch {
                     XCTAssertEqual(out.count, before)
                 }
@@ -174,7 +189,7 @@ final class HCIParsePropertyTests: XCTestCase {
             }
             if HCIEvent.isAdvertisingReportEvent(packet) {
                 var out: [AdvertisementReport] = []
-                if (try? AdvertisementExtractor.extract(packet: packet, companyID: 0xFFFF, timestamp: .zero, into: &out)) == nil {
+                if (try? extract(packet: packet, companyID: 0xFFFF, timestamp: .zero, into: &out)) == nil {
                     XCTAssertTrue(out.isEmpty, "a rejected event delivered reports")
                 }
             }

@@ -186,3 +186,12 @@ final class ManualTimer: Sendable {
         }
     }
 }
+
+/// The HCI central's extractor for one company, with a reassembler of its own: pieces of extended data
+/// are joined within `packet` only.
+func extract(packet: [UInt8], companyID: UInt16, timestamp: RadioInstant,
+             into out: inout [AdvertisementReport]) throws(HCIParseError) -> ExtractionCounts {
+    var reassembler = ExtendedReportReassembler()
+    return try AdvertisementExtractor.extract(packet: packet, companyIDs: [companyID], timestamp: timestamp,
+                                              reassembler: &reassembler, into: &out)
+}

@@ -36,12 +36,13 @@ let benchmarks: @Sendable () -> Void = {
             out.reserveCapacity(8)
             let timestamp = RadioInstant(nanoseconds: 1)
             var delivered = 0
+            var reassembler = ExtendedReportReassembler()
             let eventCount = benchmark.scaledIterations.count / reportsPerEvent
             benchmark.startMeasurement()
             for i in 0..<eventCount {
                 out.removeAll(keepingCapacity: true)
-                let counts = try AdvertisementExtractor.extract(packet: events[i & 63], companyID: 0xFFFF,
-                                                                timestamp: timestamp, into: &out)
+                let counts = try AdvertisementExtractor.extract(packet: events[i & 63], companyIDs: [0xFFFF], timestamp: timestamp,
+                                                                reassembler: &reassembler, into: &out)
                 delivered &+= counts.matched
                 blackHole(out)
             }
