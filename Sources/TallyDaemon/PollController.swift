@@ -57,6 +57,10 @@ public actor PollController {
     public internal(set) var storageError: String?
     /// GATT reads that verified the ballot read (ok), and reads that failed or verified nothing.
     public internal(set) var gattReads = (ok: 0, failed: 0)
+    /// When GATT reads may start: at most 5 % of the radio's time while ballots are arriving.
+    var readBudget = ReadBudget()
+    /// Reads not started because the budget was spent (each is asked again when its ballot is heard).
+    public internal(set) var gattReadsDeferred = 0
     var gattUnsupported = false
     /// Increments on every change a view could show, and tells `changeFeed` so.
     public internal(set) var version = 0 { didSet { changeFeed.signal() } }
@@ -210,6 +214,7 @@ public actor PollController {
             acceptedRate.record(at: clock())
             if b.question == question { publisher.note(VoterKey(mode: b.mode, voterID: b.voterID)) }
             beaconCounted(b, at: radioNow)
+            if !readOverGATT { readBudget.counted(at: radioNow) }
             version &+= 1
         case .rejected(let reason):
             // Counted once per report, repeats included, under the question current now.

@@ -68,6 +68,8 @@ extension PollController {
         }
         let request = VerificationState.Request(address: address, voter: voter, question: b.question, sequence: b.sequence)
         guard !verification.requested.contains(request) else { return }
+        // While ballots arrive, no more reads queue than run at once: the budget decides at their start.
+        if !readBudget.isQuiet(at: radioNow), readsOutstanding >= max(1, options.maxConcurrentReads) { return }
         if verification.requested.count >= VerificationState.requestedLimit { verification.requested.removeAll() }
         verification.requested.insert(request)
         // A full queue drops its oldest request: forget it too, so that hearing that ballot again asks again.
@@ -87,6 +89,15 @@ extension PollController {
         if let c = pipeline.tally.counted(question: r.question, voter: r.voter), c.verified, c.sequence == r.sequence {
             return  // verified meanwhile
         }
+        // The scan pauses while a connection is made: while ballots arrive, reads take at most the
+        // budget's share of the radio's time. One refused now is asked again when its ballot is heard.
+        let start = radioNow, busy = !readBudget.isQuiet(at: start)
+        guard readBudget.mayStart(at: start) else {
+            gattReadsDeferred += 1
+            verification.requested.remove(r)
+            return
+        }
+        defer { readBudget.ended(startedAt: start, busy: busy, at: radioNow) }
         let value: [UInt8]
         do {
             value = try await central.readCharacteristic(
