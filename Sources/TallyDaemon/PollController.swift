@@ -60,7 +60,7 @@ public actor PollController {
     /// When GATT reads may start: at most 5 % of the radio's time while ballots are arriving.
     var readBudget = ReadBudget()
     /// Reads not started because the budget was spent (each is asked again when its ballot is heard).
-    public internal(set) var gattReadsDeferred = 0
+    var gattReadsDeferred = 0
     var gattUnsupported = false
     /// Increments on every change a view could show, and tells `changeFeed` so.
     public internal(set) var version = 0 { didSet { changeFeed.signal() } }
