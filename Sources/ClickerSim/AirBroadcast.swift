@@ -23,15 +23,19 @@ extension AirCore {
     /// Starts or replaces the broadcast; a replacement takes effect at the next event, from its first frame.
     func startBroadcast(_ payload: BroadcastPayload) throws {
         guard !payload.frames.isEmpty else { throw TransportError.unsupported("a broadcast needs at least one frame") }
-        let limit = BroadcastCapabilities.legacy.maxFrameLength
+        let extended = config.broadcast.extended
+        let limit = extended ? ExtendedAdvertising.maxFrameLength : BroadcastCapabilities.legacy.maxFrameLength
         if let long = payload.frames.firstIndex(where: { $0.count > limit }) {
             throw TransportError.unsupported(
-                "broadcast frame \(long) has \(payload.frames[long].count) bytes; legacy non-connectable advertising carries \(limit)")
+                "broadcast frame \(long) has \(payload.frames[long].count) bytes; \(extended ? "extended" : "legacy") non-connectable advertising carries \(limit)")
         }
         let range = LegacyAdvertising.intervalRange
         let clamped = Swift.min(Swift.max(payload.interval, range.lowerBound), range.upperBound)
         let interval = clamped.clampedNanoseconds
-        let frames = payload.frames.map { PDUSnapshot(broadcastFrame: $0, companyID: payload.companyID, interval: interval) }
+        let frames = payload.frames.map {
+            extended ? PDUSnapshot(auxiliaryFrame: $0, companyID: payload.companyID, interval: interval)
+                : PDUSnapshot(broadcastFrame: $0, companyID: payload.companyID, interval: interval)
+        }
         let wasBroadcasting = broadcast != nil, oldNote = broadcastNote
         broadcast = BroadcastState(companyID: payload.companyID, frames: frames, interval: interval)
         broadcastNote = clamped == payload.interval ? nil
@@ -57,13 +61,22 @@ extension AirCore {
 
     func broadcastEvent(generation g: UInt64) {
         guard g == broadcastGeneration, let b = broadcast else { return }
-        let pdu = b.frames[b.next % b.frames.count]
+        let frame = b.frames[b.next % b.frames.count]
         b.next = (b.next + 1) % b.frames.count
         stats.broadcastEvents += 1
-        centralDeaf.removeAll { $0.end.adding(2_000_000) < now }  // no PDU lasts 2 ms: older ones matter no more
-        let channels = config.broadcast.channels.isEmpty ? [37, 38, 39] : config.broadcast.channels
+        centralDeaf.removeAll { $0.end.adding(3_000_000) < now }  // no event lasts 3 ms: older ones matter no more
+        let channels = (config.broadcast.channels.isEmpty ? [37, 38, 39] : config.broadcast.channels).filter { (37...39).contains($0) }
+        // Extended: the primary channels carry the short ADV_EXT_IND; the frame follows on a
+        // secondary channel once the last of them has ended.
+        var auxiliary: AuxiliaryBroadcast?
+        if config.broadcast.extended, !channels.isEmpty {
+            let indication = ExtendedAdvertising.indicationAirTime.clampedNanoseconds
+            let lastEnd = now + UInt64(channels.count) * indication + UInt64(channels.count - 1) * gap
+            auxiliary = AuxiliaryBroadcast(pdu: frame, start: lastEnd + ExtendedAdvertising.auxiliaryOffset.clampedNanoseconds)
+        }
+        let pdu = auxiliary.map { PDUSnapshot(indicationOf: $0) } ?? frame
         var t = now
-        for ch in channels where (37...39).contains(ch) {
+        for ch in channels {
             stats.broadcastPDUs += 1
             if config.broadcast.deafness == .packets { centralDeaf.append((t, t + pdu.airTime)) }
             if t == now {
@@ -73,7 +86,13 @@ extension AirCore {
             }
             t = t + pdu.airTime + gap
         }
-        if config.broadcast.deafness == .wholeEvent, t > now { centralDeaf.append((now, t - gap)) }
+        var eventEnd = t - gap
+        if let aux = auxiliary {
+            if config.broadcast.deafness == .packets { centralDeaf.append((aux.start, aux.end)) }
+            schedule(.broadcastAuxiliaryEnd(generation: g, aux), at: aux.end)
+            eventEnd = aux.end
+        }
+        if config.broadcast.deafness == .wholeEvent, t > now { centralDeaf.append((now, eventEnd)) }
         schedule(.broadcastEvent(generation: g), at: now.adding(b.interval).adding(rng.upTo(maxDelay)))
     }
 
@@ -131,17 +150,45 @@ extension AirCore {
                 stats.broadcastRandomLosses += 1
                 continue
             }
-            stats.broadcastPDUsHeard += 1
-            let noise = config.rssiNoise > 0 ? (rng.unitInterval() * 2 - 1) * config.rssiNoise : 0
-            let report = AdvertisementReport(address: config.broadcast.centralAddress,
-                                             rssi: Int8(sanitizedRSSI((dev.rssi + noise).rounded())),
-                                             companyID: tx.pdu.companyID, data: tx.pdu.data,
-                                             timestamp: RadioInstant(nanoseconds: tx.end))
-            for key in dev.listeners.keys.sorted() {
-                guard let l = dev.listeners[key], l.companyID == tx.pdu.companyID else { continue }
-                outputs.append(.listened(l.sink, report))
-                stats.listenerReportsDelivered += 1
+            if let aux = tx.pdu.auxiliary {
+                // Heard the ADV_EXT_IND: the receiver follows its AuxPtr (endBroadcastAuxiliary).
+                stats.broadcastIndicationsHeard += 1
+                aux.listeners.insert(d)
+                continue
             }
+            deliverBroadcast(tx.pdu, to: dev, at: tx.end)
+        }
+    }
+
+    /// The AUX_ADV_IND of an extended event has ended: the listeners that heard one of its
+    /// ADV_EXT_IND hear it unless they were transmitting meanwhile (its channel is nobody else's).
+    func endBroadcastAuxiliary(_ aux: AuxiliaryBroadcast) {
+        for d in aux.listeners.sorted() {
+            let dev = devices[d]
+            guard dev.present, dev.listenSchedule != nil else { continue }
+            if transmits(dev, from: aux.start, to: aux.end) {
+                stats.broadcastAuxiliaryMissedWhileTransmitting += 1
+                continue
+            }
+            if config.lossProbability > 0, rng.unitInterval() < config.lossProbability {
+                stats.broadcastAuxiliaryRandomLosses += 1
+                continue
+            }
+            deliverBroadcast(aux.pdu, to: dev, at: aux.end)
+        }
+    }
+
+    private func deliverBroadcast(_ pdu: PDUSnapshot, to dev: Device, at end: UInt64) {
+        stats.broadcastPDUsHeard += 1
+        let noise = config.rssiNoise > 0 ? (rng.unitInterval() * 2 - 1) * config.rssiNoise : 0
+        let report = AdvertisementReport(address: config.broadcast.centralAddress,
+                                         rssi: Int8(sanitizedRSSI((dev.rssi + noise).rounded())),
+                                         companyID: pdu.companyID, data: pdu.data,
+                                         timestamp: RadioInstant(nanoseconds: end))
+        for key in dev.listeners.keys.sorted() {
+            guard let l = dev.listeners[key], l.companyID == pdu.companyID else { continue }
+            outputs.append(.listened(l.sink, report))
+            stats.listenerReportsDelivered += 1
         }
     }
 

@@ -99,6 +99,9 @@ final class AirCore {
         case .broadcastPDUStart(let g, let ch, let pdu):
             guard g == broadcastGeneration, broadcast != nil else { return }
             startBroadcastPDU(channel: ch, pdu: pdu)
+        case .broadcastAuxiliaryEnd(let g, let aux):
+            guard g == broadcastGeneration else { return }
+            endBroadcastAuxiliary(aux)
         }
     }
 

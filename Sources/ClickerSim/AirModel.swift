@@ -16,6 +16,8 @@ final class PDUSnapshot {
     let airTime: UInt64
     /// Advertising interval, ns (clamped to what BLE allows).
     let interval: UInt64
+    /// For an extended broadcast's ADV_EXT_IND: the AUX_ADV_IND it points to.
+    let auxiliary: AuxiliaryBroadcast?
 
     init(_ p: AdvertisingPayload, interval: UInt64) {
         companyID = p.companyID
@@ -23,6 +25,7 @@ final class PDUSnapshot {
         connectable = p.connectable
         airTime = LegacyAdvertising.airTime(of: p).clampedNanoseconds
         self.interval = interval
+        auxiliary = nil
     }
 
     /// One frame of the central's broadcast: a non-connectable PDU.
@@ -33,6 +36,41 @@ final class PDUSnapshot {
         airTime = LegacyAdvertising.airTime(advertisingDataLength: LegacyAdvertising.advertisingDataLength(
             manufacturerDataLength: data.count, connectable: false)).clampedNanoseconds
         self.interval = interval
+        auxiliary = nil
+    }
+
+    /// One frame of an extended broadcast: the AUX_ADV_IND's content and airtime (`auxiliary` nil).
+    init(auxiliaryFrame data: [UInt8], companyID: UInt16, interval: UInt64) {
+        self.companyID = companyID
+        self.data = data
+        connectable = false
+        airTime = ExtendedAdvertising.auxiliaryAirTime(manufacturerDataLength: data.count).clampedNanoseconds
+        self.interval = interval
+        auxiliary = nil
+    }
+
+    /// The ADV_EXT_IND of one extended broadcast event, pointing to `auxiliary`; it carries no data.
+    init(indicationOf auxiliary: AuxiliaryBroadcast) {
+        companyID = auxiliary.pdu.companyID
+        data = []
+        connectable = false
+        airTime = ExtendedAdvertising.indicationAirTime.clampedNanoseconds
+        interval = auxiliary.pdu.interval
+        self.auxiliary = auxiliary
+    }
+}
+
+/// The AUX_ADV_IND of one extended broadcast event: when it is on air (its secondary channel is
+/// nobody else's), and the listeners that heard one of the event's ADV_EXT_IND clean.
+final class AuxiliaryBroadcast {
+    let pdu: PDUSnapshot
+    let start: UInt64
+    var end: UInt64 { start + pdu.airTime }
+    var listeners: Set<Int> = []
+
+    init(pdu: PDUSnapshot, start: UInt64) {
+        self.pdu = pdu
+        self.start = start
     }
 }
 
@@ -194,6 +232,7 @@ enum Event {
     case readTimeout(request: UInt64)
     case broadcastEvent(generation: UInt64)
     case broadcastPDUStart(generation: UInt64, channel: UInt8, pdu: PDUSnapshot)
+    case broadcastAuxiliaryEnd(generation: UInt64, AuxiliaryBroadcast)
 }
 
 /// When one scanner listens on which channel.

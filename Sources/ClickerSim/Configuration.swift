@@ -103,11 +103,18 @@ public struct BroadcastConfiguration: Sendable, Hashable {
     /// compare voters' scan settings without changing the voters. Nil (the default): as asked, the
     /// usual request being `ScanDutyCycle.fast`, 30 ms every 60 ms.
     public var listenDutyCycle: ScanDutyCycle?
+    /// True when the central's controller does extended advertising (BLE 5; `ExtendedAdvertising`):
+    /// frames of up to 247 bytes, each event an ADV_EXT_IND on every channel of `channels` and one
+    /// AUX_ADV_IND on a secondary channel that no peripheral's PDU touches. A listener hears the frame
+    /// when it hears one ADV_EXT_IND clean (as a legacy PDU) and is not transmitting during the
+    /// AUX_ADV_IND. The central is deaf during all of them. False (the default): legacy, 27 bytes.
+    public var extended: Bool
 
     public init(centralAddress: DeviceAddress = DeviceAddress(rawValue: 0xC0_00_00_00_00_00),
                 channels: [UInt8] = [37, 38, 39], broadcastingScanner: Int? = 0,
                 deafness: BroadcastDeafness = .packets, listenChannels: [UInt8] = [37, 38, 39],
-                listenDutyCycle: ScanDutyCycle? = nil) {
+                listenDutyCycle: ScanDutyCycle? = nil, extended: Bool = false) {
+        self.extended = extended
         self.centralAddress = centralAddress
         self.channels = channels
         self.broadcastingScanner = broadcastingScanner
@@ -211,6 +218,12 @@ public struct AirStatistics: Sendable, Hashable {
     public var broadcastCaptures = 0
     public var broadcastOutOfRange = 0
     public var broadcastRandomLosses = 0
+    /// Extended broadcast: ADV_EXT_IND PDUs heard clean (counted in `broadcastPDUsListened`, not in
+    /// `broadcastPDUsHeard`), and of their AUX_ADV_IND: missed because the listener was transmitting,
+    /// dropped by the random loss. The frames heard are counted in `broadcastPDUsHeard`.
+    public var broadcastIndicationsHeard = 0
+    public var broadcastAuxiliaryMissedWhileTransmitting = 0
+    public var broadcastAuxiliaryRandomLosses = 0
     /// Reports handed to listener streams.
     public var listenerReportsDelivered = 0
 

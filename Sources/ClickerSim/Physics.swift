@@ -38,6 +38,30 @@ public enum LegacyAdvertising {
     public static let intervalRange: ClosedRange<Duration> = .milliseconds(20) ... .milliseconds(10_240)
 }
 
+/// Extended advertising (BLE 5) as the central's broadcast uses it, on the LE 1M PHY: each event sends
+/// a short ADV_EXT_IND on the primary channels, each pointing (AuxPtr) to one AUX_ADV_IND on a
+/// secondary channel (0–36) that carries the data. Peripherals' legacy advertising never uses a
+/// secondary channel, so only the short primary PDUs compete with the voters.
+public enum ExtendedAdvertising {
+    /// Most manufacturer data (after the company ID) one frame carries here: 251 bytes of AD (the
+    /// most one HCI LE Set Extended Advertising Data command carries) minus the 4-byte MSD header.
+    public static let maxFrameLength = 247
+    /// ADV_EXT_IND: preamble (1) + access address (4) + PDU header (2) + extended header length and
+    /// AdvMode (1) + flags (1) + ADI (2) + AuxPtr (3) + CRC (3): 17 bytes, 136 µs.
+    public static let indicationAirTime: Duration = .microseconds(136)
+    /// AUX_ADV_IND before its AD: preamble, access address, PDU header, extended header length and
+    /// flags, AdvA (6), ADI (2), CRC: 20 bytes.
+    public static let auxiliaryOverheadBytes = 20
+    /// T_MAFS: the AUX_ADV_IND starts at least 300 µs after the end of the last ADV_EXT_IND.
+    public static let auxiliaryOffset: Duration = .microseconds(300)
+
+    /// Air time of the AUX_ADV_IND carrying manufacturer data of `dataLength` bytes (2168 µs for 247).
+    public static func auxiliaryAirTime(manufacturerDataLength dataLength: Int) -> Duration {
+        .nanoseconds(Int64(auxiliaryOverheadBytes + LegacyAdvertising.advertisingDataLength(
+            manufacturerDataLength: dataLength, connectable: false)) * Int64(LegacyAdvertising.nanosecondsPerByte))
+    }
+}
+
 /// The slotted-ALOHA-like model of many advertisers and one scanner.
 ///
 /// On the scanner's channel every advertiser sends one PDU of air time `a` per advertising

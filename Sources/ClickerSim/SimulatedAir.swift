@@ -228,11 +228,15 @@ public struct SimulatedCentral: CentralTransport, BroadcasterTransport {
 
     // MARK: Broadcasting (BroadcasterTransport)
 
-    /// Legacy non-connectable advertising: 27 bytes of manufacturer data per frame.
-    public func broadcastCapabilities() async throws -> BroadcastCapabilities { .legacy }
+    /// Legacy non-connectable advertising (27 bytes of manufacturer data per frame), or extended
+    /// advertising (247) when `BroadcastConfiguration.extended`.
+    public func broadcastCapabilities() async throws -> BroadcastCapabilities {
+        air.configuration.broadcast.extended
+            ? BroadcastCapabilities(maxFrameLength: ExtendedAdvertising.maxFrameLength, extended: true) : .legacy
+    }
 
     /// Starts or replaces the central's broadcast (see `BroadcastConfiguration` for its physics).
-    /// Throws `TransportError.unsupported` for no frame or a frame over 27 bytes; an interval outside
+    /// Throws `TransportError.unsupported` for no frame or a frame over the capabilities' length; an interval outside
     /// 20 ms...10.24 s is clamped and noted in `status()`.
     public func broadcast(_ payload: BroadcastPayload) async throws {
         try air.withCore { c in try c.startBroadcast(payload) }
