@@ -124,7 +124,9 @@ final class CommandLineTests: XCTestCase {
                                      "--kind", "numeric", "--range", "0..10", "--decimals", "1"], runtime: dir)
         XCTAssertEqual(room.status, 0, room.stderr)
         XCTAssertTrue(room.stdout.contains("  median "), room.stdout)
-        XCTAssertTrue(room.stdout.range(of: #"  histogram: \d\.\d–\d\.\d: "#, options: .regularExpression) != nil, room.stdout)
+        // In units (one decimal): bins of a range, or single values when few voters were counted in the
+        // 2.5 s (a loaded machine runs the 20× room behind); the binning itself is KindResultsTests'.
+        XCTAssertTrue(room.stdout.range(of: #"  histogram: \d\.\d(–\d\.\d)?: "#, options: .regularExpression) != nil, room.stdout)
         XCTAssertFalse(room.stdout.split(separator: "\n").contains { $0.range(of: #"^  -?\d+  #"#, options: .regularExpression) != nil },
                        room.stdout)
         XCTAssertEqual(try clickerTally(base + ["--kind", "ranked", "--options", "Swift,Rust,Go"], runtime: dir).status, 0)
