@@ -50,6 +50,8 @@ let package = Package(
         .library(name: "TallyDaemon", targets: ["TallyDaemon"]),
         .library(name: "ProjectorPage", targets: ["ProjectorPage"]),
         .library(name: "ProjectorWeb", targets: ["ProjectorWeb"]),
+        // The voter's logic (beacon follower, session); the TimeToCollect benchmark runs its follower.
+        .library(name: "Voter", targets: ["Voter"]),
         // A pseudo-terminal for the view's tests and the ViewLoop benchmark; not used by the executables.
         .library(name: "TerminalTestSupport", targets: ["TerminalTestSupport"]),
     ],

@@ -74,6 +74,7 @@ let package = Package(
                 .product(name: "ClickerTransport", package: "clicker"),
                 .product(name: "ClickerWire", package: "clicker"),
                 .product(name: "ClickerTally", package: "clicker"),
+                .product(name: "Voter", package: "clicker"),
             ],
             path: "Benchmarks/TimeToCollect"
         ),

@@ -1,6 +1,6 @@
 // The beacon scheme of TimeToCollect: the real tally side (`TallyBeacon`: acknowledgements, load
-// estimate, STATE interval, composer) broadcasting on the simulated air, and voters that follow it by
-// the rules of docs/PROTOCOL.md §11.10 (the contract between tally and voters).
+// estimate, STATE interval, composer) broadcasting on the simulated air, and the real voter side
+// (`Voter.BeaconFollower`, what `clicker-vote` runs: docs/PROTOCOL.md §11.10) following it.
 
 import ClickerSim
 import ClickerTally
@@ -8,66 +8,21 @@ import ClickerTransport
 import ClickerWire
 import Foundation
 import Synchronization
-
-/// A voter following the beacon, by the contract's rules: it listens (`ScanDutyCycle.fast`) for
-/// authentic STATE frames of its poll (newer, not ahead of its clock: `BeaconReplayGuard`); once it
-/// has cast and a question is open it advertises its ballot at the STATE interval; when an ACKS frame
-/// of that question holds its ballot's fingerprint (`AckMatcher`) it shows "counted" and slows to the
-/// keep-alive (10.24 s), never stopping; STATE `stop`, question closed or poll closed stop it.
-///
-/// TODO: replace with the product's follower in `Sources/Voter` once it lands (it implements the same
-/// rules for `clicker-vote`); this model exists so that the benchmark does not wait for it.
-struct BeaconFollower {
-    let matcher: AckMatcher
-    var replay = BeaconReplayGuard()
-    var cast = false
-    var open = false
-    var stateInterval: BeaconInterval = .stop
-    var acknowledged = false
-    /// The advertising interval it uses now (nil: silent).
-    var advertising: Duration?
-
-    init(matcher: AckMatcher) { self.matcher = matcher }
-
-    /// What it should advertise at now.
-    var wanted: Duration? {
-        guard cast, open, let ms = stateInterval.milliseconds else { return nil }
-        return acknowledged ? BeaconInterval.keepAlive : .milliseconds(ms)
-    }
-
-    /// Takes an authentic frame heard at `now` (its own monotonic clock); returns true when it now
-    /// shows "counted" for the first time.
-    mutating func hear(_ frame: BeaconFrame, at now: Duration) -> Bool {
-        switch frame {
-        case .state(let s):
-            guard replay.admit(s, at: now) else { return false }
-            switch s.poll {
-            case .open(let q):
-                open = q.number == matcher.question
-                stateInterval = s.interval
-            case .questionClosed, .closed:
-                open = false
-            }
-        case .acks(let a):
-            if !acknowledged, matcher.isAcknowledged(by: a) {
-                acknowledged = true
-                return true
-            }
-        case .text:
-            break
-        }
-        return false
-    }
-}
+import Voter
 
 /// The tally of the beacon scheme, and its voters.
 final class BeaconScheme: TallyScheme {
-    let label = "beacon"
+    let label: String
     let votersFollowBeacon = true
+    /// The tally broadcasts extended advertising (58 fingerprints a frame) instead of legacy frames.
+    let extendedBroadcast: Bool
     let key: BeaconKey
     var tally: TallyBeacon
     let question = BeaconQuestionInfo(number: 1, kind: .single, options: 4)
     var followers: [BeaconFollower] = []
+    /// What each voter's radio advertises now (the follower's last wish that was carried out).
+    var advertising: [BeaconFollower.Advertising] = []
+    var answered: [Bool] = []
     var radios: [SimulatedPeripheral] = []
     var castAt: [Double] = []
     /// When each voter showed "counted" (virtual seconds).
@@ -75,6 +30,8 @@ final class BeaconScheme: TallyScheme {
     var lastPayload: UInt64?
     var lastInterval: Duration?
     var reportsSeen = 0
+    /// What following the beacon cost the voters in this round.
+    var cost = VoterCost()
     /// Frames heard by the voters, filled by one consuming task per voter.
     let inbox = Inbox()
     var listeners: [Task<Void, Never>] = []
@@ -83,20 +40,27 @@ final class BeaconScheme: TallyScheme {
     let gap: UInt64 = 100_000_000
     let refresh: UInt64 = 250_000_000
 
-    init(secret: PollSecret) {
+    init(secret: PollSecret, extended: Bool = false) {
         key = BeaconKey(secret)
-        tally = TallyBeacon(key: key, mode: .anonymous, capabilities: .legacy)
+        extendedBroadcast = extended
+        label = extended ? "beacon+ext" : "beacon"
+        tally = TallyBeacon(key: key, mode: .anonymous, capabilities: extended
+            ? BroadcastCapabilities(maxFrameLength: ExtendedAdvertising.maxFrameLength, extended: true) : .legacy)
     }
 
     static func fingerprintVoterID(_ i: Int) -> UInt32 { UInt32(i) }
+    /// Every ballot of the benchmark is its voter's first: sequence 1.
+    static let sequence: UInt16 = 1
 
     func start(air: SimulatedAir, central: SimulatedCentral, voters: [SimulatedPeripheral], castAt: [Double]) async throws {
         radios = voters
         self.castAt = castAt
         shownAt = [Double?](repeating: nil, count: voters.count)
         followers = voters.indices.map {
-            BeaconFollower(matcher: AckMatcher(key: key, voterID: Self.fingerprintVoterID($0), question: 1, sequence: 1))
+            BeaconFollower(key: key, mode: .anonymous, voterID: Self.fingerprintVoterID($0), now: .zero)
         }
+        advertising = [BeaconFollower.Advertising](repeating: .silent, count: voters.count)
+        answered = [Bool](repeating: false, count: voters.count)
         for (i, v) in voters.enumerated() {
             let stream = v.listen(companyID: BallotFormat.companyID, dutyCycle: .fast)
             let inbox = self.inbox
@@ -115,7 +79,8 @@ final class BeaconScheme: TallyScheme {
         // The tally: every report of a voter is its counted ballot heard (the detector counts the first).
         reportsSeen += reports.count
         for r in reports {
-            tally.counted(VoterKey(mode: .anonymous, voterID: Self.fingerprintVoterID(r.voter)), question: 1, sequence: 1, at: r.at)
+            tally.counted(VoterKey(mode: .anonymous, voterID: Self.fingerprintVoterID(r.voter)), question: 1,
+                          sequence: Self.sequence, at: r.at)
         }
         // The voters: what they heard in this step, in the air's order.
         let expected = air.statistics.listenerReportsDelivered
@@ -132,24 +97,34 @@ final class BeaconScheme: TallyScheme {
             await Task.yield()
         }
         heard.sort { $0.report.timestamp < $1.report.timestamp }
+        let c0 = threadCPUNanoseconds()
         for (i, r) in heard {
-            guard case .success(let frame) = BeaconCodec.open(r.data, key: key) else { continue }
-            if followers[i].hear(frame, at: .nanoseconds(Int64(r.timestamp.nanoseconds))) {
-                shownAt[i] = Double(r.timestamp.nanoseconds) / 1e9
-            }
+            let wasCounted = followers[i].isCounted
+            followers[i].hear(r.data, at: .nanoseconds(Int64(r.timestamp.nanoseconds)))
+            if !wasCounted, followers[i].isCounted { shownAt[i] = Double(r.timestamp.nanoseconds) / 1e9 }
         }
-        // Each voter advertises as it decided (a voter casts at its time).
+        cost.followerCPU += threadCPUNanoseconds() - c0
+        cost.framesHeard += heard.count
+        cost.seconds = Double(now) / 1e9
+        cost.voterPDUs = air.statistics.pdusTransmitted
+        // Each voter answers at its cast time and advertises what its follower asks for.
         let seconds = Double(now) / 1e9
         for i in followers.indices {
-            if !followers[i].cast, castAt[i] <= seconds { followers[i].cast = true }
-            let want = followers[i].wanted
-            guard want != followers[i].advertising else { continue }
-            followers[i].advertising = want
+            if !answered[i], castAt[i] <= seconds {
+                // Before the question is open the follower keeps the answer for it.
+                followers[i].answer(.choice(UInt8(i % Int(question.options))))
+                answered[i] = true
+            }
+            let want = followers[i].advertising
+            guard want != advertising[i] else { continue }
+            advertising[i] = want
             let address = radios[i].address
-            if let want {
-                let payload = votePayload(i, interval: want)
+            switch want {
+            case .ballot(_, _, let generation, let interval):
+                followers[i].sealed(generation: generation, sequence: Self.sequence)
+                let payload = votePayload(i, interval: interval)
                 try air.perform { ctx in try ctx.advertise(address, payload) }
-            } else {
+            case .silent:
                 air.perform { ctx in ctx.stopAdvertising(address) }
             }
         }
@@ -164,7 +139,8 @@ final class BeaconScheme: TallyScheme {
         let p = tally.payload(.open(question), tick: UInt32(now / 10_000_000) + 1, at: now)
         try await central.broadcast(p)
         if debugBeacon {
-            let shown = shownAt.compactMap { $0 }.count, loud = followers.filter { $0.advertising != nil && !$0.acknowledged }.count
+            let shown = shownAt.compactMap { $0 }.count
+            let loud = followers.filter { if case .sending = $0.status { true } else { false } }.count
             print("t=\(Double(now) / 1e9) interval=\(tally.interval) frames=\(p.frames.count) rotation=\(tally.composer.acknowledgementsInRotation) acked=\(tally.acknowledged) shown=\(shown) loud=\(loud) reports=\(reportsSeen) est=\(tally.estimator.repeats)/\(tally.estimator.events)")
         }
         lastPayload = now
@@ -189,4 +165,24 @@ let debugBeacon = ProcessInfo.processInfo.environment["TTC_DEBUG_BEACON"] != nil
 /// What the voters heard, from their listening tasks to the benchmark's loop.
 final class Inbox: Sendable {
     let box = Mutex<(frames: [(voter: Int, report: AdvertisementReport)], taken: Int)>(([], 0))
+}
+
+extension BeaconFollower {
+    /// Whether the voter shows "counted".
+    var isCounted: Bool { if case .counted = status { true } else { false } }
+}
+
+/// The voters' cost of following the beacon in one round: the CPU their followers spent on the frames
+/// they heard (this machine, one thread), and the PDUs their radios sent.
+struct VoterCost {
+    var followerCPU: UInt64 = 0
+    var framesHeard = 0
+    /// Virtual seconds the round ran, and the voters' PDUs sent in that time (3 per advertising event).
+    var seconds = 0.0
+    var voterPDUs = 0
+
+    static func + (a: Self, b: Self) -> Self {
+        VoterCost(followerCPU: a.followerCPU + b.followerCPU, framesHeard: a.framesHeard + b.framesHeard,
+                  seconds: a.seconds + b.seconds, voterPDUs: a.voterPDUs + b.voterPDUs)
+    }
 }

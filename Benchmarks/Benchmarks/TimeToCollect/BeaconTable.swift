@@ -5,6 +5,7 @@ import ClickerSim
 import ClickerTally
 import ClickerTransport
 import ClickerWire
+import Foundation
 
 func beaconTable(_ options: Options) async throws {
     // Test constant: a valid join code.
@@ -16,26 +17,32 @@ func beaconTable(_ options: Options) async throws {
     let horizon = 30.0
     print("TimeToCollect --beacon: virtual seconds until 50 / 99 / 100 % of N voters are counted (first heard by the")
     print("tally), everyone casting at t = 0; today: voters at 100 ms until the end; beacon: the tally broadcasts")
-    print("(TallyBeacon: STATE, ACKS, legacy 24-byte frames every 20 ms when busy), voters wait for STATE, advertise")
-    print("at its interval, and slow to the 10.24 s keep-alive once their ballot's fingerprint is heard (listening 30 ms")
+    print("(TallyBeacon: STATE, ACKS, legacy 24-byte frames every 20 ms when busy), voters run clicker-vote's")
+    print("BeaconFollower: wait for STATE, advertise at its interval, slow to the 10.24 s keep-alive once their ballot's")
+    print("fingerprint is heard; beacon+ext: the same in extended advertising (ADV_EXT_IND on 37/38/39, the frame of up")
+    print("to 244 bytes in an AUX_ADV_IND on a secondary channel, LE 1M; voters listen 30 ms")
     print("of every 60 ms, one channel at a time). One scanner at 100 % duty; capture and loss off; \(options.seeds) seeds,")
     print("medians. bound: the channel at its best throughput, 1/(2a·e) = \(Int(best)) voters/s for a = \(a)"
           + " (\(Int(bestWithBeacon))/s with a 20 ms beacon): 0.99·N and N voters need at least this long.")
     print("shown ≤ 1 s: voters (all seeds) whose \"counted\" showed within 1.0 s of being counted; p99: 99th percentile of that delay.")
     print("'>\(Int(horizon))': not reached within \(Int(horizon)) s.")
     print("")
-    print([pad("N", 5), pad("scheme", 7), pad("t50 %", 7), pad("t99 %", 7), pad("t100 %", 7), pad("bound99", 8),
+    print([pad("N", 5), pad("scheme", 10), pad("t50 %", 7), pad("t99 %", 7), pad("t100 %", 7), pad("bound99", 8),
            pad("bound100", 9), pad("counted", 8), pad("shown≤1s", 9), pad("p99 shown", 10)].joined(separator: " "))
+    var costs: [(n: Int, variant: Variant, cost: VoterCost)] = []
     for n in options.quick ? [300] : [300, 1000] {
-        for beacon in [false, true] {
+        for variant in Variant.allCases {
+            let beacon = variant != .today
             var results: [RoundResult] = []
+            var cost = VoterCost()
             for s in 0..<options.seeds {
-                let scheme: any TallyScheme = beacon ? BeaconScheme(secret: secret) : ScanOnly()
+                let scheme = variant.scheme(secret)
+                defer { if let b = scheme as? BeaconScheme { cost = cost + b.cost } }
                 results.append(try await runRound(voters: n, interval: .milliseconds(100), seed: UInt64(n * 1000 + s),
                                                   horizon: horizon, options: options,
                                                   detector: PayloadIndexDetector(voters: n), scheme: scheme))
             }
-            var row = [pad(String(n), 5), pad(beacon ? "beacon" : "today", 7)]
+            var row = [pad(String(n), 5), pad(variant.rawValue, 10)]
             for xs in [results.map(\.t50), results.map(\.t99), results.map(\.t100)] {
                 row.append(pad(fmt(median(xs), horizon: horizon), 7))
             }
@@ -53,19 +60,34 @@ func beaconTable(_ options: Options) async throws {
                 row += [pad("-", 9), pad("-", 10)]
             }
             print(row.joined(separator: " "))
+            if beacon { costs.append((n, variant, cost)) }
         }
+    }
+    // What following costs a voter: receiver on 30 ms of every 60 ms (ScanDutyCycle.fast) while it
+    // follows; transmitter: its PDUs' airtime; CPU: the follower's work on each frame heard.
+    print("")
+    print("voter's cost while the room is counted (all seeds): receiver 50 % (30 ms every 60 ms, ScanDutyCycle.fast);"
+          + " transmitter: its PDUs' airtime share; CPU: BeaconFollower per frame heard, and as a share of one core")
+    print([pad("N", 5), pad("scheme", 10), pad("tx duty", 8), pad("frames/s", 9), pad("µs/frame", 9), pad("CPU", 8)].joined(separator: " "))
+    for (n, variant, c) in costs {
+        let voterSeconds = Double(n) * c.seconds
+        let tx = Double(c.voterPDUs) * (Double(a.components.attoseconds) * 1e-18) / voterSeconds
+        let perFrame = c.framesHeard > 0 ? Double(c.followerCPU) / Double(c.framesHeard) / 1000 : 0
+        let rate = Double(c.framesHeard) / voterSeconds
+        print([pad(String(n), 5), pad(variant.rawValue, 10), pad(format1(100 * tx) + " %", 8), pad(format1(rate), 9),
+               pad(format1(perFrame), 9), pad(String(format: "%.3f %%", 100 * rate * perFrame / 1e6), 8)].joined(separator: " "))
     }
     // Casting spread over 10 s, as in a real class: each voter casts at a uniform random time.
     print("")
     print("300 voters casting over 10 s (uniform): median over voters of (counted − cast), median over seeds;"
           + " 99 %: the 99th percentile.")
-    print([pad("scheme", 7), pad("median", 7), pad("99 %", 7), pad("counted", 8)].joined(separator: " "))
-    for beacon in [false, true] {
+    print([pad("scheme", 10), pad("median", 7), pad("99 %", 7), pad("counted", 8)].joined(separator: " "))
+    for variant in Variant.allCases {
         var medians: [Double?] = [], p99s: [Double?] = [], fractions: [Double] = []
         for s in 0..<options.seeds {
             var rng = SplitMix64(seed: UInt64(77_000 + s))
             let casts = (0..<300).map { _ in 0.001 + 10 * Double(rng.next() >> 11) * 0x1p-53 }
-            let scheme: any TallyScheme = beacon ? BeaconScheme(secret: secret) : ScanOnly()
+            let scheme = variant.scheme(secret)
             let r = try await runRound(voters: 300, interval: .milliseconds(100), seed: UInt64(300_000 + s), horizon: horizon,
                                        options: options, detector: PayloadIndexDetector(voters: 300), scheme: scheme,
                                        castAt: casts)
@@ -75,8 +97,26 @@ func beaconTable(_ options: Options) async throws {
             p99s.append(sorted[Int(0.99 * Double(sorted.count)) - 1].isFinite ? sorted[Int(0.99 * Double(sorted.count)) - 1] : nil)
             fractions.append(r.heardFraction)
         }
-        print([pad(beacon ? "beacon" : "today", 7), pad(fmt(median(medians), horizon: horizon), 7),
+        print([pad(variant.rawValue, 10), pad(fmt(median(medians), horizon: horizon), 7),
                pad(fmt(median(p99s), horizon: horizon), 7),
                pad(format1(100 * fractions.sorted()[fractions.count / 2]) + " %", 8)].joined(separator: " "))
+    }
+}
+
+/// The schemes of the table, side by side on the same seeds.
+enum Variant: String, CaseIterable {
+    /// Voters at 100 ms until the end; the tally only scans.
+    case today
+    /// The beacon in legacy frames (3 fingerprints each).
+    case beacon
+    /// The beacon in extended advertising (58 fingerprints a frame, collision-free secondary channel).
+    case beaconExtended = "beacon+ext"
+
+    func scheme(_ secret: PollSecret) -> any TallyScheme {
+        switch self {
+        case .today: ScanOnly()
+        case .beacon: BeaconScheme(secret: secret)
+        case .beaconExtended: BeaconScheme(secret: secret, extended: true)
+        }
     }
 }

@@ -135,6 +135,8 @@ protocol TallyScheme: AnyObject {
     /// Whether the voters wait for the tally's beacon (the scheme starts their advertising); otherwise
     /// each advertises from its cast time at the round's interval.
     var votersFollowBeacon: Bool { get }
+    /// Whether the tally's controller broadcasts extended advertising (`BroadcastConfiguration.extended`).
+    var extendedBroadcast: Bool { get }
     /// Called once at t = 0; `voters[i]` is voter i's radio, `castAt[i]` when it casts (seconds).
     func start(air: SimulatedAir, central: SimulatedCentral, voters: [SimulatedPeripheral], castAt: [Double]) async throws
     /// Called after each step with every report of a voter the tally heard in it (index, radio time ns).
@@ -148,6 +150,7 @@ protocol TallyScheme: AnyObject {
 final class ScanOnly: TallyScheme {
     var label: String { "today" }
     var votersFollowBeacon: Bool { false }
+    var extendedBroadcast: Bool { false }
     var isFinished: Bool { true }
     func start(air: SimulatedAir, central: SimulatedCentral, voters: [SimulatedPeripheral], castAt: [Double]) async throws {}
     func step(reports: [(voter: Int, at: UInt64)], now: UInt64, air: SimulatedAir, central: SimulatedCentral) async throws {}
@@ -165,7 +168,8 @@ func runRound(voters n: Int, interval: Duration, seed: UInt64, horizon: Double, 
     var counted = 0
     var batch: [AdvertisementReport] = []
     var stream: [AdvertisementReport] = []  // pipeline mode: every report of the round, in order
-    let air = SimulatedAir(AirConfiguration(seed: seed, firstEventPhase: options.synchronized ? .immediate : .randomWithinInterval))
+    let air = SimulatedAir(AirConfiguration(seed: seed, firstEventPhase: options.synchronized ? .immediate : .randomWithinInterval,
+                                            broadcast: BroadcastConfiguration(extended: scheme.extendedBroadcast)))
     let central = air.central()
     var reports = central.advertisements(companyID: 0xFFFF).makeAsyncIterator()
     var addresses: [DeviceAddress] = []
