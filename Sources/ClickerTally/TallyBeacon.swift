@@ -49,12 +49,19 @@ public struct TallyBeacon: Sendable {
     /// Reports of counted ballots heard while their voters were still taken to be loud (from counting
     /// until their acknowledgement has been in rotation for ``Tuning/settle``), since the last payload.
     var loudRepeats = 0
+    /// Ballots counted for the first time since the last payload.
+    var arrivals = 0
     var lastPayloadAt: UInt64?
+    /// Acknowledgements go out in extended frames (58 a frame), which reach most voters within a
+    /// second: a counted voter not heard again may have gone quiet, so the repeats overstate the load
+    /// and the arrivals are asked too (``chooseInterval(at:)``).
+    let quickAcknowledgements: Bool
 
     public init(key: BeaconKey, mode: BallotMode, capabilities: BroadcastCapabilities, tuning: Tuning = Tuning()) {
         self.tuning = tuning
         composer = BeaconComposer(key: key, mode: mode, capabilities: capabilities, tuning: tuning.composer)
         broadcastInterval = tuning.composer.fastInterval
+        quickAcknowledgements = capabilities.extended
     }
 
     /// Whether ballots were counted since the last payload.
@@ -94,6 +101,7 @@ public struct TallyBeacon: Sendable {
         }
         guard acknowledged < AckFingerprint.maxHeardPerQuestion else { return }
         acknowledged += 1
+        if ballots[voter] == nil { arrivals += 1 }
         let wasPending = ballots[voter].map { $0.acknowledgedAt == nil } ?? false
         ballots[voter] = Counted(sequence: sequence, countedAt: ns, acknowledgedAt: nil, lastHeard: ns)
         if !wasPending { pending.append(voter) }
@@ -105,6 +113,7 @@ public struct TallyBeacon: Sendable {
         question = q
         estimator = BeaconLoadEstimator()
         loudRepeats = 0
+        arrivals = 0
         ballots.removeAll()
         pending.removeAll()
         acknowledged = 0
@@ -138,8 +147,10 @@ public struct TallyBeacon: Sendable {
                 if after > before { events += after - before }
             }
             estimator.observe(repeats: loudRepeats, events: Double(events), at: ns)
+            estimator.observe(arrivals: arrivals, at: ns)
         }
         loudRepeats = 0
+        arrivals = 0
         lastPayloadAt = ns
         pending.removeAll(keepingCapacity: true)
         if case .open = phase { interval = chooseInterval(at: ns) }
@@ -160,13 +171,31 @@ public struct TallyBeacon: Sendable {
         // The room bounds the estimate: no more voters can be loud than the room holds. (Not less those
         // acknowledged: an acknowledgement in rotation is no proof that its voter heard it.)
         let room = max(self.room ?? tuning.expectedVoters, ballots.count)
-        let loud = min(estimator.voters(interval: current, acknowledged: quiet, broadcast: broadcast) ?? .max, room)
+        var estimate = estimator.voters(interval: current, acknowledged: quiet, broadcast: broadcast)
+        if quickAcknowledgements, estimator.repeats >= Self.minimumRepeats, let repeated = estimator.load(broadcast: broadcast),
+           let arrived = estimator.arrivalLoads(interval: current, loudCounted: ballots.count - quiet, broadcast: broadcast),
+           repeated < Self.branchMargin * arrived.high {
+            // The repeats overstate the load (voters went quiet), so the true load is below them, and
+            // below the arrivals' overloaded root: the channel is underloaded, and the arrivals' other
+            // root is the load.
+            let period = BeaconAirModel.seconds(current + BeaconAirModel.meanDelay)
+            let fromArrivals = Int((arrived.low * period / (2 * BeaconAirModel.seconds(BeaconAirModel.ballotAirTime))).rounded(.up))
+            estimate = min(estimate ?? .max, fromArrivals)
+        }
+        let loud = min(estimate ?? .max, room)
         let best = BeaconAirModel.stateInterval(unacknowledged: loud, acknowledged: quiet, broadcast: broadcast)
         // Voters restart their advertising for a new interval: it changes only when it is off by a fifth.
         guard let now = interval.milliseconds, let new = best.milliseconds,
               Double(abs(new - now)) <= 0.2 * Double(now) else { return best }
         return interval
     }
+
+    /// How far below the arrivals' overloaded root the repeats' load must be before the arrivals are
+    /// believed: room for the noise of a few dozen events.
+    static let branchMargin = 0.8
+    /// Repeats the evidence must hold before the repeats' load bounds the true one from above: with
+    /// fewer, the load read is the prior's (half a repeat), which a deeply overloaded channel exceeds.
+    static let minimumRepeats = 3.0
 
     @inline(__always)
     static func modify(_ c: inout Counted, _ body: (inout Counted) -> Void) { body(&c) }
