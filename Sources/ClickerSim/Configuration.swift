@@ -101,7 +101,7 @@ public struct BroadcastConfiguration: Sendable, Hashable {
     public var listenChannels: [UInt8]
     /// When set, every listener's receiver follows this duty cycle whatever it asked for: a knob to
     /// compare voters' scan settings without changing the voters. Nil (the default): as asked, the
-    /// usual request being `ScanDutyCycle.fast`, 30 ms every 60 ms.
+    /// voter's request being `ScanDutyCycle.continuous` (`BeaconFollower.listening`).
     public var listenDutyCycle: ScanDutyCycle?
     /// True when the central's controller does extended advertising (BLE 5; `ExtendedAdvertising`):
     /// frames of up to 247 bytes, each event an ADV_EXT_IND on every channel of `channels` and one

@@ -85,9 +85,12 @@ public struct ScanDutyCycle: Sendable, Hashable {
     }
 
     /// The Generic Access Profile's fast scan, 30 ms every 60 ms (Core specification, Vol 3, Part C,
-    /// Appendix A: TGAP(scan_fast_window), TGAP(scan_fast_interval)); Linux uses the same values,
-    /// `DISCOV_LE_SCAN_WIN_FAST` and `DISCOV_LE_SCAN_INT_FAST`, for discovery.
+    /// Appendix A: TGAP(scan_fast_window), TGAP(scan_fast_interval)); Linux defines the same values,
+    /// `DISCOV_LE_SCAN_WIN_FAST` and `DISCOV_LE_SCAN_INT_FAST`, but discovers with ``continuous``.
     public static let fast = ScanDutyCycle(window: .milliseconds(30), interval: .milliseconds(60))
+    /// The receiver on all the time, moving channel every 11.25 ms: Linux's discovery scan
+    /// (`DISCOV_LE_SCAN_WIN`, `DISCOV_LE_SCAN_INT`), which a BlueZ listener gets whatever it asks.
+    public static let continuous = ScanDutyCycle(window: .microseconds(11_250), interval: .microseconds(11_250))
     /// The GAP's first background scan, 11.25 ms every 1.28 s (TGAP(scan_slow_window1),
     /// TGAP(scan_slow_interval1); Linux's `DISCOV_LE_SCAN_*_SLOW1`): under 1 % of the receiver's time.
     public static let slow = ScanDutyCycle(window: .microseconds(11_250), interval: .milliseconds(1280))

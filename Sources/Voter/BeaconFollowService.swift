@@ -62,7 +62,7 @@ public struct BeaconFollowService: Service {
         let listening = Task {
             while !Task.isCancelled {
                 do {
-                    for try await r in listener.listen(companyID: BallotFormat.companyID, dutyCycle: .fast) {
+                    for try await r in listener.listen(companyID: BallotFormat.companyID, dutyCycle: BeaconFollower.listening) {
                         sink.yield(.heard(r.data))
                     }
                 } catch {

@@ -62,7 +62,7 @@ final class BeaconScheme: TallyScheme {
         advertising = [BeaconFollower.Advertising](repeating: .silent, count: voters.count)
         answered = [Bool](repeating: false, count: voters.count)
         for (i, v) in voters.enumerated() {
-            let stream = v.listen(companyID: BallotFormat.companyID, dutyCycle: .fast)
+            let stream = v.listen(companyID: BallotFormat.companyID, dutyCycle: BeaconFollower.listening)
             let inbox = self.inbox
             listeners.append(Task {
                 do {

@@ -20,8 +20,8 @@ func beaconTable(_ options: Options) async throws {
     print("(TallyBeacon: STATE, ACKS, legacy 24-byte frames every 20 ms when busy), voters run clicker-vote's")
     print("BeaconFollower: wait for STATE, advertise at its interval, slow to the 10.24 s keep-alive once their ballot's")
     print("fingerprint is heard; beacon+ext: the same in extended advertising (ADV_EXT_IND on 37/38/39, the frame of up")
-    print("to 244 bytes in an AUX_ADV_IND on a secondary channel, LE 1M; voters listen 30 ms")
-    print("of every 60 ms, one channel at a time). One scanner at 100 % duty; capture and loss off; \(options.seeds) seeds,")
+    print("to 244 bytes in an AUX_ADV_IND on a secondary channel, LE 1M; voters listen all the time, one channel")
+    print("at a time, moving every 11.25 ms). One scanner at 100 % duty; capture and loss off; \(options.seeds) seeds,")
     print("medians. bound: the channel at its best throughput, 1/(2a·e) = \(Int(best)) voters/s for a = \(a)"
           + " (\(Int(bestWithBeacon))/s with a 20 ms beacon): 0.99·N and N voters need at least this long.")
     print("shown ≤ 1 s: voters (all seeds) whose \"counted\" showed within 1.0 s of being counted; p99: 99th percentile of that delay.")
@@ -63,10 +63,10 @@ func beaconTable(_ options: Options) async throws {
             if beacon { costs.append((n, variant, cost)) }
         }
     }
-    // What following costs a voter: receiver on 30 ms of every 60 ms (ScanDutyCycle.fast) while it
-    // follows; transmitter: its PDUs' airtime; CPU: the follower's work on each frame heard.
+    // What following costs a voter: receiver always on while it follows (BeaconFollower.listening);
+    // transmitter: its PDUs' airtime; CPU: the follower's work on each frame heard.
     print("")
-    print("voter's cost while the room is counted (all seeds): receiver 50 % (30 ms every 60 ms, ScanDutyCycle.fast);"
+    print("voter's cost while the room is counted (all seeds): receiver 100 % (BeaconFollower.listening);"
           + " transmitter: its PDUs' airtime share; CPU: BeaconFollower per frame heard, and as a share of one core")
     print([pad("N", 5), pad("scheme", 10), pad("tx duty", 8), pad("frames/s", 9), pad("µs/frame", 9), pad("CPU", 8)].joined(separator: " "))
     for (n, variant, c) in costs {
