@@ -24,7 +24,7 @@ extension AirCore {
     func startBroadcast(_ payload: BroadcastPayload) throws {
         guard !payload.frames.isEmpty else { throw TransportError.unsupported("a broadcast needs at least one frame") }
         let extended = config.broadcast.extended
-        let limit = extended ? ExtendedAdvertising.maxFrameLength : BroadcastCapabilities.legacy.maxFrameLength
+        let limit = (extended ? BroadcastCapabilities.extended : .legacy).maxFrameLength
         if let long = payload.frames.firstIndex(where: { $0.count > limit }) {
             throw TransportError.unsupported(
                 "broadcast frame \(long) has \(payload.frames[long].count) bytes; \(extended ? "extended" : "legacy") non-connectable advertising carries \(limit)")

@@ -43,9 +43,6 @@ public enum LegacyAdvertising {
 /// secondary channel (0–36) that carries the data. Peripherals' legacy advertising never uses a
 /// secondary channel, so only the short primary PDUs compete with the voters.
 public enum ExtendedAdvertising {
-    /// Most manufacturer data (after the company ID) one frame carries here: 251 bytes of AD (the
-    /// most one HCI LE Set Extended Advertising Data command carries) minus the 4-byte MSD header.
-    public static let maxFrameLength = 247
     /// ADV_EXT_IND: preamble (1) + access address (4) + PDU header (2) + extended header length and
     /// AdvMode (1) + flags (1) + ADI (2) + AuxPtr (3) + CRC (3): 17 bytes, 136 µs.
     public static let indicationAirTime: Duration = .microseconds(136)

@@ -231,8 +231,7 @@ public struct SimulatedCentral: CentralTransport, BroadcasterTransport {
     /// Legacy non-connectable advertising (27 bytes of manufacturer data per frame), or extended
     /// advertising (247) when `BroadcastConfiguration.extended`.
     public func broadcastCapabilities() async throws -> BroadcastCapabilities {
-        air.configuration.broadcast.extended
-            ? BroadcastCapabilities(maxFrameLength: ExtendedAdvertising.maxFrameLength, extended: true) : .legacy
+        air.configuration.broadcast.extended ? .extended : .legacy
     }
 
     /// Starts or replaces the central's broadcast (see `BroadcastConfiguration` for its physics).

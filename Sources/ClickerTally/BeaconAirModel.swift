@@ -45,6 +45,12 @@ public enum BeaconAirModel {
             self.interval = interval
             self.airTime = airTime
         }
+
+        /// The share of the time the tally hears voters' PDUs of airtime `a`: `1 − 3(a+b)/(B+δ)`
+        /// (below 0 for a broadcast that leaves no gap).
+        public func listeningShare(airTime a: Duration) -> Double {
+            1 - 3 * BeaconAirModel.seconds(a + airTime) / BeaconAirModel.seconds(interval + BeaconAirModel.meanDelay)
+        }
     }
 
     /// S(I): not-acknowledged voters heard per second (see the type's documentation).
@@ -54,10 +60,7 @@ public enum BeaconAirModel {
         let a = seconds(airTime), period = seconds(interval + meanDelay)
         let keepAlive = seconds(BeaconInterval.keepAlive + meanDelay)
         let load = Double(u) / period + Double(max(0, k)) / keepAlive
-        var listening = 1.0
-        if let b = broadcast {
-            listening = max(0, 1 - 3 * (a + seconds(b.airTime)) / seconds(b.interval + meanDelay))
-        }
+        let listening = broadcast.map { max(0, $0.listeningShare(airTime: airTime)) } ?? 1
         return Double(u) / period * exp(-2 * a * load) * listening
     }
 
@@ -65,8 +68,7 @@ public enum BeaconAirModel {
     /// second for a ballot PDU), less what the tally's own broadcast takes when there is one.
     public static func bestThroughput(broadcast: Broadcast? = nil, airTime: Duration = ballotAirTime) -> Double {
         let a = seconds(airTime)
-        var listening = 1.0
-        if let b = broadcast { listening = max(0, 1 - 3 * (a + seconds(b.airTime)) / seconds(b.interval + meanDelay)) }
+        let listening = broadcast.map { max(0, $0.listeningShare(airTime: airTime)) } ?? 1
         return listening / (2 * a * exp(1))
     }
 

@@ -57,17 +57,17 @@ public struct BeaconLoadEstimator: Sendable, Hashable {
         if last.map({ ns > $0 }) ?? true { last = ns }
     }
 
-    /// The fraction of the time the tally's scanner hears, its broadcast taking the rest.
-    static func listening(_ broadcast: BeaconAirModel.Broadcast?, airTime a: Double) -> Double {
-        guard let b = broadcast else { return 1 }
-        return max(0.05, 1 - 3 * (a + BeaconAirModel.seconds(b.airTime)) / BeaconAirModel.seconds(b.interval + BeaconAirModel.meanDelay))
+    /// The share of the time the tally's scanner hears, its broadcast taking the rest (at least 5 %,
+    /// so that evidence never divides by nothing).
+    static func listening(_ broadcast: BeaconAirModel.Broadcast?, airTime: Duration) -> Double {
+        broadcast.map { max(0.05, $0.listeningShare(airTime: airTime)) } ?? 1
     }
 
     /// The load `G` on the channel from the repeats, or nil below 10 events.
     public func load(broadcast: BeaconAirModel.Broadcast?, airTime: Duration = BeaconAirModel.ballotAirTime) -> Double? {
         guard events >= 10 else { return nil }
         // Half a repeat more than heard: no evidence of repeats is not proof of an infinite load.
-        let p = (repeats + 0.5) / events / Self.listening(broadcast, airTime: BeaconAirModel.seconds(airTime))
+        let p = (repeats + 0.5) / events / Self.listening(broadcast, airTime: airTime)
         return max(0, -log(min(1, p)))
     }
 
@@ -81,7 +81,7 @@ public struct BeaconLoadEstimator: Sendable, Hashable {
                              airTime: Duration = BeaconAirModel.ballotAirTime) -> (low: Double, high: Double)? {
         guard span >= BeaconAirModel.seconds(Self.minimumSpan) else { return nil }
         let a = BeaconAirModel.seconds(airTime), period = BeaconAirModel.seconds(interval + BeaconAirModel.meanDelay)
-        let y = 2 * a * (arrivals / span) / Self.listening(broadcast, airTime: a)
+        let y = 2 * a * (arrivals / span) / Self.listening(broadcast, airTime: airTime)
         let c = 2 * a * Double(max(0, loudCounted)) / period
         let f = { (g: Double) in y * exp(g) + c - g }
         // f is convex with its minimum at g = −ln y; two roots exist when that minimum is below 0.

@@ -55,13 +55,12 @@ public struct TallyBeacon: Sendable {
     /// Acknowledgements go out in extended frames (58 a frame), which reach most voters within a
     /// second: a counted voter not heard again may have gone quiet, so the repeats overstate the load
     /// and the arrivals are asked too (``chooseInterval(at:)``).
-    let quickAcknowledgements: Bool
+    var quickAcknowledgements: Bool { composer.capabilities.extended }
 
     public init(key: BeaconKey, mode: BallotMode, capabilities: BroadcastCapabilities, tuning: Tuning = Tuning()) {
         self.tuning = tuning
         composer = BeaconComposer(key: key, mode: mode, capabilities: capabilities, tuning: tuning.composer)
         broadcastInterval = tuning.composer.fastInterval
-        quickAcknowledgements = capabilities.extended
     }
 
     /// Whether ballots were counted since the last payload.

@@ -40,6 +40,9 @@ public struct BroadcastCapabilities: Sendable, Hashable {
 
     /// Legacy non-connectable advertising: 31 bytes of AD minus the 4-byte Manufacturer Specific Data header.
     public static let legacy = BroadcastCapabilities(maxFrameLength: 27, extended: false)
+    /// One extended advertisement, without Flags: 251 bytes of AD (the most one HCI LE Set Extended
+    /// Advertising Data command, and Linux, carry) minus the 4-byte MSD header.
+    public static let extended = BroadcastCapabilities(maxFrameLength: 247, extended: true)
 }
 
 /// The broadcasting side of a central's radio (the tally's beacon). Scanning through

@@ -109,6 +109,35 @@ final class ExtendedBroadcastTests: XCTestCase {
         XCTAssertEqual(stats.broadcastPDUsHeard, 100)
     }
 
+    /// The broadcasting controller is deaf while its own PDUs are in the air, the auxiliary packet
+    /// included: a ballot on channel 37 at [1800, 2176) µs overlaps no indication but the auxiliary
+    /// packet at [1708, 2700) µs, and is lost to the scanner on that controller, heard by a second
+    /// controller's. A ballot at [200, 576) µs falls between the indications: lost only when the
+    /// controller suspends its scan for the whole event.
+    func testTheCentralIsDeafDuringItsIndicationsAndItsAuxiliaryPacket() async throws {
+        func heard(ballotAt start: Double, scanner: Int?, deafness: BroadcastDeafness = .packets) async throws -> Int {
+            let air = SimulatedAir(AirConfiguration(
+                seed: 4, scanners: [ScannerConfiguration(channels: [37])], maxAdvertisingDelay: .zero, firstEventPhase: .immediate,
+                broadcast: BroadcastConfiguration(broadcastingScanner: scanner, deafness: deafness, extended: true)))
+            let central = air.central()
+            let ballots = central.advertisements(companyID: companyID)
+            try await central.broadcast(BroadcastPayload(companyID: beacon, frames: [[UInt8](repeating: 4, count: 100)],
+                                                         interval: .milliseconds(100)))
+            air.run(until: at(start))
+            try await air.addPeripheral(rssi: -60).advertise(payload(1, interval: .milliseconds(100)))
+            air.run(until: at(9.99))
+            return try await drain(air, ballots).count
+        }
+        let duringAuxiliary = try await heard(ballotAt: 0.0018, scanner: 0)
+        XCTAssertEqual(duringAuxiliary, 0, "a ballot during the auxiliary packet was heard by the broadcasting controller")
+        let secondController = try await heard(ballotAt: 0.0018, scanner: nil)
+        XCTAssertEqual(secondController, 100)
+        let betweenIndications = try await heard(ballotAt: 0.0002, scanner: 0)
+        XCTAssertEqual(betweenIndications, 100)
+        let wholeEvent = try await heard(ballotAt: 0.0002, scanner: 0, deafness: .wholeEvent)
+        XCTAssertEqual(wholeEvent, 0)
+    }
+
     /// Among N ballots at interval I a listener hears a broadcast event when nothing overlaps the PDU on its
     /// channel: about e^(−N(a + b)/Ī), b the broadcast PDU's airtime. With the extended broadcast b is the
     /// indication's 136 µs instead of the legacy 376 µs: 0.614 against 0.489 for 100 ballots at 100 ms.

@@ -11,7 +11,6 @@ final class BeaconArrivalTests: XCTestCase {
     var key: BeaconKey { BeaconKey(poll.secret) }
     let q = BeaconQuestionInfo(number: 1, kind: .single, options: 4)
     let a = 0.000360  // BeaconAirModel.ballotAirTime
-    static let extended = BroadcastCapabilities(maxFrameLength: 247, extended: true)
 
     /// New voters counted at the rate the model gives for U voters at period P (r = U/P·e^(−G),
     /// G = 2aU/P): the roots of the arrivals are G on its side of 1, an underloaded and an overloaded
@@ -78,7 +77,7 @@ final class BeaconArrivalTests: XCTestCase {
     /// channel. With extended acknowledgements the tally believes the arrivals and shortens the interval;
     /// with legacy ones (slow to arrive, so a voter not heard again was lost) it keeps the repeats' reading.
     func testWithQuickAcknowledgementsAQuietingRoomGetsAShortInterval() throws {
-        let extended = try XCTUnwrap(announced(Self.extended, rate: 150, every: 3, seconds: 3))
+        let extended = try XCTUnwrap(announced(.extended, rate: 150, every: 3, seconds: 3))
         let legacy = try XCTUnwrap(announced(.legacy, rate: 150, every: 3, seconds: 3))
         XCTAssertLessThan(extended, 300, "extended: \(extended) ms")
         XCTAssertGreaterThan(legacy, 2 * extended, "legacy: \(legacy) ms, extended \(extended) ms")
@@ -88,7 +87,7 @@ final class BeaconArrivalTests: XCTestCase {
     /// would read an underloaded channel (their low root); the repeats say the load is far above their
     /// overloaded root, so the tally keeps a long interval either way.
     func testAnOverloadedRoomIsNotTakenForAQuietOne() throws {
-        let extended = try XCTUnwrap(announced(Self.extended, rate: 10, every: 1_000_000, seconds: 4))
+        let extended = try XCTUnwrap(announced(.extended, rate: 10, every: 1_000_000, seconds: 4))
         XCTAssertGreaterThan(extended, 500, "extended: \(extended) ms")
     }
 }

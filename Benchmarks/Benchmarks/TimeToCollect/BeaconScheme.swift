@@ -12,7 +12,7 @@ import Voter
 
 /// The tally of the beacon scheme, and its voters.
 final class BeaconScheme: TallyScheme {
-    let label: String
+    var label: String { extendedBroadcast ? "beacon+ext" : "beacon" }
     let votersFollowBeacon = true
     /// The tally broadcasts extended advertising (58 fingerprints a frame) instead of legacy frames.
     let extendedBroadcast: Bool
@@ -43,9 +43,7 @@ final class BeaconScheme: TallyScheme {
     init(secret: PollSecret, extended: Bool = false) {
         key = BeaconKey(secret)
         extendedBroadcast = extended
-        label = extended ? "beacon+ext" : "beacon"
-        tally = TallyBeacon(key: key, mode: .anonymous, capabilities: extended
-            ? BroadcastCapabilities(maxFrameLength: ExtendedAdvertising.maxFrameLength, extended: true) : .legacy)
+        tally = TallyBeacon(key: key, mode: .anonymous, capabilities: extended ? .extended : .legacy)
     }
 
     static func fingerprintVoterID(_ i: Int) -> UInt32 { UInt32(i) }
