@@ -41,6 +41,11 @@ public struct BlueZCentralOptions: Sendable {
     /// costs bluetoothd a PropertiesChanged and the kernel a refresh of the advertising instance
     /// (`CentralBroadcast.swift`), so frames rotate every `max(payload interval, this)`.
     public var beaconMinimumDwell: Duration = .milliseconds(100)
+    /// How long the beacon waits after its last frame change before it unregisters its advertisement.
+    /// bluetoothd 5.66 frees an advertisement on UnregisterAdvertisement while refreshes that frame changes
+    /// started are still queued for it, and aborts when they complete (`add_adv_params_callback` on freed
+    /// memory; seen in the QEMU guest). Frame changes are not acknowledged, so the beacon lets them drain.
+    public var beaconUnregisterSettle: Duration = .seconds(1)
 
     public init(bus: DBusBusTarget = .system, adapter: AdapterSelection = .firstPowered,
                 discoveryRestartInterval: Duration? = .seconds(10), staleDeviceTimeout: Duration? = .seconds(120),

@@ -16,9 +16,16 @@ import Synchronization
 /// Adv Params + Add Ext Adv Data). That is the cheapest way to rotate: one signal per frame, no round trip,
 /// the same instance and registration. Re-registering per frame would cost three round trips (Unregister,
 /// Register, bluetoothd's GetAll) and leave the air empty between them; one instance per frame runs out of
-/// instances (typically 4–5 per controller) long before a page of acknowledgements does. A change of
-/// interval or of legacy/extended re-registers instead: bluetoothd refreshes once per changed property,
-/// and MinInterval and MaxInterval changed one at a time can pass through min > max.
+/// instances (typically 4–5 per controller) long before a page of acknowledgements does.
+///
+/// Unregistering is the dangerous call on 5.66: it frees the advertisement while refreshes that frame
+/// changes started may still be queued for it, and bluetoothd aborts when they complete (seen in the
+/// QEMU guest, twice in five runs, when the beacon re-registered for every change of interval). So the
+/// beacon registers once and unregisters only when it stops, or when company or legacy/extended change,
+/// and then only after frame changes have been quiet for `beaconUnregisterSettle`. A change of interval is
+/// a property change too, and only where bluetoothd applies intervals (experimental features; elsewhere
+/// the number is ignored and nothing is sent): bluetoothd refreshes once per changed property, so the two
+/// go out one at a time in the order that never passes through MinInterval > MaxInterval.
 ///
 /// What the rotation may not do on BlueZ 5.66: a refresh triggered by a property change has no D-Bus
 /// request to answer, and if the kernel refuses it (extended-advertising kernels), 5.66 builds an error
@@ -66,6 +73,8 @@ public struct BlueZBeaconStatistics: Sendable, Hashable {
     public var registrations = 0
     /// Frames put on the air by a ManufacturerData property change (rotation and replacements).
     public var frameChanges = 0
+    /// Interval changes sent as property changes (only where bluetoothd applies intervals).
+    public var intervalChanges = 0
     /// Frame changes held back because the adapter was powered off.
     public var heldWhilePoweredOff = 0
     public init() {}
@@ -97,8 +106,10 @@ actor BeaconAdvertiser {
     var payload: BroadcastPayload?
     var wanted: BroadcastPayload?
     var frameIndex = 0
-    /// The frame bluetoothd was last given (at registration or by a property change).
+    /// The frame bluetoothd was last given (at registration or by a property change), and when the last
+    /// property change went out.
     var shown: [UInt8]?
+    var lastFrameChange: ContinuousClock.Instant?
     var generation: UInt64 = 0
     /// Counts `stop()` calls: a broadcast that was waiting on the bus when one came does not register after it.
     var stops: UInt64 = 0
@@ -145,15 +156,20 @@ actor BeaconAdvertiser {
         let (conn, adapter) = try await ensureReady()
         guard manager != nil else { throw fail(.advertisingUnsupported(adapterName)) }
         guard stops == stopsBefore else { return }  // stopped meanwhile: the later call wins
-        let shape = Shape(companyID: p.companyID, extended: extended, intervalMs: Self.milliseconds(p.interval))
-        if registered == shape, object != nil, conn.isConnected {
+        noteIntervalSupport(p.interval)
+        let asked = Self.milliseconds(p.interval)
+        // Where bluetoothd ignores intervals the registered number stands: changing it would cost refreshes for nothing.
+        let intervalMs = intervalSupport.withLock { $0 } == .ignored ? registered?.intervalMs ?? asked : asked
+        let shape = Shape(companyID: p.companyID, extended: extended, intervalMs: intervalMs)
+        if let r = registered, r.companyID == shape.companyID, r.extended == shape.extended, object != nil, conn.isConnected {
+            if r.intervalMs != shape.intervalMs { changeInterval(from: r.intervalMs, to: shape.intervalMs) }
+            registered = shape
             payload = p
             frameIndex = 0
             apply()
             startRotation()
             return
         }
-        noteIntervalSupport(p.interval)
         do {
             try await register(p, shape, conn, adapter)
         } catch {
@@ -252,7 +268,24 @@ actor BeaconAdvertiser {
         }
     }
 
+    /// MinInterval and MaxInterval of the registered advertisement, each a property change that bluetoothd
+    /// applies on its own: the one that keeps MinInterval ≤ MaxInterval goes first.
+    func changeInterval(from old: UInt32, to new: UInt32) {
+        guard let object else { return }
+        let order = new > old ? ["MaxInterval", "MinInterval"] : ["MinInterval", "MaxInterval"]
+        do {
+            for name in order { try object.setProperty(name, .uint32(new), interface: BlueZ.advertisement) }
+            counters.withLock { $0.intervalChanges += 1 }
+        } catch {
+            logger.warning("beacon interval change not sent: \(error)")
+        }
+    }
+
     func unregister(_ conn: DBusConnection, _ adapter: DBusObjectPath) async {
+        if let last = lastFrameChange {
+            // Let bluetoothd finish the refreshes the last frame changes started (see the type's comment).
+            try? await ContinuousClock().sleep(until: last.advanced(by: options.beaconUnregisterSettle))
+        }
         do {
             _ = try await conn.call(destination: BlueZ.service, path: adapter, interface: BlueZ.advertisingManager,
                                     method: "UnregisterAdvertisement", arguments: [.objectPath(advertisementPath)],
@@ -288,6 +321,7 @@ actor BeaconAdvertiser {
         }
         do {
             try object.setProperty("ManufacturerData", Self.manufacturerData(p.companyID, frame), interface: BlueZ.advertisement)
+            lastFrameChange = .now
             shown = frame
             counters.withLock { $0.frameChanges += 1 }
         } catch {

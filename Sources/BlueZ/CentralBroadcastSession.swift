@@ -103,11 +103,15 @@ extension BeaconAdvertiser {
         if let c = cachedCapabilities { return c }
         let (conn, adapter) = try await ensureReady()
         guard let manager else { throw fail(.advertisingUnsupported(adapterName)) }
-        let legacy = BroadcastCapabilities(maxFrameLength: BlueZBeacon.legacyFrameLength, extended: false)
-        var result = legacy
         let channels: [String] = if case .array(_, let items)? = manager["SupportedSecondaryChannels"]?.unwrapped {
             items.compactMap { if case .string(let s) = $0.unwrapped { s } else { nil } }
         } else { [] }
+        // The kernel lists secondary channels only for a controller with LE Extended Advertising, where every
+        // advertising set has its own random address. Without it (Bluetooth 4), a broadcast needs the
+        // controller's one random address changed, which the controller refuses while it scans.
+        let legacy = BroadcastCapabilities(maxFrameLength: BlueZBeacon.legacyFrameLength, extended: false,
+                                           whileScanning: !channels.isEmpty)
+        var result = legacy
         if channels.contains("1M") {
             var adLength = 251
             if case .dictionary(_, _, let entries)? = manager["SupportedCapabilities"]?.unwrapped,
@@ -127,7 +131,8 @@ extension BeaconAdvertiser {
         }
         cachedCapabilities = result
         let mode = result.extended ? "extended" : "legacy"
-        logger.info("beacon on \(adapterName): \(mode) advertising, \(result.maxFrameLength) bytes per frame")
+        let scanning = result.whileScanning ? "" : "; a Bluetooth 4 controller: it cannot broadcast while it scans"
+        logger.info("beacon on \(adapterName): \(mode) advertising, \(result.maxFrameLength) bytes per frame\(scanning)")
         return result
     }
 

@@ -8,6 +8,14 @@ extension PeripheralEngine {
         let (conn, adapter) = try await ensureReady()
         guard adapterInterfaces[BlueZ.advertisingManager] != nil else { throw fail(.advertisingUnsupported(adapterName)) }
         noteIntervalSupport(payload.interval)
+        if advertisementRegistered, var same = self.payload, intervalSupport.withLock({ $0 }) == .ignored {
+            // bluetoothd ignores intervals: a new one alone would only take the advertisement off the air a moment.
+            same.interval = payload.interval
+            if same == payload {
+                self.payload = payload
+                return
+            }
+        }
         if advertisementRegistered { await unregisterAdvertisement(conn, adapter) }
         advertisement?.unexport()
         advertisement = nil

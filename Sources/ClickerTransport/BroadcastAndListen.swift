@@ -32,10 +32,16 @@ public struct BroadcastCapabilities: Sendable, Hashable {
     /// True when the frames go out as extended advertising (AUX_ADV_IND on a secondary channel),
     /// which only BLE 5 listeners scanning for extended advertising hear.
     public var extended: Bool
+    /// False when the radio can broadcast only while it does not scan: a Bluetooth 4 controller under
+    /// Linux, whose non-connectable advertising needs a new random address, which the controller
+    /// refuses while it scans (LE Set Random Address: Command Disallowed). A central that must keep
+    /// scanning then does not broadcast unless told to.
+    public var whileScanning: Bool
 
-    public init(maxFrameLength: Int, extended: Bool) {
+    public init(maxFrameLength: Int, extended: Bool, whileScanning: Bool = true) {
         self.maxFrameLength = maxFrameLength
         self.extended = extended
+        self.whileScanning = whileScanning
     }
 
     /// Legacy non-connectable advertising: 31 bytes of AD minus the 4-byte Manufacturer Specific Data header.

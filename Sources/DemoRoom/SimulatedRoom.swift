@@ -39,7 +39,7 @@ public struct SimulatedRoom: Sendable {
     public func run() async {
         // Each student keeps one radio for the whole run and answers every question the poll opens.
         let radios = RadioCache(air: air)
-        if churn == nil, await controller.options.beacon {
+        if churn == nil, await controller.options.beacon != .off {
             await follow(radios)
         } else {
             await told(radios)

@@ -39,6 +39,8 @@ struct BeaconRuntime: Sendable {
     /// Payloads handed to the radio, and the last broadcast error.
     var payloads = 0
     var lastError: String?
+    /// Why the beacon stays off although it was wanted (the radio cannot broadcast while it scans).
+    var off: String?
 
     init(secret: PollSecret) { key = BeaconKey(secret) }
 
@@ -200,6 +202,13 @@ extension PollController {
         }
     }
 
+    /// The radio cannot broadcast while it scans, and the beacon was not asked for: it stays off, and says so.
+    func beaconUnavailable() {
+        beacon.off = "beacon off: this adapter cannot broadcast while it scans (a Bluetooth 4 controller); "
+            + "students need clicker-vote --question N (or run the tally with --beacon to try anyway)"
+        logger.notice("\(beacon.off ?? "")")
+    }
+
     /// The phase changed (question opened, closed, next, new poll): the broadcasting task composes now.
     func beaconChanged() {
         beacon.changed = true
@@ -212,6 +221,10 @@ extension PollController {
     nonisolated func runBeacon(_ radio: any BroadcasterTransport, gap: Duration = .milliseconds(100),
                                refresh: Duration = .milliseconds(250)) async {
         let caps = (try? await radio.broadcastCapabilities()) ?? .legacy
+        if !caps.whileScanning, await options.beacon == .whenPossible {
+            await beaconUnavailable()
+            return
+        }
         let (wakes, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         await startBeacon(caps, wake: wake)
         defer { wake.finish() }

@@ -130,7 +130,7 @@ public actor PollController {
     /// alongside, at most `maxConcurrentReads` at a time.
     public func run(central: any CentralTransport) async throws {
         // The beacon goes out when the radio can broadcast while it scans.
-        let broadcaster = options.beacon ? central as? any BroadcasterTransport : nil
+        let broadcaster = options.beacon != .off ? central as? any BroadcasterTransport : nil
         beacon.radio = broadcaster
         let (requests, continuation) = AsyncStream<VerificationState.Request>.makeStream(bufferingPolicy: .bufferingNewest(4096))
         gattQueue = continuation

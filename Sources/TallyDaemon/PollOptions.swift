@@ -30,8 +30,8 @@ public struct PollOptions: Sendable {
     public var title: String?
     /// When live counts of an open question move (see `PublishRule`); final results are exact.
     public var publishRule = PublishRule()
-    /// Broadcast the poll's beacon (docs/PROTOCOL.md §11.11) when the radio can broadcast while it scans.
-    public var beacon = true
+    /// When to broadcast the poll's beacon (docs/PROTOCOL.md §11.11).
+    public var beacon = BeaconMode.whenPossible
 
     public init(joinCode: JoinCode, roster: Roster? = nil,
                 policy: ChangePolicy = .latestWins, options: Int = 4, firstQuestion: UInt8 = 1,
@@ -72,4 +72,14 @@ public enum PollStart: Sendable, Equatable {
 
     /// The default limit of `--resume`: a poll older than a long lecture is not continued.
     public static let defaultResumeLimit: Duration = .seconds(6 * 3600)
+}
+
+/// When the tally broadcasts its beacon.
+public enum BeaconMode: Sendable, Hashable {
+    /// When the radio can broadcast while it scans (`BroadcastCapabilities.whileScanning`); otherwise the
+    /// beacon stays off and the screen says so (voters then need `--question N`). The default.
+    case whenPossible
+    /// Whatever the radio says it can: a refusal is logged and tried again.
+    case always
+    case off
 }

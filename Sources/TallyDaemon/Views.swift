@@ -24,7 +24,7 @@ extension PollController {
             adapter: radio.adapter, scanning: radio.state == .scanning,
             sinceDiscoveryRestart: radio.lastDiscoveryRestart.map { radioNow - $0 },
             errors: radioErrorCount, lastError: radio.lastError)
-        var alert: String?
+        var alert = beacon.off
         if floodAlert { alert = "flood of forged votes: rejected, honest votes still counted" }
         if let forged = beaconAlert(now: now) { alert = forged }
         if let e = storageError { alert = "STORAGE ERROR, votes kept in memory: \(e)" }

@@ -39,7 +39,7 @@ struct PollArguments: ParsableArguments {
     @Flag(inversion: .prefixedNo, help: "Read anonymous ballots back over GATT and verify their signature, so an unverified copy cannot replace a verified vote (off: changes unverified).")
     var gattConfirm = true
 
-    @Flag(inversion: .prefixedNo, help: "Broadcast the poll's beacon (question, interval, acknowledgements; PROTOCOL.md §11.11) while scanning (off: voters need --question N). Default: on for --radio hci and sim; off for bluez, where bluetoothd 5.66 with a Bluetooth 4 controller refuses broadcast advertising while it discovers (README, Radios).")
+    @Flag(inversion: .prefixedNo, help: "Broadcast the poll's beacon (question, interval, acknowledgements; PROTOCOL.md §11.11) while scanning (off: voters need --question N). Default: on where the radio can broadcast while it scans; a Bluetooth 4 controller under BlueZ cannot, and the screen then says the beacon is off (README, Radios).")
     var beacon: Bool?
 
     @Option(help: "Database file (default: clicker.sqlite in $STATE_DIRECTORY, else $XDG_STATE_HOME/clicker, else $HOME/.local/state/clicker).")
@@ -107,7 +107,7 @@ struct PollArguments: ParsableArguments {
         }
         var options = PollOptions(joinCode: code, roster: students, policy: firstResponseOnly ? .firstResponseOnly : .latestWins,
                                   options: self.options, firstQuestion: firstQuestion, confirmByGATT: gattConfirm)
-        options.beacon = beacon ?? (radio != .bluez)
+        options.beacon = beacon.map { $0 ? .always : .off } ?? .whenPossible
         if let questionSet {
             options.questionSet = questionSet
         } else {

@@ -118,14 +118,57 @@ final class BlueZBeaconTests: XCTestCase {
         var calls = try await mock.calls("/org/bluez/hci0")
         XCTAssertEqual(calls.filter { $0 == "RegisterAdvertisement" }.count, 1)
 
-        // A new interval registers again (MinInterval and MaxInterval must not change one at a time).
+        // Without experimental features bluetoothd ignores intervals: a new one neither registers again nor is sent.
         try await central.broadcast(BroadcastPayload(companyID: 0xFFFF, frames: second, interval: .milliseconds(250)))
         calls = try await mock.calls("/org/bluez/hci0")
-        XCTAssertEqual(calls.filter { $0 == "RegisterAdvertisement" }.count, 2)
-        XCTAssertEqual(calls.filter { $0 == "UnregisterAdvertisement" }.count, 1)
+        XCTAssertEqual(calls.filter { $0 == "RegisterAdvertisement" }.count, 1)
+        XCTAssertEqual(calls.filter { $0 == "UnregisterAdvertisement" }.count, 0)
         let props = try await mock.advertisements().first?.2 ?? [:]
-        XCTAssertEqual(props["MinInterval"]?.unwrapped, .uint32(250))
-        XCTAssertEqual(props["MaxInterval"]?.unwrapped, .uint32(250))
+        XCTAssertEqual(props["MinInterval"]?.unwrapped, .uint32(100))
+        XCTAssertEqual(central.broadcastStatistics.intervalChanges, 0)
+    }
+
+    /// Where bluetoothd applies intervals, a new one goes out as two property changes, never through
+    /// MinInterval > MaxInterval (a refresh the kernel refuses, which bluetoothd 5.66 answers by aborting),
+    /// and the advertisement is not registered again: bluetoothd 5.66 can crash when an advertisement is
+    /// unregistered with refreshes queued for it (seen in the QEMU guest).
+    func testANewIntervalIsTwoPropertyChangesInASafeOrderWithoutRegisteringAgain() async throws {
+        try await startMock(#"{"experimental": true}"#)
+        let central = makeCentral()
+        let frames = Self.frames(2)
+        try await central.broadcast(BroadcastPayload(companyID: 0xFFFF, frames: frames, interval: .milliseconds(100)))
+        for ms in [400, 30, 1000, 20] {
+            try await central.broadcast(BroadcastPayload(companyID: 0xFFFF, frames: frames, interval: .milliseconds(ms)))
+            try await eventually("interval \(ms) applied") {
+                let props = try await self.mock.advertisements().first?.2 ?? [:]
+                return props["MinInterval"]?.unwrapped == .uint32(UInt32(ms)) && props["MaxInterval"]?.unwrapped == .uint32(UInt32(ms))
+            }
+        }
+        let calls = try await mock.calls("/org/bluez/hci0")
+        XCTAssertEqual(calls.filter { $0 == "RegisterAdvertisement" }.count, 1, "registered once")
+        XCTAssertEqual(calls.filter { $0 == "UnregisterAdvertisement" }.count, 0)
+        let reply = try await mock.mock("GetRefreshErrors", [.string("hci0")])
+        XCTAssertEqual(try reply.arguments().first, .uint32(0), "a refresh passed through MinInterval > MaxInterval")
+        XCTAssertEqual(central.broadcastStatistics.intervalChanges, 4)
+    }
+
+    /// Stopping waits until the last frame change is `beaconUnregisterSettle` old before it unregisters.
+    func testStopLetsTheLastFrameChangesSettleBeforeUnregistering() async throws {
+        try await startMock()
+        var o = BlueZCentralOptions(bus: bus.target, discoveryRestartInterval: nil, staleDeviceTimeout: nil,
+                                    callTimeout: .seconds(5), retryInterval: .milliseconds(200))
+        o.beaconMinimumDwell = .milliseconds(20)
+        o.beaconUnregisterSettle = .milliseconds(600)
+        let central = BlueZCentral(options: o)
+        centrals.append(central)
+        try await central.broadcast(BroadcastPayload(companyID: 0xFFFF, frames: Self.frames(3), interval: .milliseconds(20)))
+        _ = try await eventuallyHistory(atLeast: 3)
+        let start = ContinuousClock.now
+        try await central.stopBroadcasting()
+        let took = ContinuousClock.now - start
+        XCTAssertGreaterThanOrEqual(took, .milliseconds(500), "unregistered while frame changes were fresh")
+        let ads = try await mock.advertisements()
+        XCTAssertTrue(ads.isEmpty)
     }
 
     func testStopBroadcastingUnregistersAndStopsTheRotation() async throws {
@@ -194,6 +237,25 @@ final class BlueZBeaconTests: XCTestCase {
         } catch let e as TransportError {
             guard case .unsupported = e else { return XCTFail("\(e)") }
         }
+    }
+
+    func testABluetooth4AdapterCannotBroadcastWhileItScans() async throws {
+        // No SupportedSecondaryChannels: the kernel has no LE Extended Advertising for this controller, and (as in
+        // the QEMU guest with bluetoothd 5.66) a broadcast registered while it discovers fails.
+        try await startMock(#"{"legacy_controller": true}"#)
+        let central = makeCentral()
+        let status = Collector(central.status())
+        let reports = Collector(central.advertisements(companyID: 0xFFFF))
+        try await status.wait("scanning") { $0.last?.state == .scanning }
+        let caps = try await central.broadcastCapabilities()
+        XCTAssertEqual(caps, BroadcastCapabilities(maxFrameLength: 24, extended: false, whileScanning: false))
+        let calls = try await mock.calls("/org/bluez/hci0")
+        XCTAssertEqual(calls.filter { $0 == "RegisterAdvertisement" }.count, 0, "no extended probe without secondary channels")
+        do {
+            try await central.broadcast(BroadcastPayload(companyID: 0xFFFF, frames: Self.frames(1)))
+            XCTFail("the stand-in refuses a broadcast while discovering, as the kernel does on such a controller")
+        } catch {}
+        reports.cancel()
     }
 
     func testBlueZWithoutExtendedDataGivesLegacyFramesOnly() async throws {

@@ -196,6 +196,23 @@ final class BlueZPeripheralTests: XCTestCase {
         XCTAssertTrue(s.last?.lastError?.contains("1.28 s") ?? false)
     }
 
+    /// Where bluetoothd ignores intervals, a new interval alone (the beacon asking voters to slow down) does not
+    /// take the advertisement off the air to register it again; new data does.
+    func testAnIgnoredIntervalChangeDoesNotRegisterAgain() async throws {
+        try await startMock()
+        let p = makePeripheral()
+        try await p.advertise(AdvertisingPayload(companyID: 0xFFFF, data: [1], interval: .milliseconds(50)))
+        try await p.advertise(AdvertisingPayload(companyID: 0xFFFF, data: [1], interval: .milliseconds(10_240)))
+        var calls = try await mock.calls("/org/bluez/hci0")
+        XCTAssertEqual(calls.filter { $0 == "RegisterAdvertisement" }.count, 1)
+        XCTAssertEqual(calls.filter { $0 == "UnregisterAdvertisement" }.count, 0)
+        try await p.advertise(AdvertisingPayload(companyID: 0xFFFF, data: [2], interval: .milliseconds(10_240)))
+        calls = try await mock.calls("/org/bluez/hci0")
+        XCTAssertEqual(calls.filter { $0 == "RegisterAdvertisement" }.count, 2)
+        let ads = try await mock.advertisements()
+        XCTAssertEqual(Self.manufacturerData(ads.first?.2 ?? [:]), [0xFFFF: [2]])
+    }
+
     func testIntervalHonouredWithExperimentalFeatures() async throws {
         try await startMock(#"{"experimental": true}"#)
         let p = makePeripheral()

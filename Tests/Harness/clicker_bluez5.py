@@ -16,6 +16,10 @@ clicker needs and the stock template lacks:
   kernel with the extended advertising MGMT commands (-p '{"tx_power_write_back": false}' to stop).
   Extended data (SecondaryChannel set) fits only with -p '{"ext_ad_len": 251}' (BlueZ >= 5.69);
   without it every advertisement is capped like legacy, as BlueZ 5.66's 31-byte bt_ad is.
+  -p '{"legacy_controller": true}' stands for a Bluetooth 4 controller (legacy advertising only): no
+  SupportedSecondaryChannels, and a broadcast registered while the adapter discovers fails as the
+  kernel makes it fail (it needs a new random address, which the controller refuses during a scan:
+  "Failed to register advertisement", seen with bluetoothd 5.66 in the QEMU guest).
 - org.bluez.GattManager1 on every adapter. RegisterApplication calls GetManagedObjects on the
   caller's application before replying and records the tree.
 - Device GATT objects (GattService1 / GattCharacteristic1 with ReadValue), Connect that
@@ -112,9 +116,13 @@ def RegisterAdvertisement(adapter, path, options, sender=None, ok=None, err=None
         if kind not in ('broadcast', 'peripheral'):
             err(_error('InvalidArguments', 'Invalid Type'))
             return
+        if _params.get('legacy_controller', False) and kind == 'broadcast' \
+                and adapter.props[ADAPTER_IFACE]['Discovering']:
+            err(_error('Failed', 'Failed to register advertisement'))
+            return
         secondary = props.get('SecondaryChannel')
         if secondary is not None:
-            supported = [str(c) for c in adapter.props[ADV_MANAGER_IFACE]['SupportedSecondaryChannels']]
+            supported = [str(c) for c in adapter.props[ADV_MANAGER_IFACE].get('SupportedSecondaryChannels', [])]
             if str(secondary) not in supported:
                 err(_error('Failed', 'Failed to parse advertisement.'))
                 return
@@ -164,7 +172,14 @@ def _advertisement_changed(adapter, key, iface, changed):
     property refreshes the instance, and every refresh writes TxPower back).'''
     if str(iface) != ADV_IFACE or key not in adapter.advertisements:
         return
-    adapter.advertisements[key].update(changed)
+    props = adapter.advertisements[key]
+    for name, value in changed.items():
+        props[name] = value
+        # Each interval property refreshes the instance on its own; a refresh with MinInterval > MaxInterval
+        # is refused by the kernel, which bluetoothd 5.66 answers by aborting (GetRefreshErrors counts them).
+        if name in ('MinInterval', 'MaxInterval') and 'MinInterval' in props and 'MaxInterval' in props \
+                and int(props['MinInterval']) > int(props['MaxInterval']):
+            adapter.refresh_errors = getattr(adapter, 'refresh_errors', 0) + 1
     if 'ManufacturerData' in changed:
         adapter.adv_history[key].append(_manufacturer_entries(changed))
     for _name in changed:
@@ -284,8 +299,9 @@ def AddAdapter(self, device_name, system_name):
         'ActiveInstances': dbus.Byte(0, variant_level=1),
         'SupportedInstances': dbus.Byte(int(_params.get('instances', 4)), variant_level=1),
         'SupportedIncludes': dbus.Array(['tx-power', 'appearance', 'local-name'], signature='s', variant_level=1),
-        'SupportedSecondaryChannels': dbus.Array(['1M', '2M', 'Coded'], signature='s', variant_level=1),
     }
+    if not _params.get('legacy_controller', False):
+        adv_props['SupportedSecondaryChannels'] = dbus.Array(['1M', '2M', 'Coded'], signature='s', variant_level=1)
     if _params.get('experimental', False):
         adv_props['SupportedFeatures'] = dbus.Array(['CanSetTxPower', 'HardwareOffload'], signature='s',
                                                     variant_level=1)
@@ -441,6 +457,12 @@ def GetApplications(_self, adapter_device_name):
 def GetTxPowerWrites(_self, adapter_device_name):
     '''How many times the fake bluetoothd wrote TxPower back (one per refresh).'''
     return dbus.UInt32(getattr(_adapter(adapter_device_name), 'tx_power_writes', 0))
+
+
+@dbus.service.method(MOCK_IFACE, in_signature='s', out_signature='u')
+def GetRefreshErrors(_self, adapter_device_name):
+    '''Refreshes that a property change started and the kernel would refuse (MinInterval > MaxInterval).'''
+    return dbus.UInt32(getattr(_adapter(adapter_device_name), 'refresh_errors', 0))
 
 
 @dbus.service.method(MOCK_IFACE, in_signature='so', out_signature='aa(qay)')

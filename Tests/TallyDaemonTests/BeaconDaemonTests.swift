@@ -147,6 +147,45 @@ final class BeaconDaemonTests: XCTestCase {
         air.finishAdvertisementStreams()
     }
 
+    /// A radio that cannot broadcast while it scans (a Bluetooth 4 controller under BlueZ): by default the
+    /// beacon stays off, votes still count and the screen says why; asked for (`--beacon`), it goes out anyway.
+    func testARadioThatCannotBroadcastWhileItScansLeavesTheBeaconOffAndSaysSo() async throws {
+        let bluetooth4 = BroadcastCapabilities(maxFrameLength: 24, extended: false, whileScanning: false)
+        let radio = RecordingBroadcaster(capabilities: bluetooth4)
+        let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: nil)
+        let run = Task { try await controller.run(central: radio) }
+        try await eventually("the screen says the beacon is off") {
+            await controller.viewModel().alert?.hasPrefix("beacon off: this adapter cannot broadcast while it scans") == true
+        }
+        radio.ads.yield(ballot(voter: 3, answer: .choice(1)))
+        try await eventually("the ballot counted") { await controller.results().voters == 1 }
+        XCTAssertEqual(radio.events, [], "nothing was broadcast")
+        run.cancel()
+        _ = try? await run.value
+
+        var asked = PollOptions(joinCode: code, confirmByGATT: false)
+        asked.beacon = .always
+        let forced = RecordingBroadcaster(capabilities: bluetooth4)
+        let tally = try PollController(options: asked, store: nil)
+        let run2 = Task { try await tally.run(central: forced) }
+        try await eventually("the beacon goes out when asked for") { forced.payloads.count >= 1 }
+        let alert = await tally.viewModel().alert
+        XCTAssertNil(alert)
+        run2.cancel()
+        _ = try? await run2.value
+
+        var off = PollOptions(joinCode: code, confirmByGATT: false)
+        off.beacon = .off
+        let silent = RecordingBroadcaster()
+        let quiet = try PollController(options: off, store: nil)
+        let run3 = Task { try await quiet.run(central: silent) }
+        silent.ads.yield(ballot(voter: 4, answer: .choice(2)))
+        try await eventually("the ballot counted without a beacon") { await quiet.results().voters == 1 }
+        XCTAssertEqual(silent.events, [], "--no-beacon broadcasts nothing")
+        run3.cancel()
+        _ = try? await run3.value
+    }
+
     /// At the end of a run the tally sends STATE "closed" for the closing time, then stops; the end
     /// waits no longer than that, and the votes were committed before.
     func testTheEndOfTheRunSendsClosedThenStops() async throws {
@@ -176,6 +215,8 @@ final class BeaconDaemonTests: XCTestCase {
 
 /// A central that scans what the test gives it and records what it is asked to broadcast.
 final class RecordingBroadcaster: CentralTransport, BroadcasterTransport {
+    let capabilities: BroadcastCapabilities
+    init(capabilities: BroadcastCapabilities = .legacy) { self.capabilities = capabilities }
     let (stream, ads) = AsyncThrowingStream<AdvertisementReport, any Error>.makeStream()
     private let log = Mutex<(payloads: [BroadcastPayload], events: [String])>(([], []))
     var payloads: [BroadcastPayload] { log.withLock { $0.payloads } }
@@ -187,7 +228,7 @@ final class RecordingBroadcaster: CentralTransport, BroadcasterTransport {
         throw TransportError.unsupported("no GATT")
     }
     func status() -> AsyncStream<RadioStatus> { AsyncStream { $0.yield(RadioStatus(adapter: "test", state: .scanning)) } }
-    func broadcastCapabilities() async throws -> BroadcastCapabilities { .legacy }
+    func broadcastCapabilities() async throws -> BroadcastCapabilities { capabilities }
     func broadcast(_ payload: BroadcastPayload) async throws {
         log.withLock { $0.payloads.append(payload); $0.events.append("broadcast") }
     }

@@ -138,6 +138,11 @@ cp "$HERE/guest/main.sh" "$HERE/guest/lib.sh" "$HERE/guest/scenarios.sh" "$HERE/
 chmod +x "$OV/init" "$OV/e2e/e2e.py"
 # Adapters come up powered, as on a desktop.
 printf '[Policy]\nAutoEnable=true\n' > "$OV/etc/bluetooth/main.conf"
+# The daemon scenarios run clicker-tally daemon and its clients as root on the guest's system bus:
+# root may own and call org.clicker.Tally1 there (the installed policy grants that to the service
+# user and the instructors' group instead; Tests/policy checks that policy).
+mkdir -p "$OV/etc/dbus-1/system.d"
+cp "$HERE/guest/clicker-e2e.conf" "$OV/etc/dbus-1/system.d/"
 (cd "$OV" && find . -print0 | cpio --null -o -H newc -R 0:0 --quiet) > "$OUT/overlay.cpio"
 cat "$IMG/base.cpio" "$OUT/overlay.cpio" > "$OUT/initrd.cpio"
 timing "overlay" "$(dt "$t")"

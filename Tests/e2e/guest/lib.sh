@@ -108,13 +108,24 @@ stop_bluetoothd() {  # SIG (default TERM)
   kill -0 "$pid" 2>/dev/null && { kill -KILL "$pid"; sleep 0.5; }
   rm -f /run/bluetoothd.pid
 }
-# start_controllers: btvirt, then waits until the kernel has initialised all NCTRL controllers
+# Controller types (btvirt): `le`, Bluetooth 4.0 LE-only controllers (`btvirt -L`, legacy advertising
+# only), the default; `bt5`, Bluetooth 5.2 dual-mode controllers (btvirt's default type: LE Extended
+# Advertising, one random address per advertising set). scenarios.txt's third column picks one.
+CONTROLLERS=le
+btvirt_flags() { case $1 in le) echo -L ;; bt5) echo "" ;; *) return 1 ;; esac; }
+
+# start_controllers [TYPE]: btvirt, then waits until the kernel has initialised all NCTRL controllers
 # (they are then listed by the management interface). Fails at once when the kernel reports an
 # HCI command timeout: btvirt was too slow to answer, and that controller stays unusable.
 start_controllers() {
+  local type=${1:-$CONTROLLERS} flags
+  flags=$(btvirt_flags "$type") || { log "unknown controller type $type"; return 1; }
   dmesg -C 2>/dev/null
-  btvirt -L -l$NCTRL >> /tmp/e2e/btvirt.log 2>&1 &
+  # shellcheck disable=SC2086  # $flags is empty or one word
+  btvirt $flags -l$NCTRL >> /tmp/e2e/btvirt.log 2>&1 &
   echo $! > /run/btvirt.pid
+  CONTROLLERS=$type
+  log "btvirt $flags -l$NCTRL: $NCTRL $type controllers"
   wait_until 60 "$NCTRL controllers initialised" controllers_settled || return 1
   if hci_timeout; then log "kernel: $(dmesg | grep -E 'failed: -110' | tail -n2 | tr '\n' ' ')"; return 1; fi
 }
@@ -126,11 +137,12 @@ stop_controllers() {
   kill -KILL "$pid" 2>/dev/null; rm -f /run/btvirt.pid
   wait_until 30 "controllers gone" sh -c '[ -z "$(ls /sys/class/bluetooth)" ]'
 }
-# controllers + bluetoothd, up to three attempts (the kernel log says why an attempt failed)
+# bring_up [TYPE]: controllers + bluetoothd, up to three attempts (the kernel log says why an
+# attempt failed)
 bring_up() {
   local try
   for try in 1 2 3; do
-    start_controllers && start_bluetoothd 60 && return 0
+    start_controllers "${1:-$CONTROLLERS}" && start_bluetoothd 60 && return 0
     log "attempt $try failed; kernel says: $(dmesg | grep -i bluetooth | tail -n3 | tr '\n' ' ')"
     stop_bluetoothd KILL; stop_controllers
   done
@@ -145,14 +157,19 @@ stack_setup() {
   bring_up || { tail -30 /tmp/e2e/bluetoothd.log; return 1; }
   local i; for i in $(seq 0 $((NCTRL - 1))); do log "hci$i = $(adapter_addr hci$i)"; done
 }
-# Between scenarios: no leftover clients, a fresh bluetoothd (no cached devices or
-# registrations from the previous scenario); fresh controllers too if that is not enough.
+# stack_reset TYPE: between scenarios: no leftover clients, a fresh bluetoothd (no cached devices
+# or registrations from the previous scenario); fresh controllers when the scenario wants another
+# type, or when a fresh bluetoothd is not enough.
 stack_reset() {
-  local p
+  local p want=${1:-le}
   for p in $(pgrep -f "$E2E_BIN/" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
   pkill -KILL -x bluetoothctl 2>/dev/null
   stop_bluetoothd TERM
   rm -rf /var/lib/bluetooth/*
+  if [ "$want" != "$CONTROLLERS" ]; then
+    log "this scenario wants $want controllers (have $CONTROLLERS): fresh controllers"
+    stop_controllers; bring_up "$want"; return
+  fi
   start_bluetoothd 60 && return 0
   log "bluetoothd did not get its adapters back: fresh controllers"
   stop_bluetoothd KILL; stop_controllers
@@ -189,14 +206,16 @@ start_tally() {
 
 # start_voter NAME ADAPTER JOIN ANSWER [ARGS...]: clicker-vote (on --radio $VOTER_RADIO, default
 # bluez) with its own XDG_STATE_HOME, stdin from the FIFO $D/NAME.in (held open on fd VFD_NAME;
-# `revote NAME X` writes to it).
+# `revote NAME X` writes to it). An empty ANSWER starts a voter that follows the beacon and takes
+# its answers from stdin only.
 start_voter() {
   local name=$1 adapter=$2 join=$3 answer=$4 radio=${VOTER_RADIO:-bluez}; shift 4
+  local given=("$join"); [ -n "$answer" ] && given+=("$answer")
   mkdir -p "$D/$name.state"
   rm -f "$D/$name.in"; mkfifo "$D/$name.in"
-  log "start $name: clicker-vote --radio $radio --adapter $adapter $* $join $answer"
+  log "start $name: clicker-vote --radio $radio --adapter $adapter $* ${given[*]}"
   XDG_STATE_HOME="$D/$name.state" "$E2E_BIN/clicker-vote" --radio "$radio" --adapter "$adapter" "$@" \
-    "$join" "$answer" < "$D/$name.in" > "$D/$name.out" 2> "$D/$name.err" &
+    "${given[@]}" < "$D/$name.in" > "$D/$name.out" 2> "$D/$name.err" &
   eval "PID_$name=$!"
   echo $! >> "$D/pids"
   WATCH="$WATCH $name"

@@ -33,8 +33,9 @@ for s in $SCENARIOS; do
   echo "=== scenario $s ==="
   t=$(up)
   : > /tmp/e2e/bluetoothd.log
-  if stack_reset > "$D/reset.log" 2>&1; then
-    E2E_SCENARIO=$s D=$D timeout -k 5 "$STIMEOUT" /bin/bash /e2e/scenarios.sh "$s" 2>&1 | tee "$D/run.log"
+  want=$(awk -v s="$s" '$1==s {print $3}' /e2e/scenarios.txt)
+  if stack_reset "${want:-le}" > "$D/reset.log" 2>&1; then
+    E2E_SCENARIO=$s E2E_CONTROLLERS=$CONTROLLERS D=$D timeout -k 5 "$STIMEOUT" /bin/bash /e2e/scenarios.sh "$s" 2>&1 | tee "$D/run.log"
     rc=${PIPESTATUS[0]}
   else
     cat "$D/reset.log"; echo "FAIL: could not reset the bluetooth stack before the scenario" >> "$D/checks"; rc=1
