@@ -9,6 +9,8 @@ Subcommands:
                                 line; prints the value; exit 0 only when it is truthy
   observe LOGFILE               log org.bluez signals (devices seen, manufacturer data, connections,
                                 adapter properties) with timestamps until killed
+  scanpause BTSNOOP INDEX       from a btmon capture: how long each LE connection of controller INDEX
+                                stopped its scan (JSON); exit 0 only when the scan came back after each
 """
 import json
 import sys
@@ -159,11 +161,66 @@ def cmd_observe(args):
     return 0
 
 
+def hci_events(path, index):
+    '''Scan on/off, LE connection requests and completions of controller INDEX in a btmon capture (btsnoop,
+    monitor format), as (seconds, what).'''
+    import struct
+    out = []
+    with open(path, 'rb') as f:
+        f.read(16)
+        while True:
+            h = f.read(24)
+            if len(h) < 24:
+                break
+            _olen, ilen, flags, _drops, ts = struct.unpack('>IIIIq', h)
+            d = f.read(ilen)
+            if flags >> 16 != index or len(d) < 4:
+                continue
+            t, op = ts / 1e6, flags & 0xffff
+            if op == 2:  # command: opcode, length, parameters
+                opc = struct.unpack('<H', d[:2])[0]
+                if opc in (0x200C, 0x2042):  # LE Set (Extended) Scan Enable
+                    out.append((t, 'on' if d[3] else 'off'))
+                elif opc in (0x200D, 0x2043):  # LE (Extended) Create Connection
+                    out.append((t, 'connect'))
+            elif op == 3 and d[0] == 0x3E and d[2] in (0x01, 0x0A):  # LE (Enhanced) Connection Complete
+                out.append((t, 'connected'))
+    return out
+
+
+def cmd_scanpause(args):
+    '''How long each LE connection of controller INDEX stopped its scan: from the end of the scan that ran
+    before the connection request (a brief passive scan the kernel runs to find the device is not
+    counted as scanning) to the first scan after the connection completed. Fails unless there was a
+    connection and the scan came back within 5 s after each.'''
+    path, index = args[0], int(args[1])
+    ev = hci_events(path, index)
+    pauses, ok = [], True
+    for i, (t, what) in enumerate(ev):
+        if what != 'connect':
+            continue
+        start = None
+        for j in range(i - 1, 0, -1):  # the last scan that ran at least 100 ms, and where it stopped
+            if ev[j][1] == 'off' and ev[j - 1][1] == 'on' and ev[j][0] - ev[j - 1][0] >= 0.1:
+                start = ev[j][0]
+                break
+        done = next((tt for tt, w in ev[i:] if w == 'connected'), None)
+        back = next((tt for tt, w in ev[i:] if w == 'on' and done is not None and tt >= done), None)
+        if start is None or back is None or back - t > 5:
+            ok = False
+            continue
+        pauses.append(round((back - start) * 1000))
+    print(json.dumps({'connections': sum(1 for _, w in ev if w == 'connect'), 'scanPausesMs': pauses,
+                      'medianMs': sorted(pauses)[len(pauses) // 2] if pauses else None}))
+    return 0 if pauses and ok else 1
+
+
 def main():
     if len(sys.argv) < 2:
         print(__doc__)
         return 2
-    cmd = {'prop': cmd_prop, 'mfr': cmd_mfr, 'json': cmd_json, 'observe': cmd_observe}.get(sys.argv[1])
+    cmd = {'prop': cmd_prop, 'mfr': cmd_mfr, 'json': cmd_json, 'observe': cmd_observe,
+           'scanpause': cmd_scanpause}.get(sys.argv[1])
     if cmd is None:
         print(__doc__)
         return 2

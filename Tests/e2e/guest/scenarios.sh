@@ -119,6 +119,9 @@ link_ended() {  # hci1 saw hci0 connect, and the last word on that link is "disc
 }
 gatt_verify() {
   start_observers
+  # The HCI traffic, to measure how long each GATT read's connection stops the tally's scan.
+  btmon -w "$D/hci.btsnoop" > /dev/null 2>&1 &
+  local btmon=$!; echo "$btmon" >> "$D/pids"
   start_tally tally $(tally_args)
   start_voter v1 hci1 "$JOIN" A --question 1
   wait_seen hci0 "$A1" || fail "hci0 never received the voter's advertisement"
@@ -137,6 +140,9 @@ gatt_verify() {
   check "one ballot, answer A" json tally 'j["counts"] == {"A":1,"B":0,"C":0,"D":0} and len(j["ballots"]) == 1'
   check "ballot verified over GATT (gattVerified true)" json tally 'j["ballots"][0]["gattVerified"] == True and j["gattVerified"] == 1'
   stop v1 TERM 30; note "voter exit status after SIGTERM: $RC"
+  kill -INT "$btmon" 2>/dev/null; sleep 1
+  # bluetoothd stops discovery for the connection and starts it again once connected (README, GATT reads).
+  check "after every GATT connection the tally's scan on hci0 started again (pauses in ms)" py scanpause "$D/hci.btsnoop" 0
 }
 
 # ---------------------------------------------------------------------------------
