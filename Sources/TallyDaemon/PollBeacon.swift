@@ -139,6 +139,7 @@ extension PollController {
         beacon = BeaconRuntime(secret: secret)
         beacon.forgeries = 0
         beacon.radio = old.radio
+        beacon.off = old.off   // the radio still cannot broadcast while it scans
         if var t = old.tally, let caps = old.capabilities, let wake = old.wake {
             let closed = t.payload(.closed, tick: beaconTick(clock()), at: radioNow.nanoseconds)
             startBeacon(caps, wake: wake)

@@ -28,7 +28,11 @@ struct ClickerVoteCommand: AsyncParsableCommand {
             (or pipe one per line into stdin, e.g. from a board's buttons) to change it; Ctrl-C or \
             SIGTERM stops advertising cleanly.
 
-            clicker-vote 4821-ABCDE-FGHJK   follows the tally's beacon: it shows the open question,             takes your answers from stdin (checked against the question) and says when your vote is             counted. When stdout is not a terminal it prints one line per change: waiting, no-beacon,             question N KIND OPTIONS [TITLE], sending X, counted X, not-offered X, question-closed N,             poll-closed, roster-mismatch.
+            clicker-vote 4821-ABCDE-FGHJK   follows the tally's beacon: it shows the open question, \
+            takes your answers from stdin (checked against the question) and says when your vote is \
+            counted. When stdout is not a terminal it prints one line per change: waiting, no-beacon, \
+            question N KIND OPTIONS [TITLE], sending X, counted X, not-offered X, question-closed N, \
+            poll-closed, roster-mismatch.
             """,
         version: ClickerVersion.text(program: "clicker-vote"),
         subcommands: [Cast.self, Enroll.self],

@@ -160,6 +160,9 @@ final class BeaconDaemonTests: XCTestCase {
         radio.ads.yield(ballot(voter: 3, answer: .choice(1)))
         try await eventually("the ballot counted") { await controller.results().voters == 1 }
         XCTAssertEqual(radio.events, [], "nothing was broadcast")
+        _ = try await controller.newPoll()
+        let afterNewPoll = await controller.viewModel().alert
+        XCTAssertTrue(afterNewPoll?.hasPrefix("beacon off") == true, "a new poll forgot why the beacon is off")
         run.cancel()
         _ = try? await run.value
 
