@@ -83,12 +83,15 @@ extension CentralEngine {
         }
         // bluetoothd may set ServicesResolved before the InterfacesAdded of the GATT objects reach us
         // (seen on bluez 5.66): wait for them until the read's deadline. A device that never offers the
-        // characteristic fails as such, not as a timeout.
+        // characteristic fails as such, not as a timeout. The link counts as lost when ServicesResolved
+        // turns false (bluetoothd's first word when a link drops), not on Connected: in the QEMU guest
+        // bluetoothd 5.66 resolved the services of a link whose Connected never turned true, and a check
+        // on Connected gave up on it twice in a row before a third connection read the ballot.
         let charPath = try await waitForMirror(
             .characteristic, scope: path, until: deadline,
             expired: { TransportError.characteristicNotFound(characteristic) }
         ) { s -> DBusObjectPath? in
-            guard s.mirror.bool(path, BlueZ.device, "Connected") != false else { throw TransportError.notConnected(device) }
+            guard s.mirror.bool(path, BlueZ.device, "ServicesResolved") != false else { throw TransportError.notConnected(device) }
             return s.mirror.characteristicPath(device: path, service: service, characteristic: characteristic)
         }
         // The value as read, unmodified. ReadValue's own errors are reported as BlueZ gives them.

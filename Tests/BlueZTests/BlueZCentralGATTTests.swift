@@ -44,6 +44,25 @@ extension BlueZCentralTests {
         XCTAssertEqual(value, [7, 7])
     }
 
+    /// bluetoothd 5.66 in the QEMU guest resolved the services of links whose Connected never turned true:
+    /// the read goes by ServicesResolved and reads the ballot on the first connection.
+    func testReadsWhenServicesResolveButConnectedNeverTurnsTrue() async throws {
+        try await mock.addAdapter()
+        try await mock.addDevice(Self.voter1)
+        try await mock.setConnectBehaviour(Self.voter1, "silent")
+        let central = makeCentral()
+        let device = DeviceAddress(Self.voter1)!, service = Self.service, char = Self.ballotChar
+        let read = Task {
+            try await central.readCharacteristic(device: device, service: service, characteristic: char, timeout: .seconds(20))
+        }
+        try await eventually("the read waiting for the characteristic") { central.engine.parkedReads(.characteristic) == 1 }
+        try await mock.addCharacteristic(Self.voter1, service: Self.service, characteristic: Self.ballotChar, value: [9])
+        let value = try await read.value
+        XCTAssertEqual(value, [9])
+        let calls = try await mock.calls("/org/bluez/hci0/dev_00_AA_01_00_00_01")
+        XCTAssertEqual(calls.filter { $0 == "Connect" }.count, 1)
+    }
+
     /// ServicesResolved is awaited as an event: the read parks until the device's PropertiesChanged.
     func testReadWaitsForServicesResolved() async throws {
         try await mock.addAdapter()

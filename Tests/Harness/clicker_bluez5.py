@@ -256,7 +256,8 @@ def Connect(device, ok=None, err=None):
         return
     if device.connect_behaviour == 'hang':
         return  # never replies: the caller's timeout must fire
-    _set_props(device, DEVICE_IFACE, {'Connected': dbus.Boolean(True, variant_level=1)})
+    if device.connect_behaviour != 'silent':
+        _set_props(device, DEVICE_IFACE, {'Connected': dbus.Boolean(True, variant_level=1)})
     device.connected = True
     ok()
 
@@ -375,7 +376,8 @@ def SetAdapterPowered(_self, adapter_device_name, powered):
 @dbus.service.method(MOCK_IFACE, in_signature='sssu', out_signature='')
 def SetConnectBehaviour(_self, adapter_device_name, address, behaviour, resolve_delay_ms):
     '''behaviour: "ok", "fail" (Connect errors), "hang" (Connect never replies),
-    "unresolved" (connects, ServicesResolved never turns true).'''
+    "unresolved" (connects, ServicesResolved never turns true), "silent" (connects and resolves the
+    services, but Connected never turns true: seen with bluetoothd 5.66 in the QEMU guest).'''
     _path, device = _device(adapter_device_name, address)
     device.connect_behaviour = str(behaviour)
     device.resolve_delay_ms = int(resolve_delay_ms)
