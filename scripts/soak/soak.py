@@ -262,7 +262,11 @@ def run_voter(a, env):
                 sample("long", q, k, p.pid)
         acked(out, a.voter_changes + 1)
         last = letters[a.voter_changes % 4]
-        res = wait_for(lambda: next((b for b in (d.results(q) or {}).get("ballots", []) if b["answer"] == last), None), 20, 0.2)
+        # Wait for what is checked: the last change itself, not an earlier ballot that happens to carry the same
+        # answer while the tally is still a few changes behind (a flake under load).
+        res = wait_for(lambda: next((b for b in (d.results(q) or {}).get("ballots", [])
+                                     if b["answer"] == last and b["sequence"] >= a.voter_changes + 1), None), 20, 0.2)
+        held = [(b["sequence"], b["answer"]) for b in (d.results(q) or {}).get("ballots", [])]
         p.send_signal(signal.SIGTERM)
         p.wait(20)
     finally:
@@ -286,7 +290,8 @@ def run_voter(a, env):
     check(f"voter: RSS flat over {a.voter_changes} answer changes (second half <= 0.5 MB)", abs(g) <= 0.5 and len(half) >= 3,
           f"{long_[0]['rss_kb'] / 1024 * 1.024:.1f} -> {long_[-1]['rss_kb'] / 1024 * 1.024:.1f} MB, fitted growth {g:+.2f} MB")
     check("voter: the last of the changes counted", res is not None and res["sequence"] >= a.voter_changes + 1,
-          f"sequence {res['sequence'] if res else '-'} answer {last}")
+          f"sequence {res['sequence']} answer {last}" if res else
+          f"after 20 s the tally held {held} (the last change: sequence >= {a.voter_changes + 1}, answer {last})")
     return dict(rss_min=min(rss or [0]), rss_max=max(rss or [0]), state=st,
                 long_start=long_[0]["rss_kb"] * 1024 / MB if long_ else 0,
                 long_end=long_[-1]["rss_kb"] * 1024 / MB if long_ else 0, long_growth=g)
