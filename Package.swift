@@ -74,6 +74,7 @@ let package = Package(
         // C libraries
         .systemLibrary(name: "CDBus", pkgConfig: "dbus-1", providers: [.apt(["libdbus-1-dev"])]),
         .systemLibrary(name: "CBluetooth", pkgConfig: "bluez", providers: [.apt(["libbluetooth-dev"])]),
+        .systemLibrary(name: "CMalloc"),   // glibc's <malloc.h> (mallopt)
 
         // Pure core: no I/O
         .target(name: "ClickerWire", dependencies: ["ClickerTransport", .product(name: "Crypto", package: "swift-crypto"),
@@ -134,8 +135,9 @@ let package = Package(
         // The room of `clicker-tally --simulate N`: simulated students on the simulated air, following the beacon.
         .target(name: "DemoRoom", dependencies: ["ClickerSim", "ClickerTransport", "ClickerWire", "TallyDaemon", "Voter"]),
 
-        // The command-line layer both executables share: radio choice, errors for people, --version.
-        .target(name: "ClickerCommandLine", dependencies: ["ClickerSim", "ClickerWire", "TerminalView", "Voter",
+        // The command-line layer both executables share: radio choice, errors for people, --version,
+        // the allocator's arena cap.
+        .target(name: "ClickerCommandLine", dependencies: ["ClickerSim", "ClickerWire", "TerminalView", "Voter", "CMalloc",
                                                       .product(name: "ArgumentParser", package: "swift-argument-parser")]),
 
         // Executables only wire things together

@@ -7,6 +7,7 @@ import HCI
 @main
 enum ClickerTallyMain {
     static func main() async {
+        MallocArenas.limit()
         do {
             var command = try ClickerTallyCommand.parseAsRoot()
             do {
