@@ -11,7 +11,10 @@ import ClickerTransport
 /// advertising set, handle 0, extended non-connectable non-scannable (AUX_ADV_IND on the LE 1M
 /// secondary PHY) through LE Set Extended Advertising Parameters / Data (operation "complete") /
 /// Enable, frames up to the set's data length − 4 (247 at most). The scan then runs on the extended
-/// scan commands too.
+/// scan commands too. Every frame goes out from a new non-resolvable private address (the set is
+/// disabled, given LE Set Advertising Set Random Address and the frame, and enabled again), as Linux
+/// does for bluetoothd's beacon: a scanner that filters duplicates by address (the kernel's
+/// discovery, so every BlueZ voter) reports each frame, where one address would be reported once.
 ///
 /// Rotation: a controller repeats one data set until it gets another, so the frames are rotated by
 /// the host, one LE Set (Extended) Advertising Data every `interval + 10 ms`. Events come every
@@ -85,7 +88,7 @@ extension HCICentral: BroadcasterTransport {
         guard !payload.frames.isEmpty else { throw TransportError.unsupported("a broadcast needs at least one frame") }
         if let long = payload.frames.first(where: { $0.count > capabilities.maxFrameLength }) {
             throw TransportError.unsupported("a \(long.count)-byte frame does not fit the \(capabilities.maxFrameLength) bytes "
-                + "of \(mode.isExtended ? "an extended" : "a legacy") advertisement on \(adapter)")
+                + "of \(capabilities.extended ? "an extended" : "a legacy") advertisement on \(adapter)")
         }
         var notes: [String] = []
         let slots = HCITimeSlots.slots(payload.interval, clampedTo: HCITimeSlots.advertisingIntervalRange)
@@ -99,18 +102,21 @@ extension HCICentral: BroadcasterTransport {
         state.withLock { $0.broadcast = nil; $0.broadcastGeneration += 1 }
         var usedSlots = slots
         if let previous, previous.slots == slots {
-            _ = try await run(first)   // in place: the next event carries the new first frame
+            try await replaceFrame(first, mode: mode, enabled: true)   // the next event carries the new first frame
             usedSlots = previous.usedSlots
         } else {
             if previous != nil { _ = try await run(Self.advertisingEnable(false, mode: mode)) }
             if mode.isExtended {
+                // A set of 31 octets sends legacy PDUs (ADV_NONCONN_IND), which every scanner hears.
+                let properties = capabilities.extended ? ExtendedAdvertisingProperties.extendedNonConnectableNonScannable
+                    : ExtendedAdvertisingProperties.legacyNonConnectable
                 _ = try await run(.leSetExtendedAdvertisingParameters(ExtendedAdvertisingParameters(
-                    handle: Self.beaconHandle, properties: ExtendedAdvertisingProperties.extendedNonConnectableNonScannable,
-                    intervalMin: slots, intervalMax: slots)))
+                    handle: Self.beaconHandle, properties: properties,
+                    intervalMin: slots, intervalMax: slots, ownAddressType: .randomAddress)))
             } else {
                 usedSlots = try await setLegacyParameters(slots, notes: &notes)
             }
-            _ = try await run(first)
+            try await replaceFrame(first, mode: mode, enabled: false)
             _ = try await run(Self.advertisingEnable(true, mode: mode))
         }
         let generation = state.withLock { s in
@@ -160,7 +166,8 @@ extension HCICentral: BroadcasterTransport {
                 return (run.payload.companyID, run.payload.frames[run.frame])
             }) else { return false }
             do {
-                _ = try await run(Self.advertisingDataCommand(Self.advertisingData(companyID: companyID, frame: frame), mode: mode))
+                try await replaceFrame(Self.advertisingDataCommand(Self.advertisingData(companyID: companyID, frame: frame), mode: mode),
+                                       mode: mode, enabled: true)
             } catch {
                 logger.warning("beacon rotation on \(adapter): \(error)")
                 broadcaster.update { $0.lastError = "beacon rotation: \(error)" }
@@ -169,6 +176,23 @@ extension HCICentral: BroadcasterTransport {
             return true
         }
         return result ?? false
+    }
+
+    /// Gives the controller the next frame: legacy, the data alone; extended, from a new address
+    /// (the address of an enabled set cannot change, Vol 4 Part E §7.8.52, so an enabled set is
+    /// disabled around it).
+    private func replaceFrame(_ data: HCICommand, mode: HCIAdvertisingMode, enabled: Bool) async throws {
+        guard mode.isExtended else {
+            _ = try await run(data)
+            return
+        }
+        if enabled { _ = try await run(Self.advertisingEnable(false, mode: mode)) }
+        var generator = SystemRandomNumberGenerator()
+        let avoid = state.withLock { $0.controllerAddress } ?? DeviceAddress(rawValue: 0)
+        _ = try await run(.leSetAdvertisingSetRandomAddress(
+            handle: Self.beaconHandle, DeviceAddress.nonResolvablePrivate(avoiding: avoid, using: &generator)))
+        _ = try await run(data)
+        if enabled { _ = try await run(Self.advertisingEnable(true, mode: mode)) }
     }
 
     private func run(_ command: HCICommand) async throws -> [UInt8] {

@@ -46,11 +46,13 @@ public enum HCIAdvertisingMode: Sendable, Hashable {
 
     /// The decision: extended when the LE features have bit 12 set and the controller takes at least
     /// a legacy advertisement's 31 octets in a set, legacy otherwise (also when the features could
-    /// not be read).
+    /// not be read). A controller that announces the feature but does not answer LE Read Maximum
+    /// Advertising Data Length (`maximumDataLength` nil; btvirt of BlueZ 5.66 answers Unknown HCI Command) gets the extended
+    /// commands with 31 octets, as Linux gives it: the feature bit alone decides the kernel.
     public static func decide(leFeatures: [UInt8]?, maximumDataLength: Int?) -> HCIAdvertisingMode {
-        guard let f = leFeatures, f.count >= 2, f[1] & (1 << (extendedAdvertisingFeatureBit - 8)) != 0,
-              let max = maximumDataLength, max >= AdvertisingData.legacyMaximumLength
-        else { return .legacy }
+        guard let f = leFeatures, supportsExtended(leFeatures: f) else { return .legacy }
+        let max = maximumDataLength ?? AdvertisingData.legacyMaximumLength
+        guard max >= AdvertisingData.legacyMaximumLength else { return .legacy }
         return .extended(maximumDataLength: Swift.min(max, extendedDataPerCommand))
     }
 
@@ -62,11 +64,13 @@ public enum HCIAdvertisingMode: Sendable, Hashable {
     public var isExtended: Bool { if case .extended = self { true } else { false } }
 
     /// What a broadcaster in this mode can send: manufacturer data without Flags, so 31 − 4 = 27
-    /// bytes in legacy mode, and the set's data length − 4 in extended mode (247 at most).
+    /// bytes in legacy mode, and the set's data length − 4 in extended mode (247 at most). A set of
+    /// 31 octets sends legacy PDUs, which every scanner hears.
     public var broadcastCapabilities: BroadcastCapabilities {
         switch self {
-        case .legacy: .legacy
-        case .extended(let max): BroadcastCapabilities(maxFrameLength: max - 4, extended: true)
+        case .extended(let max) where max > AdvertisingData.legacyMaximumLength:
+            BroadcastCapabilities(maxFrameLength: max - 4, extended: true)
+        case .legacy, .extended: .legacy
         }
     }
 }
@@ -202,9 +206,9 @@ extension HCICommand {
 /// commands, which every LE controller takes.
 func decideAdvertisingMode(_ controller: HCIController, timeout: Duration) async -> HCIAdvertisingMode {
     guard let features = try? await controller.executeNow(.leReadLocalSupportedFeatures, timeout: timeout),
-          HCIAdvertisingMode.supportsExtended(leFeatures: features),
-          let length = try? await controller.executeNow(.leReadMaximumAdvertisingDataLength, timeout: timeout),
-          length.count >= 2
+          HCIAdvertisingMode.supportsExtended(leFeatures: features)
     else { return .legacy }
-    return HCIAdvertisingMode.decide(leFeatures: features, maximumDataLength: Int(length[0]) | Int(length[1]) << 8)
+    let length = try? await controller.executeNow(.leReadMaximumAdvertisingDataLength, timeout: timeout)
+    return HCIAdvertisingMode.decide(leFeatures: features,
+                                     maximumDataLength: length.flatMap { $0.count >= 2 ? Int($0[0]) | Int($0[1]) << 8 : nil })
 }

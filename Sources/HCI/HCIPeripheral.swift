@@ -204,8 +204,8 @@ public final class HCIPeripheral: PeripheralTransport {
         var ownType = OwnAddressType.publicAddress
         var generator = SystemRandomNumberGenerator()
         let chosen: DeviceAddress? = switch options.address {
-        case .freshNonResolvablePrivate: Self.nonResolvablePrivateAddress(avoiding: publicAddress, using: &generator)
-        case .controllerPublic: publicAddress.rawValue == 0 ? Self.randomStaticAddress() : nil
+        case .freshNonResolvablePrivate: DeviceAddress.nonResolvablePrivate(avoiding: publicAddress, using: &generator)
+        case .controllerPublic: publicAddress.rawValue == 0 ? DeviceAddress.randomStatic() : nil
         case .random(let a): a
         }
         if let random = chosen {
@@ -217,23 +217,6 @@ public final class HCIPeripheral: PeripheralTransport {
         let described = modeDescription(mode)
         broadcaster.update { $0.adapter = "\(adapter) (\(address)\(described))" }
         logger.info("raw HCI peripheral on \(adapter), advertising as \(address)\(described)")
-    }
-
-    /// A non-resolvable private address (Core spec Vol 6 Part B §1.3.2.2): the two most significant
-    /// bits 0, the other 46 random and neither all 0 nor all 1, and not the controller's public address.
-    static func nonResolvablePrivateAddress<G: RandomNumberGenerator>(avoiding publicAddress: DeviceAddress,
-                                                                    using generator: inout G) -> DeviceAddress {
-        while true {
-            let raw = generator.next() & 0x3FFF_FFFF_FFFF
-            if raw != 0, raw != 0x3FFF_FFFF_FFFF, raw != publicAddress.rawValue { return DeviceAddress(rawValue: raw) }
-        }
-    }
-
-    /// A random static address: the two most significant bits set, the rest random.
-    static func randomStaticAddress() -> DeviceAddress {
-        var g = SystemRandomNumberGenerator()
-        let raw = g.next() & 0x3FFF_FFFF_FFFF | 0xC000_0000_0000
-        return DeviceAddress(rawValue: raw)
     }
 
     func run(_ command: HCICommand) async throws -> [UInt8] {

@@ -78,7 +78,10 @@ final class ExtendedAdvertisingTests: XCTestCase {
         XCTAssertEqual(HCIAdvertisingMode.decide(leFeatures: [], maximumDataLength: 1650), .legacy)
         XCTAssertEqual(HCIAdvertisingMode.decide(leFeatures: [0xFF, 0xEF, 0xFF, 0xFF, 0, 0, 0, 0], maximumDataLength: 1650),
                        .legacy, "every bit but 12")
-        XCTAssertEqual(HCIAdvertisingMode.decide(leFeatures: bit12, maximumDataLength: nil), .legacy)
+        XCTAssertEqual(HCIAdvertisingMode.decide(leFeatures: bit12, maximumDataLength: nil), .extended(maximumDataLength: 31),
+                       "the feature bit without an answer to the length read: extended commands, 31 octets, as Linux does")
+        XCTAssertEqual(HCIAdvertisingMode.extended(maximumDataLength: 31).broadcastCapabilities, .legacy,
+                       "31 octets: legacy PDUs through the set")
         XCTAssertEqual(HCIAdvertisingMode.decide(leFeatures: bit12, maximumDataLength: 30), .legacy)
         XCTAssertEqual(HCIAdvertisingMode.decide(leFeatures: bit12, maximumDataLength: 31), .extended(maximumDataLength: 31))
         XCTAssertEqual(HCIAdvertisingMode.decide(leFeatures: bit12, maximumDataLength: 1650), .extended(maximumDataLength: 251))

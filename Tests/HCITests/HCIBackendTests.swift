@@ -359,7 +359,7 @@ final class HCIBackendTests: XCTestCase {
         }
         let publicAddress = DeviceAddress(rawValue: 0x0102_0304_0506)
         var g = Scripted(values: [0, 0xFFFF_FFFF_FFFF_FFFF, 0xC000_0000_0000 | 0x0102_0304_0506, 0x1234_5678_9ABC_DEF0])
-        let a = HCIPeripheral.nonResolvablePrivateAddress(avoiding: publicAddress, using: &g)
+        let a = DeviceAddress.nonResolvablePrivate(avoiding: publicAddress, using: &g)
         XCTAssertEqual(a.description, "16:78:9A:BC:DE:F0")
         XCTAssertTrue(g.values.isEmpty, "three draws refused, the fourth taken")
     }

@@ -121,16 +121,25 @@ final class HCIBeaconBackendTests: XCTestCase {
 
         let big = (0..<247).map { UInt8(truncatingIfNeeded: $0) }
         try await central.broadcast(BroadcastPayload(companyID: 0xFFFF, frames: [big, [1, 2]], interval: .milliseconds(40)))
-        XCTAssertEqual(fake.written(after: 8), [
-            [0x01, 0x36, 0x20, 0x19, 0x00, 0x00, 0x00, 0x40, 0x00, 0x00, 0x40, 0x00, 0x00, 0x07, 0x00,
-             0x00, 0, 0, 0, 0, 0, 0, 0x00, 0x7F, 0x01, 0x00, 0x01, 0x00, 0x00],
-            extendedData(big),
-            [0x01, 0x39, 0x20, 0x06, 0x01, 0x01, 0x00, 0x00, 0x00, 0x00],
-        ])
-        XCTAssertEqual(fake.written[9].count, 4 + 255)
+        let setup = fake.written(after: 8)
+        XCTAssertEqual(setup.count, 4)
+        XCTAssertEqual(setup[0], [0x01, 0x36, 0x20, 0x19, 0x00, 0x00, 0x00, 0x40, 0x00, 0x00, 0x40, 0x00, 0x00, 0x07, 0x01,
+                                  0x00, 0, 0, 0, 0, 0, 0, 0x00, 0x7F, 0x01, 0x00, 0x01, 0x00, 0x00],
+                       "own address type random: the set advertises from its own address")
+        let firstAddress = try setRandomAddress(setup[1])
+        XCTAssertEqual(Array(setup[2...]), [extendedData(big), [0x01, 0x39, 0x20, 0x06, 0x01, 0x01, 0x00, 0x00, 0x00, 0x00]])
+        XCTAssertEqual(fake.written[10].count, 4 + 255)
         await fake.wait("rotation armed") { _ in timer.waiting == 1 }
+        let beforeRotation = fake.written.count
         timer.fire()
-        await fake.wait("second frame") { $0.written.last == self.extendedData([1, 2]) }
+        await fake.wait("second frame") { $0.written.count == beforeRotation + 4 }
+        // Each frame from a new address: disable, address, data, enable (a scanner filtering duplicates
+        // by address still reports it).
+        let step = fake.written(after: beforeRotation)
+        XCTAssertEqual(step[0], [0x01, 0x39, 0x20, 0x06, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00])
+        let secondAddress = try setRandomAddress(step[1])
+        XCTAssertNotEqual(secondAddress, firstAddress)
+        XCTAssertEqual(Array(step[2...]), [extendedData([1, 2]), [0x01, 0x39, 0x20, 0x06, 0x01, 0x01, 0x00, 0x00, 0x00, 0x00]])
         do {
             try await central.broadcast(BroadcastPayload(companyID: 0xFFFF, frames: [big + [0]]))
             XCTFail("a 248-byte frame was accepted")
@@ -153,15 +162,36 @@ final class HCIBeaconBackendTests: XCTestCase {
         await central.shutdown()
     }
 
-    func testAControllerThatRefusesTheFeatureReadGetsLegacyCommands() async throws {
+    /// The address of an LE Set Advertising Set Random Address for the beacon's set, checked to be a
+    /// non-resolvable private address (the two most significant bits 0).
+    func setRandomAddress(_ packet: [UInt8], file: StaticString = #filePath, line: UInt = #line) throws -> [UInt8] {
+        XCTAssertEqual(Array(packet.prefix(5)), [0x01, 0x35, 0x20, 0x07, 0x00], "LE Set Advertising Set Random Address, set 0",
+                       file: file, line: line)
+        let address = Array(packet.dropFirst(5))
+        XCTAssertEqual(address.count, 6, file: file, line: line)
+        XCTAssertEqual(try XCTUnwrap(address.last) & 0xC0, 0, "non-resolvable private", file: file, line: line)
+        return address
+    }
+
+    /// btvirt of BlueZ 5.66 announces LE Extended Advertising but answers LE Read Maximum Advertising
+    /// Data Length with Unknown HCI Command. Linux goes by the feature bit; so does the backend, with
+    /// legacy PDUs of 31 octets through the set, each frame from its own address.
+    func testAControllerThatRefusesTheLengthReadGetsAnExtendedSetOfLegacyPDUs() async throws {
         let fake = FakeController()
         fake.announceExtendedAdvertising()
         fake.state.withLock { $0.statusFor = { op, _ in op == 0x203A ? 0x01 : 0 } }   // Unknown HCI Command
         let central = HCICentral(channel: fake, adapter: "hci0")
         let caps = try await central.broadcastCapabilities()
-        XCTAssertEqual(caps, .legacy)
+        XCTAssertEqual(caps, .legacy, "27-byte frames")
+        XCTAssertEqual(central.advertisingMode, .extended(maximumDataLength: 31))
+        let before = fake.written.count
         try await central.broadcast(BroadcastPayload(companyID: 0xFFFF, frames: [[1]]))
-        XCTAssertEqual(Array(fake.commandOpcodes.suffix(3)), [0x2006, 0x2008, 0x200A])
+        let setup = fake.written(after: before)
+        XCTAssertEqual(setup.map { UInt16($0[1]) | UInt16($0[2]) << 8 }, [0x2036, 0x2035, 0x2037, 0x2039])
+        XCTAssertEqual(Array(setup[0][5...6]), [0x10, 0x00], "Advertising_Event_Properties: legacy, non-connectable")
+        XCTAssertEqual(setup[0][14], 0x01, "own address random")
+        _ = try setRandomAddress(setup[1])
+        XCTAssertTrue(Set(fake.commandOpcodes).isDisjoint(with: legacyOpcodes))
         await central.shutdown()
     }
 
