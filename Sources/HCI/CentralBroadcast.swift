@@ -22,7 +22,8 @@ import ClickerTransport
 /// rotation period: every frame is on the air for at least one event (barring a host stalled for
 /// longer than an event), and a frame goes out twice in about 5 ms / (interval + 5 ms) of the
 /// periods (under 5 % at 100 ms, 20 % at 20 ms). The cost is a frame rate about 5 % lower than one
-/// frame per event at 100 ms. Host timer jitter adds to both.
+/// frame per event at 100 ms. Host timer jitter adds to both. In extended mode each step re-enables
+/// the set (new address), and the controller's first event follows the enable.
 extension HCICentral: BroadcasterTransport {
     /// The extra time per rotation step over the interval: the Core specification's maximum advDelay.
     public static let rotationSlack: Duration = .milliseconds(10)
@@ -178,9 +179,10 @@ extension HCICentral: BroadcasterTransport {
         return result ?? false
     }
 
-    /// Gives the controller the next frame: legacy, the data alone; extended, from a new address
-    /// (the address of an enabled set cannot change, Vol 4 Part E §7.8.52, so an enabled set is
-    /// disabled around it).
+    /// Gives the controller the next frame: legacy, the data alone; extended, from a new address.
+    /// An enabled set is disabled around the new address: Core 5.0 lets a controller refuse the
+    /// address of an enabled set (Vol 4 Part E §7.8.52, Command Disallowed); later versions refuse it
+    /// only for connectable advertising.
     private func replaceFrame(_ data: HCICommand, mode: HCIAdvertisingMode, enabled: Bool) async throws {
         guard mode.isExtended else {
             _ = try await run(data)
