@@ -4,7 +4,8 @@
 #
 #   scripts/soak.sh            300 voters, 40 questions, 180 lecture minutes at x30 (about 15 minutes):
 #                              the simulated air, then D-Bus against bluez-loadgen, then clicker-vote
-#   scripts/soak.sh --short    the same at x60 over 60 lecture minutes, 12 questions (CI, under 4 minutes)
+#   scripts/soak.sh --short    the same at x60 over 90 lecture minutes, 18 questions, growth checked over the
+#                              last 40 (CI, about 5 minutes)
 #   scripts/soak.sh --only dbus [--only sim|voter]   some scenarios
 #   CONFIG=release|debug OUT=DIR scripts/soak.sh ...
 #

@@ -67,10 +67,13 @@ public struct SimulatedRoom: Sendable {
     private func told(_ radios: RadioCache) async {
         var rng = SplitMix64(seed: seed)
         let room = self.room, scale = timeScale, churn = self.churn
+        var derived: PollSecret?
         while !Task.isCancelled {
             let changes = controller.changeFeed.subscribe()  // before reading the question: no change missed
             let q = await controller.question, code = await controller.joinCode
-            let secret = PollSecret(deriving: code)  // scrypt: once per poll and question (no beacon: tests only)
+            // scrypt (32 MiB, seconds in a debug build) once per poll, not per question.
+            let secret = derived.flatMap { $0.joinCode == code ? $0 : nil } ?? PollSecret(deriving: code)
+            derived = secret
             // The room answers the question's kind, with its options (a set's question may have fewer).
             let spec = await controller.spec
             let asked = room.answering(kinds: spec.kinds, options: spec.options,

@@ -315,7 +315,7 @@ def main():
     ap.add_argument("--replot", action="store_true")
     a = ap.parse_args()
     if a.short:
-        d = dict(voters=300, questions=12, lecture_min=60, accel=60, growth_window=40, flood_min=5, voter_changes=300,
+        d = dict(voters=300, questions=18, lecture_min=90, accel=60, growth_window=40, flood_min=5, voter_changes=300,
                  sample_every=1.0, cpu_early=(5, 15))
     else:
         d = dict(voters=300, questions=40, lecture_min=180, accel=30, growth_window=120, flood_min=5, voter_changes=2000,
