@@ -6,8 +6,8 @@
 #      bluetoothd (inside swift test), plus: libdbus leak check under valgrind, the D-Bus
 #      policy against a real dbus-daemon, the systemd unit's security score, a short fuzz pass,
 #      the kill -9 crash-safety check, the live view in tmux, the projector page in headless
-#      chromium, and a short soak (an hour of
-#      lecture in a minute per scenario: memory, fds, WAL and tables must stay flat)
+#      chromium, and a short soak (an hour and a half of
+#      lecture in 90 s per scenario: memory, fds, WAL and tables must stay flat)
 #   3. real BlueZ end to end: bluetoothd 5.66 and virtual LE controllers in a QEMU guest
 # Each stage prints its result; the last line counts the tests of every stage.
 # SKIP_E2E=1 skips tier 3 for a quick local run (CI never sets it).
