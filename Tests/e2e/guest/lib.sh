@@ -75,6 +75,10 @@ bprop() {
 }
 adapter_addr() { bprop "/org/bluez/$1" org.bluez.Adapter1 Address; }
 active_instances() { bprop "/org/bluez/$1" org.bluez.LEAdvertisingManager1 ActiveInstances; }
+discovering() {  # ADAPTER...: every one of them is discovering now
+  local a
+  for a in "$@"; do [ "$(bprop "/org/bluez/$a" org.bluez.Adapter1 Discovering)" = true ] || return 1; done
+}
 adapters_ready() {  # all NCTRL adapters known to bluetoothd and powered
   local i
   for i in $(seq 0 $((NCTRL - 1))); do
