@@ -100,6 +100,14 @@ actor PeripheralEngine {
     var advertisementPath: DBusObjectPath { (try? options.objectPath.appending("advertisement0")) ?? options.objectPath }
     var applicationPath: DBusObjectPath { (try? options.objectPath.appending("app")) ?? options.objectPath }
 
+    var busDescription: String {
+        switch options.bus {
+        case .system: "the system bus"
+        case .session: "the session bus"
+        case .address(let a, _): a
+        }
+    }
+
     func fail(_ e: BlueZError) -> BlueZError {
         logger.error("\(e)")
         status.update { $0.lastError = e.description }
@@ -119,16 +127,23 @@ actor PeripheralEngine {
             do {
                 conn = try await DBusConnection.connect(options.bus)
             } catch {
-                throw fail(.busUnreachable(options.bus.spokenName, "\(error)"))
+                throw fail(.busUnreachable(busDescription, "\(error)"))
             }
             connection = conn
             watchOwner(conn)
         }
-        let (mirror, chosen): (ObjectMirror, BlueZ.Adapter)
+        let mirror: ObjectMirror
         do {
-            (mirror, chosen) = try await BlueZ.lookUpAdapter(conn, options.adapter, timeout: options.callTimeout)
-        } catch let e as BlueZError {
-            throw fail(e)
+            mirror = try await conn.call(ObjectMirror.self, destination: BlueZ.service, path: BlueZ.root,
+                                         interface: BlueZ.objectManager, method: "GetManagedObjects",
+                                         timeout: options.callTimeout)
+        } catch let e as DBusError where e.meansBluetoothdGone {
+            throw fail(.bluetoothdNotRunning)
+        } catch let e as DBusError {
+            throw fail(.rejected("GetManagedObjects", e))
+        }
+        guard let chosen = mirror.adapter(matching: options.adapter) else {
+            throw fail(.noAdapter(options.adapter.description, mirror.adapters().map(\.name)))
         }
         adapterName = chosen.name
         let name = chosen.name
@@ -143,10 +158,12 @@ actor PeripheralEngine {
     /// register again.
     func watchOwner(_ conn: DBusConnection) {
         ownerWatch?.cancel()
-        ownerWatch = BlueZ.followOwner(on: conn) { [weak self] owner in
-            guard let self else { return false }
-            await self.ownerChanged(owner)
-            return true
+        ownerWatch = Task { [weak self] in
+            guard let changes = try? await conn.nameOwnerChanges(for: BlueZ.service) else { return }
+            for await change in changes {
+                guard let self else { return }
+                await self.ownerChanged(change.newOwner)
+            }
         }
     }
 
