@@ -100,14 +100,6 @@ actor PeripheralEngine {
     var advertisementPath: DBusObjectPath { (try? options.objectPath.appending("advertisement0")) ?? options.objectPath }
     var applicationPath: DBusObjectPath { (try? options.objectPath.appending("app")) ?? options.objectPath }
 
-    var busDescription: String {
-        switch options.bus {
-        case .system: "the system bus"
-        case .session: "the session bus"
-        case .address(let a, _): a
-        }
-    }
-
     func fail(_ e: BlueZError) -> BlueZError {
         logger.error("\(e)")
         status.update { $0.lastError = e.description }
@@ -127,23 +119,16 @@ actor PeripheralEngine {
             do {
                 conn = try await DBusConnection.connect(options.bus)
             } catch {
-                throw fail(.busUnreachable(busDescription, "\(error)"))
+                throw fail(.busUnreachable(options.bus.spokenName, "\(error)"))
             }
             connection = conn
             watchOwner(conn)
         }
-        let mirror: ObjectMirror
+        let (mirror, chosen): (ObjectMirror, BlueZ.Adapter)
         do {
-            mirror = try await conn.call(ObjectMirror.self, destination: BlueZ.service, path: BlueZ.root,
-                                         interface: BlueZ.objectManager, method: "GetManagedObjects",
-                                         timeout: options.callTimeout)
-        } catch let e as DBusError where e.meansBluetoothdGone {
-            throw fail(.bluetoothdNotRunning)
-        } catch let e as DBusError {
-            throw fail(.rejected("GetManagedObjects", e))
-        }
-        guard let chosen = mirror.adapter(matching: options.adapter) else {
-            throw fail(.noAdapter(options.adapter.description, mirror.adapters().map(\.name)))
+            (mirror, chosen) = try await BlueZ.lookUpAdapter(conn, options.adapter, timeout: options.callTimeout)
+        } catch let e as BlueZError {
+            throw fail(e)
         }
         adapterName = chosen.name
         let name = chosen.name
@@ -158,12 +143,10 @@ actor PeripheralEngine {
     /// register again.
     func watchOwner(_ conn: DBusConnection) {
         ownerWatch?.cancel()
-        ownerWatch = Task { [weak self] in
-            guard let changes = try? await conn.nameOwnerChanges(for: BlueZ.service) else { return }
-            for await change in changes {
-                guard let self else { return }
-                await self.ownerChanged(change.newOwner)
-            }
+        ownerWatch = BlueZ.followOwner(on: conn) { [weak self] owner in
+            guard let self else { return false }
+            await self.ownerChanged(owner)
+            return true
         }
     }
 

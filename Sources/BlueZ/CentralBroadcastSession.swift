@@ -16,25 +16,18 @@ extension BeaconAdvertiser {
             do {
                 conn = try await DBusConnection.connect(options.bus)
             } catch {
-                throw fail(.busUnreachable(busDescription, "\(error)"))
+                throw fail(.busUnreachable(options.bus.spokenName, "\(error)"))
             }
             connection = conn
             openConnection.withLock { $0 = conn }
             registered = nil
             watchOwner(conn)
         }
-        let mirror: ObjectMirror
+        let (mirror, chosen): (ObjectMirror, BlueZ.Adapter)
         do {
-            mirror = try await conn.call(ObjectMirror.self, destination: BlueZ.service, path: BlueZ.root,
-                                         interface: BlueZ.objectManager, method: "GetManagedObjects",
-                                         timeout: options.callTimeout)
-        } catch let e as DBusError where e.meansBluetoothdGone {
-            throw fail(.bluetoothdNotRunning)
-        } catch let e as DBusError {
-            throw fail(.rejected("GetManagedObjects", e))
-        }
-        guard let chosen = mirror.adapter(matching: options.adapter) else {
-            throw fail(.noAdapter(options.adapter.description, mirror.adapters().map(\.name)))
+            (mirror, chosen) = try await BlueZ.lookUpAdapter(conn, options.adapter, timeout: options.callTimeout)
+        } catch let e as BlueZError {
+            throw fail(e)
         }
         adapterName = chosen.name
         guard chosen.powered else { throw fail(.adapterPoweredOff(chosen.name)) }
@@ -43,24 +36,14 @@ extension BeaconAdvertiser {
         return (conn, chosen.path)
     }
 
-    var busDescription: String {
-        switch options.bus {
-        case .system: "the system bus"
-        case .session: "the session bus"
-        case .address(let a, _): a
-        }
-    }
-
     /// Follows bluetoothd: when it goes away the registration is gone; when it comes back, the current
     /// payload is registered again (bluetoothd may own its name before its adapters are up: a few tries).
     func watchOwner(_ conn: DBusConnection) {
         ownerWatch?.cancel()
-        ownerWatch = Task { [weak self] in
-            guard let changes = try? await conn.nameOwnerChanges(for: BlueZ.service) else { return }
-            for await change in changes {
-                guard let self else { return }
-                await self.ownerChanged(change.newOwner)
-            }
+        ownerWatch = BlueZ.followOwner(on: conn) { [weak self] owner in
+            guard let self else { return false }
+            await self.ownerChanged(owner)
+            return true
         }
     }
 

@@ -281,12 +281,4 @@ final class CentralEngine: Sendable {
         for sub in subs { sub.sink.finish(throwing: e) }
         wakeWaiters()
     }
-
-    var busDescription: String {
-        switch options.bus {
-        case .system: "the system bus"
-        case .session: "the session bus"
-        case .address(let a, _): a
-        }
-    }
 }

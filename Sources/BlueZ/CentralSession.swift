@@ -10,7 +10,7 @@ extension CentralEngine {
             do {
                 conn = try await DBusConnection.connect(options.bus)
             } catch {
-                let e = BlueZError.busUnreachable(busDescription, "\(error)")
+                let e = BlueZError.busUnreachable(options.bus.spokenName, "\(error)")
                 if !state.withLock({ $0.everReady }) && !options.waitForRadio {
                     failStartup(e)
                     return
@@ -41,7 +41,7 @@ extension CentralEngine {
                 }
                 noteTrouble(e)
             case .disconnected:
-                let e = BlueZError.busUnreachable(busDescription, "connection lost")
+                let e = BlueZError.busUnreachable(options.bus.spokenName, "connection lost")
                 noteTrouble(e)
                 radioLost(e)
             }
@@ -60,7 +60,7 @@ extension CentralEngine {
                                                    bufferLimit: 1 << 16, decode: SignalDecoder.decode)
             owners = try await conn.nameOwnerChanges(for: BlueZ.service)
         } catch {
-            return .failed(.busUnreachable(busDescription, "\(error)"))
+            return .failed(.busUnreachable(options.bus.spokenName, "\(error)"))
         }
         let stop = state.withLock { s -> Bool in
             if s.shutDown { return true }
