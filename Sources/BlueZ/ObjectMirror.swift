@@ -104,7 +104,7 @@ struct ObjectMirror: Sendable {
     }
 
     /// Adapters in path order: (path, interface name such as hci0, address, powered).
-    func adapters() -> [(path: DBusObjectPath, name: String, address: DeviceAddress?, powered: Bool)] {
+    func adapters() -> [BlueZ.Adapter] {
         objects.compactMap { path, ifaces -> (DBusObjectPath, String, DeviceAddress?, Bool)? in
             guard let props = ifaces[BlueZ.adapter] else { return nil }
             let name = String(path.rawValue.split(separator: "/").last ?? Substring(path.rawValue))
@@ -219,8 +219,7 @@ extension ObjectMirror: DBusDecodable {
 
 extension ObjectMirror {
     /// The adapter `selection` picks: by name or address, or the first powered one (failing that, the first).
-    func adapter(matching selection: AdapterSelection)
-        -> (path: DBusObjectPath, name: String, address: DeviceAddress?, powered: Bool)? {
+    func adapter(matching selection: AdapterSelection) -> BlueZ.Adapter? {
         let all = adapters()
         return switch selection {
         case .firstPowered: all.first { $0.powered } ?? all.first
