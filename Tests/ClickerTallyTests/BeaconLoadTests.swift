@@ -85,18 +85,59 @@ final class BeaconLoadTests: XCTestCase {
         XCTAssertTrue(fingerprints(p).contains(key.fingerprint(voterID: 2, question: 1, sequence: 10)))
     }
 
-    func testTheFirstQuestionAssumesALargeRoomAndTheNextOneTheLastRoom() {
+    /// Every question opens assuming at least 1,000 voters, or the largest room so far when larger: a
+    /// small question must not choke the next one's latecomers.
+    func testEveryQuestionAssumesALargeRoomEvenAfterASmallOne() async throws {
         var t = TallyBeacon(key: key, mode: .anonymous, capabilities: .legacy)
+        let broadcast = BeaconAirModel.Broadcast(interval: t.tuning.composer.fastInterval)
         let first = interval(t.payload(.open(q), tick: 1, at: 0)) ?? 0
         let expected = BeaconAirModel.stateInterval(unacknowledged: t.tuning.expectedVoters, acknowledged: 0,
-                                                    broadcast: .init(interval: t.tuning.composer.fastInterval)).milliseconds
+                                                    broadcast: broadcast).milliseconds
         XCTAssertEqual(first, expected)
         XCTAssertGreaterThan(first, 600, "1,000 voters need about 0.7 s")
         for v in 0..<30 { t.counted(VoterKey(mode: .anonymous, voterID: UInt32(v)), question: 1, sequence: 1, at: 1_000_000) }
         _ = t.payload(.open(q), tick: 2, at: 2_000_000)
-        let next = BeaconQuestionInfo(number: 2, kind: .truefalse, options: 0)
-        XCTAssertEqual(interval(t.payload(.open(next), tick: 3, at: 3_000_000)), 20, "a room of 30: as fast as BLE allows")
+        let second = BeaconQuestionInfo(number: 2, kind: .truefalse, options: 0)
+        let afterSmall = interval(t.payload(.open(second), tick: 3, at: 3_000_000)) ?? 0
         XCTAssertEqual(t.room, 30)
+        XCTAssertEqual(afterSmall, first, "a question of 30 does not lower the next one's start")
+
+        // What that start is worth: 300 latecomers at it are heard within 3 s on the simulated air. At
+        // the interval for the room of 30 (20 ms, the rule before) the channel chokes and hears almost nobody.
+        let forThirty = BeaconAirModel.stateInterval(unacknowledged: 30, acknowledged: 0, broadcast: broadcast).milliseconds ?? 0
+        XCTAssertEqual(forThirty, 20)
+        let heardAtStart = try await heardFraction(voters: 300, intervalMs: afterSmall, within: 3)
+        let heardAtThirty = try await heardFraction(voters: 300, intervalMs: forThirty, within: 3)
+        XCTAssertGreaterThan(heardAtStart, 0.95, "300 voters at \(afterSmall) ms")
+        XCTAssertLessThan(heardAtThirty, 0.2, "300 voters at \(forThirty) ms")
+
+        // A larger room than assumed is the next question's start.
+        for v in 0..<1500 { t.counted(VoterKey(mode: .anonymous, voterID: UInt32(v)), question: 2, sequence: 1, at: 4_000_000) }
+        _ = t.payload(.open(second), tick: 4, at: 5_000_000)
+        let third = BeaconQuestionInfo(number: 3, kind: .single, options: 2)
+        let afterLarge = interval(t.payload(.open(third), tick: 5, at: 6_000_000)) ?? 0
+        XCTAssertEqual(t.room, 1500)
+        XCTAssertEqual(afterLarge, BeaconAirModel.stateInterval(unacknowledged: 1500, acknowledged: 0, broadcast: broadcast).milliseconds)
+        XCTAssertGreaterThan(afterLarge, first)
+    }
+
+    /// The share of `voters` distinct advertisers, all at `intervalMs`, that one scanner hears within
+    /// `within` seconds on the simulated air.
+    func heardFraction(voters n: Int, intervalMs: Int, within seconds: UInt64) async throws -> Double {
+        let air = SimulatedAir(AirConfiguration(seed: 5))
+        let scanning = air.central().advertisements(companyID: BallotFormat.companyID)
+        for i in 0..<n {
+            var data = [UInt8](repeating: 0, count: BallotFormat.advertisementLength)
+            data[0] = UInt8(i & 0xFF)
+            data[1] = UInt8(i >> 8)
+            try await air.addPeripheral().advertise(AdvertisingPayload(companyID: BallotFormat.companyID, data: data,
+                                                                       interval: .milliseconds(intervalMs)))
+        }
+        air.run(until: RadioInstant(nanoseconds: seconds * 1_000_000_000))
+        air.finishAdvertisementStreams()
+        var heard = Set<[UInt8]>()
+        for try await r in scanning { heard.insert(Array(r.data.prefix(2))) }
+        return Double(heard.count) / Double(n)
     }
 
     func testNoMoreThanTheBoundsBallotsAreAcknowledgedPerQuestion() {

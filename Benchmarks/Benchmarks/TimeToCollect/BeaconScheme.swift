@@ -18,7 +18,10 @@ final class BeaconScheme: TallyScheme {
     let extendedBroadcast: Bool
     let key: BeaconKey
     var tally: TallyBeacon
-    let question = BeaconQuestionInfo(number: 1, kind: .single, options: 4)
+    /// The question counted: number 1, or 2 after a question of ``priorRoom`` voters.
+    let question: BeaconQuestionInfo
+    /// Voters counted on an earlier question of the poll (the tally's room when this one opens).
+    let priorRoom: Int
     var followers: [BeaconFollower] = []
     /// What each voter's radio advertises now (the follower's last wish that was carried out).
     var advertising: [BeaconFollower.Advertising] = []
@@ -40,10 +43,19 @@ final class BeaconScheme: TallyScheme {
     let gap: UInt64 = 100_000_000
     let refresh: UInt64 = 250_000_000
 
-    init(secret: PollSecret, extended: Bool = false) {
+    init(secret: PollSecret, extended: Bool = false, priorRoom: Int = 0) {
         key = BeaconKey(secret)
         extendedBroadcast = extended
+        self.priorRoom = priorRoom
+        question = BeaconQuestionInfo(number: priorRoom > 0 ? 2 : 1, kind: .single, options: 4)
         tally = TallyBeacon(key: key, mode: .anonymous, capabilities: extended ? .extended : .legacy)
+        guard priorRoom > 0 else { return }
+        // Question 1, before t = 0: `priorRoom` other voters counted and acknowledged.
+        let first = BeaconQuestionInfo(number: 1, kind: .single, options: 4)
+        for v in 0..<priorRoom {
+            tally.counted(VoterKey(mode: .anonymous, voterID: UInt32(1_000_000 + v)), question: 1, sequence: 1, at: 0)
+        }
+        _ = tally.payload(.open(first), tick: 0, at: 0)
     }
 
     static func fingerprintVoterID(_ i: Int) -> UInt32 { UInt32(i) }
@@ -77,7 +89,7 @@ final class BeaconScheme: TallyScheme {
         // The tally: every report of a voter is its counted ballot heard (the detector counts the first).
         reportsSeen += reports.count
         for r in reports {
-            tally.counted(VoterKey(mode: .anonymous, voterID: Self.fingerprintVoterID(r.voter)), question: 1,
+            tally.counted(VoterKey(mode: .anonymous, voterID: Self.fingerprintVoterID(r.voter)), question: question.number,
                           sequence: Self.sequence, at: r.at)
         }
         // The voters: what they heard in this step, in the air's order.

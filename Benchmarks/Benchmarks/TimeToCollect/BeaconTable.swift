@@ -77,6 +77,22 @@ func beaconTable(_ options: Options) async throws {
         print([pad(String(n), 5), pad(variant.rawValue, 10), pad(format1(100 * tx) + " %", 8), pad(format1(rate), 9),
                pad(format1(perFrame), 9), pad(String(format: "%.3f %%", 100 * rate * perFrame / 1e6), 8)].joined(separator: " "))
     }
+    // A room that grows: question 1 counted 30 voters, question 2 opens to 300 (latecomers).
+    print("")
+    print("300 voters on question 2 after a question of 30 (the tally's room is 30 when it opens), everyone casting at t = 0.")
+    print([pad("scheme", 10), pad("t99 %", 7), pad("t100 %", 7), pad("counted", 8)].joined(separator: " "))
+    for extended in [false, true] {
+        var results: [RoundResult] = []
+        for s in 0..<options.seeds {
+            let scheme = BeaconScheme(secret: secret, extended: extended, priorRoom: 30)
+            results.append(try await runRound(voters: 300, interval: .milliseconds(100), seed: UInt64(300 * 1000 + s),
+                                              horizon: horizon, options: options,
+                                              detector: PayloadIndexDetector(voters: 300), scheme: scheme))
+        }
+        print([pad(extended ? Variant.beaconExtended.rawValue : Variant.beacon.rawValue, 10),
+               pad(fmt(median(results.map(\.t99)), horizon: horizon), 7), pad(fmt(median(results.map(\.t100)), horizon: horizon), 7),
+               pad(format1(100 * results.map(\.heardFraction).sorted()[results.count / 2]) + " %", 8)].joined(separator: " "))
+    }
     // Casting spread over 10 s, as in a real class: each voter casts at a uniform random time.
     print("")
     print("300 voters casting over 10 s (uniform): median over voters of (counted − cast), median over seeds;"
