@@ -5,7 +5,8 @@ import DBus
 /// `{Transport: le, DuplicateData: true}` while the voter's own advertisement stays registered, and the
 /// beacon read from `Device1.ManufacturerData` in InterfacesAdded and PropertiesChanged signals. This is
 /// the central's discovery engine (`CentralEngine`: one ObjectManager mirror, signals only, the same
-/// decoder, periodic discovery restarts, stale devices removed), on its own bus connection.
+/// decoder, stale devices removed), on its own bus connection. Unlike the tally's scan, it never restarts
+/// discovery on a timer (``listenerOptions(_:)``).
 ///
 /// The duty cycle is BlueZ's, not the caller's: bluetoothd offers no per-client scan parameters. Discovery
 /// scans with the kernel's discovery window and interval, 11.25 ms every 11.25 ms (`DISCOV_LE_SCAN_WIN`,
@@ -33,8 +34,19 @@ extension BlueZPeripheral: ListenerTransport {
 
     /// The discovery engine's settings for a voter: streams end when the radio goes; one beacon address per
     /// frame change is possible, so devices not heard for 30 s are removed.
+    ///
+    /// No periodic discovery restart. A restart buys the tally's scan fresh reports of an address it heard
+    /// before; the beacon needs none, since every frame change comes from a new address, and bluetoothd keeps a filtered discovery running by itself (it starts the kernel's
+    /// discovery again at once when it ends, without touching its devices). A StopDiscovery, though, makes
+    /// bluetoothd 5.66 (`discovery_cleanup`, when the last client on the adapter stops) set RSSI 0 on every
+    /// device found and remove every temporary non-connectable one, which here is every beacon address
+    /// heard since the last restart: one InterfacesRemoved each, in one run of its main loop, with the scan
+    /// off. In the QEMU guest 90 such devices (10 s of frames) kept a follower deaf for 2.9 s, 0 devices
+    /// for 0.04 s, and the tally's 3 s closing broadcast fell into that gap (e2e `beacon-follow`,
+    /// `beacon-next`). The devices are removed one at a time instead, by bluetoothd's own temporary-device
+    /// timeout or the stale sweep below, while the scan goes on.
     static func listenerOptions(_ o: BlueZPeripheralOptions) -> BlueZCentralOptions {
-        var c = BlueZCentralOptions(bus: o.bus, adapter: o.adapter, discoveryRestartInterval: .seconds(10),
+        var c = BlueZCentralOptions(bus: o.bus, adapter: o.adapter, discoveryRestartInterval: nil,
                                     staleDeviceTimeout: .seconds(30), staleSweepInterval: .seconds(10),
                                     maxConcurrentConnections: 1, callTimeout: o.callTimeout, waitForRadio: false,
                                     reportBufferLimit: 4096)

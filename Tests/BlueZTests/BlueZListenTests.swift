@@ -85,6 +85,39 @@ final class BlueZListenTests: XCTestCase {
         XCTAssertEqual(got[0].rssi, -48)
     }
 
+    /// The listener never stops its discovery to restart it: on bluetoothd 5.66 each StopDiscovery removes every
+    /// beacon address heard so far (one device per frame change) with the scan off, which kept e2e followers deaf
+    /// for seconds and through the tally's closing broadcast (`PeripheralListening.swift`). The tally's scan
+    /// still restarts (its default), since it needs repeats of addresses it heard.
+    func testListeningNeverRestartsDiscoveryOnATimer() async throws {
+        let options = BlueZPeripheral.listenerOptions(BlueZPeripheralOptions(bus: bus.target))
+        XCTAssertNil(options.discoveryRestartInterval)
+        XCTAssertEqual(options.staleDeviceTimeout, .seconds(30), "beacon devices are still removed one by one when stale")
+        XCTAssertNotNil(BlueZCentralOptions().discoveryRestartInterval)
+
+        let voter = makePeripheral()
+        let status = Collector(voter.listenerStatus())
+        let reports = Collector(voter.listen(companyID: 0xFFFF, dutyCycle: .fast))
+        try await status.wait("scanning") { $0.last?.state == .scanning }
+        // Past the 10 s the listener used to restart at, one frame from a new address every second or so.
+        let start = ContinuousClock.now
+        var sent = 0
+        while ContinuousClock.now - start < .seconds(11) {
+            let address = String(format: "00:DD:04:00:00:%02X", sent)
+            try await mock.mock("AddAdvertisingDevice", [.string("hci0"), .string(address), .uint16(0xFFFF),
+                                                         .bytes(Self.state + [UInt8(sent)]), .int16(-50)])
+            sent += 1
+            try await Task.sleep(for: .milliseconds(900))
+        }
+        let got = try await reports.wait("every frame") { $0.count >= sent }
+        XCTAssertEqual(got.map { $0.data.last }, (0..<sent).map { UInt8($0) })
+        let calls = try await mock.calls("/org/bluez/hci0")
+        XCTAssertEqual(calls.filter { $0 == "StartDiscovery" }.count, 1, "\(calls)")
+        XCTAssertEqual(calls.filter { $0 == "StopDiscovery" }.count, 0, "\(calls)")
+        let discovering = try await mock.property("/org/bluez/hci0", "org.bluez.Adapter1", "Discovering")
+        XCTAssertEqual(discovering.unwrapped, .boolean(true))
+    }
+
     func testBluetoothdVanishingEndsTheStreamWithAnError() async throws {
         try await mock.addDevice(Self.tally)
         let voter = makePeripheral()

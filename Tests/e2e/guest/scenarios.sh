@@ -407,9 +407,10 @@ beacon_next() {
   check "question 2 counts C2" results_of 2 'j["counts"] == {"A":0,"B":0,"C":2,"D":0}'
   # Until a voter hears question 2, its question-1 ballot is still on the air: those are rejected as otherQuestion.
   note "question 2: rejected $(py json "$D/results-2.json" 'j.get("rejected", {})' 2>&1)"
-  # The daemon says "closed" for 3 s after SIGTERM. A follower restarts its discovery now and then,
-  # deaf meanwhile: one restart took 4.4 s in a loaded CI rehearsal and swallowed those 3 s. Stop the
-  # daemon while both listen.
+  # The daemon says "closed" for 3 s after SIGTERM, so stop it while both followers listen. (Followers
+  # used to restart their discovery every 10 s; each StopDiscovery made bluetoothd remove every beacon
+  # address heard so far, deaf for up to 5 s here, which swallowed those 3 s. They no longer restart:
+  # PeripheralListening.swift.)
   wait_until 30 "hci1 and hci2 discovering" discovering hci1 hci2 || note "a follower was not discovering"
   stop tally TERM 60
   check "the daemon exits 0 on SIGTERM" is 0 echo "$RC"
