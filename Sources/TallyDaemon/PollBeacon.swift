@@ -185,12 +185,18 @@ extension PollController {
 
     func beaconNeedsPayload() -> Bool { beacon.changed || beacon.tally?.hasPending == true }
 
-    /// Whether the rotation needs moving on without news: acknowledgements in it, or a broadcast still
-    /// fast that may slow down.
-    func beaconRefreshDue(lastInterval: Duration?) -> Bool {
+    /// Whether a payload is due without news: acknowledgements in the rotation, a broadcast still fast
+    /// that may slow down, or a STATE frame on the air for ``stateRefresh`` already.
+    func beaconRefreshDue(lastInterval: Duration?, sinceLast: Duration) -> Bool {
         guard let t = beacon.tally else { return false }
         return t.composer.acknowledgementsInRotation > 0 || lastInterval == t.tuning.composer.fastInterval
+            || sinceLast >= Self.stateRefresh
     }
+
+    /// The longest a STATE frame stays on the air before it is sealed again with a new counter
+    /// (docs/PROTOCOL.md §11.7): a voter that starts listening in a quiet spell must not take a frame
+    /// sealed long ago as its newest, or the tally's next frames would look ahead of its clock.
+    static let stateRefresh: Duration = .seconds(1)
 
     func beaconSent(_ error: (any Error)?) {
         if let error {
@@ -217,8 +223,8 @@ extension PollController {
     }
 
     /// Runs the beacon on `radio` until cancelled: a payload at the start, on every change of phase,
-    /// when ballots were counted, and every `refresh` while acknowledgements rotate or the broadcast is
-    /// fast; at most one payload per `gap`.
+    /// when ballots were counted, every `refresh` while acknowledgements rotate or the broadcast is
+    /// fast, and at least every ``stateRefresh``; at most one payload per `gap`.
     nonisolated func runBeacon(_ radio: any BroadcasterTransport, gap: Duration = .milliseconds(100),
                                refresh: Duration = .milliseconds(250)) async {
         let caps = (try? await radio.broadcastCapabilities()) ?? .legacy
@@ -239,7 +245,7 @@ extension PollController {
                 try? await clock.sleep(until: l.advanced(by: gap))
                 if Task.isCancelled { break }
             }
-            let refreshing = await beaconRefreshDue(lastInterval: lastInterval)
+            let refreshing = await beaconRefreshDue(lastInterval: lastInterval, sinceLast: last.map { clock.now - $0 } ?? .zero)
             guard await beaconNeedsPayload() || refreshing || last == nil, let payload = await beaconPayload() else { continue }
             var failure: (any Error)?
             do { try await radio.broadcast(payload) } catch { failure = error }

@@ -120,6 +120,31 @@ final class BeaconTests: XCTestCase {
         XCTAssertLessThanOrEqual(back - .seconds(101), .milliseconds(5_100))
     }
 
+    /// The time rule gives way once nothing was accepted for `staleAfter` (10 s): a stale anchor (an old
+    /// frame heard first) holds a voter 10 s at most. The price, stated in docs/PROTOCOL.md §11.8: a
+    /// holder of the join code who keeps the tally's frames from a voter for 10 s can then get a
+    /// far-ahead frame accepted.
+    func testTheTimeRuleGivesWayAfterTenSecondsWithoutAnAcceptedFrame() throws {
+        let key = self.key
+        func state(_ counter: UInt32) throws -> BeaconState {
+            let bytes = try BeaconCodec.seal(.state(BeaconState(voteID: code.voteID, counter: counter, mode: .anonymous,
+                                                                 poll: .closed, interval: .stop)), key: key)
+            guard case .state(let s) = try BeaconCodec.open(bytes, key: key).get() else { throw BeaconRejection.malformed }
+            return s
+        }
+        var guardian = BeaconReplayGuard()
+        XCTAssertTrue(guardian.admit(try state(1_000), at: .seconds(100)))
+        XCTAssertFalse(guardian.admit(try state(1_000 + 3_000), at: .seconds(101)), "30 s ahead, 1 s later")
+        XCTAssertFalse(guardian.admit(try state(1_000 + 3_000 + 890), at: .seconds(109) + .milliseconds(900)),
+                       "refused frames do not move the anchor: 9.9 s without an accepted frame")
+        XCTAssertTrue(guardian.admit(try state(1_000 + 3_000 + 900), at: .seconds(110)), "10 s: the stale anchor gives way")
+        XCTAssertFalse(guardian.admit(try state(.max), at: .seconds(111)), "and the time rule holds again from the new anchor")
+        XCTAssertFalse(guardian.admit(try state(1_000 + 3_000 + 900), at: .seconds(111)), "not newer")
+        var quiet = BeaconReplayGuard()
+        XCTAssertTrue(quiet.admit(try state(1_000), at: .seconds(100)))
+        XCTAssertTrue(quiet.admit(try state(.max), at: .seconds(110)), "10 s without an accepted frame: any newer one")
+    }
+
     /// Random bytes behind our magic and a beacon type byte (and some fully random), every length
     /// 0…300: never a trap, never accepted, always one of the reasons.
     func testRandomBytesNeverTrapAndAreNeverAccepted() {

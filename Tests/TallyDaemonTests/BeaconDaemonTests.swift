@@ -191,6 +191,34 @@ final class BeaconDaemonTests: XCTestCase {
 
     /// At the end of a run the tally sends STATE "closed" for the closing time, then stops; the end
     /// waits no longer than that, and the votes were committed before.
+    /// With nothing to say (no ballots, no phase change) the tally still seals STATE again at least
+    /// every second (`PollController.stateRefresh`, docs/PROTOCOL.md §11.7): no STATE frame of its own
+    /// stays on the air long enough to look, to a voter that hears it first, far behind the next one.
+    func testAQuietTallySealsStateAgainEverySecond() async throws {
+        let radio = RecordingBroadcaster()
+        let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: nil)
+        let run = Task { try await controller.run(central: radio) }
+        // The broadcast stays fast (a payload every 250 ms) for 5 s after the question opens; then quiet.
+        let slow = TallyBeacon.Tuning().composer.slowInterval
+        try await eventually("the broadcast slowed", timeout: .seconds(20)) { radio.payloads.last?.interval == slow }
+        let quietFrom = radio.payloads.count - 1
+        let start = ContinuousClock.now
+        try await Task.sleep(for: .milliseconds(3_300))
+        let waited = ContinuousClock.now - start
+        run.cancel()
+        _ = try? await run.value
+        let counters = radio.payloads[quietFrom...].compactMap { p -> UInt32? in
+            guard let f = p.frames.first, case .success(.state(let s)) = BeaconCodec.open(f, key: key) else { return nil }
+            return s.counter
+        }
+        XCTAssertEqual(counters.count, radio.payloads.count - quietFrom, "every payload leads with a STATE frame")
+        let gaps = zip(counters.dropFirst(), counters).map { Int($0) - Int($1) }
+        // 10 ms ticks: a new STATE within 1 s and the 250 ms refresh tick, with room for a slow machine.
+        XCTAssertLessThanOrEqual(gaps.max() ?? 0, 150, "STATE counters \(counters)")
+        XCTAssertGreaterThanOrEqual(Int(counters.last ?? 0) - Int(counters.first ?? 0),
+                                    Int(waited / .milliseconds(10)) - 150, "sealed again up to the end: \(counters)")
+    }
+
     func testTheEndOfTheRunSendsClosedThenStops() async throws {
         let radio = RecordingBroadcaster()
         let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: nil)

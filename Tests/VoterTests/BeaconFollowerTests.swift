@@ -182,6 +182,26 @@ final class BeaconFollowerTests: XCTestCase {
         XCTAssertEqual(f.advertising, .silent)
     }
 
+    /// The first STATE frame a voter hears was sealed 30 s before (replayed by a passer-by, or left on
+    /// the air): the tally's own frames, 30 s ahead of it, look ahead of the voter's clock. They are
+    /// taken once nothing was accepted for `BeaconReplayGuard.staleAfter`: the voter follows the tally
+    /// to question 3 and, later, to the close.
+    func testAStaleFirstFrameGivesWayToTheTallysFrames() {
+        var f = follower()
+        f.hear(state(.open(q(1)), counter: 1_000), at: .seconds(1))
+        XCTAssertEqual(f.status, .open(.init(beacon: q(1), text: nil)))
+        // The tally, now at counter 1,000 + 30 s, re-seals every second.
+        var shownAt: Duration?
+        for k in 1...20 {
+            let t = Duration.seconds(1 + k)
+            f.hear(state(.open(q(3)), counter: 1_000 + 3_000 + UInt32(100 * k)), at: t)
+            if shownAt == nil, f.status == .open(.init(beacon: q(3), text: nil)) { shownAt = t }
+        }
+        XCTAssertEqual(shownAt, .seconds(11), "10 s after the stale frame was accepted, not before")
+        f.hear(state(.closed, interval: nil, counter: 1_000 + 3_000 + 2_100), at: .seconds(22))
+        XCTAssertEqual(f.status, .pollClosed, "and from then on the time rule holds again, with the tally's clock")
+    }
+
     func testRosterMismatchIsShownAndNothingIsSent() {
         var f = follower()
         f.hear(state(.open(q(1)), mode: .roster), at: .seconds(1))

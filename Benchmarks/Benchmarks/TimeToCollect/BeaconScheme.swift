@@ -39,9 +39,11 @@ final class BeaconScheme: TallyScheme {
     let inbox = Inbox()
     var listeners: [Task<Void, Never>] = []
     /// Payload rules of the daemon (`PollController.runBeacon`): at most one per 100 ms; a new one
-    /// when ballots were counted, or every 250 ms while acknowledgements rotate or the broadcast is fast.
+    /// when ballots were counted, every 250 ms while acknowledgements rotate or the broadcast is fast,
+    /// and at least once a second (`PollController.stateRefresh`), checked on the 250 ms tick.
     let gap: UInt64 = 100_000_000
     let refresh: UInt64 = 250_000_000
+    let stateRefresh: UInt64 = 1_000_000_000
 
     init(secret: PollSecret, extended: Bool = false, priorRoom: Int = 0) {
         key = BeaconKey(secret)
@@ -142,6 +144,7 @@ final class BeaconScheme: TallyScheme {
         if let last = lastPayload, now < last + gap { return }
         let due = tally.hasPending || lastPayload.map { now >= $0 + refresh } ?? true
         let refreshing = tally.composer.acknowledgementsInRotation > 0 || lastInterval == tally.tuning.composer.fastInterval
+            || lastPayload.map { now >= $0 + stateRefresh } ?? true
         if tally.hasPending || (due && refreshing) { try await compose(at: now, central: central) }
     }
 
