@@ -36,8 +36,9 @@ extension BlueZPeripheral: ListenerTransport {
     /// frame change is possible, so devices not heard for 30 s are removed.
     ///
     /// No periodic discovery restart. A restart buys the tally's scan fresh reports of an address it heard
-    /// before; the beacon needs none, since every frame change comes from a new address, and bluetoothd keeps a filtered discovery running by itself (it starts the kernel's
-    /// discovery again at once when it ends, without touching its devices). A StopDiscovery, though, makes
+    /// before; the beacon needs none, since every frame change comes from a new address, and bluetoothd
+    /// keeps a filtered discovery running by itself (it starts the kernel's discovery again at once when
+    /// it ends, without touching its devices). A StopDiscovery, though, makes
     /// bluetoothd 5.66 (`discovery_cleanup`, when the last client on the adapter stops) set RSSI 0 on every
     /// device found and remove every temporary non-connectable one, which here is every beacon address
     /// heard since the last restart: one InterfacesRemoved each, in one run of its main loop, with the scan
