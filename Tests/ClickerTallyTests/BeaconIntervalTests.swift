@@ -71,19 +71,11 @@ final class BeaconIntervalTests: XCTestCase {
         let chosen = BeaconAirModel.stateInterval(unacknowledged: u, acknowledged: 0, broadcast: nil).milliseconds ?? 0
         var heard: [Int: Int] = [:]
         for ms in [chosen / 2, chosen, chosen * 2] {
-            let air = SimulatedAir(AirConfiguration(seed: 7))
-            let scanning = air.central().advertisements(companyID: BallotFormat.companyID)
-            for i in 0..<u {
-                var data = [UInt8](repeating: 0, count: BallotFormat.advertisementLength)
-                data[0] = UInt8(i & 0xFF)
-                data[1] = UInt8(i >> 8)
-                try await air.addPeripheral().advertise(AdvertisingPayload(companyID: BallotFormat.companyID, data: data,
-                                                                           interval: .milliseconds(ms)))
-            }
+            let room = try await AirRoom(voters: u, intervalMs: ms, seed: 7), air = room.air
             air.run(until: RadioInstant(nanoseconds: 3_000_000_000))
             heard[ms] = air.statistics.pdusReceived
             air.finishAdvertisementStreams()
-            _ = scanning
+            withExtendedLifetime(room.scanning) {}
             // And the model predicts the rate within 15 %.
             let predicted = BeaconAirModel.heardPerSecond(unacknowledged: u, acknowledged: 0, interval: .milliseconds(ms),
                                                           broadcast: nil) * 3

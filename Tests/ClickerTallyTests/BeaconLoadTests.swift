@@ -16,21 +16,13 @@ final class BeaconLoadTests: XCTestCase {
     /// on both sides of the optimum (a quiet channel and a choked one), within 20 %.
     func testTheRepeatRateGivesTheNumberOfVotersOnTheAir() async throws {
         for (n, ms) in [(60, 100), (300, 100), (600, 100), (300, 400)] {
-            let air = SimulatedAir(AirConfiguration(seed: 3))
-            let scanning = air.central().advertisements(companyID: BallotFormat.companyID)
-            for i in 0..<n {
-                var data = [UInt8](repeating: 0, count: BallotFormat.advertisementLength)
-                data[0] = UInt8(i & 0xFF)
-                data[1] = UInt8(i >> 8)
-                try await air.addPeripheral().advertise(AdvertisingPayload(companyID: BallotFormat.companyID, data: data,
-                                                                           interval: .milliseconds(ms)))
-            }
+            let room = try await AirRoom(voters: n, intervalMs: ms, seed: 3), air = room.air
             air.run(until: RadioInstant(nanoseconds: 1_000_000_000))  // everyone has started
             let before = air.statistics.pdusReceived
             air.run(until: RadioInstant(nanoseconds: 5_000_000_000))
             let reports = air.statistics.pdusReceived - before
             air.finishAdvertisementStreams()
-            _ = scanning
+            withExtendedLifetime(room.scanning) {}
             var e = BeaconLoadEstimator()
             e.observe(repeats: reports, events: Double(4 * n) / (Double(ms + 5) / 1000), at: 5_000_000_000)
             let estimate = e.voters(interval: .milliseconds(ms), acknowledged: 0, broadcast: nil)
@@ -124,19 +116,11 @@ final class BeaconLoadTests: XCTestCase {
     /// The share of `voters` distinct advertisers, all at `intervalMs`, that one scanner hears within
     /// `within` seconds on the simulated air.
     func heardFraction(voters n: Int, intervalMs: Int, within seconds: UInt64) async throws -> Double {
-        let air = SimulatedAir(AirConfiguration(seed: 5))
-        let scanning = air.central().advertisements(companyID: BallotFormat.companyID)
-        for i in 0..<n {
-            var data = [UInt8](repeating: 0, count: BallotFormat.advertisementLength)
-            data[0] = UInt8(i & 0xFF)
-            data[1] = UInt8(i >> 8)
-            try await air.addPeripheral().advertise(AdvertisingPayload(companyID: BallotFormat.companyID, data: data,
-                                                                       interval: .milliseconds(intervalMs)))
-        }
-        air.run(until: RadioInstant(nanoseconds: seconds * 1_000_000_000))
-        air.finishAdvertisementStreams()
+        let room = try await AirRoom(voters: n, intervalMs: intervalMs, seed: 5)
+        room.air.run(until: RadioInstant(nanoseconds: seconds * 1_000_000_000))
+        room.air.finishAdvertisementStreams()
         var heard = Set<[UInt8]>()
-        for try await r in scanning { heard.insert(Array(r.data.prefix(2))) }
+        for try await r in room.scanning { heard.insert(Array(r.data.prefix(2))) }
         return Double(heard.count) / Double(n)
     }
 
