@@ -87,10 +87,20 @@ final class BeaconLoadTests: XCTestCase {
                                                     broadcast: broadcast).milliseconds
         XCTAssertEqual(first, expected)
         XCTAssertGreaterThan(first, 600, "1,000 voters need about 0.7 s")
-        for v in 0..<30 { t.counted(VoterKey(mode: .anonymous, voterID: UInt32(v)), question: 1, sequence: 1, at: 1_000_000) }
-        _ = t.payload(.open(q), tick: 2, at: 2_000_000)
+        /// Counts `n` voters on `open`, then opens `next`: the interval the next question starts at.
+        var tick: UInt32 = 1
+        func start(_ next: BeaconQuestionInfo, after n: Int, on open: BeaconQuestionInfo) -> Int {
+            for v in 0..<n {
+                t.counted(VoterKey(mode: .anonymous, voterID: UInt32(v)), question: open.number, sequence: 1,
+                          at: UInt64(tick) * 1_000_000)
+            }
+            tick += 1
+            _ = t.payload(.open(open), tick: tick, at: UInt64(tick) * 1_000_000)
+            tick += 1
+            return interval(t.payload(.open(next), tick: tick, at: UInt64(tick) * 1_000_000)) ?? 0
+        }
         let second = BeaconQuestionInfo(number: 2, kind: .truefalse, options: 0)
-        let afterSmall = interval(t.payload(.open(second), tick: 3, at: 3_000_000)) ?? 0
+        let afterSmall = start(second, after: 30, on: q)
         XCTAssertEqual(t.room, 30)
         XCTAssertEqual(afterSmall, first, "a question of 30 does not lower the next one's start")
 
@@ -104,10 +114,7 @@ final class BeaconLoadTests: XCTestCase {
         XCTAssertLessThan(heardAtThirty, 0.2, "300 voters at \(forThirty) ms")
 
         // A larger room than assumed is the next question's start.
-        for v in 0..<1500 { t.counted(VoterKey(mode: .anonymous, voterID: UInt32(v)), question: 2, sequence: 1, at: 4_000_000) }
-        _ = t.payload(.open(second), tick: 4, at: 5_000_000)
-        let third = BeaconQuestionInfo(number: 3, kind: .single, options: 2)
-        let afterLarge = interval(t.payload(.open(third), tick: 5, at: 6_000_000)) ?? 0
+        let afterLarge = start(BeaconQuestionInfo(number: 3, kind: .single, options: 2), after: 1500, on: second)
         XCTAssertEqual(t.room, 1500)
         XCTAssertEqual(afterLarge, BeaconAirModel.stateInterval(unacknowledged: 1500, acknowledged: 0, broadcast: broadcast).milliseconds)
         XCTAssertGreaterThan(afterLarge, first)
