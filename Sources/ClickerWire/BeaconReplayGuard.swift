@@ -4,7 +4,7 @@
 /// poll (this ballot was counted; this is the text whose digest the current STATE announces), so
 /// hearing an older one again changes nothing, and a tally may rotate them freely.
 ///
-/// Two rules, for authentic frames only (after ``BeaconCodec/open(_:key:)``):
+/// Three rules, for authentic frames only (after ``BeaconCodec/open(_:key:)``):
 /// - **Newer**: a STATE frame whose counter is not above the newest accepted is ignored (an earlier
 ///   question's STATE replayed, or the same advertisement heard again).
 /// - **Not ahead of time**: the tally's counter runs in 10 ms ticks, so it cannot rise faster than
@@ -12,7 +12,6 @@
 ///   the ticks elapsed since it was accepted is ignored. Without this a holder of the join code
 ///   could send a STATE frame with counter `FFFFFFFF` once and make voters ignore the tally for the
 ///   rest of the poll; with it, a forger who stops sending is out-counted by the tally within `lead`.
-///
 /// - **A stale anchor gives way**: once no STATE frame has been accepted for ``staleAfter``, the time
 ///   rule is suspended until one is. The newest accepted frame may have been sealed long before the
 ///   voter heard it (an old frame replayed by anyone, as the first a voter hears): the tally's own
