@@ -2,6 +2,7 @@ import ClickerTransport
 import ClickerWire
 import Logging
 import ServiceLifecycle
+import Synchronization
 
 extension Classroom {
     /// Runs the room following the poll's beacon, as real voters do (docs/PROTOCOL.md §11.10): each
@@ -45,12 +46,15 @@ extension Classroom {
                                 logger: Logger(label: "clicker.classroom", factory: { _ in SwiftLogNoOpLogHandler() }))
         var follower = BeaconFollower(key: key, mode: .anonymous, voterID: await sessions.voterID(), now: now())
         let (events, sink) = AsyncStream<StudentEvent>.makeStream()
+        let backlog = FrameBacklog()
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 do {
                     // Half of a real voter's listening (`BeaconFollower.listening`): a room of 300 lives in the
                     // tally's own process for a demo, and every frame a student hears costs that process a decode.
                     for try await r in radio.listen(companyID: BallotFormat.companyID, dutyCycle: Self.studentListening) {
+                        // A student whose loop lags misses frames, as a real receiver with a busy host does.
+                        guard backlog.enter() else { continue }
                         sink.yield(.heard(r.data))
                     }
                 } catch {}
@@ -69,7 +73,9 @@ extension Classroom {
             }
             for await e in events {
                 switch e {
-                case .heard(let d): follower.hear(d, at: now())
+                case .heard(let d):
+                    backlog.leave()
+                    follower.hear(d, at: now())
                 case .due(let q, let step):
                     guard q == question, step < plan.count else { break }
                     follower.answer(plan[step].answer)
@@ -95,4 +101,22 @@ extension Classroom {
         }
         await sessions.stop()
     }
+}
+
+/// Beacon frames heard by one simulated student and not yet taken by its loop. Past ``limit`` the
+/// student misses new ones, so that a room that falls behind (the demo room lives in the tally's
+/// process, 300 students decoding every frame they hear) drops frames instead of queueing them
+/// without bound. Frames repeat on the air, so a missed one comes again.
+final class FrameBacklog: Sendable {
+    static let limit = 32
+    private let waiting = Atomic<Int>(0)
+
+    /// Whether a new frame may wait (one producer: the check and the add need not be one step).
+    func enter() -> Bool {
+        guard waiting.load(ordering: .relaxed) < Self.limit else { return false }
+        waiting.add(1, ordering: .relaxed)
+        return true
+    }
+
+    func leave() { waiting.subtract(1, ordering: .relaxed) }
 }
