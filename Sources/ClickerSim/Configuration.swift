@@ -109,12 +109,17 @@ public struct BroadcastConfiguration: Sendable, Hashable {
     /// when it hears one ADV_EXT_IND clean (as a legacy PDU) and is not transmitting during the
     /// AUX_ADV_IND. The central is deaf during all of them. False (the default): legacy, 27 bytes.
     public var extended: Bool
+    /// Most frames a listener's stream holds for a reader that lags; past it the oldest are dropped, as
+    /// a busy host's receiver misses frames (which repeat on the air). Nil (the default): without
+    /// bound, so that virtual-clock tests and benchmarks get every frame the air delivered.
+    public var listenBuffer: Int?
 
     public init(centralAddress: DeviceAddress = DeviceAddress(rawValue: 0xC0_00_00_00_00_00),
                 channels: [UInt8] = [37, 38, 39], broadcastingScanner: Int? = 0,
                 deafness: BroadcastDeafness = .packets, listenChannels: [UInt8] = [37, 38, 39],
-                listenDutyCycle: ScanDutyCycle? = nil, extended: Bool = false) {
+                listenDutyCycle: ScanDutyCycle? = nil, extended: Bool = false, listenBuffer: Int? = nil) {
         self.extended = extended
+        self.listenBuffer = listenBuffer
         self.centralAddress = centralAddress
         self.channels = channels
         self.broadcastingScanner = broadcastingScanner

@@ -288,10 +288,12 @@ public struct SimulatedPeripheral: PeripheralTransport, ListenerTransport {
 
     /// Listens for the central's broadcast under `companyID`, one channel at a time at `dutyCycle`,
     /// starting now on the first of `BroadcastConfiguration.listenChannels`. Listening stops when every
-    /// stream is gone; the stream finishes when the device leaves. Buffers without bound.
+    /// stream is gone; the stream finishes when the device leaves. Buffers up to
+    /// `BroadcastConfiguration.listenBuffer` frames (by default without bound).
     public func listen(companyID: UInt16, dutyCycle: ScanDutyCycle) -> AsyncThrowingStream<AdvertisementReport, any Error> {
-        let (stream, continuation) = AsyncThrowingStream<AdvertisementReport, any Error>.makeStream()
         let air = self.air, address = self.address
+        let (stream, continuation) = AsyncThrowingStream<AdvertisementReport, any Error>.makeStream(
+            bufferingPolicy: air.configuration.broadcast.listenBuffer.map { .bufferingNewest(max(1, $0)) } ?? .unbounded)
         let id = air.withCore { c in
             let id = c.makeID()
             c.listen(c.addDevice(address: address, rssi: nil), id: id, companyID: companyID, dutyCycle: dutyCycle,

@@ -108,7 +108,7 @@ extension Classroom {
 /// process, 300 students decoding every frame they hear) drops frames instead of queueing them
 /// without bound. Frames repeat on the air, so a missed one comes again.
 final class FrameBacklog: Sendable {
-    static let limit = 32
+    static let limit = 4
     private let waiting = Atomic<Int>(0)
 
     /// Whether a new frame may wait (one producer: the check and the add need not be one step).

@@ -29,7 +29,10 @@ struct CentralRadioArguments: ParsableArguments {
     func open(_ kind: RadioKind, seed: UInt64, logger: Logger, keepTrying: Bool = false) async throws -> OpenedCentral {
         switch kind {
         case .sim:
-            let air = SimulatedAir(AirConfiguration(seed: seed, clock: .realTime()))
+            // A listener that lags (a `--simulate` room lives in this process) misses frames, as a
+            // busy receiver does, instead of queueing them without bound.
+            let air = SimulatedAir(AirConfiguration(seed: seed, clock: .realTime(),
+                                                    broadcast: BroadcastConfiguration(listenBuffer: 8)))
             // Host the air so that voters in other processes can join. With `--radio sim` that is the
             // point of the run: an air nobody can join would never get a vote, so it is an error. A
             // `--simulate` room alone votes in this process and still runs on a private air.

@@ -160,6 +160,31 @@ final class BroadcastTests: XCTestCase {
         XCTAssertEqual(air.statistics.broadcastCollisions, 0)
     }
 
+    /// With `listenBuffer`, a listener whose reader lags keeps only the newest frames (the real-time air
+    /// of `clicker-tally` uses 8, so that a lagging `--simulate` room cannot queue frames without bound);
+    /// without it, every frame waits.
+    func testAListenBufferKeepsOnlyTheNewestFramesForALaggingReader() async throws {
+        for limit in [4, nil] as [Int?] {
+            let air = SimulatedAir(AirConfiguration(
+                seed: 6, maxAdvertisingDelay: .zero, firstEventPhase: .immediate,
+                broadcast: BroadcastConfiguration(listenChannels: [38], listenBuffer: limit)))
+            let full = ScanDutyCycle(window: .milliseconds(100), interval: .milliseconds(100))
+            let heard = air.addPeripheral(rssi: -60).listen(companyID: 0x0A0A, dutyCycle: full)
+            try await air.central().broadcast(BroadcastPayload(companyID: 0x0A0A, frames: (1...10).map(frame),
+                                                               interval: .milliseconds(100)))
+            air.run(until: at(2))   // 20 events, none read yet
+            air.finishAdvertisementStreams()
+            var tags: [UInt8] = []
+            for try await r in heard { tags.append(r.data[0]) }
+            if let limit {
+                XCTAssertEqual(tags.count, limit, "\(tags)")
+                XCTAssertEqual(tags.last, 10, "the newest kept")
+            } else {
+                XCTAssertEqual(tags.count, 20)
+            }
+        }
+    }
+
     /// The frames go out one per event, in order, round and round; a replacement starts with its first frame
     /// at the next event.
     func testFramesRotateOnePerEvent() async throws {
