@@ -142,6 +142,7 @@ struct StatisticsLine: Encodable {
     var staleDevicesRemoved: Int?
     var discoveryRestarts: Int?
     var acquisitions: Int?
+    var heap: HeapUsage?
 
     init(controller: PollController, central: any CentralTransport) async {
         question = Int(await controller.question)
@@ -150,6 +151,7 @@ struct StatisticsLine: Encodable {
         reports = stats.reports
         verifications = stats.verifications
         cacheHits = stats.cacheHits
+        heap = Allocator.usage()
         if let b = central as? BlueZCentral {
             let s = b.statistics
             mirroredObjects = s.mirroredObjects

@@ -7,7 +7,7 @@ import HCI
 @main
 enum ClickerTallyMain {
     static func main() async {
-        MallocArenas.limit()
+        Allocator.limitArenas()
         do {
             var command = try ClickerTallyCommand.parseAsRoot()
             do {

@@ -1,7 +1,7 @@
 import Foundation
 import XCTest
 
-/// The built `clicker-tally` caps glibc's allocator at two arenas (``MallocArenas``), so its heap does
+/// The built `clicker-tally` caps glibc's allocator at two arenas (``Allocator/limitArenas()``), so its heap does
 /// not grow with the number of threads that ever allocated. Read from outside, in /proc/PID/maps, while
 /// a simulated poll runs with its air, students and view threads.
 final class MallocArenaTests: XCTestCase {

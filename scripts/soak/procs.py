@@ -167,7 +167,7 @@ def fsize(p):
 COLUMNS = ["scenario", "wall_s", "lecture_min", "question", "rss_kb", "rss_anon_kb", "anonymous_kb", "fds",
            "cpu_s", "reports", "cpu_us_per_report", "db_bytes", "wal_bytes", "ballot_rows", "rejection_rows",
            "mirror", "heard", "good_cache", "bad_cache", "rate_limited_addresses", "trusted_addresses",
-           "rate_window", "tally_voters", "flood", "bluetoothd_restarts"]
+           "rate_window", "tally_voters", "flood", "bluetoothd_restarts", "heap_in_use_kb", "heap_free_kb"]
 
 
 class Sampler:
@@ -185,6 +185,7 @@ class Sampler:
         stats = self.d.statistics()
         fp = stats.get("footprint", {})
         ing = fp.get("ingest", {})
+        heap = stats.get("heap") or {}
         cpu = Proc.cpu(pid)
         reports = stats.get("reports")
         wall = time.monotonic() - self.t0
@@ -204,7 +205,9 @@ class Sampler:
                    good_cache=ing.get("goodCache"), bad_cache=ing.get("badCache"),
                    rate_limited_addresses=ing.get("rateLimitedAddresses"), trusted_addresses=ing.get("trustedAddresses"),
                    rate_window=fp.get("rateWindow"), tally_voters=fp.get("tallyVoters"), flood=self.flood,
-                   bluetoothd_restarts=self.restarts)
+                   bluetoothd_restarts=self.restarts,
+                   heap_in_use_kb=heap["inUse"] // 1024 if "inUse" in heap else None,
+                   heap_free_kb=heap["free"] // 1024 if "free" in heap else None)
         self.rows.append(row)
         self.csv.write(",".join("" if row[c] is None else str(row[c]) for c in COLUMNS) + "\n")
         self.csv.flush()

@@ -18,6 +18,13 @@ def series(rows, key, lo=None, hi=None):
             and (lo is None or r["lecture_min"] >= lo) and (hi is None or r["lecture_min"] <= hi)]
 
 
+def robust_slope(points):
+    """Theil-Sen slope (the median of the slopes between every two points): a few samples caught in a
+    passing dip or spike do not move it."""
+    pairs = [(y2 - y1) / (x2 - x1) for i, (x1, y1) in enumerate(points) for x2, y2 in points[i + 1:] if x2 != x1]
+    return median(pairs) if pairs else 0.0
+
+
 def slope(points):
     """Least-squares slope (units per lecture minute)."""
     if len(points) < 3:
@@ -47,18 +54,34 @@ def analyse(name, rows, a, room, dbus):
     growth = slope([(x, y * 1024 / MB) for x, y in late]) * tail
     anon = series(rows, "anonymous_kb", L - tail)
     anon_growth = slope([(x, y * 1024 / MB) for x, y in anon]) * tail
+    heap = series(rows, "heap_in_use_kb", L - tail)
+    # Robust: at each `next` the simulated room frees its students and builds the next room 0.2 s later,
+    # and a sample in that dip reads 1.7 MB less in use.
+    heap_growth = robust_slope([(x, y * 1024 / MB) for x, y in heap]) * tail if len(heap) >= 3 else None
     rss_start = median([r["rss_kb"] for r in rows[1:4] if r["rss_kb"]]) * 1024 / MB
     hwm = max(r["rss_kb"] for r in rows if r["rss_kb"]) * 1024 / MB
     print(f"  RSS {rss_start:.1f} MB after start, {rss_end:.1f} MB at the end (peak {hwm:.1f} MB); "
           f"growth over the last {tail:g} lecture minutes (fitted slope x window): RSS {growth:+.2f} MB, "
-          f"anonymous {anon_growth:+.2f} MB")
+          f"anonymous {anon_growth:+.2f} MB" + ("" if heap_growth is None else f", heap in use {heap_growth:+.2f} MB"))
     if a.config == "release" and dbus:
         check(f"{name}: RSS at the end <= 30 MB", rss_end <= 30, f"{rss_end:.1f} MB")
     else:
         print(f"  (RSS target not checked: {a.config} build" + (", simulated room in the process" if name == "sim" else "") + ")")
-    check(f"{name}: RSS growth over the last {tail:g} lecture minutes <= 1 MB", growth <= 1.0, f"{growth:+.2f} MB")
-    check(f"{name}: anonymous-memory growth over the last {tail:g} lecture minutes <= 1 MB", anon_growth <= 1.0,
-          f"{anon_growth:+.2f} MB")
+    if a.short and name == "sim":
+        # The debug build's 300 simulated students share the daemon's heap: their bursts leave it fragmented
+        # in steps of about 0.5 MB (heap in use flat, free memory up), which land in the short window at
+        # random (docs/PERFORMANCE-daemon.md, "Soak"). The heap-in-use check below still catches a leak;
+        # the full soak checks the resident growth of this scenario too.
+        print(f"  (resident growth not checked in the short run of {name}: the simulated room's heap fragmentation)")
+    else:
+        check(f"{name}: RSS growth over the last {tail:g} lecture minutes <= 1 MB", growth <= 1.0, f"{growth:+.2f} MB")
+        check(f"{name}: anonymous-memory growth over the last {tail:g} lecture minutes <= 1 MB", anon_growth <= 1.0,
+              f"{anon_growth:+.2f} MB")
+    # The allocator's own count of memory in use: a leak shows here even when the resident set hides it
+    # (freed memory reused), and a freed burst the allocator kept does not.
+    check(f"{name}: heap in use (mallinfo2) grows <= 0.5 MB over the last {tail:g} lecture minutes",
+          heap_growth is not None and heap_growth <= 0.5,
+          "not reported" if heap_growth is None else f"{heap_growth:+.2f} MB")
     half = [r["fds"] for r in rows if r["fds"] is not None and r["lecture_min"] >= L / 2]
     first = [r["fds"] for r in rows[2:6] if r["fds"] is not None]
     check(f"{name}: open fds flat", half and max(half) - min(first or half) <= 4,
@@ -93,7 +116,7 @@ def analyse(name, rows, a, room, dbus):
               lastw <= 1.3 * early, f"{early:.1f} us early, {lastw:.1f} us at the end")
     else:
         check(f"{name}: CPU per report measured", False, "too few reports")
-    return dict(rss_start=rss_start, rss_end=rss_end, hwm=hwm, growth=growth, anon_growth=anon_growth,
+    return dict(rss_start=rss_start, rss_end=rss_end, hwm=hwm, growth=growth, anon_growth=anon_growth, heap_growth=heap_growth,
                 wal_max=max(wal), db=rows[-1]["db_bytes"], ballots=rows[-1]["ballot_rows"], cpu_early=early,
                 cpu_late=lastw, fds=rows[-1]["fds"])
 

@@ -15,7 +15,7 @@ Run through scripts/soak.sh (it builds the binaries and the bluetoothd stand-in)
 
 Every few seconds it samples the daemon (RSS, anonymous memory, fds, CPU, database and WAL sizes,
 store row counts, and the daemon's own `--log-statistics` counters: mirror, remembered addresses,
-caches), writes CSV, draws PNG plots with gnuplot, prints the figures and checks the targets.
+caches, glibc's heap in use), writes CSV, draws PNG plots with gnuplot, prints the figures and checks the targets.
 The last line is "soak: N passed, M failed"; the exit status is non-zero when a check failed.
 Modules: room.py (the ballots), procs.py (processes, /proc, sampling), report.py (checks, plots).
 """
