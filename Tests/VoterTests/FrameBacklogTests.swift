@@ -2,8 +2,7 @@
 import XCTest
 
 /// A simulated student keeps at most `FrameBacklog.limit` heard frames waiting for its loop; the
-/// rest it misses, so a demo room that falls behind holds no growing queue (the short soak's memory
-/// check).
+/// rest it misses, so a demo room that follows the beacon and falls behind holds no growing queue.
 final class FrameBacklogTests: XCTestCase {
     func testAFullBacklogMissesNewFramesUntilOneIsTaken() {
         let backlog = FrameBacklog()
