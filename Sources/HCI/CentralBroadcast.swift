@@ -2,10 +2,15 @@ import ClickerTransport
 
 /// The tally's beacon over raw HCI: non-connectable advertising while the scan goes on.
 ///
-/// Legacy mode: LE Set Advertising Parameters (ADV_NONCONN_IND, min = max = the payload's interval,
-/// own address public, as the scan uses), LE Set Advertising Data with one Manufacturer Specific Data
-/// structure and no Flags (a non-connectable advertisement need not carry them: 27 bytes of frame),
-/// LE Set Advertising Enable.
+/// Legacy mode: LE Set Random Address, LE Set Advertising Parameters (ADV_NONCONN_IND, min = max =
+/// the payload's interval, own address random), LE Set Advertising Data with one Manufacturer Specific
+/// Data structure and no Flags (a non-connectable advertisement need not carry them: 27 bytes of
+/// frame), LE Set Advertising Enable. Every frame goes out from a new non-resolvable private address,
+/// as in extended mode below: advertising is disabled around LE Set Random Address (Core 4.2 and later
+/// refuse it while legacy advertising is enabled, Vol 4 Part E §7.8.4). Core 5.0 and later refuse it
+/// while scanning is enabled too; a controller that answers Command Disallowed with the scan on gets
+/// the scan disabled around every address change from then on (a gap of two commands in the scan).
+/// The tally's passive scan sends nothing, so the random address is the beacon's alone.
 ///
 /// Extended mode (the controller announced LE Extended Advertising, see `HCIAdvertisingMode`): one
 /// advertising set, handle 0, extended non-connectable non-scannable (AUX_ADV_IND on the LE 1M
@@ -114,10 +119,12 @@ extension HCICentral: BroadcasterTransport {
                 _ = try await run(.leSetExtendedAdvertisingParameters(ExtendedAdvertisingParameters(
                     handle: Self.beaconHandle, properties: properties,
                     intervalMin: slots, intervalMax: slots, ownAddressType: .randomAddress)))
+                try await replaceFrame(first, mode: mode, enabled: false)
             } else {
+                try await setNewLegacyAddress()   // before the parameters that name it as the own address
                 usedSlots = try await setLegacyParameters(slots, notes: &notes)
+                _ = try await run(first)
             }
-            try await replaceFrame(first, mode: mode, enabled: false)
             _ = try await run(Self.advertisingEnable(true, mode: mode))
         }
         let generation = state.withLock { s in
@@ -143,14 +150,15 @@ extension HCICentral: BroadcasterTransport {
     /// Legacy parameters; a Bluetooth 4.x controller refuses non-connectable intervals under 100 ms,
     /// and then gets 100 ms (the note says so). Returns the slots in use.
     private func setLegacyParameters(_ slots: UInt16, notes: inout [String]) async throws -> UInt16 {
-        let p = AdvertisingParameters(intervalMin: slots, intervalMax: slots, type: .nonConnectableUndirected)
+        let p = AdvertisingParameters(intervalMin: slots, intervalMax: slots, type: .nonConnectableUndirected,
+                                      ownAddressType: .randomAddress)
         do {
             _ = try await run(.leSetAdvertisingParameters(p))
             return slots
-        } catch HCIError.commandFailed(let op, let status) where (status == 0x12 || status == 0x11) && slots < 0x00A0 {
-            _ = op
+        } catch HCIError.commandFailed(_, let status) where (status == 0x12 || status == 0x11) && slots < 0x00A0 {
             _ = try await run(.leSetAdvertisingParameters(
-                AdvertisingParameters(intervalMin: 0x00A0, intervalMax: 0x00A0, type: .nonConnectableUndirected)))
+                AdvertisingParameters(intervalMin: 0x00A0, intervalMax: 0x00A0, type: .nonConnectableUndirected,
+                                      ownAddressType: .randomAddress)))
             notes.append("controller refuses non-connectable intervals under 100 ms: beacon at 100 ms")
             return 0x00A0
         }
@@ -179,22 +187,47 @@ extension HCICentral: BroadcasterTransport {
         return result ?? false
     }
 
-    /// Gives the controller the next frame: legacy, the data alone; extended, from a new address.
-    /// An enabled set is disabled around the new address: Core 5.0 lets a controller refuse the
-    /// address of an enabled set (Vol 4 Part E §7.8.52, Command Disallowed); later versions refuse it
-    /// only for connectable advertising.
+    /// Gives the controller the next frame from a new address, advertising disabled around the
+    /// address. Extended: Core 5.0 lets a controller refuse the address of an enabled set (Vol 4
+    /// Part E §7.8.52, Command Disallowed); later versions refuse it only for connectable advertising.
+    /// Legacy: LE Set Random Address is refused while advertising is enabled (§7.8.4).
     private func replaceFrame(_ data: HCICommand, mode: HCIAdvertisingMode, enabled: Bool) async throws {
-        guard mode.isExtended else {
-            _ = try await run(data)
-            return
-        }
         if enabled { _ = try await run(Self.advertisingEnable(false, mode: mode)) }
-        var generator = SystemRandomNumberGenerator()
-        let avoid = state.withLock { $0.controllerAddress } ?? DeviceAddress(rawValue: 0)
-        _ = try await run(.leSetAdvertisingSetRandomAddress(
-            handle: Self.beaconHandle, DeviceAddress.nonResolvablePrivate(avoiding: avoid, using: &generator)))
+        if mode.isExtended {
+            _ = try await run(.leSetAdvertisingSetRandomAddress(handle: Self.beaconHandle, newBeaconAddress()))
+        } else {
+            try await setNewLegacyAddress()
+        }
         _ = try await run(data)
         if enabled { _ = try await run(Self.advertisingEnable(true, mode: mode)) }
+    }
+
+    private func newBeaconAddress() -> DeviceAddress {
+        var generator = SystemRandomNumberGenerator()
+        let avoid = state.withLock { $0.controllerAddress } ?? DeviceAddress(rawValue: 0)
+        return DeviceAddress.nonResolvablePrivate(avoiding: avoid, using: &generator)
+    }
+
+    /// LE Set Random Address with a new address, legacy advertising disabled. A controller that
+    /// refuses it while scanning (Core 5.0 and later, Command Disallowed) gets the scan disabled around
+    /// it, now and at every later frame; the scan's parameters stay as they were.
+    private func setNewLegacyAddress() async throws {
+        let address = newBeaconAddress()
+        let (scanning, pause) = state.withLock { ($0.scanning, $0.addressChangePausesScan) }
+        if !(scanning && pause) {
+            do {
+                _ = try await run(.leSetRandomAddress(address))
+                return
+            } catch HCIError.commandFailed(_, let status) where status == 0x0C && scanning {   // Command Disallowed
+                state.withLock { $0.addressChangePausesScan = true }
+                logger.notice("\(adapter) refuses a new random address while it scans: the scan pauses for each beacon frame")
+            }
+        }
+        _ = try await run(.scanEnable(false, filterDuplicates: false, mode: .legacy))
+        var refused: (any Error)?
+        do { _ = try await run(.leSetRandomAddress(address)) } catch { refused = error }
+        _ = try await run(.scanEnable(true, filterDuplicates: options.filterDuplicates, mode: .legacy))
+        if let refused { throw refused }
     }
 
     private func run(_ command: HCICommand) async throws -> [UInt8] {

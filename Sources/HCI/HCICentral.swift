@@ -76,6 +76,8 @@ public final class HCICentral: CentralTransport {
         var shutDown = false
         var controllerAddress: DeviceAddress?
         var restartTask: Task<Void, Never>?
+        /// The controller refused LE Set Random Address while scanning (CentralBroadcast.swift).
+        var addressChangePausesScan = false
     }
 
     public let adapter: String

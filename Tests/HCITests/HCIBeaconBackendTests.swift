@@ -47,37 +47,51 @@ final class HCIBeaconBackendTests: XCTestCase {
 
         let full = [UInt8](repeating: 0xC5, count: 27)
         try await central.broadcast(BroadcastPayload(companyID: 0xFFFF, frames: [full, [4, 5]], interval: .milliseconds(100)))
-        XCTAssertEqual(fake.written(after: 5), [
-            [0x01, 0x06, 0x20, 0x0F, 0xA0, 0x00, 0xA0, 0x00, 0x03, 0x00, 0x00, 0, 0, 0, 0, 0, 0, 0x07, 0x00],
+        let setup = fake.written(after: 5)
+        XCTAssertEqual(setup.count, 4)
+        let firstAddress = try legacyRandomAddress(setup[0])
+        XCTAssertEqual(Array(setup.dropFirst()), [
+            // ADV_NONCONN_IND, 100 ms, own address random (0x01), all three channels.
+            [0x01, 0x06, 0x20, 0x0F, 0xA0, 0x00, 0xA0, 0x00, 0x03, 0x01, 0x00, 0, 0, 0, 0, 0, 0, 0x07, 0x00],
             [0x01, 0x08, 0x20, 0x20, 31, 30, 0xFF, 0xFF, 0xFF] + full,     // 31 octets: no Flags, no padding
             [0x01, 0x0A, 0x20, 0x01, 0x01],
         ])
-        // Rotation: one LE Set Advertising Data per step, every interval + 10 ms.
+        // Rotation, every interval + 10 ms: advertising off, a new address, the next frame, on again.
         await fake.wait("rotation timer armed") { _ in timer.waiting == 1 }
         XCTAssertEqual(periods.withLock { $0 }, [.milliseconds(110)])
         timer.fire()
-        await fake.wait("second frame") { $0.written.count == 9 }
-        XCTAssertEqual(fake.written[8], legacyData([4, 5]))
+        await fake.wait("second frame") { $0.written.count == 13 }
+        var step = fake.written(after: 9)
+        XCTAssertEqual(step[0], [0x01, 0x0A, 0x20, 0x01, 0x00])
+        let secondAddress = try legacyRandomAddress(step[1])
+        XCTAssertEqual(Array(step[2...]), [legacyData([4, 5]), [0x01, 0x0A, 0x20, 0x01, 0x01]])
         await fake.wait("rotation timer armed again") { _ in timer.waiting == 1 }
         timer.fire()
-        await fake.wait("first frame again") { $0.written.count == 10 }
-        XCTAssertEqual(fake.written[9], [0x01, 0x08, 0x20, 0x20, 31, 30, 0xFF, 0xFF, 0xFF] + full)
+        await fake.wait("first frame again") { $0.written.count == 17 }
+        step = fake.written(after: 13)
+        let thirdAddress = try legacyRandomAddress(step[1])
+        XCTAssertEqual(step[2], [0x01, 0x08, 0x20, 0x20, 31, 30, 0xFF, 0xFF, 0xFF] + full)
+        XCTAssertEqual(Set([firstAddress, secondAddress, thirdAddress]).count, 3, "a new address for every frame")
         XCTAssertEqual(central.currentBroadcast?.frame, 0)
 
-        // Scanning goes on beside it, with the legacy commands.
+        // Scanning goes on beside it, with the legacy commands; this controller takes a new random
+        // address while it scans, so the scan is never paused for one.
         let consumer = Task { for try await _ in central.advertisements(companyID: 0xFFFF) {} }
         await fake.wait("scan enabled") { $0.commandOpcodes.last == 0x200C }
+        let scanCommands = fake.commandOpcodes.filter { $0 == 0x200C }.count
 
-        // Same interval, one frame: only the data, and the rotation ends.
+        // Same interval, one frame: the frame from a new address, and the rotation ends.
         await fake.wait("rotation timer armed") { _ in timer.waiting == 1 }
         let before = fake.written.count
         try await central.broadcast(BroadcastPayload(companyID: 0xFFFF, frames: [[9]], interval: .milliseconds(100)))
-        XCTAssertEqual(fake.written(after: before), [legacyData([9])])
+        XCTAssertEqual(Array(fake.commandOpcodes.dropFirst(before)), [0x200A, 0x2005, 0x2008, 0x200A])
+        XCTAssertEqual(fake.written[before + 2], legacyData([9]))
         await fake.wait("rotation cancelled") { _ in timer.cancelled == 1 && timer.waiting == 0 }
-        // New interval: disable, parameters, data, enable.
+        // New interval: disable, address, parameters, data, enable.
         try await central.broadcast(BroadcastPayload(companyID: 0xFFFF, frames: [[9]], interval: .milliseconds(250)))
-        XCTAssertEqual(Array(fake.commandOpcodes.suffix(4)), [0x200A, 0x2006, 0x2008, 0x200A])
+        XCTAssertEqual(Array(fake.commandOpcodes.suffix(5)), [0x200A, 0x2005, 0x2006, 0x2008, 0x200A])
         XCTAssertEqual(Array(fake.written[fake.written.count - 3][4..<8]), [0x90, 0x01, 0x90, 0x01])
+        XCTAssertEqual(fake.commandOpcodes.filter { $0 == 0x200C }.count, scanCommands, "the scan was never paused")
         try await central.stopBroadcasting()
         XCTAssertEqual(fake.written.last, [0x01, 0x0A, 0x20, 0x01, 0x00])
         let settled = fake.written.count
@@ -86,6 +100,64 @@ final class HCIBeaconBackendTests: XCTestCase {
         XCTAssertFalse(fake.commandOpcodes.contains { $0 >= 0x2035 && $0 <= 0x2042 }, "no extended command on a legacy controller")
         consumer.cancel()
         await central.shutdown()
+    }
+
+    /// Core 5.0 and later: LE Set Random Address is Command Disallowed while scanning (or legacy
+    /// advertising) is enabled. Such a controller still gets a new address for every beacon frame,
+    /// the scan disabled around it, and the scan's reports still reach the tally.
+    func testAControllerThatRefusesANewAddressWhileScanningGetsTheScanPausedAroundIt() async throws {
+        let fake = FakeController()
+        let enabled = Locked((scan: false, advertising: false))
+        fake.state.withLock { $0.statusFor = { op, params in
+            enabled.withLock { e in
+                switch op {
+                case 0x200C: e.scan = params.first == 1; return 0
+                case 0x200A: e.advertising = params.first == 1; return 0
+                case 0x2005: return e.scan || e.advertising ? 0x0C : 0
+                default: return 0
+                }
+            }
+        } }
+        let timer = ManualTimer()
+        let central = HCICentral(channel: fake, adapter: "hci0", options: .init(sleep: timer.sleep))
+        let reports = Locked<[AdvertisementReport]>([])
+        let consumer = Task { for try await r in central.advertisements(companyID: 0xFFFF) { reports.withLock { $0.append(r) } } }
+        await fake.wait("scan enabled") { $0.commandOpcodes.last == 0x200C }
+
+        let before = fake.written.count
+        try await central.broadcast(BroadcastPayload(companyID: 0xFFFF, frames: [[1], [2]], interval: .milliseconds(100)))
+        // Refused once with the scan on, then: scan off, address, scan on; parameters, data, enable.
+        XCTAssertEqual(Array(fake.commandOpcodes.dropFirst(before)),
+                       [0x2005, 0x200C, 0x2005, 0x200C, 0x2006, 0x2008, 0x200A])
+        let first = try legacyRandomAddress(fake.written[before + 2])
+        XCTAssertEqual(Array(fake.written[before + 3]), [0x01, 0x0C, 0x20, 0x02, 0x01, 0x00], "the scan is on again")
+
+        // From then on the scan is paused at once, without asking first.
+        await fake.wait("rotation armed") { _ in timer.waiting == 1 }
+        let stepStart = fake.written.count
+        timer.fire()
+        await fake.wait("second frame") { $0.written.count == stepStart + 6 }
+        XCTAssertEqual(Array(fake.commandOpcodes.dropFirst(stepStart)), [0x200A, 0x200C, 0x2005, 0x200C, 0x2008, 0x200A])
+        let second = try legacyRandomAddress(fake.written[stepStart + 2])
+        XCTAssertNotEqual(first, second)
+        XCTAssertEqual(fake.written[stepStart + 4], legacyData([2]))
+        XCTAssertTrue(enabled.withLock { $0.scan && $0.advertising }, "scanning and advertising both on after the step")
+
+        // Reports still arrive.
+        fake.inject(advertisingEvent([ReportModel(eventType: 0x03, addressType: 0x01, address: [1, 2, 3, 4, 5, 6],
+                                                  data: msd(company: 0xFFFF, [7]), rssi: 0xC4)]))
+        await fake.wait("report delivered") { _ in !reports.withLock { $0.isEmpty } }
+        consumer.cancel()
+        await central.shutdown()
+    }
+
+    /// The address of an LE Set Random Address, checked to be a non-resolvable private address.
+    func legacyRandomAddress(_ packet: [UInt8], file: StaticString = #filePath, line: UInt = #line) throws -> [UInt8] {
+        XCTAssertEqual(Array(packet.prefix(4)), [0x01, 0x05, 0x20, 0x06], "LE Set Random Address", file: file, line: line)
+        let address = Array(packet.dropFirst(4))
+        XCTAssertEqual(address.count, 6, file: file, line: line)
+        XCTAssertEqual(try XCTUnwrap(address.last) & 0xC0, 0, "non-resolvable private", file: file, line: line)
+        return address
     }
 
     func testStaleRotationStepOfAReplacedPayloadSendsNothing() async throws {
@@ -97,7 +169,7 @@ final class HCIBeaconBackendTests: XCTestCase {
         try await central.broadcast(BroadcastPayload(companyID: 0xFFFF, frames: [[7], [8]]))
         await fake.wait("new rotation armed, old cancelled") { _ in timer.waiting == 1 && timer.cancelled == 1 }
         timer.fire()
-        await fake.wait("next frame of the new payload") { $0.written.last == self.legacyData([8]) }
+        await fake.wait("next frame of the new payload") { $0.written.contains(self.legacyData([8])) }
         XCTAssertFalse(fake.written.contains(legacyData([2])), "no frame of the replaced payload after its replacement")
         await central.shutdown()
         XCTAssertEqual(Array(fake.commandOpcodes.suffix(1)), [0x200A], "shutdown disables the beacon")
