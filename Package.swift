@@ -52,6 +52,8 @@ let package = Package(
         .library(name: "ProjectorWeb", targets: ["ProjectorWeb"]),
         // The voter's logic (beacon follower, session); the TimeToCollect benchmark runs its follower.
         .library(name: "Voter", targets: ["Voter"]),
+        // What both executables share; the DBusIngest benchmark sets glibc's allocator up as they do.
+        .library(name: "ClickerCommandLine", targets: ["ClickerCommandLine"]),
         // A pseudo-terminal for the view's tests and the ViewLoop benchmark; not used by the executables.
         .library(name: "TerminalTestSupport", targets: ["TerminalTestSupport"]),
     ],
@@ -176,7 +178,7 @@ let package = Package(
                                                              "ClickerCommandLine", "Voter",
                                                              "TallyDaemon", "ClickerTally", "ClickerWire", "ClickerSim",
                                                              .product(name: "NIOCore", package: "swift-nio")]),
-        .testTarget(name: "ClickerCommandLineTests", dependencies: ["ClickerCommandLine", "ClickerSim"]),
+        .testTarget(name: "ClickerCommandLineTests", dependencies: ["ClickerCommandLine", "ClickerSim", "CMalloc"]),
         .testTarget(name: "VoterTests", dependencies: ["ClickerTestSupport", "Voter", "ClickerSim", "ClickerWire", "PrivateFiles",
                                                       .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle")]),
     ]

@@ -107,6 +107,7 @@ let package = Package(
                 .product(name: "DBus", package: "clicker"),
                 .product(name: "ClickerWire", package: "clicker"),
                 .product(name: "ClickerTally", package: "clicker"),
+                .product(name: "ClickerCommandLine", package: "clicker"),
             ],
             path: "Benchmarks/DBusIngest"
         ),

@@ -16,7 +16,7 @@ public enum Allocator {
     /// storage thread and the cooperative pool, and its heap grew for the first hour of a lecture as
     /// the threads' arenas filled (soak, dbus scenario: anonymous memory 6.1 -> 7.9 MB over the first
     /// 60 lecture minutes, then flat; with two arenas +0.12 to +0.19 MB over minutes 20-60, and 1.2 MB
-    /// less at 1,000 voters). Both executables call this first thing in `main`.
+    /// less at 1,000 voters).
     @discardableResult
     public static func limitArenas() -> Bool {
         #if canImport(Glibc)
@@ -25,6 +25,37 @@ public enum Allocator {
         #else
         return false
         #endif
+    }
+
+    /// Blocks up to this size come from the heap, not from mmap: 4 MiB.
+    public static let mmapThreshold: Int32 = 4 << 20
+
+    /// Serves blocks up to ``mmapThreshold`` from the heap; `MALLOC_MMAP_THRESHOLD_` in the environment
+    /// still wins. Returns false where the C library has no such setting.
+    ///
+    /// libdbus reads the bus into one buffer that grows to the largest message read, BlueZ's
+    /// GetManagedObjects reply (hundreds of kB with a full room), and glibc moves a block that large
+    /// to an mmap of its own, where it stays. libdbus then shrinks the buffer after every read and
+    /// grows it for the next (`_dbus_string_compact`), and glibc resizes a block of its own mmap with
+    /// an `mremap` system call each time: one per read of at most 4 kB, for as long as the tally runs
+    /// (strace at saturation: 3,166 mremap for 3,098 polls; perf: 4 % of the central's CPU). On the
+    /// heap the same resizes are done in place. Larger blocks (the poll key's 32 MiB scrypt buffer)
+    /// are still mapped and given back when freed. Setting it also stops glibc from raising the
+    /// threshold by itself, and keeps its trim threshold at 128 kB.
+    @discardableResult
+    public static func keepBuffersOnTheHeap() -> Bool {
+        #if canImport(Glibc)
+        if getenv("MALLOC_MMAP_THRESHOLD_") != nil { return true }
+        return mallopt(M_MMAP_THRESHOLD, mmapThreshold) == 1
+        #else
+        return false
+        #endif
+    }
+
+    /// Both settings, as the executables apply them first thing in `main`.
+    public static func configure() {
+        limitArenas()
+        keepBuffersOnTheHeap()
     }
 
     /// What the allocator holds now, or nil where the C library has no `mallinfo2`.

@@ -7,7 +7,7 @@ import HCI
 @main
 enum ClickerTallyMain {
     static func main() async {
-        Allocator.limitArenas()
+        Allocator.configure()
         do {
             var command = try ClickerTallyCommand.parseAsRoot()
             do {

@@ -7,7 +7,7 @@ import HCI
 @main
 enum ClickerVoteMain {
     static func main() async {
-        Allocator.limitArenas()
+        Allocator.configure()
         do {
             var command = try ClickerVoteCommand.parseAsRoot()
             let adapter = (command as? Cast).flatMap { $0.radio.radio == .hci ? $0.radio.adapter ?? "hci0" : nil }

@@ -18,6 +18,7 @@
 // side, `python3 -m pip install bleak==3.1.0`.
 
 import BlueZ
+import ClickerCommandLine
 import ClickerTally
 import ClickerTransport
 import ClickerWire
@@ -412,6 +413,8 @@ func runOnce(rate: Int, options: Options, payloadFile: String, code: JoinCode, e
     return result
 }
 
+// glibc's allocator as clicker-tally sets it up first thing in main (arenas, mmap threshold).
+Allocator.configure()
 let options = Options(CommandLine.arguments)
 let loadgen = options.loadgen ?? URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
     .appendingPathComponent("bluez-loadgen").path
