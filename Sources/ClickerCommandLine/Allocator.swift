@@ -19,12 +19,7 @@ public enum Allocator {
     /// less at 1,000 voters).
     @discardableResult
     public static func limitArenas() -> Bool {
-        #if canImport(Glibc)
-        if getenv("MALLOC_ARENA_MAX") != nil { return true }
-        return mallopt(M_ARENA_MAX, maximumArenas) == 1
-        #else
-        return false
-        #endif
+        set(.arenaMax, to: maximumArenas, unlessEnvironmentHas: "MALLOC_ARENA_MAX")
     }
 
     /// Blocks up to this size come from the heap, not from mmap: 4 MiB.
@@ -44,9 +39,21 @@ public enum Allocator {
     /// threshold by itself, and keeps its trim threshold at 128 kB.
     @discardableResult
     public static func keepBuffersOnTheHeap() -> Bool {
+        set(.mmapThreshold, to: mmapThreshold, unlessEnvironmentHas: "MALLOC_MMAP_THRESHOLD_")
+    }
+
+    private enum Option { case arenaMax, mmapThreshold }
+
+    /// `mallopt(option, value)`, unless glibc's environment variable for it is set (glibc read it at
+    /// start-up, and the user's choice wins). True when the setting is in force either way; false
+    /// where the C library has no such setting.
+    private static func set(_ option: Option, to value: Int32, unlessEnvironmentHas variable: String) -> Bool {
         #if canImport(Glibc)
-        if getenv("MALLOC_MMAP_THRESHOLD_") != nil { return true }
-        return mallopt(M_MMAP_THRESHOLD, mmapThreshold) == 1
+        if getenv(variable) != nil { return true }
+        switch option {
+        case .arenaMax: return mallopt(M_ARENA_MAX, value) == 1
+        case .mmapThreshold: return mallopt(M_MMAP_THRESHOLD, value) == 1
+        }
         #else
         return false
         #endif
