@@ -6,10 +6,10 @@ import ClickerTransport
 /// the payload's interval, own address random), LE Set Advertising Data with one Manufacturer Specific
 /// Data structure and no Flags (a non-connectable advertisement need not carry them: 27 bytes of
 /// frame), LE Set Advertising Enable. Every frame goes out from a new non-resolvable private address,
-/// as in extended mode below: advertising is disabled around LE Set Random Address (Core 4.2 and later
-/// refuse it while legacy advertising is enabled, Vol 4 Part E §7.8.4). Core 5.0 and later refuse it
-/// while scanning is enabled too; a controller that answers Command Disallowed with the scan on gets
-/// the scan disabled around every address change from then on (a gap of two commands in the scan).
+/// as in extended mode below: advertising is disabled around LE Set Random Address, which the Core
+/// specification lets a controller refuse while legacy advertising, scanning or initiating is enabled
+/// (Command Disallowed, Vol 4 Part E §7.8.4). A controller that refuses it with the scan on gets the
+/// scan disabled around every address change from then on (off for that one command).
 /// The tally's passive scan sends nothing, so the random address is the beacon's alone.
 ///
 /// Extended mode (the controller announced LE Extended Advertising, see `HCIAdvertisingMode`): one
@@ -190,7 +190,7 @@ extension HCICentral: BroadcasterTransport {
     /// Gives the controller the next frame from a new address, advertising disabled around the
     /// address. Extended: Core 5.0 lets a controller refuse the address of an enabled set (Vol 4
     /// Part E §7.8.52, Command Disallowed); later versions refuse it only for connectable advertising.
-    /// Legacy: LE Set Random Address is refused while advertising is enabled (§7.8.4).
+    /// Legacy: LE Set Random Address may be refused while advertising is enabled (§7.8.4).
     private func replaceFrame(_ data: HCICommand, mode: HCIAdvertisingMode, enabled: Bool) async throws {
         if enabled { _ = try await run(Self.advertisingEnable(false, mode: mode)) }
         if mode.isExtended {
@@ -209,7 +209,7 @@ extension HCICentral: BroadcasterTransport {
     }
 
     /// LE Set Random Address with a new address, legacy advertising disabled. A controller that
-    /// refuses it while scanning (Core 5.0 and later, Command Disallowed) gets the scan disabled around
+    /// refuses it while scanning (Command Disallowed, as btvirt does) gets the scan disabled around
     /// it, now and at every later frame; the scan's parameters stay as they were.
     private func setNewLegacyAddress() async throws {
         let address = newBeaconAddress()

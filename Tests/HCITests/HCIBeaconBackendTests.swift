@@ -102,7 +102,7 @@ final class HCIBeaconBackendTests: XCTestCase {
         await central.shutdown()
     }
 
-    /// Core 5.0 and later: LE Set Random Address is Command Disallowed while scanning (or legacy
+    /// A controller may answer LE Set Random Address with Command Disallowed while scanning (or legacy
     /// advertising) is enabled. Such a controller still gets a new address for every beacon frame,
     /// the scan disabled around it, and the scan's reports still reach the tally.
     func testAControllerThatRefusesANewAddressWhileScanningGetsTheScanPausedAroundIt() async throws {
