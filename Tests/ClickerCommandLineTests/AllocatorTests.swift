@@ -1,4 +1,5 @@
 import ClickerCommandLine
+import Foundation
 import XCTest
 
 #if canImport(Glibc)
@@ -34,10 +35,39 @@ final class AllocatorTests: XCTestCase {
 
     /// libdbus's read buffer, once a large reply has grown it past glibc's default threshold (128 kB),
     /// lives in an mmap of its own and is resized by an mremap system call at every read; with
-    /// ``Allocator/keepBuffersOnTheHeap()`` a block of that size comes from the heap. The control sets
-    /// glibc's default first, so the check does not depend on what earlier tests allocated.
+    /// ``Allocator/keepBuffersOnTheHeap()`` a block of that size comes from the heap.
+    ///
+    /// Checked in a child process of this test binary (`probeHeapInAFreshProcess`): where a block comes
+    /// from depends on what the heap already holds free, and in this process earlier tests may have
+    /// left a free megabyte that glibc would reuse whatever the threshold (a CI run did). A fresh
+    /// process has none, so its control (glibc's default threshold, a 1 MiB block mapped) holds.
     func testBlocksOfAMegabyteComeFromTheHeapOnceConfigured() throws {
-        if getenv("MALLOC_MMAP_THRESHOLD_") != nil { throw XCTSkip("MALLOC_MMAP_THRESHOLD_ is set") }
+        let exe = try XCTUnwrap(realpath("/proc/self/exe", nil).map { p in defer { free(p) }; return String(cString: p) })
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent("allocator-probe-\(getpid()).log").path
+        defer { unlink(log) }
+        let args = [exe, "ClickerCommandLineTests.AllocatorTests/testProbeHeapInAFreshProcess"]
+        let env = ["\(Self.probeVariable)=1", "PATH=/usr/bin:/bin"]
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        var pid: pid_t = 0
+        let rc = Self.withCStrings(args) { argv in Self.withCStrings(env) { envp in posix_spawn(&pid, exe, &actions, nil, argv, envp) } }
+        XCTAssertEqual(rc, 0, "spawning the probe")
+        guard rc == 0 else { return }
+        var status: Int32 = 0
+        XCTAssertEqual(waitpid(pid, &status, 0), pid)
+        let output = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        XCTAssertEqual(status, 0, "the probe failed:\n\(output.split(separator: "\n").filter { $0.contains("error") }.joined(separator: "\n"))")
+        XCTAssertTrue(output.contains("testProbeHeapInAFreshProcess' passed"), "the probe ran")
+    }
+
+    static let probeVariable = "CLICKER_ALLOCATOR_PROBE"
+
+    /// The probe, run only in the child process of the test above.
+    func testProbeHeapInAFreshProcess() throws {
+        guard getenv(Self.probeVariable) != nil else { throw XCTSkip("runs in the child process of testBlocksOfAMegabyteComeFromTheHeapOnceConfigured") }
         func mapped() -> Int { Int(mallinfo2().hblkhd) }
         func mappedBy(_ bytes: Int) -> Int {
             let before = mapped()
@@ -52,6 +82,12 @@ final class AllocatorTests: XCTestCase {
         XCTAssertEqual(mappedBy(1 << 20), 0, "a 1 MiB block comes from the heap")
         XCTAssertEqual(mappedBy(Int(Allocator.mmapThreshold) - 4096), 0, "so does one just under the threshold")
         XCTAssertGreaterThanOrEqual(mappedBy(32 << 20), 32 << 20, "a 32 MiB block (scrypt's) is still mapped")
+    }
+
+    private static func withCStrings<R>(_ strings: [String], _ body: ([UnsafeMutablePointer<CChar>?]) -> R) -> R {
+        let pointers = strings.map { strdup($0) }
+        defer { pointers.forEach { free($0) } }
+        return body(pointers + [nil])
     }
 }
 #endif
