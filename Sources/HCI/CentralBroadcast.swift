@@ -223,11 +223,9 @@ extension HCICentral: BroadcasterTransport {
                 logger.notice("\(adapter) refuses a new random address while it scans: the scan pauses for each beacon frame")
             }
         }
-        _ = try await run(.scanEnable(false, filterDuplicates: false, mode: .legacy))
-        var refused: (any Error)?
-        do { _ = try await run(.leSetRandomAddress(address)) } catch { refused = error }
-        _ = try await run(.scanEnable(true, filterDuplicates: options.filterDuplicates, mode: .legacy))
-        if let refused { throw refused }
+        try await withScanPaused(mode: .legacy) { [controller, options] in
+            _ = try await controller.executeNow(.leSetRandomAddress(address), timeout: options.commandTimeout)
+        }
     }
 
     private func run(_ command: HCICommand) async throws -> [UInt8] {

@@ -207,17 +207,27 @@ public final class HCICentral: CentralTransport {
             guard state.withLock({ $0.scanning && !$0.shutDown }), !controller.hasFailed else { return }
             let mode = state.withLock { $0.mode }
             do {
-                try await controller.exclusively { [controller, options] in
-                    _ = try await controller.executeNow(.scanEnable(false, filterDuplicates: false, mode: mode),
-                                                        timeout: options.commandTimeout)
-                    _ = try await controller.executeNow(.scanEnable(true, filterDuplicates: options.filterDuplicates, mode: mode),
-                                                        timeout: options.commandTimeout)
-                }
+                try await withScanPaused(mode: mode) {}
                 broadcaster.update { $0.lastDiscoveryRestart = options.clock() }
             } catch {
                 logger.warning("could not restart scanning on \(adapter): \(error)")
                 broadcaster.update { $0.state = .recovering; $0.lastError = "\(error)" }
             }
+        }
+    }
+
+    /// Scan Enable off, `commands` (sent with `executeNow`), Scan Enable on again, with no other
+    /// command in between; the scan is enabled again even when one of `commands` fails, whose error
+    /// is then thrown.
+    func withScanPaused(mode: HCIAdvertisingMode, _ commands: @Sendable () async throws -> Void) async throws {
+        try await controller.exclusively { [controller, options] in
+            _ = try await controller.executeNow(.scanEnable(false, filterDuplicates: false, mode: mode),
+                                                timeout: options.commandTimeout)
+            var failure: (any Error)?
+            do { try await commands() } catch { failure = error }
+            _ = try await controller.executeNow(.scanEnable(true, filterDuplicates: options.filterDuplicates, mode: mode),
+                                                timeout: options.commandTimeout)
+            if let failure { throw failure }
         }
     }
 
