@@ -32,6 +32,20 @@ let lean: [LinkerSetting] = [
                  .when(platforms: [.linux])),
 ]
 
+/// The tally's code layout, for resident memory (docs/PERFORMANCE-daemon.md, "Code layout"): in a
+/// release build, lld puts first the functions a daemon at work runs (`Linker/clicker-tally.order`,
+/// written by scripts/order-tally.sh from a profile) and gathers the compiler's private helper
+/// functions, which have no symbol to order by, in one place (`Linker/private-text.ld`, added to lld's
+/// default layout). A fault on code maps the 64 KiB around it, so code that runs spread over the binary
+/// keeps most of it resident. It works per section: scripts/release-build.sh compiles every module,
+/// the dependencies included, with a section per function.
+let tallyLayout: [LinkerSetting] = [
+    .unsafeFlags(["-Xlinker", "--symbol-ordering-file=\(Context.packageDirectory)/Linker/clicker-tally.order",
+                  "-Xlinker", "--no-warn-symbol-ordering",
+                  "-Xlinker", "-T", "-Xlinker", "\(Context.packageDirectory)/Linker/private-text.ld"],
+                 .when(platforms: [.linux], configuration: .release)),
+]
+
 let package = Package(
     name: "clicker",
     // Linux only: the backends need libdbus and BlueZ, the tests a dbus-daemon and /proc.
@@ -149,7 +163,7 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-        ], linkerSettings: lean),
+        ], linkerSettings: lean + tallyLayout),
         .executableTarget(name: "clicker-vote", dependencies: [
             "ClickerCommandLine", "Voter", "ClickerSim", "BlueZ", "HCI", "OSThreads",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),

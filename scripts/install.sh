@@ -30,7 +30,7 @@ if [ -z "$BIN_DIR" ]; then
   if [ "$(id -u)" = 0 ]; then
     if [ -z "${SUDO_USER:-}" ] || [ "$SUDO_USER" = root ]; then
       echo "install: refusing to build as root. Run sudo $0 from your own account (the build runs as" >&2
-      echo "         you), or build first (swift build -c release --static-swift-stdlib --product clicker-tally, then" >&2
+      echo "         you), or build first (scripts/release-build.sh --product clicker-tally, then" >&2
       echo "         --product clicker-vote) and pass --bin-dir DIR" >&2
       exit 2
     fi
@@ -49,9 +49,9 @@ if [ -z "$BIN_DIR" ]; then
   # One product at a time: a plain `swift build` would also build the test-support modules, which
   # import XCTest, and XCTest has no static library.
   for p in clicker-tally clicker-vote; do
-    as_user swift build -c release --static-swift-stdlib --product "$p" >&2
+    as_user scripts/release-build.sh --product "$p" >&2
   done
-  BIN_DIR=$(as_user swift build -c release --static-swift-stdlib --show-bin-path)
+  BIN_DIR=$(as_user scripts/release-build.sh --show-bin-path)
 fi
 for b in clicker-tally clicker-vote; do
   install -D -m 0755 "$BIN_DIR/$b" "$DESTDIR/usr/local/bin/$b"

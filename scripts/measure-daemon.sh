@@ -40,9 +40,15 @@ for tool in tmux dbus-daemon python3 gcc pkg-config; do
   command -v $tool >/dev/null || { echo "$tool is missing (scripts/setup.sh --test)"; exit 1; }
 done
 CONFIG=${CONFIG:-release}   # figures are for the release build; CONFIG=debug for a quick try
-BUILD=(swift build -c "$CONFIG" --static-swift-stdlib)   # as scripts/install.sh builds it
-"${BUILD[@]}" --product clicker-tally >/dev/null 2>&1 || { echo "build failed: ${BUILD[*]} --product clicker-tally"; exit 1; }
-BIN=$("${BUILD[@]}" --show-bin-path)/clicker-tally
+if [ "$CONFIG" = release ]; then BUILD=(scripts/release-build.sh)   # as scripts/install.sh builds it
+else BUILD=(swift build -c "$CONFIG" --static-swift-stdlib); fi
+# TALLY_BIN: measure that binary instead of building one; DAEMON_PREFIX: a command that runs the
+# daemon (scripts/order-tally.sh profiles it under valgrind this way).
+if [ -n "${TALLY_BIN:-}" ]; then BIN=$TALLY_BIN
+else
+  "${BUILD[@]}" --product clicker-tally >/dev/null 2>&1 || { echo "build failed: ${BUILD[*]} --product clicker-tally"; exit 1; }
+  BIN=$("${BUILD[@]}" --show-bin-path)/clicker-tally
+fi
 TICK=$(getconf CLK_TCK)
 W=$(mktemp -d)
 TM="tmux -L measure-$$"
@@ -131,7 +137,8 @@ start_bus() {
 voters() { "$BIN" results --json 2>/dev/null | python3 -c 'import json,sys; d = json.load(sys.stdin); print(d.get("voters", len(d.get("ballots", []))))' 2>/dev/null; }
 status_kb() { awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status"; }
 
-# Waits until the daemon's voter count reaches $1 or has not moved for 3 s; prints the count.
+# Waits until the daemon's voter count reaches $1 or has not moved for STALL seconds (3; a daemon
+# under valgrind needs longer); prints the count.
 wait_counted() {
   local want=$1 last=-1 same=0 v
   for _ in $(seq 120); do
@@ -139,7 +146,7 @@ wait_counted() {
     v=$(voters); [ -n "$v" ] || continue
     [ "$v" -ge "$want" ] && { last=$v; break; }
     if [ "$v" = "$last" ]; then same=$((same + 1)); else same=0; last=$v; fi
-    [ "$same" -ge 3 ] && break
+    [ "$same" -ge "${STALL:-3}" ] && break
   done
   echo "$last"
 }
@@ -161,7 +168,7 @@ rss_run() {  # N -> the daemon on the BlueZ backend, bluez-loadgen playing bluet
     > "$W/loadgen.log" 2>&1 &
   GPID=$!
   for _ in $(seq 100); do grep -q '^ready' "$W/loadgen.log" && break; sleep 0.05; done
-  "$BIN" daemon --bus system --join-code "$CODE" > "$W/daemon.log" 2>&1 &
+  ${DAEMON_PREFIX:-} "$BIN" daemon --bus system --join-code "$CODE" > "$W/daemon.log" 2>&1 &
   DPID=$!
   read_rss "$n"
   kill "$GPID"; wait "$GPID" 2>/dev/null; GPID=

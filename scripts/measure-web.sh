@@ -17,7 +17,7 @@ done
 /usr/bin/python3 -c "import dbus" 2>/dev/null || { echo "python3-dbus is missing (scripts/setup.sh --test)"; exit 1; }
 CONFIG=${CONFIG:-release}
 BUILD=(swift build -c "$CONFIG")
-[ "$CONFIG" = release ] && BUILD+=(--static-swift-stdlib)
+[ "$CONFIG" = release ] && BUILD=(scripts/release-build.sh)   # as scripts/install.sh
 for p in clicker-tally clicker-vote; do
   "${BUILD[@]}" --product $p >/dev/null 2>&1 || { echo "build failed: ${BUILD[*]} --product $p"; exit 1; }
 done

@@ -29,7 +29,7 @@ if ! command -v gnuplot >/dev/null; then
     >/dev/null 2>&1 || echo "gnuplot could not be installed: no plots (the checks still run)"
 fi
 if [ "$SHORT" = 1 ]; then CONFIG=${CONFIG:-debug}; else CONFIG=${CONFIG:-release}; fi
-if [ "$CONFIG" = release ]; then BUILD=(swift build -c release --static-swift-stdlib)   # as scripts/install.sh
+if [ "$CONFIG" = release ]; then BUILD=(scripts/release-build.sh)   # as scripts/install.sh
 else BUILD=(swift build); fi
 for p in clicker-tally clicker-vote; do
   "${BUILD[@]}" --product $p >/dev/null 2>&1 || fail "build failed: ${BUILD[*]} --product $p"

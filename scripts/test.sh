@@ -62,6 +62,7 @@ stage live-view-tmux scripts/tmux-smoke.sh
 stage projector-browser Tests/browser/run.sh
 stage soak-short scripts/soak.sh --short
 if [ "${SKIP_E2E:-0}" != 1 ]; then
+  stage code-layout scripts/check-layout.sh   # builds the release binaries the end-to-end suite runs
   stage e2e-bluez Tests/e2e/run.sh all hci
 fi
 

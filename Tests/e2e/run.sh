@@ -97,7 +97,7 @@ else
   SWIFT=$(command -v swift || true)
   [ -n "$SWIFT" ] || { [ -x /opt/swift/usr/bin/swift ] && SWIFT=/opt/swift/usr/bin/swift; } || true
   [ -n "$SWIFT" ] || die "swift not found (PATH or /opt/swift/usr/bin)"
-  SB=("$SWIFT" build --package-path "$ROOT" -c release --static-swift-stdlib)
+  SB=(env SWIFT="$SWIFT" "$ROOT/scripts/release-build.sh" --package-path "$ROOT")   # as scripts/install.sh
   if [ $BUILD = 1 ]; then
     for p in clicker-tally clicker-vote; do
       log "building $p (release, static Swift stdlib)"
