@@ -31,6 +31,7 @@
 #   scripts/measure-daemon.sh                 both (about 8 minutes)
 #   scripts/measure-daemon.sh --view|--rss|--rss-sim    one of them
 #   REPEATS=5 WINDOW=20 WARMUP=8 RSS_REPEATS=3 CONFIG=release scripts/measure-daemon.sh
+#   TALLY_BIN=BINARY scripts/measure-daemon.sh --rss    that binary, not built (to compare two builds)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 REPEATS=${REPEATS:-5}; WINDOW=${WINDOW:-20}; WARMUP=${WARMUP:-8}; RSS_REPEATS=${RSS_REPEATS:-3}

@@ -8,7 +8,8 @@
 #      the kill -9 crash-safety check, the live view in tmux, the projector page in headless
 #      chromium, and a short soak (an hour and a half of
 #      lecture in 90 s per scenario: memory, fds, WAL and tables must stay flat)
-#   3. real BlueZ end to end: bluetoothd 5.66 and virtual LE controllers in a QEMU guest
+#   3. the release build's code layout (scripts/check-layout.sh), then real BlueZ end to end on that
+#      build: bluetoothd 5.66 and virtual LE controllers in a QEMU guest
 # Each stage prints its result; the last line counts the tests of every stage.
 # SKIP_E2E=1 skips tier 3 for a quick local run (CI never sets it).
 set -uo pipefail
