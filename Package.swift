@@ -192,7 +192,7 @@ let package = Package(
                                                              "ClickerCommandLine", "Voter",
                                                              "TallyDaemon", "ClickerTally", "ClickerWire", "ClickerSim",
                                                              .product(name: "NIOCore", package: "swift-nio")]),
-        .testTarget(name: "ClickerCommandLineTests", dependencies: ["ClickerCommandLine", "ClickerSim", "CMalloc"]),
+        .testTarget(name: "ClickerCommandLineTests", dependencies: ["ClickerCommandLine", "ClickerSim", "CMalloc", "ClickerTestSupport"]),
         .testTarget(name: "VoterTests", dependencies: ["ClickerTestSupport", "Voter", "ClickerSim", "ClickerWire", "PrivateFiles",
                                                       .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle")]),
     ]

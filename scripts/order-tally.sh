@@ -16,7 +16,7 @@
 #    section of the prebuilt regex parser): lld orders every section that defines a listed name, so
 #    such a name would drag that whole section into the ordered code.
 #
-#   scripts/order-tally.sh            (about 4 minutes after a release build; needs valgrind)
+#   scripts/order-tally.sh            (about 2 minutes after a release build; needs valgrind)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v valgrind >/dev/null || { echo "valgrind is missing (apt-get install valgrind)"; exit 1; }

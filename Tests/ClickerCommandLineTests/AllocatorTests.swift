@@ -1,4 +1,5 @@
 import ClickerCommandLine
+import ClickerTestSupport
 import Foundation
 import XCTest
 
@@ -84,32 +85,16 @@ final class AllocatorTests: XCTestCase {
     /// Runs `probe` of this class in a child process of the test binary; fails with the child's
     /// error lines unless it ran and passed.
     private func assertPassesInAFreshProcess(_ probe: String, file: StaticString = #filePath, line: UInt = #line) throws {
-        let exe = try XCTUnwrap(realpath("/proc/self/exe", nil).map { p in defer { free(p) }; return String(cString: p) })
         let log = FileManager.default.temporaryDirectory.appendingPathComponent("allocator-\(probe)-\(getpid()).log").path
         defer { unlink(log) }
-        let args = [exe, "ClickerCommandLineTests.AllocatorTests/\(probe)"]
-        let env = ["\(Self.probeVariable)=1", "PATH=/usr/bin:/bin"]
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        var pid: pid_t = 0
-        let rc = Self.withCStrings(args) { argv in Self.withCStrings(env) { envp in posix_spawn(&pid, exe, &actions, nil, argv, envp) } }
-        XCTAssertEqual(rc, 0, "spawning \(probe)", file: file, line: line)
-        guard rc == 0 else { return }
+        let pid = try ChildTestProcess.spawn("ClickerCommandLineTests.AllocatorTests/\(probe)",
+                                             environment: ["\(Self.probeVariable)=1"], output: log)
         var status: Int32 = 0
         XCTAssertEqual(waitpid(pid, &status, 0), pid, file: file, line: line)
         let output = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
         let errors = output.split(separator: "\n").filter { $0.contains("error") }.joined(separator: "\n")
         XCTAssertEqual(status, 0, "\(probe) failed in its process:\n\(errors)", file: file, line: line)
         XCTAssertTrue(output.contains("\(probe)' passed"), "\(probe) ran and passed", file: file, line: line)
-    }
-
-    private static func withCStrings<R>(_ strings: [String], _ body: ([UnsafeMutablePointer<CChar>?]) -> R) -> R {
-        let pointers = strings.map { strdup($0) }
-        defer { pointers.forEach { free($0) } }
-        return body(pointers + [nil])
     }
 }
 #endif

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import ClickerSim
+import ClickerTestSupport
 import ClickerTransport
 import OSThreads
 import Synchronization
@@ -87,18 +88,7 @@ final class CrossProcessTests: XCTestCase {
         let host = try air.host(path: path)
         defer { host.close() }
 
-        let exe = try XCTUnwrap(realpathString("/proc/self/exe"))
-        let args = [exe, "ClickerSimTests.CrossProcessTests/testPeripheralInAnotherProcess"]
-        let env = ["\(Self.childPathVariable)=\(path)", "PATH=/usr/bin:/bin"]
-        var pid: pid_t = 0
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        let rc = withCStrings(args) { argv in withCStrings(env) { envp in posix_spawn(&pid, exe, &actions, nil, argv, envp) } }
-        XCTAssertEqual(rc, 0, "spawning the child test process")
-        guard rc == 0 else { return }
+        let pid = try spawnChild(test: "testPeripheralInAnotherProcess", env: "\(Self.childPathVariable)=\(path)")
         var reaped = false
         defer {
             // Never leave the child behind, whatever failed.
@@ -127,40 +117,16 @@ final class CrossProcessTests: XCTestCase {
         XCTAssertEqual(String(decoding: value, as: UTF8.self), "from pid \(pid)")
 
         host.close()  // the child sees the air vanish and its test ends
-        // Reaped on a thread of its own (waitpid blocks); a child still there after 20 s is killed.
-        let childPID = pid
-        let exit = Mutex<Int32?>(nil)
-        let reaper = try XCTUnwrap(OSThread.start(name: "reaper") {
-            var st: Int32 = 0
-            let r = waitpid(childPID, &st, 0)
-            exit.withLock { $0 = r == childPID ? st : -1 }
-        })
-        let watchdog = Task {
-            try await Task.sleep(for: .seconds(20))
-            kill(childPID, SIGKILL)
-        }
-        await reaper.finished()
-        watchdog.cancel()
+        let status = try await reap(pid)
         reaped = true
-        XCTAssertEqual(exit.withLock { $0 }, 0, "child test process exit status (\(SIGKILL) when it did not end within 20 s)")
+        XCTAssertEqual(status, 0, "child test process exit status (\(SIGKILL) when it did not end within 20 s)")
         XCTAssertFalse(air.devices.contains(child))
     }
 }
 
 /// Runs `test` of this test binary in a child process with `env` set; output goes to /dev/null.
 private func spawnChild(test: String, env variable: String) throws -> pid_t {
-    let exe = try XCTUnwrap(realpathString("/proc/self/exe"))
-    let args = [exe, "ClickerSimTests.CrossProcessTests/\(test)"]
-    let env = [variable, "PATH=/usr/bin:/bin"]
-    var pid: pid_t = 0
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    let rc = withCStrings(args) { argv in withCStrings(env) { envp in posix_spawn(&pid, exe, &actions, nil, argv, envp) } }
-    guard rc == 0 else { throw TransportError.radioUnavailable("spawning the child test process: \(rc)") }
-    return pid
+    try ChildTestProcess.spawn("ClickerSimTests.CrossProcessTests/\(test)", environment: [variable])
 }
 
 /// Waits for the child on a thread of its own (waitpid blocks); kills it when it is still there after 20 s.
@@ -179,17 +145,4 @@ private func reap(_ pid: pid_t) async throws -> Int32? {
     await reaper.finished()
     watchdog.cancel()
     return exit.withLock { $0 }
-}
-
-private func realpathString(_ path: String) -> String? {
-    guard let p = realpath(path, nil) else { return nil }
-    defer { free(p) }
-    return String(cString: p)
-}
-
-private func withCStrings<R>(_ strings: [String], _ body: ([UnsafeMutablePointer<CChar>?]) -> R) -> R {
-    var pointers: [UnsafeMutablePointer<CChar>?] = strings.map { strdup($0) }
-    pointers.append(nil)
-    defer { for p in pointers { free(p) } }
-    return body(pointers)
 }
