@@ -117,6 +117,9 @@ let package = Package(
         // Application layers
         // Owner-only files: directory checks, mkstemp + fsync + rename, flock, off-pool file work.
         .target(name: "PrivateFiles"),
+        // The few items of ICU's 34 MB data package the tally uses, linked in its place
+        // (Sources/ICUData/README.md); .incbin finds the data through the header search path.
+        .target(name: "ICUData", exclude: ["icudt76l.dat", "items.txt", "README.md"], cSettings: [.headerSearchPath(".")]),
         .target(name: "ClickerStore", dependencies: ["ClickerTransport", "ClickerWire", "ClickerTally", "PrivateFiles", .product(name: "GRDB", package: "GRDB.swift")]),
         .target(name: "TerminalView"),
         // A pseudo-terminal pair that tests and the ViewLoop benchmark type into and read back.
@@ -159,7 +162,7 @@ let package = Package(
         // Executables only wire things together
         .executableTarget(name: "clicker-tally", dependencies: [
             "ClickerCommandLine", "TallyDaemon", "ClickerQuestions", "ClickerSim", "BlueZ", "HCI", "Voter", "DBus", "ClickerStore", "TerminalView",
-            "ProjectorWeb", "PrivateFiles", "DemoRoom",
+            "ProjectorWeb", "PrivateFiles", "DemoRoom", "ICUData",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

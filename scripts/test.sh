@@ -8,8 +8,9 @@
 #      the kill -9 crash-safety check, the live view in tmux, the projector page in headless
 #      chromium, and a short soak (an hour and a half of
 #      lecture in 90 s per scenario: memory, fds, WAL and tables must stay flat)
-#   3. the release build's code layout (scripts/check-layout.sh), then real BlueZ end to end on that
-#      build: bluetoothd 5.66 and virtual LE controllers in a QEMU guest
+#   3. the release build: its code layout (scripts/check-layout.sh), the ICU data it links and looks
+#      up (scripts/check-icu.sh), the installed binaries' size (scripts/check-size.sh), then real
+#      BlueZ end to end on that build: bluetoothd 5.66 and virtual LE controllers in a QEMU guest
 # Each stage prints its result; the last line counts the tests of every stage.
 # SKIP_E2E=1 skips tier 3 for a quick local run (CI never sets it).
 set -uo pipefail
@@ -64,6 +65,8 @@ stage projector-browser Tests/browser/run.sh
 stage soak-short scripts/soak.sh --short
 if [ "${SKIP_E2E:-0}" != 1 ]; then
   stage code-layout scripts/check-layout.sh   # builds the release binaries the end-to-end suite runs
+  stage icu-data scripts/check-icu.sh
+  stage binary-size scripts/check-size.sh
   stage e2e-bluez Tests/e2e/run.sh all hci
 fi
 

@@ -28,8 +28,8 @@ public enum CountingRule: String, Sendable, Hashable, Codable, CaseIterable {
 public struct PollRecord: Sendable, Hashable, Identifiable, Codable, FetchableRecord, PersistableRecord {
     public static let databaseTableName = "poll"
     // Dates are seconds since 1970 (REAL columns).
-    public static var databaseDateDecodingStrategy: DatabaseDateDecodingStrategy { .timeIntervalSince1970 }
-    public static var databaseDateEncodingStrategy: DatabaseDateEncodingStrategy { .timeIntervalSince1970 }
+    public static func databaseDateDecodingStrategy(for column: String) -> DatabaseDateDecodingStrategy { .timeIntervalSince1970 }
+    public static func databaseDateEncodingStrategy(for column: String) -> DatabaseDateEncodingStrategy { .timeIntervalSince1970 }
 
     /// Row ID assigned by the store.
     public var id: Int64
@@ -116,8 +116,8 @@ public struct QuestionDefinition: Sendable, Hashable {
 public struct QuestionRecord: Sendable, Hashable, Codable, FetchableRecord, PersistableRecord, DefinitionColumns {
     public static let databaseTableName = "question"
     // Dates are seconds since 1970 (REAL columns).
-    public static var databaseDateDecodingStrategy: DatabaseDateDecodingStrategy { .timeIntervalSince1970 }
-    public static var databaseDateEncodingStrategy: DatabaseDateEncodingStrategy { .timeIntervalSince1970 }
+    public static func databaseDateDecodingStrategy(for column: String) -> DatabaseDateDecodingStrategy { .timeIntervalSince1970 }
+    public static func databaseDateEncodingStrategy(for column: String) -> DatabaseDateEncodingStrategy { .timeIntervalSince1970 }
 
     public var poll: Int64
     public var number: Int
@@ -170,8 +170,8 @@ public struct QuestionRecord: Sendable, Hashable, Codable, FetchableRecord, Pers
 public struct BallotRecord: Sendable, Hashable, Codable, FetchableRecord, PersistableRecord {
     public static let databaseTableName = "ballot"
     // Dates are seconds since 1970 (REAL columns).
-    public static var databaseDateDecodingStrategy: DatabaseDateDecodingStrategy { .timeIntervalSince1970 }
-    public static var databaseDateEncodingStrategy: DatabaseDateEncodingStrategy { .timeIntervalSince1970 }
+    public static func databaseDateDecodingStrategy(for column: String) -> DatabaseDateDecodingStrategy { .timeIntervalSince1970 }
+    public static func databaseDateEncodingStrategy(for column: String) -> DatabaseDateEncodingStrategy { .timeIntervalSince1970 }
 
     public var poll: Int64
     public var question: Int

@@ -128,6 +128,17 @@ extension ClickerStore {
                 try db.alter(table: QuestionTotals.databaseTableName) { t in t.add(column: "answers", .text) }
             }
         }
+        // Dates are seconds since 1970 in REAL columns, but records written through GRDB (a question
+        // opened, reopened or closed) stored text ("2026-11-28 02:09:11.221", UTC) until their date
+        // strategies were declared as GRDB 7 asks (`databaseDateEncodingStrategy(for:)`).
+        m.registerMigration("dates-as-seconds") { db in
+            for (table, columns) in [("poll", ["created_at", "closed_at"]), ("question", ["opened_at", "closed_at"]),
+                                     ("ballot", ["first_heard", "last_heard"])] {
+                for c in columns {
+                    try db.execute(sql: "UPDATE \(table) SET \(c) = (julianday(\(c)) - 2440587.5) * 86400.0 WHERE typeof(\(c)) = 'text'")
+                }
+            }
+        }
         return m
     }
 }

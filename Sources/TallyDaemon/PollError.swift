@@ -65,7 +65,7 @@ public enum PollError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 
     static func hours(_ d: Duration) -> String {
-        let tenths = (Double(d.components.seconds) / 360).rounded()
-        return tenths.truncatingRemainder(dividingBy: 10) == 0 ? "\(Int(tenths / 10)) hours" : String(format: "%.1f hours", tenths / 10)
+        let tenths = Int((Double(d.components.seconds) / 360).rounded())
+        return tenths % 10 == 0 ? "\(tenths / 10) hours" : "\(tenths / 10).\(tenths % 10) hours"
     }
 }

@@ -73,6 +73,10 @@ final class PollLifecycleTests: XCTestCase {
         let resumed = try PollController(options: options(), store: db, start: .resume(maxAge: .seconds(8 * 3600)), now: later)
         let c = await resumed.joinCode
         XCTAssertEqual(c, code, "within a larger limit the same poll resumes")
+        // Fractions of an hour are shown to a tenth.
+        XCTAssertEqual("\(PollError.pollTooOld(age: .seconds(5400), limit: .seconds(900)))",
+                       "the open poll started 1.5 hours ago, more than the 0.3 hours that --resume allows "
+                        + "(--resume-limit): run without --resume to start a new poll with a fresh join code")
     }
 
     func testResumeNeedsAnOpenPollAndADatabase() throws {

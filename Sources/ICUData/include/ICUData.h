@@ -1,0 +1,1 @@
+// Nothing to import: the target only links the tally's ICU data in (icudata.S).
