@@ -122,12 +122,11 @@ struct RoutedLogHandler: LogHandler {
         set { metadata[key] = newValue }
     }
 
-    func log(level: Logger.Level, message: Logger.Message, metadata explicit: Logger.Metadata?, source: String,
-             file: String, function: String, line: UInt) {
-        let all = explicit.map { metadata.merging($0) { $1 } } ?? metadata
+    func log(event: LogEvent) {
+        let all = event.metadata.map { metadata.merging($0) { $1 } } ?? metadata
         let meta = all.isEmpty ? "" : " " + all.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-        let text = "\(message)"
-        route.write("\(Self.timestamp()) \(level) \(label) :\(meta) \(text)", level: level, message: text)
+        let text = "\(event.message)"
+        route.write("\(Self.timestamp()) \(event.level) \(label) :\(meta) \(text)", level: event.level, message: text)
     }
 
     static func timestamp() -> String {

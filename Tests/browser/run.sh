@@ -5,9 +5,10 @@
 #     clicker-tally daemon --radio sim --air SOCK --questions lecture.yaml --web 127.0.0.1:0 \
 #                          --no-gatt-confirm --bus system
 # then Tests/browser/projector_test.py casts votes with clicker-vote --radio sim, reads the page's
-# DOM, hides the results through D-Bus, saves docs/images/projector-1920.png and
+# DOM, hides the results through D-Bus, takes the screenshots projector-1920.png and
 # projector-phone.png, and reads back the SVG chart of `clicker-tally export`.
-# Prints "N passed, M failed".
+# Prints "N passed, M failed". The screenshots go to a temporary directory; to refresh the README's
+# pictures: SCREENSHOTS=docs/images Tests/browser/run.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 need() { echo "$1 (scripts/setup.sh --test)"; echo "projector-browser: 0 passed, 1 failed"; exit 1; }
@@ -54,7 +55,9 @@ if [ -z "$URL" ]; then
   echo "projector-browser: 0 passed, 1 failed"; exit 1
 fi
 echo "page: $URL"
-python3 Tests/browser/projector_test.py "$BIN" "$W" "$CODE" "$URL" docs/images
+SHOTS=${SCREENSHOTS:-$W/images}
+mkdir -p "$SHOTS"
+python3 Tests/browser/projector_test.py "$BIN" "$W" "$CODE" "$URL" "$SHOTS"
 rc=$?
 [ $rc -ne 0 ] && { echo "--- daemon log"; tail -20 "$W/daemon.log"; }
 exit $rc
