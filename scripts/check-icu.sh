@@ -96,7 +96,7 @@ wait $GDBPID || true
 cat "$W/daemon.log" >> "$W/trace.log"
 
 for i in 1 2; do
-  HOME=$W/v$i XDG_DATA_HOME=$W/v$i XDG_CONFIG_HOME=$W/v$i "$(dirname "$BIN")/clicker-vote" enroll 2>/dev/null | tail -1 > "$W/code$i" || true
+  HOME=$W/v$i XDG_STATE_HOME=$W/v$i XDG_DATA_HOME=$W/v$i XDG_CONFIG_HOME=$W/v$i "$(dirname "$BIN")/clicker-vote" enroll 2>/dev/null | tail -1 > "$W/code$i" || true
 done
 printf 'Ada Lovelace,A0001,%s\nÉmile Zola,B0002,%s\n' "$(cat "$W/code1")" "$(cat "$W/code2")" > "$W/roster.csv"
 traced roster import "$W/roster.csv" --db "$W/roster.sqlite"
