@@ -6,7 +6,8 @@
 # The commands: a simulated poll with a database and a question set, --resume, the daemon with a
 # simulated room and the projector page, every client command against it (status, results, next,
 # close, export), and a roster import and list.
-#   scripts/check-icu.sh [BINARY]     (default: builds it with scripts/release-build.sh)
+#   scripts/check-icu.sh [BINARY]     (default: builds it with scripts/release-build.sh; clicker-vote
+#                                      beside it makes the roster's enrollment codes)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 for tool in gdb dbus-daemon nm python3; do
@@ -14,9 +15,12 @@ for tool in gdb dbus-daemon nm python3; do
 done
 BIN=${1:-}
 if [ -z "$BIN" ]; then
-  scripts/release-build.sh --product clicker-tally >/dev/null
+  # clicker-vote too: its `enroll` makes the roster's enrollment codes.
+  for p in clicker-tally clicker-vote; do scripts/release-build.sh --product $p >/dev/null; done
   BIN=$(scripts/release-build.sh --show-bin-path)/clicker-tally
 fi
+VOTE=$(dirname "$BIN")/clicker-vote
+[ -x "$VOTE" ] || { echo "check-icu: $VOTE is missing (it makes the roster's enrollment codes)"; exit 1; }
 DAT=$(echo Sources/ICUData/icudt*.dat)
 read -r linked symbol < <(nm -S "$BIN" | awk '$4 ~ /^icudt[0-9]+_dat$/ { print $2, $4 }')
 if [ "$((16#${linked:-0}))" != "$(stat -c %s "$DAT")" ]; then
@@ -96,7 +100,9 @@ wait $GDBPID || true
 cat "$W/daemon.log" >> "$W/trace.log"
 
 for i in 1 2; do
-  HOME=$W/v$i XDG_STATE_HOME=$W/v$i XDG_DATA_HOME=$W/v$i XDG_CONFIG_HOME=$W/v$i "$(dirname "$BIN")/clicker-vote" enroll 2>/dev/null | tail -1 > "$W/code$i" || true
+  HOME=$W/v$i XDG_STATE_HOME=$W/v$i XDG_DATA_HOME=$W/v$i XDG_CONFIG_HOME=$W/v$i "$VOTE" enroll > "$W/enroll$i" 2>&1 \
+    || { cat "$W/enroll$i" >> "$W/trace.log"; fail "clicker-vote enroll failed"; }
+  tail -1 "$W/enroll$i" > "$W/code$i"
 done
 printf 'Ada Lovelace,A0001,%s\nÉmile Zola,B0002,%s\n' "$(cat "$W/code1")" "$(cat "$W/code2")" > "$W/roster.csv"
 traced roster import "$W/roster.csv" --db "$W/roster.sqlite"
