@@ -30,11 +30,17 @@ if [ "$((16#${linked:-0}))" != "$(stat -c %s "$DAT")" ]; then
 fi
 echo "check-icu: $BIN links $DAT as $symbol ($(stat -c %s "$DAT") bytes)"
 
+# The register holding a function's second argument, the name ICU looks up.
+case $(uname -m) in
+  x86_64) NAME_REGISTER='$rsi' ;;
+  aarch64) NAME_REGISTER='$x1' ;;
+  *) echo "check-icu: which register holds the second argument on $(uname -m)?"; exit 1 ;;
+esac
 W=$(mktemp -d)
 BUSPID=""
 cleanup() { [ -n "$BUSPID" ] && kill "$BUSPID" 2>/dev/null; pkill -f "dbus-daemon.*$W" 2>/dev/null; rm -rf "$W"; }
 trap cleanup EXIT
-cat > "$W/trace.gdb" <<'GDB'
+cat > "$W/trace.gdb" <<GDB
 set pagination off
 set confirm off
 set print thread-events off
@@ -44,7 +50,7 @@ handle SIGPIPE nostop noprint pass
 break offsetTOCLookupFn
 commands
 silent
-printf "ICU-ITEM %s\n", (char *)$rsi
+printf "ICU-ITEM %s\n", (char *)$NAME_REGISTER
 continue
 end
 run
