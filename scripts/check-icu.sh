@@ -4,8 +4,8 @@
 #   - the tally, run through its commands, looks up no ICU data item that Sources/ICUData/items.txt
 #     does not list (gdb stops where ICU looks an item up in its package and prints its name).
 # The commands: a simulated poll with a database and a question set, --resume, the daemon with a
-# simulated room and the projector page, every client command against it (status, results, next,
-# close, export), and a roster import and list.
+# simulated room and the projector page, the clients status, results, next, close and export
+# against it, and a roster import and list.
 #   scripts/check-icu.sh [BINARY]     (default: builds it with scripts/release-build.sh; clicker-vote
 #                                      beside it makes the roster's enrollment codes)
 set -euo pipefail
@@ -38,7 +38,13 @@ case $(uname -m) in
 esac
 W=$(mktemp -d)
 BUSPID=""
-cleanup() { [ -n "$BUSPID" ] && kill "$BUSPID" 2>/dev/null; pkill -f "dbus-daemon.*$W" 2>/dev/null; rm -rf "$W"; }
+cleanup() {
+  local rc=$?
+  if [ -n "$BUSPID" ]; then kill "$BUSPID" 2>/dev/null || true; fi
+  pkill -f "dbus-daemon.*$W" 2>/dev/null || true
+  rm -rf "$W"
+  exit $rc
+}
 trap cleanup EXIT
 cat > "$W/trace.gdb" <<GDB
 set pagination off

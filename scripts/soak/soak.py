@@ -316,10 +316,10 @@ def main():
     a = ap.parse_args()
     if a.short:
         d = dict(voters=300, questions=18, lecture_min=90, accel=60, growth_window=40, flood_min=5, voter_changes=300,
-                 sample_every=1.0, cpu_early=(5, 15))
+                 sample_every=1.0, cpu_start=5)
     else:
         d = dict(voters=300, questions=40, lecture_min=180, accel=30, growth_window=120, flood_min=5, voter_changes=2000,
-                 sample_every=2.0, cpu_early=(5, 15))
+                 sample_every=2.0, cpu_start=5)
     for k, v in d.items():
         if getattr(a, k, None) is None:
             setattr(a, k, v)
