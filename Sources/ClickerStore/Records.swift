@@ -24,12 +24,18 @@ public enum CountingRule: String, Sendable, Hashable, Codable, CaseIterable {
     case firstResponseOnly
 }
 
-/// A poll: one session of questions sharing a vote ID and join code.
-public struct PollRecord: Sendable, Hashable, Identifiable, Codable, FetchableRecord, PersistableRecord {
-    public static let databaseTableName = "poll"
-    // Dates are seconds since 1970 (REAL columns).
+/// Records whose dates are seconds since 1970 in REAL columns. GRDB 7 asks these two functions (a
+/// static property of the same name is silently ignored, and the dates become text).
+public protocol SecondsSince1970: FetchableRecord, EncodableRecord {}
+
+extension SecondsSince1970 {
     public static func databaseDateDecodingStrategy(for column: String) -> DatabaseDateDecodingStrategy { .timeIntervalSince1970 }
     public static func databaseDateEncodingStrategy(for column: String) -> DatabaseDateEncodingStrategy { .timeIntervalSince1970 }
+}
+
+/// A poll: one session of questions sharing a vote ID and join code.
+public struct PollRecord: Sendable, Hashable, Identifiable, Codable, FetchableRecord, PersistableRecord, SecondsSince1970 {
+    public static let databaseTableName = "poll"
 
     /// Row ID assigned by the store.
     public var id: Int64
@@ -113,11 +119,8 @@ public struct QuestionDefinition: Sendable, Hashable {
 }
 
 /// A question of a poll, numbered from 1.
-public struct QuestionRecord: Sendable, Hashable, Codable, FetchableRecord, PersistableRecord, DefinitionColumns {
+public struct QuestionRecord: Sendable, Hashable, Codable, FetchableRecord, PersistableRecord, DefinitionColumns, SecondsSince1970 {
     public static let databaseTableName = "question"
-    // Dates are seconds since 1970 (REAL columns).
-    public static func databaseDateDecodingStrategy(for column: String) -> DatabaseDateDecodingStrategy { .timeIntervalSince1970 }
-    public static func databaseDateEncodingStrategy(for column: String) -> DatabaseDateEncodingStrategy { .timeIntervalSince1970 }
 
     public var poll: Int64
     public var number: Int
@@ -167,11 +170,8 @@ public struct QuestionRecord: Sendable, Hashable, Codable, FetchableRecord, Pers
 /// A voter who changes their answer sends a new ballot with a higher sequence; the store keeps every
 /// ballot, keyed by (poll, question, voter, sequence). Hearing the same ballot again only widens
 /// `firstHeard…lastHeard` and can set `gattVerified`.
-public struct BallotRecord: Sendable, Hashable, Codable, FetchableRecord, PersistableRecord {
+public struct BallotRecord: Sendable, Hashable, Codable, FetchableRecord, PersistableRecord, SecondsSince1970 {
     public static let databaseTableName = "ballot"
-    // Dates are seconds since 1970 (REAL columns).
-    public static func databaseDateDecodingStrategy(for column: String) -> DatabaseDateDecodingStrategy { .timeIntervalSince1970 }
-    public static func databaseDateEncodingStrategy(for column: String) -> DatabaseDateEncodingStrategy { .timeIntervalSince1970 }
 
     public var poll: Int64
     public var question: Int
