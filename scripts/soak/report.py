@@ -107,8 +107,8 @@ def analyse(name, rows, a, room, dbus):
     # CPU per report: the lecture's second half against its first half after start-up. Each half holds
     # the same share of the scenario's events (bluetoothd restarts every 20 lecture minutes, the flood,
     # question changes), which cost CPU per report; short windows (10 minutes are 10 s of a short run)
-    # caught one restart or none, and the ratio of two of them passed 1.3 by chance (24 short runs:
-    # 0.84-1.44 for these windows, 0.90-1.17 for the halves).
+    # caught one restart or none, and the ratio of two of them passed 1.3 by chance (20 short runs of the dbus scenario:
+    # 0.84-1.44 for these windows, 0.92-1.17 for the halves).
     def cpu_per(lo, hi):
         pts = [r for r in rows if lo <= r["lecture_min"] <= hi and r["cpu_s"] is not None and r["reports"] is not None]
         if len(pts) < 2 or pts[-1]["reports"] == pts[0]["reports"]:
