@@ -8,7 +8,7 @@ import ClickerWire
 public struct TallyBeacon: Sendable {
     public struct Tuning: Sendable, Hashable {
         /// Voters assumed to advertise when a question opens and nothing was heard yet: this many, or the
-        /// largest question's room when larger. Too few would choke a large room (the tally would
+        /// largest question's room when larger (a roster poll: at most its roster, ``roomLimit``). Too few would choke a large room (the tally would
         /// announce an interval far too short and hear nobody well enough to learn better); too many
         /// only slows a small room's first second or two. So a small question does not lower it: the
         /// next one may have latecomers (30 voters, then 300, at the interval for 30, were 11 % counted
@@ -36,6 +36,9 @@ public struct TallyBeacon: Sendable {
     }
 
     public let tuning: Tuning
+    /// The most voters the poll can count, when it knows (a roster poll: its students). When smaller,
+    /// it is the room: what a question opens assuming, and the most voters the estimate may read.
+    public let roomLimit: Int?
     public private(set) var composer: BeaconComposer
     public private(set) var estimator = BeaconLoadEstimator()
     /// The STATE interval announced last.
@@ -59,8 +62,10 @@ public struct TallyBeacon: Sendable {
     /// and the arrivals are asked too (``chooseInterval(at:)``).
     var quickAcknowledgements: Bool { composer.capabilities.extended }
 
-    public init(key: BeaconKey, mode: BallotMode, capabilities: BroadcastCapabilities, tuning: Tuning = Tuning()) {
+    public init(key: BeaconKey, mode: BallotMode, capabilities: BroadcastCapabilities, roomLimit: Int? = nil,
+                tuning: Tuning = Tuning()) {
         self.tuning = tuning
+        self.roomLimit = roomLimit.map { max(1, $0) }
         composer = BeaconComposer(key: key, mode: mode, capabilities: capabilities, tuning: tuning.composer)
         broadcastInterval = tuning.composer.fastInterval
     }
@@ -170,8 +175,10 @@ public struct TallyBeacon: Sendable {
         estimator.observe(repeats: 0, events: 0, at: ns)  // fades old evidence
         let current = interval.milliseconds.map { Duration.milliseconds($0) } ?? .milliseconds(20)
         // The room bounds the estimate: no more voters can be loud than the room holds. (Not less those
-        // acknowledged: an acknowledgement in rotation is no proof that its voter heard it.)
-        let room = max(self.room ?? 0, tuning.expectedVoters, ballots.count)
+        // acknowledged: an acknowledgement in rotation is no proof that its voter heard it.) A roster
+        // poll's room is its roster: it cannot count more voters.
+        var room = max(self.room ?? 0, tuning.expectedVoters, ballots.count)
+        if let limit = roomLimit { room = max(min(limit, room), ballots.count) }
         var estimate = estimator.voters(interval: current, acknowledged: quiet, broadcast: broadcast)
         if quickAcknowledgements, estimator.repeats >= Self.minimumRepeats, let repeated = estimator.load(broadcast: broadcast),
            let arrived = estimator.arrivalLoads(interval: current, loudCounted: ballots.count - quiet, broadcast: broadcast),

@@ -126,7 +126,8 @@ extension PollController {
 
     /// Starts the beacon for a radio of `capabilities`.
     func startBeacon(_ capabilities: BroadcastCapabilities, wake: AsyncStream<Void>.Continuation) {
-        beacon.tally = TallyBeacon(key: beacon.key, mode: options.roster == nil ? .anonymous : .roster, capabilities: capabilities)
+        beacon.tally = TallyBeacon(key: beacon.key, mode: options.roster == nil ? .anonymous : .roster, capabilities: capabilities,
+                                   roomLimit: options.roster?.entries.count)
         beacon.capabilities = capabilities
         beacon.wake = wake
         beacon.changed = true

@@ -120,6 +120,41 @@ final class BeaconLoadTests: XCTestCase {
         XCTAssertGreaterThan(afterLarge, first)
     }
 
+    /// A roster poll's room is its roster when that is below 1,000 (its students are all it can count):
+    /// 300 students open at the interval for 300, not for 1,000, and the estimate reads no more than 300
+    /// voters (it reads too many while acknowledgements settle: docs/SIMULATION.md).
+    func testARosterPollsRoomIsItsRoster() {
+        var anonymous = TallyBeacon(key: key, mode: .anonymous, capabilities: .legacy)
+        var roster = TallyBeacon(key: key, mode: .roster, capabilities: .legacy, roomLimit: 300)
+        var large = TallyBeacon(key: key, mode: .roster, capabilities: .legacy, roomLimit: 5000)
+        let broadcast = BeaconAirModel.Broadcast(interval: roster.tuning.composer.fastInterval)
+        func forRoom(_ n: Int) -> Int? { BeaconAirModel.stateInterval(unacknowledged: n, acknowledged: 0, broadcast: broadcast).milliseconds }
+        let opening = interval(roster.payload(.open(q), tick: 1, at: 0)) ?? 0
+        let anonymousOpening = interval(anonymous.payload(.open(q), tick: 1, at: 0)) ?? 0
+        XCTAssertEqual(opening, forRoom(300))
+        XCTAssertEqual(anonymousOpening, forRoom(1000))
+        XCTAssertLessThan(opening, anonymousOpening)
+        XCTAssertEqual(interval(large.payload(.open(q), tick: 1, at: 0)), anonymousOpening, "a roster above 1,000 changes nothing")
+
+        // 100 voters counted at once, then none of them heard again over the next 1.5 s (their
+        // acknowledgements still settling): the channel reads as choked, far beyond 300 voters. The
+        // anonymous poll believes it up to its room; the roster poll up to its roster.
+        let ms: UInt64 = 1_000_000
+        var lastRoster = opening, lastAnonymous = anonymousOpening
+        for v in 0..<100 {
+            roster.counted(VoterKey(mode: .roster, voterID: UInt32(v)), question: 1, sequence: 1, at: 10 * ms)
+            anonymous.counted(VoterKey(mode: .anonymous, voterID: UInt32(v)), question: 1, sequence: 1, at: 10 * ms)
+        }
+        for step in 1...15 {
+            let tick = UInt32(1 + step * 10), at = UInt64(10 + step * 100) * ms
+            lastRoster = interval(roster.payload(.open(q), tick: tick, at: at)) ?? 0
+            lastAnonymous = interval(anonymous.payload(.open(q), tick: tick, at: at)) ?? 0
+        }
+        XCTAssertGreaterThan(roster.estimator.events, 10)
+        XCTAssertGreaterThan(lastAnonymous, forRoom(300) ?? 0, "the evidence reads more than 300 voters")
+        XCTAssertLessThanOrEqual(lastRoster, forRoom(300) ?? 0, "the roster caps the estimate")
+    }
+
     /// The share of `voters` distinct advertisers, all at `intervalMs`, that one scanner hears within
     /// `within` seconds on the simulated air.
     func heardFraction(voters n: Int, intervalMs: Int, within seconds: UInt64) async throws -> Double {

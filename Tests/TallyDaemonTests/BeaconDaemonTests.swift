@@ -219,6 +219,31 @@ final class BeaconDaemonTests: XCTestCase {
                                     Int(waited / .milliseconds(10)) - 150, "sealed again up to the end: \(counters)")
     }
 
+    /// A roster poll opens its question at the interval for its roster (here 40 students, 20 ms), an
+    /// anonymous poll at the interval for 1,000 voters (docs/PROTOCOL.md §11.11).
+    func testARosterPollOpensAtTheIntervalForItsRoster() async throws {
+        let roster = try Roster(entries: (0..<40).map {
+            RosterEntry(name: "Student \($0)", studentID: "s\($0)", enrollment: DeviceKey.generate().enrollmentCode)
+        })
+        func openingInterval(_ options: PollOptions, mode: BallotMode) async throws -> Int? {
+            let radio = RecordingBroadcaster()
+            let controller = try PollController(options: options, store: nil)
+            let run = Task { try await controller.run(central: radio) }
+            defer { run.cancel() }
+            try await eventually("a payload", timeout: .seconds(20)) { !radio.payloads.isEmpty }
+            guard let f = radio.payloads.first?.frames.first, case .success(.state(let s)) = BeaconCodec.open(f, key: key),
+                  case .open = s.poll else { return nil }
+            XCTAssertEqual(s.mode, mode)
+            return s.interval.milliseconds
+        }
+        let broadcast = BeaconAirModel.Broadcast(interval: TallyBeacon.Tuning().composer.fastInterval)
+        let forRoster = try await openingInterval(PollOptions(joinCode: code, roster: roster, confirmByGATT: false), mode: .roster)
+        let anonymous = try await openingInterval(PollOptions(joinCode: code, confirmByGATT: false), mode: .anonymous)
+        XCTAssertEqual(forRoster, BeaconAirModel.stateInterval(unacknowledged: 40, acknowledged: 0, broadcast: broadcast).milliseconds)
+        XCTAssertEqual(anonymous, BeaconAirModel.stateInterval(unacknowledged: 1000, acknowledged: 0, broadcast: broadcast).milliseconds)
+        XCTAssertLessThan(forRoster ?? .max, anonymous ?? 0)
+    }
+
     func testTheEndOfTheRunSendsClosedThenStops() async throws {
         let radio = RecordingBroadcaster()
         let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: nil)

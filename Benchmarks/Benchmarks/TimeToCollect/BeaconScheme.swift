@@ -45,12 +45,14 @@ final class BeaconScheme: TallyScheme {
     let refresh: UInt64 = 250_000_000
     let stateRefresh: UInt64 = 1_000_000_000
 
-    init(secret: PollSecret, extended: Bool = false, priorRoom: Int = 0) {
+    /// `roster`: the students of a roster poll, the most voters its tally assumes when a question opens
+    /// (the voters stay anonymous here: a roster changes nothing else the beacon does).
+    init(secret: PollSecret, extended: Bool = false, priorRoom: Int = 0, roster: Int? = nil) {
         key = BeaconKey(secret)
         extendedBroadcast = extended
         self.priorRoom = priorRoom
         question = BeaconQuestionInfo(number: priorRoom > 0 ? 2 : 1, kind: .single, options: 4)
-        tally = TallyBeacon(key: key, mode: .anonymous, capabilities: extended ? .extended : .legacy)
+        tally = TallyBeacon(key: key, mode: .anonymous, capabilities: extended ? .extended : .legacy, roomLimit: roster)
         guard priorRoom > 0 else { return }
         // Question 1, before t = 0: `priorRoom` other voters counted and acknowledged.
         let first = BeaconQuestionInfo(number: 1, kind: .single, options: 4)

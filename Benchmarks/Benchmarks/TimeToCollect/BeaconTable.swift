@@ -49,13 +49,8 @@ func beaconTable(_ options: Options) async throws {
             row += [pad(format1(0.99 * Double(n) / best), 8), pad(format1(Double(n) / best), 9),
                     pad(format1(100 * results.map(\.heardFraction).sorted()[results.count / 2]) + " %", 8)]
             if beacon {
-                let delays = results.flatMap { r in zip(r.firstHeard, r.shown).compactMap { h, s in h == nil ? nil : s } }
-                let all = results.flatMap(\.firstHeard).compactMap { $0 }.count
-                let within = delays.compactMap { $0 }.filter { $0 <= 1.0 }.count
-                let sorted = delays.map { $0 ?? .infinity }.sorted()
-                let p99 = sorted.isEmpty ? nil : sorted[min(sorted.count - 1, Int((0.99 * Double(sorted.count)).rounded(.up)) - 1)]
-                row += [pad(all > 0 ? format1(100 * Double(within) / Double(all)) + " %" : "-", 9),
-                        pad(p99.flatMap { $0.isFinite ? format1($0) : nil } ?? "never", 10)]
+                let shown = Shown(results)
+                row += [pad(shown.withinOneSecond, 9), pad(shown.p99.flatMap { $0.isFinite ? format1($0) : nil } ?? "never", 10)]
             } else {
                 row += [pad("-", 9), pad("-", 10)]
             }
@@ -93,6 +88,28 @@ func beaconTable(_ options: Options) async throws {
                pad(fmt(median(results.map(\.t99)), horizon: horizon), 7), pad(fmt(median(results.map(\.t100)), horizon: horizon), 7),
                pad(format1(100 * results.map(\.heardFraction).sorted()[results.count / 2]) + " %", 8)].joined(separator: " "))
     }
+    // A roster poll: the tally assumes its roster when the question opens, not 1,000 voters. The rows
+    // with fewer students than voters are devices beyond the roster (unenrolled, or not of this class).
+    print("")
+    print("A roster poll (the tally assumes the roster when the question opens), everyone casting at t = 0.")
+    print([pad("N", 5), pad("roster", 7), pad("scheme", 10), pad("t99 %", 7), pad("t100 %", 7), pad("counted", 8),
+           pad("shown≤1s", 9)].joined(separator: " "))
+    for (n, roster) in [(300, 300), (300, 150), (1000, 800), (1000, 300)] {
+        for extended in [false, true] {
+            var results: [RoundResult] = []
+            for s in 0..<options.seeds {
+                let scheme = BeaconScheme(secret: secret, extended: extended, roster: roster)
+                results.append(try await runRound(voters: n, interval: .milliseconds(100), seed: UInt64(n * 1000 + s),
+                                                  horizon: horizon, options: options,
+                                                  detector: PayloadIndexDetector(voters: n), scheme: scheme))
+            }
+            print([pad(String(n), 5), pad(String(roster), 7),
+                   pad(extended ? Variant.beaconExtended.rawValue : Variant.beacon.rawValue, 10),
+                   pad(fmt(median(results.map(\.t99)), horizon: horizon), 7), pad(fmt(median(results.map(\.t100)), horizon: horizon), 7),
+                   pad(format1(100 * results.map(\.heardFraction).sorted()[results.count / 2]) + " %", 8),
+                   pad(Shown(results).withinOneSecond, 9)].joined(separator: " "))
+        }
+    }
     // Casting spread over 10 s, as in a real class: each voter casts at a uniform random time.
     print("")
     print("300 voters casting over 10 s (uniform): median over voters of (counted − cast), median over seeds;"
@@ -120,6 +137,29 @@ func beaconTable(_ options: Options) async throws {
 }
 
 /// The schemes of the table, side by side on the same seeds.
+/// "Counted" shown by the voters of some rounds: the delays after the tally counted them (nil: never).
+struct Shown {
+    let delays: [Double?]
+    let counted: Int
+
+    init(_ results: [RoundResult]) {
+        delays = results.flatMap { r in zip(r.firstHeard, r.shown).compactMap { h, s in h == nil ? nil : s } }
+        counted = results.flatMap(\.firstHeard).compactMap { $0 }.count
+    }
+
+    /// The share of counted voters that showed it within 1.0 s, as a table cell.
+    var withinOneSecond: String {
+        guard counted > 0 else { return "-" }
+        return format1(100 * Double(delays.compactMap { $0 }.filter { $0 <= 1.0 }.count) / Double(counted)) + " %"
+    }
+
+    /// The 99th percentile of the delay (infinity: more than 1 % never showed it).
+    var p99: Double? {
+        let sorted = delays.map { $0 ?? .infinity }.sorted()
+        return sorted.isEmpty ? nil : sorted[min(sorted.count - 1, Int((0.99 * Double(sorted.count)).rounded(.up)) - 1)]
+    }
+}
+
 enum Variant: String, CaseIterable {
     /// Voters at 100 ms until the end; the tally only scans.
     case today
