@@ -45,8 +45,8 @@ final class BeaconScheme: TallyScheme {
     let refresh: UInt64 = 250_000_000
     let stateRefresh: UInt64 = 1_000_000_000
 
-    /// `roster`: the students of a roster poll, the most voters its tally assumes when a question opens
-    /// (the voters stay anonymous here: a roster changes nothing else the beacon does).
+    /// `roster`: the students of a roster poll, its tally's room (``TallyBeacon/roomLimit``); the voters
+    /// stay anonymous here, since a roster changes nothing else the beacon does.
     init(secret: PollSecret, extended: Bool = false, priorRoom: Int = 0, roster: Int? = nil) {
         key = BeaconKey(secret)
         extendedBroadcast = extended

@@ -91,7 +91,7 @@ func beaconTable(_ options: Options) async throws {
     // A roster poll: the tally assumes its roster when the question opens, not 1,000 voters. The rows
     // with fewer students than voters are devices beyond the roster (unenrolled, or not of this class).
     print("")
-    print("A roster poll (the tally assumes the roster when the question opens), everyone casting at t = 0.")
+    print("A roster poll (its room is the roster: the tally opens assuming it and estimates no more), everyone casting at t = 0.")
     print([pad("N", 5), pad("roster", 7), pad("scheme", 10), pad("t99 %", 7), pad("t100 %", 7), pad("counted", 8),
            pad("shown≤1s", 9)].joined(separator: " "))
     for (n, roster) in [(300, 300), (300, 150), (1000, 800), (1000, 300)] {
