@@ -88,8 +88,8 @@ func beaconTable(_ options: Options) async throws {
                pad(fmt(median(results.map(\.t99)), horizon: horizon), 7), pad(fmt(median(results.map(\.t100)), horizon: horizon), 7),
                pad(format1(100 * results.map(\.heardFraction).sorted()[results.count / 2]) + " %", 8)].joined(separator: " "))
     }
-    // A roster poll: the tally assumes its roster when the question opens, not 1,000 voters. The rows
-    // with fewer students than voters are devices beyond the roster (unenrolled, or not of this class).
+    // A roster poll: its room is its roster, not 1,000 voters (TallyBeacon.roomLimit). The rows with
+    // fewer students than voters are devices beyond the roster (unenrolled, or not of this class).
     print("")
     print("A roster poll (its room is the roster: the tally opens assuming it and estimates no more), everyone casting at t = 0.")
     print([pad("N", 5), pad("roster", 7), pad("scheme", 10), pad("t99 %", 7), pad("t100 %", 7), pad("counted", 8),
@@ -136,7 +136,6 @@ func beaconTable(_ options: Options) async throws {
     }
 }
 
-/// The schemes of the table, side by side on the same seeds.
 /// "Counted" shown by the voters of some rounds: the delays after the tally counted them (nil: never).
 struct Shown {
     let delays: [Double?]
@@ -160,6 +159,7 @@ struct Shown {
     }
 }
 
+/// The schemes of the table, side by side on the same seeds.
 enum Variant: String, CaseIterable {
     /// Voters at 100 ms until the end; the tally only scans.
     case today
