@@ -10,9 +10,9 @@ public struct TallyBeacon: Sendable {
         /// Voters assumed to advertise when a question opens and nothing was heard yet: this many, or the
         /// largest question's room when larger (in a roster poll, at most the roster: ``roomLimit``). Too
         /// few would choke a large room (the tally would announce an interval far too short and hear
-        /// nobody well enough to learn better); too many only slows a small room's first second or two. So a small question does not lower it: the
-        /// next one may have latecomers (30 voters, then 300, at the interval for 30, were 11 % counted
-        /// after 30 s in the TimeToCollect benchmark).
+        /// nobody well enough to learn better); too many only slows a small room's first second or two.
+        /// So a small question does not lower it: the next one may have latecomers (30 voters, then 300,
+        /// at the interval for 30, were 11 % counted after 30 s in the TimeToCollect benchmark).
         public var expectedVoters = 1000
         /// A ballot acknowledged longer ago than this and heard twice within ``loudGap`` is
         /// acknowledged again: its voter missed the acknowledgement and still advertises at the STATE
