@@ -153,6 +153,13 @@ final class BeaconLoadTests: XCTestCase {
         XCTAssertGreaterThan(roster.estimator.events, 10)
         XCTAssertGreaterThan(lastAnonymous, forRoom(300) ?? 0, "the evidence reads more than 300 voters")
         XCTAssertLessThanOrEqual(lastRoster, forRoom(300) ?? 0, "the roster caps the estimate")
+
+        // Never less than the voters counted: 100 counted in a poll whose roster says 50, before any
+        // evidence, are taken to be 100.
+        var small = TallyBeacon(key: key, mode: .roster, capabilities: .legacy, roomLimit: 50)
+        XCTAssertEqual(interval(small.payload(.open(q), tick: 1, at: 0)), forRoom(50))
+        for v in 0..<100 { small.counted(VoterKey(mode: .roster, voterID: UInt32(v)), question: 1, sequence: 1, at: 10 * ms) }
+        XCTAssertEqual(interval(small.payload(.open(q), tick: 2, at: 20 * ms)), forRoom(100))
     }
 
     /// The share of `voters` distinct advertisers, all at `intervalMs`, that one scanner hears within

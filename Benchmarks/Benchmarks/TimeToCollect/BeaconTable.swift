@@ -15,6 +15,25 @@ func beaconTable(_ options: Options) async throws {
     let best = BeaconAirModel.bestThroughput(airTime: a)
     let bestWithBeacon = BeaconAirModel.bestThroughput(broadcast: .init(interval: .milliseconds(20)), airTime: a)
     let horizon = 30.0
+    /// `options.seeds` rounds of `n` voters casting at t = 0, each with a new scheme from `make`, and
+    /// what following the beacon cost their voters.
+    func atOnce(_ n: Int, _ make: () -> any TallyScheme) async throws -> (results: [RoundResult], cost: VoterCost) {
+        var results: [RoundResult] = [], cost = VoterCost()
+        for s in 0..<options.seeds {
+            let scheme = make()
+            results.append(try await runRound(voters: n, interval: .milliseconds(100), seed: UInt64(n * 1000 + s),
+                                              horizon: horizon, options: options,
+                                              detector: PayloadIndexDetector(voters: n), scheme: scheme))
+            if let b = scheme as? BeaconScheme { cost = cost + b.cost }
+        }
+        return (results, cost)
+    }
+    /// The t99 %, t100 % and counted cells of some rounds (medians over the seeds).
+    func countedCells(_ results: [RoundResult]) -> [String] {
+        [pad(fmt(median(results.map(\.t99)), horizon: horizon), 7), pad(fmt(median(results.map(\.t100)), horizon: horizon), 7),
+         pad(format1(100 * results.map(\.heardFraction).sorted()[results.count / 2]) + " %", 8)]
+    }
+    func schemeName(extended: Bool) -> String { extended ? Variant.beaconExtended.rawValue : Variant.beacon.rawValue }
     print("TimeToCollect --beacon: virtual seconds until 50 / 99 / 100 % of N voters are counted (first heard by the")
     print("tally), everyone casting at t = 0; today: voters at 100 ms until the end; beacon: the tally broadcasts")
     print("(TallyBeacon: STATE, ACKS, legacy 24-byte frames every 20 ms when busy), voters run clicker-vote's")
@@ -33,15 +52,7 @@ func beaconTable(_ options: Options) async throws {
     for n in options.quick ? [300] : [300, 1000] {
         for variant in Variant.allCases {
             let beacon = variant != .today
-            var results: [RoundResult] = []
-            var cost = VoterCost()
-            for s in 0..<options.seeds {
-                let scheme = variant.scheme(secret)
-                defer { if let b = scheme as? BeaconScheme { cost = cost + b.cost } }
-                results.append(try await runRound(voters: n, interval: .milliseconds(100), seed: UInt64(n * 1000 + s),
-                                                  horizon: horizon, options: options,
-                                                  detector: PayloadIndexDetector(voters: n), scheme: scheme))
-            }
+            let (results, cost) = try await atOnce(n) { variant.scheme(secret) }
             var row = [pad(String(n), 5), pad(variant.rawValue, 10)]
             for xs in [results.map(\.t50), results.map(\.t99), results.map(\.t100)] {
                 row.append(pad(fmt(median(xs), horizon: horizon), 7))
@@ -77,16 +88,8 @@ func beaconTable(_ options: Options) async throws {
     print("300 voters on question 2 after a question of 30 (the tally's room is 30 when it opens), everyone casting at t = 0.")
     print([pad("scheme", 10), pad("t99 %", 7), pad("t100 %", 7), pad("counted", 8)].joined(separator: " "))
     for extended in [false, true] {
-        var results: [RoundResult] = []
-        for s in 0..<options.seeds {
-            let scheme = BeaconScheme(secret: secret, extended: extended, priorRoom: 30)
-            results.append(try await runRound(voters: 300, interval: .milliseconds(100), seed: UInt64(300 * 1000 + s),
-                                              horizon: horizon, options: options,
-                                              detector: PayloadIndexDetector(voters: 300), scheme: scheme))
-        }
-        print([pad(extended ? Variant.beaconExtended.rawValue : Variant.beacon.rawValue, 10),
-               pad(fmt(median(results.map(\.t99)), horizon: horizon), 7), pad(fmt(median(results.map(\.t100)), horizon: horizon), 7),
-               pad(format1(100 * results.map(\.heardFraction).sorted()[results.count / 2]) + " %", 8)].joined(separator: " "))
+        let results = try await atOnce(300) { BeaconScheme(secret: secret, extended: extended, priorRoom: 30) }.results
+        print(([pad(schemeName(extended: extended), 10)] + countedCells(results)).joined(separator: " "))
     }
     // A roster poll: its room is its roster, not 1,000 voters (TallyBeacon.roomLimit). The rows with
     // fewer students than voters are devices beyond the roster (unenrolled, or not of this class).
@@ -96,18 +99,9 @@ func beaconTable(_ options: Options) async throws {
            pad("shown≤1s", 9)].joined(separator: " "))
     for (n, roster) in [(300, 300), (300, 150), (1000, 800), (1000, 300)] {
         for extended in [false, true] {
-            var results: [RoundResult] = []
-            for s in 0..<options.seeds {
-                let scheme = BeaconScheme(secret: secret, extended: extended, roster: roster)
-                results.append(try await runRound(voters: n, interval: .milliseconds(100), seed: UInt64(n * 1000 + s),
-                                                  horizon: horizon, options: options,
-                                                  detector: PayloadIndexDetector(voters: n), scheme: scheme))
-            }
-            print([pad(String(n), 5), pad(String(roster), 7),
-                   pad(extended ? Variant.beaconExtended.rawValue : Variant.beacon.rawValue, 10),
-                   pad(fmt(median(results.map(\.t99)), horizon: horizon), 7), pad(fmt(median(results.map(\.t100)), horizon: horizon), 7),
-                   pad(format1(100 * results.map(\.heardFraction).sorted()[results.count / 2]) + " %", 8),
-                   pad(Shown(results).withinOneSecond, 9)].joined(separator: " "))
+            let results = try await atOnce(n) { BeaconScheme(secret: secret, extended: extended, roster: roster) }.results
+            print(([pad(String(n), 5), pad(String(roster), 7), pad(schemeName(extended: extended), 10)] + countedCells(results)
+                   + [pad(Shown(results).withinOneSecond, 9)]).joined(separator: " "))
         }
     }
     // Casting spread over 10 s, as in a real class: each voter casts at a uniform random time.
