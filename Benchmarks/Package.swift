@@ -97,7 +97,12 @@ let package = Package(
         //      swift run --package-path Benchmarks -c release DBusIngest
         .systemLibrary(name: "CDBusLoadGen", path: "Benchmarks/CDBusLoadGen", pkgConfig: "dbus-1",
                        providers: [.apt(["libdbus-1-dev"])]),
-        .executableTarget(name: "bluez-loadgen", dependencies: ["CDBusLoadGen"], path: "Benchmarks/BlueZLoadGen"),
+        // SwiftPM 6.3 gives a C target none of its system library's pkg-config flags (Swift targets get
+        // them), so the C target names libdbus's two header folders (Debian's, on either architecture).
+        .executableTarget(name: "bluez-loadgen", dependencies: ["CDBusLoadGen"], path: "Benchmarks/BlueZLoadGen",
+                          cSettings: [.unsafeFlags(["-I/usr/include/dbus-1.0",
+                                                    "-I/usr/lib/x86_64-linux-gnu/dbus-1.0/include",
+                                                    "-I/usr/lib/aarch64-linux-gnu/dbus-1.0/include"])]),
         .executableTarget(
             name: "DBusIngest",
             dependencies: [
