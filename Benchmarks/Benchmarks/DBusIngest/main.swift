@@ -207,7 +207,10 @@ async def main():
     scanner = BleakScanner(detection_callback=seen, bluez={"adapter": "hci0"})
     await scanner.start()
     asyncio.get_running_loop().add_reader(sys.stdin.fileno(), on_stdin)
-    print(f"scanning {version('bleak')} dbus-fast {version('dbus-fast')}", flush=True)
+    # dbus-fast's unmarshaller is Cython-compiled in its wheels; the pure-Python fallback is several times slower.
+    import dbus_fast._private.unmarshaller as u
+    build = "compiled" if u.__file__.endswith(".so") else "pure Python"
+    print(f"scanning bleak {version('bleak')}, dbus-fast {version('dbus-fast')} ({build})", flush=True)
     await done.wait()
     await scanner.stop()
 
@@ -261,6 +264,8 @@ struct RunResult {
     /// bleak on the same signals: callbacks in the window, CPU µs per callback (nil: bleak not run).
     var bleakReceived: Int? = nil
     var bleakCPUPerSignalMicros: Double? = nil
+    /// What the bleak side ran, as its script printed it ("bleak 3.1.0, dbus-fast 5.2.0 (compiled)").
+    var bleakVersion: String? = nil
 }
 
 final class Counter: Sendable {
@@ -285,12 +290,13 @@ func runOnce(rate: Int, options: Options, payloadFile: String, code: JoinCode, e
     defer { gen.stop() }
     _ = try gen.waitLine("ready", timeout: 10)
     var bleak: Child? = nil
+    var bleakVersion: String? = nil
     if let bleakScriptFile, let python = options.python {
         var env = ProcessInfo.processInfo.environment
         env["DBUS_SYSTEM_BUS_ADDRESS"] = address
         let b = try Child(python, [bleakScriptFile, String(BallotFormat.companyID)], environment: env)
         bleak = b
-        _ = try b.waitLine("scanning", timeout: 30)
+        bleakVersion = String(try b.waitLine("scanning", timeout: 30).dropFirst("scanning ".count))
     }
     defer { bleak?.stop() }
 
@@ -408,6 +414,7 @@ func runOnce(rate: Int, options: Options, payloadFile: String, code: JoinCode, e
     if let b0 = bleak0, let b1 = bleak1 {
         let n = b1.count - b0.count
         result.bleakReceived = b1.count
+        result.bleakVersion = bleakVersion
         result.bleakCPUPerSignalMicros = n > 0 ? (b1.cpu - b0.cpu) / Double(n) * 1e6 : .nan
     }
     return result
@@ -440,6 +447,7 @@ print("DBusIngest (\(options.mode)): \(options.devices) devices, sealed ballots 
 print("rate/s(target)  sent/s(actual)      sent  received  lost  CPU µs/signal  bleak: lost  µs/signal  ratio  RSS MB (peak)  ballots ok  tally ok")
 var allGood = true
 var ratios: [(String, Double)] = []
+var bleakVersions: Set<String> = []
 for rate in options.rates {
     let r = try await runOnce(rate: rate, options: options, payloadFile: payloadFile, code: code, expected: expected,
                               loadgen: loadgen, bleakScriptFile: bleakScriptFile)
@@ -447,6 +455,7 @@ for rate in options.rates {
     let actual = r.sendSeconds > 0 ? Double(r.sent) / r.sendSeconds : 0
     let ratio = r.bleakCPUPerSignalMicros.map { r.cpuPerSignalMicros / $0 }
     if let ratio { ratios.append((target, ratio)) }
+    if let v = r.bleakVersion { bleakVersions.insert(v) }
     let line = [
         target.padding(toLength: 14, withPad: " ", startingAt: 0),
         String(format: "%14.0f", actual),
@@ -465,6 +474,7 @@ for rate in options.rates {
     if r.sent != r.received || r.validBallots != options.devices || !r.tallyMatches { allGood = false }
 }
 if !ratios.isEmpty {
+    print("the bleak side: " + bleakVersions.sorted().joined(separator: "; "))
     let missed = ratios.filter { $0.1 > 0.75 }
     print("CPU per signal, clicker / bleak: " + ratios.map { "\($0.0) \(String(format: "%.2f", $0.1))" }.joined(separator: ", ")
           + (missed.isEmpty ? "; target ≤ 0.75 met" : "; target ≤ 0.75 MISSED at " + missed.map(\.0).joined(separator: ", ")))
