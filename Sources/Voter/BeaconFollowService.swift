@@ -19,19 +19,20 @@ public struct BeaconFollowService: Service {
     let transport: any PeripheralTransport
     let state: StateDirectory?
     let lines: AsyncStream<String>
-    let report: @Sendable (BeaconFollower.Status, BeaconFollower.Question?) -> Void
+    let report: @Sendable (BeaconFollower.Status) -> Void
     let logger: Logger
     let now: @Sendable () -> Duration
     let tick: Duration
 
     /// - Parameters:
     ///   - lines: answers, one a line; read with the open question's ``AnswerForm``.
-    ///   - report: every new status, with the question the beacon describes (its text once complete).
+    ///   - report: every new status, once (an open question's status carries the question, with its
+    ///     text once complete; a new question under a status that does not show it is not a new status).
     ///   - now: the monotonic clock the follower runs on.
     ///   - tick: how often the clock is looked at when nothing is heard (for ``BeaconFollower/Status/noBeacon``).
     public init(secret: PollSecret, identity: DeviceKey, roster: Bool, transport: any PeripheralTransport,
                 state: StateDirectory?, lines: AsyncStream<String>,
-                report: @escaping @Sendable (BeaconFollower.Status, BeaconFollower.Question?) -> Void,
+                report: @escaping @Sendable (BeaconFollower.Status) -> Void,
                 logger: Logger = Logger(label: "clicker.voter"),
                 now: @escaping @Sendable () -> Duration = { ContinuousClock.now - BeaconFollowService.origin },
                 tick: Duration = .milliseconds(500)) {
@@ -88,8 +89,8 @@ public struct BeaconFollowService: Service {
         await cancelWhenGracefulShutdown {
             var sessions = sessionsSeed
             var follower = BeaconFollower(key: key, mode: mode, voterID: await sessions.voterID(), now: now())
-            var shown = (follower.status, follower.question)
-            report(shown.0, shown.1)
+            var shown = follower.status
+            report(shown)
             for await event in events {
                 switch event {
                 case .heard(let bytes): follower.hear(bytes, at: now())
@@ -109,9 +110,9 @@ public struct BeaconFollowService: Service {
                 } catch {
                     logger.error("cannot advertise: \(error)")
                 }
-                if follower.status != shown.0 || follower.question != shown.1 {
-                    shown = (follower.status, follower.question)
-                    report(shown.0, shown.1)
+                if follower.status != shown {
+                    shown = follower.status
+                    report(shown)
                 }
             }
             await sessions.stop()

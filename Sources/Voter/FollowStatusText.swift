@@ -5,7 +5,7 @@ import ClickerWire
 extension BeaconFollower.Status {
     /// `waiting`, `no-beacon`, `question 2 single 4 [title]`, `sending B`, `counted B`,
     /// `not-offered X`, `question-closed 2`, `poll-closed`, `roster-mismatch`.
-    public func line(question: BeaconFollower.Question?) -> String {
+    public var line: String {
         switch self {
         case .waiting: return "waiting"
         case .noBeacon: return "no-beacon"
@@ -23,7 +23,7 @@ extension BeaconFollower.Status {
     }
 
     /// What a person at a terminal reads.
-    public func sentence(question: BeaconFollower.Question?) -> String {
+    public var sentence: String {
         switch self {
         case .waiting: return "Waiting for the tally's beacon…"
         case .noBeacon:

@@ -94,9 +94,7 @@ extension Cast {
         let service = BeaconFollowService(
             secret: secret, identity: identity, roster: vote.roster, transport: transport, state: state,
             lines: StdinLines.stream(),
-            report: { status, question in
-                say(terminal ? status.sentence(question: question) : status.line(question: question))
-            },
+            report: { status in say(terminal ? status.sentence : status.line) },
             logger: logger)
         let group = ServiceGroup(configuration: ServiceGroupConfiguration(
             services: [.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup)],

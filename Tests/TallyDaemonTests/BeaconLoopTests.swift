@@ -29,7 +29,7 @@ final class BeaconLoopTests: XCTestCase {
             inputs.append(input)
             let service = BeaconFollowService(secret: secret, identity: DeviceKey.generate(), roster: false,
                                               transport: air.addPeripheral(), state: nil, lines: lines,
-                                              report: { s, q in shown.withLock { $0[i, default: []].append(s.line(question: q)) } },
+                                              report: { s in shown.withLock { $0[i, default: []].append(s.line) } },
                                               logger: quiet)
             voters.append(Task { try await service.run() })
         }

@@ -54,7 +54,7 @@ final class BeaconFollowServiceTests: XCTestCase {
         let (lines, input) = AsyncStream<String>.makeStream()
         let service = BeaconFollowService(secret: secret, identity: identity, roster: false, transport: radio,
                                           state: nil, lines: lines,
-                                          report: { s, q in log.add(s.line(question: q)) }, logger: quiet,
+                                          report: { log.add($0.line) }, logger: quiet,
                                           tick: .seconds(3600))
         var counter: UInt32 = 1000
         func state(_ poll: BeaconPoll, _ ms: Int?) -> [UInt8] {
@@ -100,5 +100,38 @@ final class BeaconFollowServiceTests: XCTestCase {
             try await run.value
         }
         XCTAssertEqual(log.all.last, "shutdown")
+    }
+
+    /// One line per change: a voter in the wrong mode is told once, although the beacon goes on to
+    /// questions of other numbers and the follower takes note of them.
+    func testARosterMismatchIsToldOnceWhateverTheQuestion() async throws {
+        let secret = pollSecret(code)
+        let key = BeaconKey(secret)
+        let log = EventLog()
+        let radio = ListeningRadio(log: log)
+        let service = BeaconFollowService(secret: secret, identity: DeviceKey.generate(), roster: true, transport: radio,
+                                          state: nil, lines: AsyncStream { $0.finish() },
+                                          report: { log.add($0.line) }, logger: quiet, tick: .seconds(3600))
+        var counter: UInt32 = 1000
+        func state(_ q: UInt8, _ mode: BallotMode) -> [UInt8] {
+            counter += 1
+            return try! BeaconCodec.seal(BeaconState(voteID: key.voteID, counter: counter, mode: mode,
+                                                     poll: .open(BeaconQuestion(number: q, kind: .single, options: 4)),
+                                                     interval: BeaconInterval(milliseconds: 100) ?? .stop), key: key)
+        }
+        try await testGracefulShutdown { shutdown in
+            let run = Task { try await service.run() }
+            _ = await radio.listens.waitFor(1)
+            radio.air(state(1, .anonymous))
+            _ = await log.waitFor(2)
+            radio.air(state(2, .anonymous))
+            radio.air(state(3, .anonymous))
+            // A beacon in this voter's mode is a change: once it is reported, the frames before it were taken.
+            radio.air(state(4, .roster))
+            _ = await log.waitFor(3)
+            shutdown.triggerGracefulShutdown()
+            try await run.value
+        }
+        XCTAssertEqual(Array(log.all.prefix(3)), ["waiting", "roster-mismatch", "question 4 single 4"])
     }
 }
