@@ -432,6 +432,40 @@ beacon_wrong_code() {
   for n in 1 2; do said v$n; stop v$n TERM 30; done
 }
 
+# A roster poll: the student enrolls a device (clicker-vote enroll), the instructor imports its code,
+# and the tally's beacon says the poll is a roster poll.
+beacon_roster() {
+  start_observers
+  mkdir -p "$D/v1.state"
+  local code
+  code=$(XDG_STATE_HOME="$D/v1.state" "$E2E_BIN/clicker-vote" enroll) || fail "clicker-vote enroll failed: $code"
+  printf 'name,student_id,enrollment_code\nAda Lovelace,s1,%s\n' "$code" > "$D/class.csv"
+  check "the instructor imports the student's enrollment code" \
+    env XDG_STATE_HOME="$D/tally.state" "$E2E_BIN/clicker-tally" roster import "$D/class.csv"
+  start_tally tally $(tally_args) --roster
+  start_voter v1 hci1 "$JOIN" "" --roster          # enrolled
+  follower v2 hci2                                 # forgot --roster
+  start_voter v3 hci3 "$JOIN" "" --roster          # a device the roster does not hold
+  await_line v1 '^question 1 single 4$' "question 1 (enrolled, with --roster)"
+  await_line v2 '^roster-mismatch$' "roster-mismatch (a roster poll voted without --roster)" 60
+  await_line v3 '^question 1 single 4$' "question 1 (a device not on the roster also follows)"
+  revote v1 B; revote v2 C; revote v3 D
+  await_line v1 '^counted B$' "counted B: the tally acknowledged the roster ballot"
+  await_line v3 '^sending D$' "sending D"
+  sleep "$SETTLE"
+  check "v2 advertises nothing" is 0 active_instances hci2
+  check "v3 is never counted" sh -c "! grep -E '^counted' '$D/v3.out'"
+  finish_tally tally
+  check "the tally counts the student's B, by name, and nothing else" \
+    json tally 'j["counts"] == {"A":0,"B":1,"C":0,"D":0} and j["voters"] == 1 and [b["student"] for b in j["ballots"]] == ["Ada Lovelace (s1)"]'
+  check "the device not on the roster is rejected as unknownVoter" json tally 'j["rejected"].get("unknownVoter", 0) > 0'
+  await_line v1 '^poll-closed$' "poll-closed after the tally stopped" 60
+  # The poll's closing changes nothing for a voter in the wrong mode: one line per change of status.
+  sleep 2   # v2 may hear the closing a little after v1
+  check "v2 said roster-mismatch once, and nothing after it" sh -c "[ \"\$(tr '\n' ' ' < '$D/v2.out')\" = 'waiting roster-mismatch ' ]"
+  for n in 1 2 3; do said v$n; stop v$n TERM 30; done
+}
+
 beacon_bt4() {
   start_observers
   start_tally tally $(tally_args) --no-gatt-confirm
