@@ -49,6 +49,10 @@ public struct BeaconFollowService: Service {
     }
 
     public static let origin = ContinuousClock.now
+    /// How long a roster ballot goes unacknowledged before the student is told why that may be: a
+    /// full room of 1,000 is acknowledged within about 5 s (docs/SIMULATION.md), a device the class
+    /// list does not hold never is (the tally cannot authenticate its ballots, PROTOCOL.md §8).
+    public static let rosterHintAfter: Duration = .seconds(15)
 
     enum Event: Sendable {
         case heard([UInt8])
@@ -91,6 +95,7 @@ public struct BeaconFollowService: Service {
             var follower = BeaconFollower(key: key, mode: mode, voterID: await sessions.voterID(), now: now())
             var shown = follower.status
             report(shown)
+            var sendingSince: Duration? = nil, hinted = false
             for await event in events {
                 switch event {
                 case .heard(let bytes): follower.hear(bytes, at: now())
@@ -113,6 +118,22 @@ public struct BeaconFollowService: Service {
                 if follower.status != shown {
                     shown = follower.status
                     report(shown)
+                    sendingSince = nil
+                    hinted = false
+                }
+                // A roster ballot that stays unacknowledged: say once what the likely cause is.
+                if roster, !hinted, case .sending = shown {
+                    let t = now()
+                    let since = sendingSince ?? t
+                    sendingSince = since
+                    if t - since >= Self.rosterHintAfter {
+                        hinted = true
+                        logger.warning("""
+                            not counted after \(Self.rosterHintAfter.components.seconds) s: a roster poll counts only \
+                            devices on the class list; if this goes on, ask the instructor whether this device's \
+                            enrollment code (clicker-vote enroll) was imported
+                            """)
+                    }
                 }
             }
             await sessions.stop()

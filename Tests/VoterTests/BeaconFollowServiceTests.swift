@@ -134,4 +134,91 @@ final class BeaconFollowServiceTests: XCTestCase {
         }
         XCTAssertEqual(Array(log.all.prefix(3)), ["waiting", "roster-mismatch", "question 4 single 4"])
     }
+
+    /// A roster ballot unacknowledged for 15 s makes the voter say, once, that the device may not be on
+    /// the class list; an acknowledged one, or an anonymous ballot, never does.
+    func testARosterBallotNotCountedWithinFifteenSecondsSaysWhyOnce() async throws {
+        let secret = pollSecret(code)
+        let key = BeaconKey(secret)
+        for roster in [true, false] {
+            let log = EventLog(), warnings = EventLog()
+            let radio = ListeningRadio(log: log)
+            let clock = FollowerClock()
+            let identity = DeviceKey.generate()
+            let (lines, input) = AsyncStream<String>.makeStream()
+            let service = BeaconFollowService(
+                secret: secret, identity: identity, roster: roster, transport: radio, state: nil, lines: lines,
+                report: { log.add($0.line) },
+                logger: Logger(label: "test", factory: { _ in CapturingLogHandler(log: warnings) }),
+                now: { clock.read() }, tick: .milliseconds(2))
+            let mode: BallotMode = roster ? .roster : .anonymous
+            let q1 = BeaconQuestion(number: 1, kind: .single, options: 4)
+            var counter: UInt32 = 1000
+            func state() -> [UInt8] {
+                counter += 1
+                return try! BeaconCodec.seal(BeaconState(voteID: key.voteID, counter: counter, mode: mode, poll: .open(q1),
+                                                         interval: BeaconInterval(milliseconds: 100) ?? .stop), key: key)
+            }
+            try await testGracefulShutdown { shutdown in
+                let run = Task { try await service.run() }
+                _ = await radio.listens.waitFor(1)
+                radio.air(state())
+                _ = await log.waitFor(2)
+                input.yield("B")
+                var seen = await log.waitFor(4)
+                XCTAssertEqual(seen.last, "sending B")
+                // 14.9 s later (the clock read on several ticks since): nothing said yet.
+                clock.set(.milliseconds(14_900))
+                await clock.waitForReads(clock.reads + 3)
+                XCTAssertEqual(warnings.all, [])
+                clock.set(.seconds(16))
+                if roster {
+                    let said = await warnings.waitFor(1)
+                    XCTAssertTrue(said[0].hasPrefix("warning: not counted after 15 s: a roster poll counts only devices on the class list"),
+                                  said[0])
+                } else {
+                    await clock.waitForReads(clock.reads + 3)
+                }
+                // More frames and ticks, then the acknowledgement: every event before it was taken.
+                radio.air(state())
+                await clock.waitForReads(clock.reads + 3)
+                let voterID = await VoterSession(secret: secret, question: 1, identity: identity, roster: roster,
+                                                 transport: radio, state: nil).voterID
+                counter += 1
+                radio.air(try BeaconCodec.seal(.acks(BeaconAcks(counter: counter, question: 1, fingerprints: [
+                    key.fingerprint(voterID: voterID, question: 1, sequence: 1)])), key: key))
+                seen = await log.waitFor(6)
+                XCTAssertEqual(seen.last, "counted B")
+                clock.set(.seconds(60))
+                await clock.waitForReads(clock.reads + 3)
+                shutdown.triggerGracefulShutdown()
+                try await run.value
+            }
+            XCTAssertEqual(warnings.all.count, roster ? 1 : 0, "roster \(roster): \(warnings.all)")
+        }
+    }
+}
+
+/// The follower's clock, set by the test; counts its reads so a test can wait for ticks to be taken.
+final class FollowerClock: Sendable {
+    private let state = Mutex<(now: Duration, reads: Int)>((.zero, 0))
+    func read() -> Duration { state.withLock { $0.reads += 1; return $0.now } }
+    func set(_ t: Duration) { state.withLock { $0.now = t } }
+    var reads: Int { state.withLock { $0.reads } }
+    /// Yields until the clock has been read `n` times (each tick of the service reads it).
+    func waitForReads(_ n: Int) async {
+        for _ in 0..<10_000_000 where reads < n { await Task.yield() }
+    }
+}
+
+/// Keeps every log message as "level: message".
+struct CapturingLogHandler: LogHandler {
+    let log: EventLog
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .info
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+    func log(event: LogEvent) { log.add("\(event.level): \(event.message)") }
 }
