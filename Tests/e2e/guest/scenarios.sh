@@ -454,7 +454,9 @@ beacon_roster() {
   await_line v3 '^sending D$' "sending D"
   sleep "$SETTLE"
   check "v2 advertises nothing" is 0 active_instances hci2
-  check "v3 is never counted" sh -c "! grep -E '^counted' '$D/v3.out'"
+  wait_until 60 "v3 to say why it is not counted" grep -q 'not counted after 15 s' "$D/v3.err"
+  check "v3 is never counted, and says after 15 s that its device may not be on the class list" \
+    sh -c "! grep -E '^counted' '$D/v3.out' && grep -m1 -o 'not counted after 15 s: a roster poll counts only devices on the class list' '$D/v3.err'"
   finish_tally tally
   check "the tally counts the student's B, by name, and nothing else" \
     json tally 'j["counts"] == {"A":0,"B":1,"C":0,"D":0} and j["voters"] == 1 and [b["student"] for b in j["ballots"]] == ["Ada Lovelace (s1)"]'
