@@ -167,13 +167,16 @@ final class BeaconFollowServiceTests: XCTestCase {
                 input.yield("B")
                 var seen = await log.waitFor(4)
                 XCTAssertEqual(seen.last, "sending B")
-                // 14.9 s later (the clock read on several ticks since): nothing said yet.
+                // The service reads the clock for the start of sending just after it reports "sending B":
+                // ticks after that first, then 14.9 s later (read on several ticks since): nothing said yet.
+                await clock.waitForReads(clock.reads + 3)
                 clock.set(.milliseconds(14_900))
                 await clock.waitForReads(clock.reads + 3)
                 XCTAssertEqual(warnings.all, [])
                 clock.set(.seconds(16))
                 if roster {
-                    let said = await warnings.waitFor(1)
+                    await yieldUntil { !warnings.all.isEmpty }
+                    let said = warnings.all + ["(nothing said)"]
                     XCTAssertTrue(said[0].hasPrefix("warning: not counted after 15 s: a roster poll counts only devices on the class list"),
                                   said[0])
                 } else {
@@ -205,9 +208,19 @@ final class FollowerClock: Sendable {
     func read() -> Duration { state.withLock { $0.reads += 1; return $0.now } }
     func set(_ t: Duration) { state.withLock { $0.now = t } }
     var reads: Int { state.withLock { $0.reads } }
-    /// Yields until the clock has been read `n` times (each tick of the service reads it).
-    func waitForReads(_ n: Int) async {
-        for _ in 0..<10_000_000 where reads < n { await Task.yield() }
+    /// Yields until the clock has been read `n` times (each tick of the service reads it), or fails
+    /// the test after 30 s rather than hang the suite.
+    func waitForReads(_ n: Int, file: StaticString = #filePath, line: UInt = #line) async {
+        await yieldUntil(file: file, line: line) { self.reads >= n }
+    }
+}
+
+/// Yields until `condition` holds; fails the test after 30 s of real time instead of hanging.
+func yieldUntil(file: StaticString = #filePath, line: UInt = #line, _ condition: () -> Bool) async {
+    let deadline = ContinuousClock.now + .seconds(30)
+    while !condition() {
+        guard ContinuousClock.now < deadline else { return XCTFail("condition never held", file: file, line: line) }
+        await Task.yield()
     }
 }
 
