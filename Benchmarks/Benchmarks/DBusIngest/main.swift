@@ -207,7 +207,7 @@ async def main():
     scanner = BleakScanner(detection_callback=seen, bluez={"adapter": "hci0"})
     await scanner.start()
     asyncio.get_running_loop().add_reader(sys.stdin.fileno(), on_stdin)
-    # dbus-fast's unmarshaller is Cython-compiled in its wheels; the pure-Python fallback is several times slower.
+    # dbus-fast's unmarshaller is Cython-compiled in its wheels; a pure-Python fallback would be slower.
     import dbus_fast._private.unmarshaller as u
     build = "compiled" if u.__file__.endswith(".so") else "pure Python"
     print(f"scanning bleak {version('bleak')}, dbus-fast {version('dbus-fast')} ({build})", flush=True)
