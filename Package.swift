@@ -197,6 +197,7 @@ let package = Package(
                                                              .product(name: "NIOCore", package: "swift-nio")]),
         .testTarget(name: "ClickerCommandLineTests", dependencies: ["ClickerCommandLine", "ClickerSim", "CMalloc", "ClickerTestSupport"]),
         .testTarget(name: "VoterTests", dependencies: ["ClickerTestSupport", "Voter", "ClickerSim", "ClickerWire", "PrivateFiles",
-                                                      .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle")]),
+                                                      .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
+                                                      .product(name: "InMemoryLogging", package: "swift-log")]),
     ]
 )

@@ -95,7 +95,8 @@ public struct BeaconFollowService: Service {
             var follower = BeaconFollower(key: key, mode: mode, voterID: await sessions.voterID(), now: now())
             var shown = follower.status
             report(shown)
-            var sendingSince: Duration? = nil, hinted = false
+            // When to say why a roster ballot is still not counted (nil: nothing to say).
+            var hintAt: Duration? = nil
             for await event in events {
                 switch event {
                 case .heard(let bytes): follower.hear(bytes, at: now())
@@ -118,22 +119,17 @@ public struct BeaconFollowService: Service {
                 if follower.status != shown {
                     shown = follower.status
                     report(shown)
-                    sendingSince = nil
-                    hinted = false
+                    hintAt = nil
+                    if roster, case .sending = shown { hintAt = now() + Self.rosterHintAfter }
                 }
                 // A roster ballot that stays unacknowledged: say once what the likely cause is.
-                if roster, !hinted, case .sending = shown {
-                    let t = now()
-                    let since = sendingSince ?? t
-                    sendingSince = since
-                    if t - since >= Self.rosterHintAfter {
-                        hinted = true
-                        logger.warning("""
-                            not counted after \(Self.rosterHintAfter.components.seconds) s: a roster poll counts only \
-                            devices on the class list; if this goes on, ask the instructor whether this device's \
-                            enrollment code (clicker-vote enroll) was imported
-                            """)
-                    }
+                if let at = hintAt, now() >= at {
+                    hintAt = nil
+                    logger.warning("""
+                        not counted after \(Self.rosterHintAfter.components.seconds) s: a roster poll counts only \
+                        devices on the class list; if this goes on, ask the instructor whether this device's \
+                        enrollment code (clicker-vote enroll) was imported
+                        """)
                 }
             }
             await sessions.stop()

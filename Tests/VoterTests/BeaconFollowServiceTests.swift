@@ -1,5 +1,6 @@
 import ClickerTransport
 import ClickerWire
+import InMemoryLogging
 import Logging
 import ServiceLifecycle
 import ServiceLifecycleTestKit
@@ -141,7 +142,8 @@ final class BeaconFollowServiceTests: XCTestCase {
         let secret = pollSecret(code)
         let key = BeaconKey(secret)
         for roster in [true, false] {
-            let log = EventLog(), warnings = EventLog()
+            let log = EventLog(), logged = InMemoryLogHandler()
+            var warnings: [String] { logged.entries.map { "\($0.level): \($0.message)" } }
             let radio = ListeningRadio(log: log)
             let clock = FollowerClock()
             let identity = DeviceKey.generate()
@@ -149,7 +151,7 @@ final class BeaconFollowServiceTests: XCTestCase {
             let service = BeaconFollowService(
                 secret: secret, identity: identity, roster: roster, transport: radio, state: nil, lines: lines,
                 report: { log.add($0.line) },
-                logger: Logger(label: "test", factory: { _ in CapturingLogHandler(log: warnings) }),
+                logger: Logger(label: "test", factory: { _ in logged }),
                 now: { clock.read() }, tick: .milliseconds(2))
             let mode: BallotMode = roster ? .roster : .anonymous
             let q1 = BeaconQuestion(number: 1, kind: .single, options: 4)
@@ -172,11 +174,11 @@ final class BeaconFollowServiceTests: XCTestCase {
                 await clock.waitForReads(clock.reads + 3)
                 clock.set(.milliseconds(14_900))
                 await clock.waitForReads(clock.reads + 3)
-                XCTAssertEqual(warnings.all, [])
+                XCTAssertEqual(warnings, [])
                 clock.set(.seconds(16))
                 if roster {
-                    await yieldUntil { !warnings.all.isEmpty }
-                    let said = warnings.all + ["(nothing said)"]
+                    await yieldUntil { !warnings.isEmpty }
+                    let said = warnings + ["(nothing said)"]
                     XCTAssertTrue(said[0].hasPrefix("warning: not counted after 15 s: a roster poll counts only devices on the class list"),
                                   said[0])
                 } else {
@@ -197,7 +199,7 @@ final class BeaconFollowServiceTests: XCTestCase {
                 shutdown.triggerGracefulShutdown()
                 try await run.value
             }
-            XCTAssertEqual(warnings.all.count, roster ? 1 : 0, "roster \(roster): \(warnings.all)")
+            XCTAssertEqual(warnings.count, roster ? 1 : 0, "roster \(roster): \(warnings)")
         }
     }
 }
@@ -222,16 +224,4 @@ func yieldUntil(file: StaticString = #filePath, line: UInt = #line, _ condition:
         guard ContinuousClock.now < deadline else { return XCTFail("condition never held", file: file, line: line) }
         await Task.yield()
     }
-}
-
-/// Keeps every log message as "level: message".
-struct CapturingLogHandler: LogHandler {
-    let log: EventLog
-    var metadata: Logger.Metadata = [:]
-    var logLevel: Logger.Level = .info
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-    func log(event: LogEvent) { log.add("\(event.level): \(event.message)") }
 }
