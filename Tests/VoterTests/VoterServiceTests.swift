@@ -9,33 +9,55 @@ import XCTest
 
 /// What a `VoterService` did, in order: its reports and what it asked of the radio.
 final class EventLog: Sendable {
+    private struct Waiter {
+        let id: Int
+        let count: Int
+        let continuation: CheckedContinuation<Void, Never>
+    }
     private let events = Mutex<[String]>([])
-    private let waiters = Mutex<[(Int, CheckedContinuation<Void, Never>)]>([])
+    private let waiters = Mutex<(next: Int, list: [Waiter])>((0, []))
 
     func add(_ e: String) {
         let n = events.withLock { $0.append(e); return $0.count }
         let ready = waiters.withLock { w in
-            let r = w.filter { $0.0 <= n }.map(\.1)
-            w.removeAll { $0.0 <= n }
+            let r = w.list.filter { $0.count <= n }
+            w.list.removeAll { $0.count <= n }
             return r
         }
-        for c in ready { c.resume() }
+        for r in ready { r.continuation.resume() }
     }
 
     var all: [String] { events.withLock { $0 } }
 
-    /// Suspends until `n` events have been logged (an acknowledged event, no clock).
-    func waitFor(_ n: Int) async -> [String] {
+    /// Suspends until `n` events have been logged (an acknowledged event, no clock). Fails the test
+    /// after 30 s of real time instead of hanging the suite, and returns what was logged by then.
+    func waitFor(_ n: Int, file: StaticString = #filePath, line: UInt = #line) async -> [String] {
+        let id = waiters.withLock { w in w.next += 1; return w.next }
+        let timeout = Task {
+            guard (try? await Task.sleep(for: .seconds(30))) != nil else { return }
+            if resume(id) { XCTFail("\(n) events never came; logged: \(all)", file: file, line: line) }
+        }
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
             let done = waiters.withLock { w in
                 let have = events.withLock { $0.count }
                 if have >= n { return true }
-                w.append((n, c))
+                w.list.append(Waiter(id: id, count: n, continuation: c))
                 return false
             }
             if done { c.resume() }
         }
+        timeout.cancel()
         return all
+    }
+
+    /// Resumes the waiter `id` if it still waits; whether it did.
+    private func resume(_ id: Int) -> Bool {
+        let w = waiters.withLock { w -> Waiter? in
+            guard let i = w.list.firstIndex(where: { $0.id == id }) else { return nil }
+            return w.list.remove(at: i)
+        }
+        w?.continuation.resume()
+        return w != nil
     }
 }
 
