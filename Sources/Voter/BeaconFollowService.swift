@@ -23,6 +23,7 @@ public struct BeaconFollowService: Service {
     let logger: Logger
     let now: @Sendable () -> Duration
     let tick: Duration
+    let start: StaggeredStart
 
     /// - Parameters:
     ///   - lines: answers, one a line; read with the open question's ``AnswerForm``.
@@ -30,12 +31,13 @@ public struct BeaconFollowService: Service {
     ///     text once complete; a new question under a status that does not show it is not a new status).
     ///   - now: the monotonic clock the follower runs on.
     ///   - tick: how often the clock is looked at when nothing is heard (for ``BeaconFollower/Status/noBeacon``).
+    ///   - start: when a ballot goes on the air: at a random moment of its interval (``StaggeredStart``).
     public init(secret: PollSecret, identity: DeviceKey, roster: Bool, transport: any PeripheralTransport,
                 state: StateDirectory?, lines: AsyncStream<String>,
                 report: @escaping @Sendable (BeaconFollower.Status) -> Void,
                 logger: Logger = Logger(label: "clicker.voter"),
                 now: @escaping @Sendable () -> Duration = { ContinuousClock.now - BeaconFollowService.origin },
-                tick: Duration = .milliseconds(500)) {
+                tick: Duration = .milliseconds(500), start: StaggeredStart = .random()) {
         self.secret = secret
         self.identity = identity
         self.roster = roster
@@ -46,6 +48,7 @@ public struct BeaconFollowService: Service {
         self.logger = logger
         self.now = now
         self.tick = tick
+        self.start = start
     }
 
     public static let origin = ContinuousClock.now
@@ -89,7 +92,8 @@ public struct BeaconFollowService: Service {
         defer { listening.cancel(); reading.cancel(); ticking.cancel() }
 
         let mode: BallotMode = roster ? .roster : .anonymous
-        let sessionsSeed = Sessions(secret: secret, identity: identity, roster: roster, transport: transport, state: state, logger: logger)
+        let sessionsSeed = Sessions(secret: secret, identity: identity, roster: roster, transport: transport, state: state,
+                                    logger: logger, start: start)
         let key = BeaconKey(secret), report = self.report, now = self.now
         await cancelWhenGracefulShutdown {
             var sessions = sessionsSeed
@@ -113,10 +117,11 @@ public struct BeaconFollowService: Service {
                     }
                 }
                 do {
-                    try await sessions.apply(&follower)
+                    try await sessions.apply(&follower, at: now())
                 } catch {
                     logger.error("cannot advertise: \(error)")
                 }
+                sessions.wake(now: now(), sleep: { try await Task.sleep(for: $0) }, fire: { sink.yield(.tick) })
                 if follower.status != shown {
                     shown = follower.status
                     report(shown)
@@ -158,15 +163,33 @@ struct Sessions {
     var generation: UInt64?
     var interval: Duration?
     var onAir = false
+    /// When the follower's wishes go on the air (a ballot starts at a random moment of its interval).
+    var start: StaggeredStart
 
     init(secret: PollSecret, identity: DeviceKey, roster: Bool, transport: any PeripheralTransport,
-         state: StateDirectory?, logger: Logger) {
+         state: StateDirectory?, logger: Logger, start: StaggeredStart) {
         self.secret = secret
         self.identity = identity
         self.roster = roster
         self.transport = transport
         self.state = state
         self.logger = logger
+        self.start = start
+    }
+
+    /// The wake-up at the start of the ballot waiting to go on the air.
+    var alarm: (at: Duration, task: Task<Void, Never>)?
+
+    /// When a ballot waits to go on the air, has `fire` run once `sleep` has waited until its start
+    /// (the caller applies again then); a wake-up set for another start is cancelled.
+    mutating func wake(now: Duration, sleep: @escaping @Sendable (Duration) async throws -> Void,
+                       fire: @escaping @Sendable () -> Void) {
+        guard let at = start.startAt, alarm?.at != at else { return }
+        alarm?.task.cancel()
+        alarm = (at, Task {
+            guard (try? await sleep(at - now)) != nil, !Task.isCancelled else { return }
+            fire()
+        })
     }
 
     func make(_ question: UInt8) -> VoterSession {
@@ -177,9 +200,9 @@ struct Sessions {
     /// The voter ID of this device in this poll (the same for every question).
     func voterID() async -> UInt32 { await make(0).voterID }
 
-    /// Makes the radio advertise what `follower` asks for.
-    mutating func apply(_ follower: inout BeaconFollower) async throws {
-        switch follower.advertising {
+    /// Makes the radio advertise what `follower` asks for, once its start is due at `now`.
+    mutating func apply(_ follower: inout BeaconFollower, at now: Duration) async throws {
+        switch start.update(follower.advertising, at: now) {
         case .silent:
             guard onAir, let s = session else { return }
             onAir = false
@@ -202,6 +225,7 @@ struct Sessions {
     }
 
     func stop() async {
+        alarm?.task.cancel()
         if let session { await session.stop() } else { await transport.shutdown() }
     }
 }

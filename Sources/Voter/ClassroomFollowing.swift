@@ -33,6 +33,8 @@ extension Classroom {
         case heard([UInt8])
         /// The think time of plan step `step` of question `question` is over.
         case due(question: UInt8, step: Int)
+        /// A ballot's start (``StaggeredStart``) is due.
+        case start
     }
 
     /// How a simulated student's radio listens for the beacon.
@@ -43,7 +45,8 @@ extension Classroom {
                         answers: @Sendable @escaping (BeaconQuestion) async -> Classroom,
                         radio: any PeripheralTransport & ListenerTransport) async {
         var sessions = Sessions(secret: secret, identity: DeviceKey.generate(), roster: false, transport: radio, state: nil,
-                                logger: Logger(label: "clicker.classroom", factory: { _ in SwiftLogNoOpLogHandler() }))
+                                logger: Logger(label: "clicker.classroom", factory: { _ in SwiftLogNoOpLogHandler() }),
+                                start: .random())
         var follower = BeaconFollower(key: key, mode: .anonymous, voterID: await sessions.voterID(), now: now())
         let (events, sink) = AsyncStream<StudentEvent>.makeStream()
         let backlog = FrameBacklog()
@@ -80,6 +83,8 @@ extension Classroom {
                     guard q == question, step < plan.count else { break }
                     follower.answer(plan[step].answer)
                     schedule(step + 1, of: q)
+                case .start:
+                    break
                 }
                 if let q = follower.question?.beacon, q.number != question {
                     // A new question: think, answer, perhaps change once.
@@ -94,7 +99,8 @@ extension Classroom {
                     }
                     schedule(0, of: q.number)
                 }
-                try? await sessions.apply(&follower)
+                try? await sessions.apply(&follower, at: now())
+                sessions.wake(now: now(), sleep: { try await clock.sleep(for: $0) }, fire: { sink.yield(.start) })
             }
             timer?.cancel()
             group.cancelAll()

@@ -56,7 +56,7 @@ final class BeaconFollowServiceTests: XCTestCase {
         let service = BeaconFollowService(secret: secret, identity: identity, roster: false, transport: radio,
                                           state: nil, lines: lines,
                                           report: { log.add($0.line) }, logger: quiet,
-                                          tick: .seconds(3600))
+                                          tick: .seconds(3600), start: .immediate)
         var counter: UInt32 = 1000
         func state(_ poll: BeaconPoll, _ ms: Int?) -> [UInt8] {
             counter += 1
@@ -112,7 +112,8 @@ final class BeaconFollowServiceTests: XCTestCase {
         let radio = ListeningRadio(log: log)
         let service = BeaconFollowService(secret: secret, identity: DeviceKey.generate(), roster: true, transport: radio,
                                           state: nil, lines: AsyncStream { $0.finish() },
-                                          report: { log.add($0.line) }, logger: quiet, tick: .seconds(3600))
+                                          report: { log.add($0.line) }, logger: quiet, tick: .seconds(3600),
+                                          start: .immediate)
         var counter: UInt32 = 1000
         func state(_ q: UInt8, _ mode: BallotMode) -> [UInt8] {
             counter += 1
@@ -152,7 +153,7 @@ final class BeaconFollowServiceTests: XCTestCase {
                 secret: secret, identity: identity, roster: roster, transport: radio, state: nil, lines: lines,
                 report: { log.add($0.line) },
                 logger: Logger(label: "test", factory: { _ in logged }),
-                now: { clock.read() }, tick: .milliseconds(2))
+                now: { clock.read() }, tick: .milliseconds(2), start: .immediate)
             let mode: BallotMode = roster ? .roster : .anonymous
             let q1 = BeaconQuestion(number: 1, kind: .single, options: 4)
             var counter: UInt32 = 1000
@@ -200,6 +201,45 @@ final class BeaconFollowServiceTests: XCTestCase {
                 try await run.value
             }
             XCTAssertEqual(warnings.count, roster ? 1 : 0, "roster \(roster): \(warnings)")
+        }
+    }
+
+    /// A ballot goes on the air at the moment its ``StaggeredStart`` drew within its interval, not
+    /// when the STATE frame asked for it: every voter in the room heard that frame at the same time.
+    func testABallotGoesOnTheAirAtTheMomentItsStartDrew() async throws {
+        let secret = pollSecret(code)
+        let key = BeaconKey(secret)
+        let log = EventLog()
+        let radio = ListeningRadio(log: log)
+        let clock = FollowerClock()
+        let (lines, input) = AsyncStream<String>.makeStream()
+        let service = BeaconFollowService(secret: secret, identity: DeviceKey.generate(), roster: false, transport: radio,
+                                          state: nil, lines: lines, report: { log.add($0.line) }, logger: quiet,
+                                          now: { clock.read() }, tick: .milliseconds(2), start: StaggeredStart(seed: 7))
+        let q1 = BeaconQuestion(number: 1, kind: .single, options: 4)
+        let state = try BeaconCodec.seal(BeaconState(voteID: key.voteID, counter: 1001, mode: .anonymous, poll: .open(q1),
+                                                     interval: BeaconInterval(milliseconds: 1000) ?? .stop), key: key)
+        // The same draw, made here: when the ballot answered at 0 s may start.
+        var expected = StaggeredStart(seed: 7)
+        expected.update(.ballot(question: 1, answer: .choice(1), generation: 1, interval: .seconds(1)), at: .zero)
+        let startAt = try XCTUnwrap(expected.startAt)
+        XCTAssertGreaterThan(startAt, .milliseconds(10), "a draw this early would not show the wait")
+        try await testGracefulShutdown { shutdown in
+            let run = Task { try await service.run() }
+            _ = await radio.listens.waitFor(1)
+            radio.air(state)
+            _ = await log.waitFor(2)
+            input.yield("B")
+            var seen = await log.waitFor(3)
+            XCTAssertEqual(seen.last, "sending B")
+            clock.set(startAt - .milliseconds(1))
+            await clock.waitForReads(clock.reads + 3)
+            XCTAssertEqual(log.all.count, 3, "on the air before its start: \(log.all)")
+            clock.set(startAt)
+            seen = await log.waitFor(4)
+            XCTAssertEqual(seen.last, "advertise 1000 ms")
+            shutdown.triggerGracefulShutdown()
+            try await run.value
         }
     }
 }

@@ -25,6 +25,10 @@ final class BeaconScheme: TallyScheme {
     var followers: [BeaconFollower] = []
     /// What each voter's radio advertises now (the follower's last wish that was carried out).
     var advertising: [BeaconFollower.Advertising] = []
+    /// When each voter's wishes go on the air: clicker-vote's rule, a ballot starts at a random moment
+    /// of its interval (the air starts an advertisement at once, as a controller does).
+    var starts: [StaggeredStart] = []
+    let staggered: Bool
     var answered: [Bool] = []
     var radios: [SimulatedPeripheral] = []
     var castAt: [Double] = []
@@ -47,7 +51,10 @@ final class BeaconScheme: TallyScheme {
 
     /// `roster`: the students of a roster poll, its tally's room (``TallyBeacon/roomLimit``); the voters
     /// stay anonymous here, since a roster changes nothing else the beacon does.
-    init(secret: PollSecret, extended: Bool = false, priorRoom: Int = 0, roster: Int? = nil) {
+    /// `staggered`: each voter starts a ballot at a random moment of its interval, as clicker-vote does
+    /// (``StaggeredStart``); false: at once, on the STATE frame that asked for it.
+    init(secret: PollSecret, extended: Bool = false, priorRoom: Int = 0, roster: Int? = nil, staggered: Bool = true) {
+        self.staggered = staggered
         key = BeaconKey(secret)
         extendedBroadcast = extended
         self.priorRoom = priorRoom
@@ -74,6 +81,8 @@ final class BeaconScheme: TallyScheme {
             BeaconFollower(key: key, mode: .anonymous, voterID: Self.fingerprintVoterID($0), now: .zero)
         }
         advertising = [BeaconFollower.Advertising](repeating: .silent, count: voters.count)
+        // Seeded from each radio's address, which the round's seed chose.
+        starts = voters.map { v in staggered ? StaggeredStart(seed: v.address.rawValue) : .immediate }
         answered = [Bool](repeating: false, count: voters.count)
         for (i, v) in voters.enumerated() {
             let stream = v.listen(companyID: BallotFormat.companyID, dutyCycle: BeaconFollower.listening)
@@ -129,7 +138,7 @@ final class BeaconScheme: TallyScheme {
                 followers[i].answer(.choice(UInt8(i % Int(question.options))))
                 answered[i] = true
             }
-            let want = followers[i].advertising
+            let want = starts[i].update(followers[i].advertising, at: .nanoseconds(Int64(now)))
             guard want != advertising[i] else { continue }
             advertising[i] = want
             let address = radios[i].address

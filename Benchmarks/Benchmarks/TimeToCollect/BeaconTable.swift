@@ -15,6 +15,8 @@ func beaconTable(_ options: Options) async throws {
     let best = BeaconAirModel.bestThroughput(airTime: a)
     let bestWithBeacon = BeaconAirModel.bestThroughput(broadcast: .init(interval: .milliseconds(20)), airTime: a)
     let horizon = 30.0
+    // --synchronized: the voters start the moment they hear the STATE, without clicker-vote's StaggeredStart.
+    let staggered = !options.synchronized
     /// `options.seeds` rounds of `n` voters casting at t = 0, each with a new scheme from `make`, and
     /// what following the beacon cost their voters.
     func atOnce(_ n: Int, _ make: () -> any TallyScheme) async throws -> (results: [RoundResult], cost: VoterCost) {
@@ -38,7 +40,8 @@ func beaconTable(_ options: Options) async throws {
     print("tally), everyone casting at t = 0; today: voters at 100 ms until the end; beacon: the tally broadcasts")
     print("(TallyBeacon: STATE, ACKS, legacy 24-byte frames every 20 ms when busy), voters run clicker-vote's")
     print("BeaconFollower: wait for STATE, advertise at its interval, slow to the 10.24 s keep-alive once their ballot's")
-    print("fingerprint is heard; beacon+ext: the same in extended advertising (ADV_EXT_IND on 37/38/39, the frame of up")
+    print("fingerprint is heard, each (re)start at a random moment of the interval (StaggeredStart; \(staggered ? "on" : "off: --synchronized"));")
+    print("their radios start at once, as controllers do; beacon+ext: the same in extended advertising (ADV_EXT_IND on 37/38/39, the frame of up")
     print("to 244 bytes in an AUX_ADV_IND on a secondary channel, LE 1M; voters listen all the time, one channel")
     print("at a time, moving every 11.25 ms). One scanner at 100 % duty; capture and loss off; \(options.seeds) seeds,")
     print("medians. bound: the channel at its best throughput, 1/(2a·e) = \(Int(best)) voters/s for a = \(a)"
@@ -52,7 +55,7 @@ func beaconTable(_ options: Options) async throws {
     for n in options.quick ? [300] : [300, 1000] {
         for variant in Variant.allCases {
             let beacon = variant != .today
-            let (results, cost) = try await atOnce(n) { variant.scheme(secret) }
+            let (results, cost) = try await atOnce(n) { variant.scheme(secret, staggered: staggered) }
             var row = [pad(String(n), 5), pad(variant.rawValue, 10)]
             for xs in [results.map(\.t50), results.map(\.t99), results.map(\.t100)] {
                 row.append(pad(fmt(median(xs), horizon: horizon), 7))
@@ -88,7 +91,7 @@ func beaconTable(_ options: Options) async throws {
     print("300 voters on question 2 after a question of 30 (the tally's room is 30 when it opens), everyone casting at t = 0.")
     print([pad("scheme", 10), pad("t99 %", 7), pad("t100 %", 7), pad("counted", 8)].joined(separator: " "))
     for extended in [false, true] {
-        let results = try await atOnce(300) { BeaconScheme(secret: secret, extended: extended, priorRoom: 30) }.results
+        let results = try await atOnce(300) { BeaconScheme(secret: secret, extended: extended, priorRoom: 30, staggered: staggered) }.results
         print(([pad(schemeName(extended: extended), 10)] + countedCells(results)).joined(separator: " "))
     }
     // A roster poll: its room is its roster, not 1,000 voters (TallyBeacon.roomLimit). The rows with
@@ -99,7 +102,7 @@ func beaconTable(_ options: Options) async throws {
            pad("shown≤1s", 9)].joined(separator: " "))
     for (n, roster) in [(300, 300), (300, 150), (1000, 800), (1000, 300)] {
         for extended in [false, true] {
-            let results = try await atOnce(n) { BeaconScheme(secret: secret, extended: extended, roster: roster) }.results
+            let results = try await atOnce(n) { BeaconScheme(secret: secret, extended: extended, roster: roster, staggered: staggered) }.results
             print(([pad(String(n), 5), pad(String(roster), 7), pad(schemeName(extended: extended), 10)] + countedCells(results)
                    + [pad(Shown(results).withinOneSecond, 9)]).joined(separator: " "))
         }
@@ -114,7 +117,7 @@ func beaconTable(_ options: Options) async throws {
         for s in 0..<options.seeds {
             var rng = SplitMix64(seed: UInt64(77_000 + s))
             let casts = (0..<300).map { _ in 0.001 + 10 * Double(rng.next() >> 11) * 0x1p-53 }
-            let scheme = variant.scheme(secret)
+            let scheme = variant.scheme(secret, staggered: staggered)
             let r = try await runRound(voters: 300, interval: .milliseconds(100), seed: UInt64(300_000 + s), horizon: horizon,
                                        options: options, detector: PayloadIndexDetector(voters: 300), scheme: scheme,
                                        castAt: casts)
@@ -162,11 +165,11 @@ enum Variant: String, CaseIterable {
     /// The beacon in extended advertising (58 fingerprints a frame, collision-free secondary channel).
     case beaconExtended = "beacon+ext"
 
-    func scheme(_ secret: PollSecret) -> any TallyScheme {
+    func scheme(_ secret: PollSecret, staggered: Bool) -> any TallyScheme {
         switch self {
         case .today: ScanOnly()
-        case .beacon: BeaconScheme(secret: secret)
-        case .beaconExtended: BeaconScheme(secret: secret, extended: true)
+        case .beacon: BeaconScheme(secret: secret, staggered: staggered)
+        case .beaconExtended: BeaconScheme(secret: secret, extended: true, staggered: staggered)
         }
     }
 }

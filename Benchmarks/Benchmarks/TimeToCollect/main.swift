@@ -168,7 +168,12 @@ func runRound(voters n: Int, interval: Duration, seed: UInt64, horizon: Double, 
     var counted = 0
     var batch: [AdvertisementReport] = []
     var stream: [AdvertisementReport] = []  // pipeline mode: every report of the round, in order
-    let air = SimulatedAir(AirConfiguration(seed: seed, firstEventPhase: options.synchronized ? .immediate : .randomWithinInterval,
+    // Voters that follow the beacon start when its STATE opens the question, all on the same frame; their
+    // radios start at once, as a controller does, and the voter itself starts at a random moment
+    // (StaggeredStart). Otherwise each voter's first event comes at a random phase, as buttons pressed at
+    // unrelated moments, unless --synchronized.
+    let phase: FirstEventPhase = scheme.votersFollowBeacon || options.synchronized ? .immediate : .randomWithinInterval
+    let air = SimulatedAir(AirConfiguration(seed: seed, firstEventPhase: phase,
                                             broadcast: BroadcastConfiguration(extended: scheme.extendedBroadcast)))
     let central = air.central()
     var reports = central.advertisements(companyID: 0xFFFF).makeAsyncIterator()
