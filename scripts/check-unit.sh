@@ -2,6 +2,7 @@
 # Checks systemd/clicker-tally.service, alone, with the projector page's drop-in
 # (systemd/clicker-tally-web.conf) and with the question set's (systemd/clicker-tally-questions.conf): `systemd-analyze verify` must pass and
 # `systemd-analyze security --offline=true` must report an exposure of at most $MAX_EXPOSURE (default 2.0).
+# The unit must also cap its memory with a MemoryMax= of a size, which no drop-in may change.
 # Exits non-zero (loudly) otherwise, or when systemd-analyze is missing.
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,6 +20,13 @@ mkdir -p "$tmp/bin"
 printf '#!/bin/sh\nexit 0\n' > "$tmp/bin/clicker-tally"
 chmod 0755 "$tmp/bin/clicker-tally"
 grep -q '^ExecStart=/usr/local/bin/clicker-tally daemon$' "$unit" || { echo "FAIL: unexpected ExecStart= line" >&2; exit 1; }
+# A memory cap: exactly one MemoryMax= line, a size (digits and an optional K/M/G/T suffix), not infinity.
+[ "$(grep -c '^MemoryMax=' "$unit")" = 1 ] && grep -Eq '^MemoryMax=[1-9][0-9]*[KMGT]?$' "$unit" \
+    || { echo "FAIL: the unit must set MemoryMax= to a size" >&2; exit 1; }
+for d in "$here"/systemd/clicker-tally-*.conf; do
+    if grep -q '^MemoryMax=' "$d"; then echo "FAIL: $d changes MemoryMax=" >&2; exit 1; fi
+done
+echo "ok: $(grep '^MemoryMax=' "$unit")"
 sed "s|^ExecStart=/usr/local/bin/clicker-tally |ExecStart=$tmp/bin/clicker-tally |" "$unit" > "$tmp/clicker-tally.service"
 # The unit with a drop-in (merge NAME): its [Service] lines go at the end of the unit's [Service] section,
 # where a drop-in's would take effect (ExecStart= empties the list, later single settings win, lists merge).

@@ -96,9 +96,11 @@ public final class ClickerStore: Sendable {
     }
 
     /// Marks a poll closed (it is no longer resumed); closes its open questions too. The open questions
-    /// of an anonymous poll are sealed: only their totals remain (see `closeQuestion`).
+    /// of an anonymous poll are sealed: only their totals remain (see `closeQuestion`). Its key bindings
+    /// (voter ID and public key, table `voter_key`) are deleted, and the WAL is checkpointed and
+    /// truncated whether or not a question was sealed, so that their old pages leave the files too.
     public func closePoll(_ poll: Int64, at date: Date = Date()) throws {
-        let sealed = try pool.write { db -> Bool in
+        try pool.write { db in
             try Self.requirePoll(db, poll)
             let t = date.timeIntervalSince1970
             let anonymous = try Self.isAnonymous(db, poll)
@@ -109,9 +111,8 @@ public final class ClickerStore: Sendable {
             if anonymous { for n in open { try Self.seal(db, poll: poll, number: n) } }
             try db.execute(sql: "UPDATE poll SET closed_at = ? WHERE id = ? AND closed_at IS NULL", arguments: [t, poll])
             try Self.deleteVoterKeys(db, poll: poll)
-            return anonymous && !open.isEmpty
         }
-        if sealed { checkpointAfterSeal() }
+        checkpointAfterSeal()
     }
 
     /// Opens question `number` of `poll`, creating it with `definition` if needed. Reopening a closed

@@ -6,8 +6,8 @@ public struct FloodPolicy: Sendable, Hashable {
     /// Tag verifications one address may trigger in a burst, and per second after that.
     public var perAddressBurst: Double = 16
     public var perAddressPerSecond: Double = 8
-    /// Tag verifications per second, shared by all addresses that never sent an authentic ballot.
-    /// Addresses that did (honest voters) are not held to it. When more are offered, each request is
+    /// Tag verifications per second, shared by all addresses that never sent a ballot that was
+    /// counted. Addresses that did (honest voters) are not held to it. When more are offered, each request is
     /// admitted at random with probability `untrustedPerSecond / offered rate`, so a voter who starts
     /// late into a flood gets through as often as one who started before it; the bucket
     /// (`untrustedBurst`) stays as a hard cap.
@@ -77,7 +77,7 @@ public struct IngestResult: Sendable, Hashable {
 ///
 /// Exact repeats of a payload already verified skip all cryptography. Cheap checks run before any
 /// key is used; tag verifications are rate-limited per address and, for addresses that never sent
-/// an authentic ballot, globally. Every report that is not counted is counted by reason in
+/// a ballot that was counted, globally. Every report that is not counted is counted by reason in
 /// `tally.rejections`.
 public struct IngestPipeline: Sendable {
     public let keyring: PollKeyring
@@ -156,8 +156,9 @@ public struct IngestPipeline: Sendable {
                 if good.count >= policy.goodCacheLimit { good.removeAll(keepingCapacity: true) }
                 good[key] = b
             }
-            trust(report.address)
-            return IngestResult(outcome: tally.record(b, from: report.address, at: report.timestamp), ballot: b)
+            let outcome = tally.record(b, from: report.address, at: report.timestamp)
+            trust(report.address, after: outcome)
+            return IngestResult(outcome: outcome, ballot: b)
         case .failure(let r):
             if let key, r == .badTag || r == .malformedAnswer {
                 if bad.count >= policy.badCacheLimit { bad.removeAll(keepingCapacity: true) }
@@ -191,9 +192,10 @@ public struct IngestPipeline: Sendable {
         switch result {
         case .success(let signed):
             let b = signed.ballot
-            trust(address)
             let proof: BallotProof = VoterPublicKey(signed.publicKey).map { .signed($0) } ?? .advertised
-            return IngestResult(outcome: tally.record(b, from: address, at: time, proof: proof), ballot: b)
+            let outcome = tally.record(b, from: address, at: time, proof: proof)
+            trust(address, after: outcome)
+            return IngestResult(outcome: outcome, ballot: b)
         case .failure(let r):
             return rejected(r, at: time)
         }
@@ -207,7 +209,12 @@ public struct IngestPipeline: Sendable {
         }
     }
 
-    mutating func trust(_ a: DeviceAddress) {
+    /// Exempts `a` from the shared budget once a ballot it sent was counted (new or changed). An
+    /// authentic ballot alone is not enough: anyone can record one and replay it from a fresh address
+    /// (a closed question's ballots are no longer cached, so such a replay is verified again, then
+    /// rejected as `otherQuestion`), and a repeat of a counted ballot proves nothing either.
+    mutating func trust(_ a: DeviceAddress, after outcome: RecordOutcome) {
+        guard outcome.changesTotals else { return }
         if trusted.count >= policy.addressLimit { trusted.removeAll(keepingCapacity: true) }
         trusted.insert(a)
     }

@@ -1,5 +1,6 @@
 @testable import ClickerStore
 import Foundation
+import Glibc
 import XCTest
 
 final class ExportTests: XCTestCase {
@@ -120,6 +121,33 @@ final class ExportTests: XCTestCase {
         XCTAssertTrue(names.contains("poll-2285-20260921T141320Z-2.json"), "\(names)")
         for (path, data) in contents {
             XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: path)), data, "\(path) was overwritten")
+        }
+    }
+
+    /// A symbolic link planted at an export's name (pointing at a file the planter wants written), and
+    /// a file already there: neither is written through or replaced; the export takes the next free
+    /// stem, as new 0600 files.
+    func testAPlantedLinkOrFileAtAnExportNameIsNotWrittenThrough() throws {
+        let (store, poll, _) = try makeStore(mode: .anonymous)
+        let out = try makeTempDir(self)
+        let target = try makeTempDir(self) + "/victim.txt"
+        try Data("keep".utf8).write(to: URL(fileURLWithPath: target))
+        let stem = out + "/" + ExportNames.stem(poll)
+        try FileManager.default.createSymbolicLink(atPath: stem + "-summary.csv", withDestinationPath: target)
+        try FileManager.default.createSymbolicLink(atPath: stem + ".json", withDestinationPath: target + ".absent")
+        try Data("mine".utf8).write(to: URL(fileURLWithPath: stem + "-2.json"))
+        let written = try store.export(poll: poll.id, to: out)
+        XCTAssertEqual(written.map { ($0 as NSString).lastPathComponent }.sorted(),
+                       [ExportNames.stem(poll) + "-3-summary.csv", ExportNames.stem(poll) + "-3.json"])
+        XCTAssertEqual(try String(contentsOfFile: target, encoding: .utf8), "keep", "the link's target is untouched")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: target + ".absent"), "a dangling link is not followed")
+        XCTAssertEqual(try String(contentsOfFile: stem + "-2.json", encoding: .utf8), "mine", "an existing file stays")
+        XCTAssertEqual(try FileManager.default.destinationOfSymbolicLink(atPath: stem + "-summary.csv"), target)
+        for path in written {
+            var st = stat()
+            XCTAssertEqual(lstat(path, &st), 0)
+            XCTAssertEqual(st.st_mode & S_IFMT, S_IFREG, path)
+            XCTAssertEqual(st.st_mode & 0o777, 0o600, path)
         }
     }
 

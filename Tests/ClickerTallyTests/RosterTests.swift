@@ -90,6 +90,26 @@ final class RosterTests: XCTestCase {
         forged.data[5] = UInt8(other >> 24); forged.data[6] = UInt8(truncatingIfNeeded: other >> 16)
         forged.data[7] = UInt8(truncatingIfNeeded: other >> 8); forged.data[8] = UInt8(truncatingIfNeeded: other)
         XCTAssertEqual(p.ingest(forged).outcome, .rejected(.badTag))
+        // Nor can a classmate who copies student 1's voter ID off the air seal a winning ballot for it
+        // with the poll key, all the join code gives (this pipeline makes no GATT reads).
+        let copied = Ballot(mode: .roster, voteID: code.voteID, question: 1, voterID: s1.voterID, sequence: 0xFFFF,
+                            answer: .choice(0))
+        var copy = report(s1, .choice(3), seq: 2, addr: 7)
+        copy.data = BallotCodec.sealAdvertisement(copied, key: .anonymous(pollSecret(code)))
+        XCTAssertEqual(p.ingest(copy).outcome, .rejected(.badTag))
+        // A classmate with the join code alone cannot read a student's answer: without the roster its
+        // keyring has no key for the voter, and the poll's own key does not open the ballot.
+        let heard = report(s1, .choice(3), seq: 2, addr: 2).data
+        let classmate = PollKeyring(secret: pollSecret(code))
+        XCTAssertEqual(BallotCodec.openAdvertisement(heard, keyring: classmate), .failure(.unknownVoter))
+        let withPollKey = heard.withUnsafeBytes { b in
+            BallotCodec.header(b, length: BallotFormat.advertisementLength, voteID: code.voteID).flatMap { h in
+                BallotCodec.verifyAndDecrypt(b, header: h, key: .anonymous(pollSecret(code)))
+            }
+        }
+        XCTAssertEqual(withPollKey, .failure(.badTag))
+        XCTAssertEqual(try BallotCodec.openAdvertisement(heard, keyring: p.keyring).get().answer, .choice(3),
+                       "the instructor's keyring, which holds the roster, opens it")
 
         let results = try XCTUnwrap(p.tally.results(question: 1))
         XCTAssertEqual(results.voters, 2)

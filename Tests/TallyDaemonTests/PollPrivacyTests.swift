@@ -1,3 +1,4 @@
+import ClickerSim
 import ClickerStore
 import ClickerTally
 import ClickerTransport
@@ -133,6 +134,59 @@ final class PollPrivacyTests: XCTestCase {
             XCTFail("a sealed anonymous question must not reopen")
         } catch let e as PollError {
             XCTAssertEqual(e, .questionSealed(2))
+        }
+    }
+
+    /// With GATT reads on (the default), each voter's key is bound to its voter ID and the binding is
+    /// stored (table `voter_key`) until the poll closes. Closed by the next poll after its question was
+    /// already sealed, the poll leaves no voter ID and no public key in the database files (main file,
+    /// WAL and shared memory).
+    func testClosedGATTConfirmedPollHoldsNoVoterIDOrKey() async throws {
+        let dir = try directory()
+        let db = try ClickerStore(path: dir + "/clicker.sqlite", durability: .normal)
+        let controller = try PollController(options: PollOptions(joinCode: code), store: db)
+        let secret = PollSecret(deriving: code)
+        let voters = (0..<8).map { i in
+            BallotSealer(secret: secret, deviceKey: DeviceKey(bytes: [UInt8](repeating: UInt8(0x30 + i), count: 32))!)
+        }
+        let air = SimulatedAir(AirConfiguration(seed: 21, clock: .virtual))
+        let run = await air.start(controller)
+        for (i, v) in voters.enumerated() {
+            let p = air.addPeripheral(address: DeviceAddress(rawValue: 0xC0_0000_1000 + UInt64(i)))
+            try await p.publish(service: BallotFormat.serviceUUID, characteristic: BallotFormat.ballotCharacteristicUUID,
+                                value: v.gattValue(question: 1, sequence: 1, answer: .choice(UInt8(i % 4))))
+            try await p.advertise(AdvertisingPayload(companyID: BallotFormat.companyID,
+                                                     data: v.advertisement(question: 1, sequence: 1, answer: .choice(UInt8(i % 4)))))
+        }
+        await air.drive(controller, until: RadioInstant(nanoseconds: 20_000_000_000))
+        run.cancel()
+        _ = try? await run.value
+        let counted = await controller.results()
+        XCTAssertEqual(counted.voters, 8)
+        XCTAssertEqual(counted.ballots.filter(\.gattVerified).count, 8, "every ballot read back and verified")
+        XCTAssertEqual(try db.voterKeys(poll: 1).count, 8, "the bindings are stored while the poll is open")
+
+        func found(_ v: BallotSealer, in haystack: [(String, Data)]) -> [String] {
+            let id = [UInt8(v.voterID >> 24), UInt8((v.voterID >> 16) & 0xFF), UInt8((v.voterID >> 8) & 0xFF),
+                      UInt8(v.voterID & 0xFF)]
+            return haystack.compactMap { name, data in
+                data.range(of: Data(id)) != nil || data.range(of: Data(v.publicKey)) != nil ? name : nil
+            }
+        }
+        // The question is sealed (its ballots deleted, the WAL checkpointed), but the bindings stay:
+        // the scan below does find them while the poll is open.
+        try await controller.closeQuestion()
+        let sealedQ1 = await controller.results(question: 1)
+        XCTAssertEqual(sealedQ1.ballots, [])
+        let beforeClose = try bytes(of: dir)
+        XCTAssertTrue(voters.allSatisfy { !found($0, in: beforeClose).isEmpty }, "the bindings are in the files")
+
+        try await controller.newPoll()  // closes poll 1
+        XCTAssertEqual(try db.voterKeys(poll: 1), [])
+        let haystack = try bytes(of: dir)
+        XCTAssertTrue(haystack.contains { $0.0 == "clicker.sqlite" && $0.1.count > 0 })
+        for v in voters {
+            XCTAssertEqual(found(v, in: haystack), [], "voter \(IDText.voter(v.voterID)) or its key left in the files")
         }
     }
 

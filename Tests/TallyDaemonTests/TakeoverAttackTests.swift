@@ -5,7 +5,7 @@ import ClickerTransport
 import ClickerWire
 import Crypto
 import Foundation
-import TallyDaemon
+@testable import TallyDaemon
 import XCTest
 
 /// The takeover attack (anonymous mode) through the simulated radio against a real `PollController`:
@@ -108,37 +108,59 @@ final class TakeoverAttackTests: XCTestCase {
     }
 
     /// Verification and key bindings are kept with the poll: a restart gives the same results, and the
-    /// attack still fails after it.
+    /// attack still fails after it, under both counting rules: the copied advertisement is
+    /// `unverifiedChange`, and a read signed by another key is `keyMismatch` because the victim's key
+    /// is still bound (unbound, that key would be bound and its ballot would replace the victim's).
     func testARestartKeepsVerificationAndBindings() async throws {
-        let path = NSTemporaryDirectory() + "clicker-takeover-\(UUID().uuidString)/db.sqlite"
-        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-        let store = try ClickerStore(path: path, durability: .normal)
-        let air = SimulatedAir(AirConfiguration(seed: 13, clock: .virtual))
-        let first = try PollController(options: PollOptions(joinCode: Self.code), store: store)
-        let run = await air.start(first)
-        try await attack(air, question: 1, sequence: 0xFFFF, answer: .choice(3))
-        await air.drive(first, until: RadioInstant(nanoseconds: 3_000_000_000))
-        try await vote(air, question: 1, sequence: 2, answer: .choice(1))
-        await air.drive(first, until: RadioInstant(nanoseconds: 15_000_000_000))
-        run.cancel()
-        _ = try? await run.value
-        let before = await first.results()
-        assertVictimCounted(before, .choice(1), "before the restart")
+        for policy in ChangePolicy.allCases {
+            let path = NSTemporaryDirectory() + "clicker-takeover-\(UUID().uuidString)/db.sqlite"
+            let dir = (path as NSString).deletingLastPathComponent
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            addTeardownBlock { try? FileManager.default.removeItem(atPath: dir) }
+            let store = try ClickerStore(path: path, durability: .normal)
+            let air = SimulatedAir(AirConfiguration(seed: 13, clock: .virtual))
+            let first = try PollController(options: PollOptions(joinCode: Self.code, policy: policy), store: store)
+            let run = await air.start(first)
+            try await attack(air, question: 1, sequence: winning(policy), answer: .choice(3))
+            await air.drive(first, until: RadioInstant(nanoseconds: 3_000_000_000))
+            try await vote(air, question: 1, sequence: 2, answer: .choice(1))
+            await air.drive(first, until: RadioInstant(nanoseconds: 15_000_000_000))
+            run.cancel()
+            _ = try? await run.value
+            let before = await first.results()
+            assertVictimCounted(before, .choice(1), "\(policy): before the restart")
 
-        let second = try PollController(options: PollOptions(joinCode: Self.code),
-                                        store: try ClickerStore(path: path, durability: .normal),
-                                        start: .resume(maxAge: .seconds(3600)))
-        let after = await second.results()
-        XCTAssertEqual(after.counts, before.counts)
-        XCTAssertEqual(after.changes, before.changes)
-        XCTAssertEqual(after.ballots, before.ballots)
-        // The attacker's advertisement again, to the restarted tally: the bound, verified vote stands.
-        let forged = Ballot(voteID: Self.code.voteID, question: 1, voterID: victim.voterID, sequence: 0xFFFF, answer: .choice(0))
-        await second.ingest(AdvertisementReport(address: attackerAddress, rssi: -60, companyID: BallotFormat.companyID,
-                                                data: BallotCodec.sealAdvertisement(forged, key: .anonymous(Self.secret)),
-                                                timestamp: .zero))
-        let attacked = await second.results()
-        assertVictimCounted(attacked, .choice(1), "after the restart")
-        XCTAssertEqual(attacked.rejected["unverifiedChange"], (after.rejected["unverifiedChange"] ?? 0) + 1)
+            let second = try PollController(options: PollOptions(joinCode: Self.code, policy: policy),
+                                            store: try ClickerStore(path: path, durability: .normal),
+                                            start: .resume(maxAge: .seconds(3600)))
+            let after = await second.results()
+            XCTAssertEqual(after.counts, before.counts, "\(policy)")
+            XCTAssertEqual(after.changes, before.changes, "\(policy)")
+            XCTAssertEqual(after.ballots, before.ballots, "\(policy)")
+            // The attacker's advertisement again, to the restarted tally: the verified vote stands.
+            let forged = Ballot(voteID: Self.code.voteID, question: 1, voterID: victim.voterID, sequence: winning(policy),
+                                answer: .choice(0))
+            await second.ingest(AdvertisementReport(address: attackerAddress, rssi: -60, companyID: BallotFormat.companyID,
+                                                    data: BallotCodec.sealAdvertisement(forged, key: .anonymous(Self.secret)),
+                                                    timestamp: .zero))
+            let attacked = await second.results()
+            assertVictimCounted(attacked, .choice(1), "\(policy): after the restart")
+            XCTAssertEqual(attacked.rejected["unverifiedChange"], (after.rejected["unverifiedChange"] ?? 0) + 1, "\(policy)")
+            // A read of that ballot signed by another key whose hash is the victim's voter ID (as
+            // grinding 2^32 keys would give; any other key is `badSignature` at the codec): the binding
+            // restored from the store refuses it.
+            let ground = try XCTUnwrap(VoterPublicKey(Array(Curve25519.Signing.PrivateKey().publicKey.rawRepresentation)))
+            let outcome = await second.recordRead(forged, signedBy: ground, from: attackerAddress)
+            XCTAssertEqual(outcome, .rejected(.keyMismatch), "\(policy)")
+            assertVictimCounted(await second.results(), .choice(1), "\(policy): after a read signed by another key")
+        }
+    }
+}
+
+extension PollController {
+    /// Records `b` as read over GATT signed by `key`, past the codec's check that the key hashes to
+    /// the voter ID (which only a ground key passes).
+    func recordRead(_ b: Ballot, signedBy key: VoterPublicKey, from address: DeviceAddress) -> RecordOutcome {
+        pipeline.tally.record(b, from: address, at: radioNow, proof: .signed(key))
     }
 }

@@ -30,6 +30,18 @@ final class StateFileTests: XCTestCase {
         XCTAssertFalse(book.entries.contains { $0.poll == "a-1000-1" }, "the oldest polls are forgotten first")
     }
 
+    /// The sequence file remembers 256 polls: a poll's counter continues after 255 later polls, and
+    /// the 256th forgets it, so that a ballot for it would start again at 1.
+    func testAPollIsRememberedFor255LaterPollsThenForgotten() throws {
+        let store = SequenceStore(state: tempState())
+        XCTAssertEqual(try store.claim(poll: "a-1-1", question: 1, answer: [1, 0, 0]), 1)
+        for i in 0..<255 { _ = try store.claim(poll: "a-\(1000 + i)-1", question: 1, answer: [1, 0, 0]) }
+        XCTAssertEqual(try store.claim(poll: "a-1-1", question: 1, answer: [1, 0, 1]), 2, "remembered after 255 later polls")
+        for i in 0..<256 { _ = try store.claim(poll: "a-\(2000 + i)-1", question: 1, answer: [1, 0, 0]) }
+        XCTAssertFalse(try store.load().entries.contains { $0.poll == "a-1-1" })
+        XCTAssertEqual(try store.claim(poll: "a-1-1", question: 1, answer: [1, 0, 2]), 1, "forgotten after 256")
+    }
+
     func testSequenceRunsPerPollAndARepeatedAnswerTakesNoNumber() {
         var book = SequenceBook()
         let a: [UInt8] = [1, 0, 0], b: [UInt8] = [1, 0, 1]

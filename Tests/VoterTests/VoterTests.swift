@@ -3,7 +3,7 @@ import ClickerTransport
 import ClickerWire
 import Foundation
 import Glibc
-import Voter
+@testable import Voter
 import XCTest
 
 final class VoterTests: XCTestCase {
@@ -105,11 +105,18 @@ final class VoterTests: XCTestCase {
     func testStateFilesAreOwnerOnly() throws {
         let state = tempState()
         _ = try DeviceIdentity.loadOrCreate(in: state)
+        // A claimed sequence writes the sequence file, under its lock file (the key has one too).
+        XCTAssertEqual(try SequenceStore(state: state).claim(poll: "a-4821-1", question: 1, answer: [1, 0, 0]), 1)
         var st = stat()
-        XCTAssertEqual(stat(state.path + "/device-key", &st), 0)
-        XCTAssertEqual(st.st_mode & 0o777, 0o600)
+        let files = ["device-key", "device-key.lock", SequenceStore.file, SequenceStore.lock]
+        for name in files {
+            XCTAssertEqual(stat(state.path + "/" + name, &st), 0, name)
+            XCTAssertEqual(st.st_mode & 0o777, 0o600, name)
+        }
         XCTAssertEqual(stat(state.path, &st), 0)
         XCTAssertEqual(st.st_mode & 0o777, 0o700)
+        // Nothing else in the directory (a leftover temporary file would escape the checks above).
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: state.path).sorted(), files.sorted())
     }
 
     func testDamagedKeyFileIsAClearErrorNotACrash() throws {
