@@ -53,9 +53,9 @@ public struct BeaconFollowService: Service {
 
     public static let origin = ContinuousClock.now
     /// How long a roster ballot goes unacknowledged before the student is told why that may be: in a
-    /// full room of 1,000 the last voter is counted after about 4.4 s and 99 % see *counted* within 2.8 s
-    /// of that (docs/SIMULATION.md), a device the class list does not hold never does (the tally cannot
-    /// authenticate its ballots, PROTOCOL.md §8).
+    /// full room of 1,000 the last voter is counted after about 4.9 s and 99 % see *counted* within 3 s
+    /// of being counted (docs/SIMULATION.md, 20 seeds), a device the class list does not hold never does
+    /// (the tally cannot authenticate its ballots, PROTOCOL.md §8).
     public static let rosterHintAfter: Duration = .seconds(15)
 
     enum Event: Sendable {

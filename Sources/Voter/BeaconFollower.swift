@@ -10,9 +10,9 @@ public struct BeaconFollower: Sendable {
     /// How long the voter waits for an authentic STATE frame before it says there is no beacon.
     public static let noBeaconAfter: Duration = .seconds(5)
     /// How its radio listens for the beacon: all the time (what BlueZ's discovery does anyway). At
-    /// ``ScanDutyCycle/fast``'s half, 99 % of 1,000 voters are counted in 4.85 s and 85 % hear their
+    /// ``ScanDutyCycle/fast``'s half, 99 % of 1,000 voters were counted in 4.85 s and 85 % heard their
     /// acknowledgement within a second; always on, 4.10 s and 98.5 % (TimeToCollect `--beacon`,
-    /// extended frames, docs/SIMULATION.md).
+    /// extended frames, on the air before voters staggered their starts: docs/SIMULATION.md).
     public static let listening = ScanDutyCycle.continuous
 
     /// A question a STATE frame opened, with its text once every TEXT page arrived.

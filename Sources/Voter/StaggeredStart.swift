@@ -6,7 +6,8 @@
 /// few milliseconds of the others, and a controller sends the first event of an advertisement as soon
 /// as it is enabled. Voters that started on the same frame would send their first events together and
 /// keep colliding for many intervals, since advDelay moves two of them apart by at most 10 ms an
-/// event (TimeToCollect `--beacon` with voters that start at once: 300 voters 42 % counted after 30 s).
+/// event (TimeToCollect `--beacon --synchronized`, voters that start at once: 300 voters 41.7 % counted
+/// after 30 s with extended frames).
 /// So a ballot goes on the air, or changes interval, at a uniformly random moment within its
 /// interval, and the radio is silent until then. Silence, and a new ballot at the interval already
 /// on the air (the student changed the answer: nobody else did at that moment), take effect at once.
