@@ -1,22 +1,10 @@
 /// Seeded pseudo-random generators for the simulator.
 ///
 /// Everything random in the simulated air comes from one of these, seeded from
-/// `AirConfiguration.seed`, so that a run is identical for the same seed.
+/// `AirConfiguration.seed`, so that a run is identical for the same seed (SplitMix64 is in
+/// ClickerTransport, which the voter's start draws share).
 
-/// SplitMix64 (Steele, Lea, Flood 2014): used to expand a 64-bit seed into generator state.
-public struct SplitMix64: RandomNumberGenerator, Sendable {
-    public var state: UInt64
-
-    public init(seed: UInt64) { state = seed }
-
-    public mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
+import ClickerTransport
 
 /// xoshiro256** (Blackman, Vigna 2018): the simulator's generator.
 public struct Xoshiro256StarStar: RandomNumberGenerator, Sendable {

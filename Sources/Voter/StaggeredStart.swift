@@ -1,3 +1,5 @@
+import ClickerTransport
+
 /// When what a ``BeaconFollower`` asks to advertise reaches the radio (docs/PROTOCOL.md §11.10,
 /// "When it starts"). Pure: the caller passes each wish and its monotonic clock, puts ``onAir`` on the
 /// radio, and comes back at ``startAt``.
@@ -21,7 +23,7 @@ public struct StaggeredStart: Sendable {
 
     /// Draws each delay from a generator seeded with `seed`.
     public init(seed: UInt64) {
-        random = SplitMix64(state: seed)
+        random = SplitMix64(seed: seed)
     }
 
     private init() {}
@@ -67,17 +69,5 @@ public struct StaggeredStart: Sendable {
         guard var r = random, ns > 0 else { return .zero }
         defer { random = r }
         return .nanoseconds(Int64.random(in: 0..<ns, using: &r))
-    }
-}
-
-/// SplitMix64 (Steele, Lea and Flood): a small, fast, seedable generator, enough to spread start times.
-struct SplitMix64: RandomNumberGenerator, Sendable {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import ClickerSim
+import ClickerTransport
 import ClickerWire
 import Logging
 import DemoRoom

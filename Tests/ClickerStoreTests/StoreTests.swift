@@ -1,4 +1,4 @@
-import struct ClickerSim.SplitMix64
+import struct ClickerTransport.SplitMix64
 @testable import ClickerStore
 import ClickerWire
 import Foundation

@@ -1,4 +1,4 @@
-import struct ClickerSim.SplitMix64
+import struct ClickerTransport.SplitMix64
 import ClickerTally
 import ClickerTransport
 import ClickerWire

@@ -1,4 +1,5 @@
 import ClickerSim
+import ClickerTransport
 import ClickerWire
 import Voter
 import XCTest

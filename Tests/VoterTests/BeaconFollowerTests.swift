@@ -1,3 +1,4 @@
+import ClickerTransport
 import ClickerWire
 import Voter
 import XCTest
@@ -246,7 +247,7 @@ final class BeaconFollowerTests: XCTestCase {
     /// ballot no ACKS frame has acknowledged with its real fingerprint never stops advertising while
     /// its question is open and the STATE interval is not stop.
     func testAnUnacknowledgedBallotIsAdvertisedWhileItsQuestionIsOpen() {
-        var rng = SplitMix(seed: 0x5EED)
+        var rng = SplitMix64(seed: 0x5EED)
         var checked = 0
         for _ in 0..<200 {
             var f = follower()
@@ -315,18 +316,5 @@ final class BeaconFollowerTests: XCTestCase {
             }
         }
         XCTAssertGreaterThan(checked, 1000, "the random runs reach answered open questions")
-    }
-}
-
-/// A small seeded generator, so the property test is the same on every run.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
