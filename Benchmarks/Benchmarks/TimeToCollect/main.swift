@@ -11,7 +11,8 @@
 // With --beacon: today's scheme (voters at 100 ms, the tally only scans) and the beacon scheme (the tally's
 // real `TallyBeacon` broadcasting, voters following it by the rules of docs/PROTOCOL.md §11.10) side by side
 // on the same seeds, for 300 and 1,000 voters and for 300 voters casting over 10 s, with the channel's
-// physical bound (BeaconTable.swift, BeaconScheme.swift).
+// physical bound (BeaconTable.swift, BeaconScheme.swift). The beacon's voters start their radios at once,
+// as controllers do, at the moment their `StaggeredStart` draws; with --synchronized they skip the draw.
 //
 // "Heard" is pluggable (`HeardDetector`): the default takes a report as a vote when its data is the
 // voter's payload. With --pipeline every voter advertises a real sealed ballot, every report also goes
