@@ -28,7 +28,7 @@ public struct StaggeredStart: Sendable {
 
     private init() {}
 
-    /// Draws the delays from the system's generator: what a voter runs.
+    /// Draws the delays from a generator seeded by the system's: what a voter runs.
     public static func random() -> StaggeredStart { StaggeredStart(seed: UInt64.random(in: .min ... .max)) }
 
     /// Never waits: for a caller whose radio already starts at a random moment, or a test that is not
