@@ -1,4 +1,5 @@
 import ClickerTally
+import ClickerTestSupport
 import ClickerTransport
 import ClickerWire
 import DBus
@@ -219,6 +220,60 @@ final class BusAPITests: XCTestCase {
         defer { deadline.cancel() }
         let voters = await watching.value
         XCTAssertEqual(voters, [0, 1], "TallyChanged for the vote did not come at once")
+    }
+
+    /// While votes keep coming, `TallyChanged` comes at most 4 times a second (the emitter's default
+    /// interval, 250 ms), and the last counts still arrive once the burst ends. On an injected clock:
+    /// 200 votes, one every 10 ms of its time.
+    func testTallyChangedComesAtMostFourTimesASecondWhileVotesKeepComing() async throws {
+        let bus = try PrivateBus()
+        defer { bus.stop() }
+        var options = PollOptions(joinCode: code, confirmByGATT: false)
+        options.publishRule = .perBallot
+        let controller = try PollController(options: options, store: nil)
+        let server = try await DBusConnection.connect(.address(bus.address))
+        defer { server.close() }
+        let api = try await TallyBusService(controller: controller, connection: server, exportDirectory: "/tmp")
+        let listener = try await DBusConnection.connect(.address(bus.address))
+        defer { listener.close() }
+        let signals = try await listener.signals(matching: DBusMatchRule(interface: TallyBus.interface, member: "TallyChanged"))
+        let clock = TestClock()
+        let emitter = Task { await api.emitChanges(clock: clock) }
+        defer { emitter.cancel() }
+
+        let votes = 200
+        let ballots = (1...votes).map { report(voter: UInt32($0), answer: .choice(1)) }
+        let watching = Task { () -> [UInt32] in
+            var voters: [UInt32] = []
+            var burst: Task<Void, Never>?
+            for await s in signals {
+                guard case .uint32(let v)? = s.arguments.dropFirst().first else { continue }
+                voters.append(v)
+                // The first signal (the state at start) says the emitter is up: then the burst.
+                if voters.count == 1 {
+                    burst = Task {
+                        for ballot in ballots {
+                            await controller.ingest(ballot)
+                            for _ in 0..<20 { await Task.yield() }
+                            clock.advance(by: .milliseconds(10))
+                        }
+                        // The burst is over: the trailing wake-up, 250 ms after the last vote.
+                        for _ in 0..<20 { await Task.yield() }
+                        clock.advance(by: .milliseconds(300))
+                    }
+                }
+                if v == UInt32(votes) { break }
+            }
+            await burst?.value
+            return voters
+        }
+        let deadline = Task { try await Task.sleep(for: .seconds(60)); watching.cancel() }
+        defer { deadline.cancel() }
+        let voters = await watching.value
+        XCTAssertEqual(voters.last, UInt32(votes), "the last counts arrived after the burst")
+        // 2 s of votes: at most one signal per 250 ms of them, one after the burst, and the one at start.
+        XCTAssertLessThanOrEqual(voters.count, 1 + 2_000 / 250 + 1 + 1, "TallyChanged came more than 4 times a second: \(voters)")
+        XCTAssertGreaterThanOrEqual(voters.count, 4, "TallyChanged waited for the burst to end: \(voters)")
     }
 
     func testOnlyJoinCodeRepliesWithTheSecretAndNewPollReplacesThePoll() async throws {
