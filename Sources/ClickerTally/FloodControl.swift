@@ -72,19 +72,14 @@ struct OfferedRate: Sendable, Hashable {
 /// The admission draws: SplitMix64, seeded once per pipeline. Not cryptographic; a flooder cannot
 /// see which of its forgeries were verified, so it cannot learn the stream.
 struct AdmissionRandom: Sendable, Hashable {
-    var state: UInt64
+    var generator: SplitMix64
 
-    init(seed: UInt64) { state = seed }
+    init(seed: UInt64) { generator = SplitMix64(seed: seed) }
 
     /// True with probability `p` (0...1).
     @inline(__always)
     mutating func chance(_ p: Double) -> Bool {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        z ^= z >> 31
-        return Double(z >> 11) * 0x1p-53 < p
+        Double(generator.next() >> 11) * 0x1p-53 < p
     }
 }
 
