@@ -12,7 +12,6 @@ import Voter
 
 /// The tally of the beacon scheme, and its voters.
 final class BeaconScheme: TallyScheme {
-    var label: String { extendedBroadcast ? "beacon+ext" : "beacon" }
     let votersFollowBeacon = true
     /// The tally broadcasts extended advertising (58 fingerprints a frame) instead of legacy frames.
     let extendedBroadcast: Bool
