@@ -22,6 +22,13 @@ public struct TallyBeacon: Sendable {
         /// An acknowledgement in rotation this long is taken to have reached its voter (the load model
         /// counts the voter at the keep-alive).
         public var settle: Duration = .milliseconds(500)
+        /// The same with extended acknowledgements, which reach 99 % of a room of 300 within 0.33 s
+        /// (TimeToCollect `--beacon`).
+        public var quickSettle: Duration = .milliseconds(300)
+        /// With extended acknowledgements, the load the interval is chosen for: the voters must also
+        /// hear the tally's frames, whose ADV_EXT_IND a voter's PDU destroys, and a channel a little
+        /// below its best lets more through (e^(−(a+b)·λ): 0.51 at load 1, 0.58 at 0.8).
+        public var quickTargetLoad = 0.8
         public var composer = BeaconComposer.Tuning()
 
         public init() {}
@@ -40,7 +47,11 @@ public struct TallyBeacon: Sendable {
     /// it is the room: what a question opens assuming, and the most voters the estimate may read.
     public let roomLimit: Int?
     public private(set) var composer: BeaconComposer
+    /// The voters at the STATE interval read from the repeats (legacy acknowledgements; with extended
+    /// ones, a bound on the load).
     public private(set) var estimator = BeaconLoadEstimator()
+    /// The voters not yet counted read from the arrivals (extended acknowledgements).
+    public private(set) var likelihood = RoomLikelihood()
     /// The STATE interval announced last.
     public private(set) var interval = BeaconInterval(milliseconds: 20) ?? .stop
     /// Voters counted in the largest question so far (the room, for the next question's start).
@@ -57,9 +68,11 @@ public struct TallyBeacon: Sendable {
     /// Ballots counted for the first time since the last payload.
     var arrivals = 0
     var lastPayloadAt: UInt64?
+    /// When the open question's current window of arrivals began (nil: at its next payload).
+    var windowStart: UInt64?
     /// Acknowledgements go out in extended frames (58 a frame), which reach most voters within a
-    /// second: a counted voter not heard again may have gone quiet, so the repeats overstate the load
-    /// and the arrivals are asked too (``chooseInterval(at:)``).
+    /// second: a counted voter not heard again may have gone quiet, so the repeats overstate the load,
+    /// and the tally reads the voters not yet counted from the arrivals instead (``RoomLikelihood``).
     var quickAcknowledgements: Bool { composer.capabilities.extended }
 
     public init(key: BeaconKey, mode: BallotMode, capabilities: BroadcastCapabilities, roomLimit: Int? = nil,
@@ -118,6 +131,8 @@ public struct TallyBeacon: Sendable {
         if question != nil { room = max(room ?? 0, ballots.count) }
         question = q
         estimator = BeaconLoadEstimator()
+        likelihood = RoomLikelihood()
+        windowStart = nil
         loudRepeats = 0
         arrivals = 0
         ballots.removeAll()
@@ -139,21 +154,8 @@ public struct TallyBeacon: Sendable {
                 ballots[v] = c
             }
             if !fingerprints.isEmpty { composer.acknowledge(fingerprints, question: q, at: tick) }
-            // Evidence of the load: the advertising events since the last payload of counted voters taken
-            // to be loud (from counting until their acknowledgement has been out for the loud window),
-            // whole intervals after their counted report, and the repeats heard from them meanwhile.
-            let settle = loudWindow, since = lastPayloadAt ?? 0
-            let period = max(1, Self.ns(.milliseconds(interval.milliseconds ?? 20) + BeaconAirModel.meanDelay))
-            var events: UInt64 = 0
-            for c in ballots.values {
-                let end = c.acknowledgedAt.map { min(ns, $0 &+ settle) } ?? ns
-                guard end > c.countedAt else { continue }
-                let before = since > c.countedAt ? (since - c.countedAt) / period : 0
-                let after = (end - c.countedAt) / period
-                if after > before { events += after - before }
-            }
-            estimator.observe(repeats: loudRepeats, events: Double(events), at: ns)
-            estimator.observe(arrivals: arrivals, at: ns)
+            observeRepeats(at: ns)
+            if quickAcknowledgements { observeArrivals(at: ns) }
         }
         loudRepeats = 0
         arrivals = 0
@@ -165,30 +167,84 @@ public struct TallyBeacon: Sendable {
         return p
     }
 
-    /// The interval for the voters at the STATE interval: the load estimate when the evidence suffices,
-    /// else the room not yet counted.
-    mutating func chooseInterval(at ns: UInt64) -> BeaconInterval {
-        let settled = Self.ns(tuning.settle)
+    /// The voters counted and taken to be quiet at `ns`: their acknowledgement has been out for the
+    /// settle time. With extended acknowledgements, not a voter heard since then within ``Tuning/loudGap``:
+    /// it missed its acknowledgement and still advertises at the STATE interval.
+    func quietCount(at ns: UInt64) -> Int {
         var quiet = 0
-        for c in ballots.values { if let at = c.acknowledgedAt, ns >= at &+ settled { quiet += 1 } }
+        if quickAcknowledgements {
+            let settled = Self.ns(tuning.quickSettle), gap = Self.ns(tuning.loudGap)
+            for c in ballots.values {
+                guard let at = c.acknowledgedAt, ns >= at &+ settled else { continue }
+                if c.lastHeard < at &+ settled || ns >= c.lastHeard &+ gap { quiet += 1 }
+            }
+        } else {
+            let settled = Self.ns(tuning.settle)
+            for c in ballots.values { if let at = c.acknowledgedAt, ns >= at &+ settled { quiet += 1 } }
+        }
+        return quiet
+    }
+
+    /// Extended acknowledgements: the window of arrivals since the last payload.
+    mutating func observeArrivals(at ns: UInt64) {
+        defer { windowStart = ns }
+        guard let start = windowStart, ns > start else { return }
+        let quiet = quietCount(at: ns)
+        let period = BeaconAirModel.seconds(.milliseconds(interval.milliseconds ?? 20) + BeaconAirModel.meanDelay)
+        let listening = BeaconLoadEstimator.listening(BeaconAirModel.Broadcast(interval: broadcastInterval),
+                                                      airTime: BeaconAirModel.ballotAirTime)
+        likelihood.observe(RoomLikelihood.Window(end: ns, seconds: Double(ns - start) / 1e9, arrivals: arrivals,
+                                                 period: period, counted: ballots.count,
+                                                 loudCounted: ballots.count - quiet, quiet: quiet, listening: listening))
+    }
+
+    /// Legacy acknowledgements: the repeats since the last payload.
+    mutating func observeRepeats(at ns: UInt64) {
+        // Evidence of the load: the advertising events since the last payload of counted voters taken
+        // to be loud (from counting until their acknowledgement has been out for the loud window),
+        // whole intervals after their counted report, and the repeats heard from them meanwhile.
+        let settle = loudWindow, since = lastPayloadAt ?? 0
+        let period = max(1, Self.ns(.milliseconds(interval.milliseconds ?? 20) + BeaconAirModel.meanDelay))
+        var events: UInt64 = 0
+        for c in ballots.values {
+            let end = c.acknowledgedAt.map { min(ns, $0 &+ settle) } ?? ns
+            guard end > c.countedAt else { continue }
+            let before = since > c.countedAt ? (since - c.countedAt) / period : 0
+            let after = (end - c.countedAt) / period
+            if after > before { events += after - before }
+        }
+        estimator.observe(repeats: loudRepeats, events: Double(events), at: ns)
+    }
+
+    /// The interval for the voters at the STATE interval: the estimate when the evidence suffices
+    /// (extended acknowledgements: the voters not yet counted, from the arrivals, and those counted but
+    /// not yet quiet; legacy: the voters at the STATE interval, from the repeats), else the room.
+    mutating func chooseInterval(at ns: UInt64) -> BeaconInterval {
+        let quiet = quietCount(at: ns)
         let broadcast = BeaconAirModel.Broadcast(interval: broadcastInterval)
-        estimator.observe(repeats: 0, events: 0, at: ns)  // fades old evidence
-        let current = interval.milliseconds.map { Duration.milliseconds($0) } ?? .milliseconds(20)
         // The room bounds the estimate: no more voters can be loud than the room holds. (Not less those
         // acknowledged: an acknowledgement in rotation is no proof that its voter heard it.) A roster
         // poll's room is its roster: it cannot count more voters.
         var room = max(self.room ?? 0, tuning.expectedVoters, ballots.count)
         if let limit = roomLimit { room = max(min(limit, room), ballots.count) }
-        var estimate = estimator.voters(interval: current, acknowledged: quiet, broadcast: broadcast)
-        if quickAcknowledgements, estimator.repeats >= Self.minimumRepeats, let repeated = estimator.load(broadcast: broadcast),
-           let arrived = estimator.arrivalLoads(interval: current, loudCounted: ballots.count - quiet, broadcast: broadcast),
-           repeated < Self.branchMargin * arrived.high {
-            // The repeats overstate the load (voters went quiet), so the true load is below them, and
-            // below the arrivals' overloaded root: the channel is underloaded, and the arrivals' other
-            // root is the load.
-            let period = BeaconAirModel.seconds(current + BeaconAirModel.meanDelay)
-            let fromArrivals = Int((arrived.low * period / (2 * BeaconAirModel.seconds(BeaconAirModel.ballotAirTime))).rounded(.up))
-            estimate = min(estimate ?? .max, fromArrivals)
+        estimator.observe(repeats: 0, events: 0, at: ns)  // fades old evidence
+        let current = interval.milliseconds.map { Duration.milliseconds($0) } ?? .milliseconds(20)
+        let fromRepeats = estimator.voters(interval: current, acknowledged: quiet, broadcast: broadcast)
+        let estimate: Int?
+        if quickAcknowledgements {
+            // The repeats overstate the load (voters went quiet), so they bound it from above: a room
+            // that would load the channel past them (less one standard deviation of their count) is
+            // not this one. With fewer than 3 repeats their load is the prior's (half a repeat), which a
+            // deeply overloaded room exceeds.
+            let loudCounted = ballots.count - quiet
+            let atMost = estimator.repeats >= Self.minimumRepeats
+                ? estimator.voters(interval: current, acknowledged: quiet, broadcast: broadcast, upper: true).map { $0 - loudCounted }
+                : nil
+            estimate = likelihood.uncounted(counted: ballots.count, at: ns, atMost: atMost).map {
+                Int((Double($0 + loudCounted) / tuning.quickTargetLoad).rounded(.up))
+            }
+        } else {
+            estimate = fromRepeats
         }
         let loud = min(estimate ?? .max, room)
         let best = BeaconAirModel.stateInterval(unacknowledged: loud, acknowledged: quiet, broadcast: broadcast)
@@ -198,11 +254,7 @@ public struct TallyBeacon: Sendable {
         return interval
     }
 
-    /// How far below the arrivals' overloaded root the repeats' load must be before the arrivals are
-    /// believed: room for the noise of a few dozen events.
-    static let branchMargin = 0.8
-    /// Repeats the evidence must hold before the repeats' load bounds the true one from above: with
-    /// fewer, the load read is the prior's (half a repeat), which a deeply overloaded channel exceeds.
+    /// Repeats the evidence must hold before their reading bounds the load from above.
     static let minimumRepeats = 3.0
 
     @inline(__always)

@@ -52,7 +52,7 @@ func beaconTable(_ options: Options) async throws {
     print([pad("N", 5), pad("scheme", 10), pad("t50 %", 7), pad("t99 %", 7), pad("t100 %", 7), pad("bound99", 8),
            pad("bound100", 9), pad("counted", 8), pad("shown≤1s", 9), pad("p99 shown", 10)].joined(separator: " "))
     var costs: [(n: Int, variant: Variant, cost: VoterCost)] = []
-    for n in options.quick ? [300] : [300, 1000] {
+    for n in options.rooms ?? (options.quick ? [300] : [300, 1000]) {
         for variant in Variant.allCases {
             let beacon = variant != .today
             let (results, cost) = try await atOnce(n) { variant.scheme(secret, staggered: staggered) }

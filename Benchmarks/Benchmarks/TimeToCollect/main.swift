@@ -6,7 +6,7 @@
 // at least once; the table shows medians over the seeds next to the analytic model.
 //
 // Run: swift run -c release --package-path Benchmarks TimeToCollect [--seeds 20] [--quick]
-//      [--synchronized] [--quiet-when-heard] [--pipeline] [--beacon]
+//      [--synchronized] [--quiet-when-heard] [--pipeline] [--beacon [--rooms 300,1000,2000]]
 //
 // With --beacon: today's scheme (voters at 100 ms, the tally only scans) and the beacon scheme (the tally's
 // real `TallyBeacon` broadcasting, voters following it by the rules of docs/PROTOCOL.md §11.10) side by side
@@ -38,6 +38,8 @@ struct Options {
     var pipeline = false
     /// --beacon: today's scheme and the beacon side by side (300 and 1,000 voters, and a 10 s spread).
     var beacon = false
+    /// --rooms: the voters of --beacon's first table (default 300 and 1,000; --quick: 300).
+    var rooms: [Int]? = nil
 }
 
 func parseOptions() -> Options {
@@ -51,8 +53,11 @@ func parseOptions() -> Options {
         case "--quiet-when-heard": o.quietWhenHeard = true
         case "--pipeline": o.pipeline = true
         case "--beacon": o.beacon = true
+        case "--rooms":
+            let rooms = args.popFirst().map { $0.split(separator: ",").compactMap { Int($0) }.filter { $0 > 0 } } ?? []
+            if !rooms.isEmpty { o.rooms = rooms }
         default:
-            print("usage: TimeToCollect [--seeds N] [--quick] [--synchronized] [--quiet-when-heard] [--pipeline] [--beacon]")
+            print("usage: TimeToCollect [--seeds N] [--quick] [--synchronized] [--quiet-when-heard] [--pipeline] [--beacon [--rooms N,N...]]")
             exit(2)
         }
     }
