@@ -191,15 +191,9 @@ final class BusAPITests: XCTestCase {
     func testTallyChangedIsSentOnChangeNotOnATimer() async throws {
         let bus = try PrivateBus()
         defer { bus.stop() }
-        var options = PollOptions(joinCode: code, confirmByGATT: false)
-        options.publishRule = .perBallot
-        let controller = try PollController(options: options, store: nil)
-        let server = try await DBusConnection.connect(.address(bus.address))
-        defer { server.close() }
-        let api = try await TallyBusService(controller: controller, connection: server, exportDirectory: "/tmp")
-        let listener = try await DBusConnection.connect(.address(bus.address))
-        defer { listener.close() }
-        let signals = try await listener.signals(matching: DBusMatchRule(interface: TallyBus.interface, member: "TallyChanged"))
+        let rig = try await TallyChangedRig(bus: bus, code: code)
+        defer { rig.close() }
+        let (controller, api, signals) = (rig.controller, rig.api, rig.signals)
         let emitter = Task { await api.emitChanges(every: .seconds(3600)) }
         defer { emitter.cancel() }
 
@@ -228,15 +222,9 @@ final class BusAPITests: XCTestCase {
     func testTallyChangedComesAtMostFourTimesASecondWhileVotesKeepComing() async throws {
         let bus = try PrivateBus()
         defer { bus.stop() }
-        var options = PollOptions(joinCode: code, confirmByGATT: false)
-        options.publishRule = .perBallot
-        let controller = try PollController(options: options, store: nil)
-        let server = try await DBusConnection.connect(.address(bus.address))
-        defer { server.close() }
-        let api = try await TallyBusService(controller: controller, connection: server, exportDirectory: "/tmp")
-        let listener = try await DBusConnection.connect(.address(bus.address))
-        defer { listener.close() }
-        let signals = try await listener.signals(matching: DBusMatchRule(interface: TallyBus.interface, member: "TallyChanged"))
+        let rig = try await TallyChangedRig(bus: bus, code: code)
+        defer { rig.close() }
+        let (controller, api, signals) = (rig.controller, rig.api, rig.signals)
         let clock = TestClock()
         let emitter = Task { await api.emitChanges(clock: clock) }
         defer { emitter.cancel() }
@@ -350,5 +338,29 @@ final class BusAPITests: XCTestCase {
         let data = pipe.fileHandleForReading.readDataToEndOfFile()
         p.waitUntilExit()
         return String(decoding: data, as: UTF8.self)
+    }
+}
+
+/// A poll that shows every ballot at once, served on a private bus, and a listener's `TallyChanged` signals.
+private struct TallyChangedRig {
+    let controller: PollController
+    let server: DBusConnection
+    let api: TallyBusService
+    let listener: DBusConnection
+    let signals: AsyncStream<DBusSignal>
+
+    init(bus: PrivateBus, code: JoinCode) async throws {
+        var options = PollOptions(joinCode: code, confirmByGATT: false)
+        options.publishRule = .perBallot
+        controller = try PollController(options: options, store: nil)
+        server = try await DBusConnection.connect(.address(bus.address))
+        api = try await TallyBusService(controller: controller, connection: server, exportDirectory: "/tmp")
+        listener = try await DBusConnection.connect(.address(bus.address))
+        signals = try await listener.signals(matching: DBusMatchRule(interface: TallyBus.interface, member: "TallyChanged"))
+    }
+
+    func close() {
+        listener.close()
+        server.close()
     }
 }
