@@ -198,7 +198,8 @@ public struct TallyBeacon: Sendable {
                                                  loudCounted: ballots.count - quiet, quiet: quiet, listening: listening))
     }
 
-    /// Legacy acknowledgements: the repeats since the last payload.
+    /// The repeats since the last payload: legacy acknowledgements read the load from them, extended
+    /// ones a bound on it.
     mutating func observeRepeats(at ns: UInt64) {
         // Evidence of the load: the advertising events since the last payload of counted voters taken
         // to be loud (from counting until their acknowledgement has been out for the loud window),
@@ -229,7 +230,6 @@ public struct TallyBeacon: Sendable {
         if let limit = roomLimit { room = max(min(limit, room), ballots.count) }
         estimator.observe(repeats: 0, events: 0, at: ns)  // fades old evidence
         let current = interval.milliseconds.map { Duration.milliseconds($0) } ?? .milliseconds(20)
-        let fromRepeats = estimator.voters(interval: current, acknowledged: quiet, broadcast: broadcast)
         let estimate: Int?
         if quickAcknowledgements {
             // The repeats overstate the load (voters went quiet), so they bound it from above: a room
@@ -244,7 +244,7 @@ public struct TallyBeacon: Sendable {
                 Int((Double($0 + loudCounted) / tuning.quickTargetLoad).rounded(.up))
             }
         } else {
-            estimate = fromRepeats
+            estimate = estimator.voters(interval: current, acknowledged: quiet, broadcast: broadcast)
         }
         let loud = min(estimate ?? .max, room)
         let best = BeaconAirModel.stateInterval(unacknowledged: loud, acknowledged: quiet, broadcast: broadcast)
