@@ -22,7 +22,7 @@ public struct TallyBeacon: Sendable {
         /// An acknowledgement in rotation this long is taken to have reached its voter (the load model
         /// counts the voter at the keep-alive).
         public var settle: Duration = .milliseconds(500)
-        /// The same with extended acknowledgements, which reach 99 % of a room of 300 within 0.42 s
+        /// The same with extended acknowledgements, which reach 99 % of a room of 300 within 0.50 s
         /// (TimeToCollect `--beacon`).
         public var quickSettle: Duration = .milliseconds(300)
         /// With extended acknowledgements, the load the interval is chosen for: the voters must also

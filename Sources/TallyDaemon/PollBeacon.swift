@@ -142,9 +142,9 @@ extension PollController {
         beacon.radio = old.radio
         beacon.off = old.off   // the radio still cannot broadcast while it scans
         if var t = old.tally, let caps = old.capabilities, let wake = old.wake {
-            let closed = t.payload(.closed, tick: beaconTick(clock()), at: radioNow.nanoseconds)
+            _ = t.payload(.closed, tick: beaconTick(clock()), at: radioNow.nanoseconds)
             startBeacon(caps, wake: wake)
-            if let f = closed.frames.first { beacon.farewell = (f, clock().addingTimeInterval(Self.seconds(beaconClosingTime))) }
+            if let f = t.lastState { beacon.farewell = (f, clock().addingTimeInterval(Self.seconds(beaconClosingTime))) }
             beaconChanged()
         }
     }

@@ -14,6 +14,17 @@ public struct BeaconFollower: Sendable {
     /// acknowledgement within a second; always on, 4.10 s and 98.5 % (TimeToCollect `--beacon`,
     /// extended frames, on the air before voters staggered their starts: docs/SIMULATION.md).
     public static let listening = ScanDutyCycle.continuous
+    /// A voter sending its ballot that hears no authentic beacon frame for this long doubles its
+    /// interval, and again after each further such silence, up to ``longestBackoff``; the next STATE
+    /// it admits sets the interval it asks for again. Voters that choke the channel also deafen
+    /// themselves to the STATE that would slow them: in TimeToCollect `--beacon`, a tally that
+    /// announced 20 ms to 240 voters on a bad reading, and 720 ms 0.6 s later, left them all at 20 ms
+    /// for the rest of the 30 s (legacy frames, 4 seeds of 20). Longer than the longest a quiet tally
+    /// goes without sealing a new frame (a STATE every second, on a 250 ms tick): a BlueZ voter hears
+    /// a frame only when the data change.
+    public static let silenceBeforeBackoff: Duration = .milliseconds(1500)
+    /// The longest interval backing off reaches (the longest a STATE frame can ask for).
+    public static let longestBackoff: Duration = .milliseconds(2550)
 
     /// A question a STATE frame opened, with its text once every TEXT page arrived.
     public struct Question: Sendable, Hashable {
@@ -79,18 +90,24 @@ public struct BeaconFollower: Sendable {
     private var pending: Answer?
     private var text: BeaconTextAssembler?
     private var refused: Answer?
+    /// When the last authentic frame was heard, or the last back-off began; and the doublings since
+    /// the last admitted STATE.
+    private var silentSince: Duration
+    private var doublings = 0
 
     public init(key: BeaconKey, mode: BallotMode, voterID: UInt32, now: Duration) {
         self.key = key
         self.mode = mode
         self.voterID = voterID
         started = now
+        silentSince = now
     }
 
     /// Manufacturer data (after the company ID) heard at `now`. Anything that is not an authentic
     /// beacon frame of this poll, and any STATE the replay guard refuses, changes nothing.
     public mutating func hear(_ bytes: [UInt8], at now: Duration) {
         guard case .success(let frame) = BeaconCodec.open(bytes, key: key) else { return tick(at: now) }
+        silentSince = max(silentSince, now)
         switch frame {
         case .state(let s):
             guard guardState.admit(s, at: now) else { return }
@@ -111,9 +128,16 @@ public struct BeaconFollower: Sendable {
         }
     }
 
-    /// The passage of time: after ``noBeaconAfter`` without an authentic STATE, ``Status/noBeacon``.
+    /// The passage of time: after ``noBeaconAfter`` without an authentic STATE, ``Status/noBeacon``;
+    /// while sending, after ``silenceBeforeBackoff`` without an authentic frame, a longer interval.
     public mutating func tick(at now: Duration) {
         if !heardState, status == .waiting, now - started >= Self.noBeaconAfter { status = .noBeacon }
+        guard case .sending = status, now - silentSince >= Self.silenceBeforeBackoff else { return }
+        silentSince = now
+        if case .ballot(_, _, _, let current) = advertising, current < Self.longestBackoff {
+            doublings += 1
+            update()
+        }
     }
 
     /// The student's answer. Checked against the open question; while none is open it waits for the next.
@@ -163,6 +187,7 @@ public struct BeaconFollower: Sendable {
     private mutating func follow(_ s: BeaconState) {
         heardState = true
         interval = s.interval
+        doublings = 0
         mismatch = s.mode != mode
         pollMode = s.mode
         switch s.poll {
@@ -229,7 +254,11 @@ public struct BeaconFollower: Sendable {
                 advertising = .ballot(question: q.number, answer: a, generation: generation, interval: BeaconInterval.keepAlive)
                 status = .counted(a)
             } else {
-                advertising = .ballot(question: q.number, answer: a, generation: generation, interval: .milliseconds(ms))
+                // Backing off (``silenceBeforeBackoff``): twice the STATE's interval per silence, at most
+                // ``longestBackoff`` (or the STATE's, when longer).
+                let asked = Duration.milliseconds(ms)
+                let backedOff = doublings == 0 ? asked : max(asked, min(asked * (1 << min(doublings, 16)), Self.longestBackoff))
+                advertising = .ballot(question: q.number, answer: a, generation: generation, interval: backedOff)
                 status = .sending(a)
             }
         }

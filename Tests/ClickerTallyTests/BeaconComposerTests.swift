@@ -28,6 +28,11 @@ final class BeaconComposerTests: XCTestCase {
         }
     }
 
+    /// The ACKS frames of `p`, in order.
+    func acks(_ p: BroadcastPayload) -> [BeaconAcks] {
+        p.frames.compactMap { if case .success(.acks(let a)) = BeaconCodec.open($0, key: key) { a } else { nil } }
+    }
+
     func fingerprint(_ voter: UInt32, _ q: UInt8 = 2, _ seq: UInt16 = 1) -> AckFingerprint {
         key.fingerprint(voterID: voter, question: q, sequence: seq)
     }
@@ -117,12 +122,52 @@ final class BeaconComposerTests: XCTestCase {
         }
     }
 
+    /// STATE keeps one cadence across payloads replaced faster than it comes round (every 100 ms, about
+    /// 4 frames each): one frame in ``BeaconComposer/Tuning/stateEvery`` on air once the rotation
+    /// outlasts a payload, so that acknowledgements get the rest (a STATE leading every payload took a
+    /// quarter); every payload holds one; a STATE that says something new (interval, phase) leads.
+    func testStateKeepsItsCadenceAcrossReplacedPayloadsAndLeadsWhenItChanges() throws {
+        for (caps, rate) in [(BroadcastCapabilities.legacy, 25), (Self.extended, 400)] {
+            var c = BeaconComposer(key: key, mode: .anonymous, capabilities: caps)
+            let every = c.tuning.stateEvery
+            XCTAssertGreaterThanOrEqual(every, 8)
+            let (_, radio, payloads) = run(&c, perSecond: rate, seconds: 3)
+            for p in payloads { XCTAssertNotNil(BeaconCodec.state(in: p, key: key), "a payload without STATE (\(caps))") }
+            let isState = radio.sent.map { if case .success(.state) = BeaconCodec.open($0.frame, key: key) { true } else { false } }
+            let at = isState.indices.filter { isState[$0] }
+            let gaps = zip(at.dropFirst(), at).map { $0 - $1 }
+            XCTAssertLessThanOrEqual(gaps.max() ?? .max, every, "STATE at frames \(at) (\(caps))")
+            // Once the rotation outlasts a payload (after the first half second, when a payload of STATE,
+            // one ACKS frame and the text cycles): STATE at most one frame in ten.
+            let steady = isState.dropFirst(20)
+            let share = Double(steady.filter { $0 }.count) / Double(steady.count)
+            XCTAssertLessThanOrEqual(share, 1 / Double(every) + 0.001, "STATE took \(share) of the frames (\(caps))")
+        }
+        // A payload replaced 30 ms after one that led with STATE goes on with the cadence (ACKS first);
+        // a new interval, then a new phase, lead with a STATE saying it.
+        var c = BeaconComposer(key: key, mode: .anonymous, capabilities: .legacy)
+        c.acknowledge((1...12).map { fingerprint($0) }, question: 2, at: 0)
+        func lead(_ p: BroadcastPayload) -> BeaconFrame? {
+            if case .success(let f) = BeaconCodec.open(p.frames[0], key: key) { f } else { nil }
+        }
+        guard case .state = lead(c.compose(.open(question), interval: interval, at: 1)) else { return XCTFail("the first payload") }
+        guard case .acks = lead(c.compose(.open(question), interval: interval, at: 4)) else { return XCTFail("the cadence") }
+        let shorter = BeaconInterval(milliseconds: 60)!
+        guard case .state(let s) = lead(c.compose(.open(question), interval: shorter, at: 7)) else { return XCTFail("a new interval") }
+        XCTAssertEqual(s.interval, shorter)
+        guard case .state(let closed) = lead(c.compose(.questionClosed(question), interval: shorter, at: 10)) else {
+            return XCTFail("a new phase")
+        }
+        XCTAssertEqual(closed.poll, .questionClosed(BeaconQuestion(number: 2, kind: .single, options: 4,
+                                                                   textDigest: key.textDigest(question.text!.block!))))
+    }
+
     func testNewestFirstAndABallotHeardAgainIsAcknowledgedAgain() throws {
         var c = BeaconComposer(key: key, mode: .anonymous, capabilities: .legacy)
         c.acknowledge([fingerprint(1), fingerprint(2), fingerprint(3)], question: 2, at: 0)
         c.acknowledge([fingerprint(4)], question: 2, at: 5)
         var p = c.compose(.open(question), interval: interval, at: 10)
-        guard case .success(.acks(let first)) = BeaconCodec.open(p.frames[1], key: key) else { return XCTFail() }
+        guard let first = acks(p).first else { return XCTFail() }
         XCTAssertEqual(first.fingerprints.first, fingerprint(4), "the newest first")
         // Long after, nothing is left in rotation: the payload is STATE and the text.
         p = c.compose(.open(question), interval: interval, at: 1000)
@@ -132,7 +177,7 @@ final class BeaconComposerTests: XCTestCase {
         // Heard again (its voter missed the acknowledgement): back in rotation, first.
         c.acknowledge([fingerprint(2)], question: 2, at: 1001)
         p = c.compose(.open(question), interval: interval, at: 1002)
-        guard case .success(.acks(let again)) = BeaconCodec.open(p.frames[1], key: key) else { return XCTFail() }
+        guard let again = acks(p).first else { return XCTFail() }
         XCTAssertEqual(again.fingerprints, [fingerprint(2)])
         XCTAssertEqual(p.interval, c.tuning.fastInterval)
     }
@@ -151,13 +196,15 @@ final class BeaconComposerTests: XCTestCase {
             for f in p.frames {
                 guard case .success(let frame) = BeaconCodec.open(f, key: key) else { return XCTFail() }
                 if case .text = frame { continue }  // sealed once per question, before
+                if case .state = frame { continue }
                 counters.append(frame.counter)
             }
-            // The STATE frame opens the payload; the frames after it were sealed after it.
-            guard let state = counters.first else { return XCTFail() }
+            // The STATE frame is sealed first (wherever it goes in the payload), the ACKS frames after it.
+            guard let state = BeaconCodec.state(in: p, key: key)?.counter else { return XCTFail() }
             if let last { XCTAssertGreaterThan(state, last, "payload \(step)") }
-            XCTAssertEqual(Set(counters.filter { $0 != state }).count, counters.filter { $0 != state }.count)
-            last = counters.max()
+            XCTAssertTrue(counters.allSatisfy { $0 > state }, "payload \(step)")
+            XCTAssertEqual(Set(counters).count, counters.count)
+            last = counters.max() ?? state
             XCTAssertEqual(c.counter, last)
         }
     }
@@ -165,7 +212,7 @@ final class BeaconComposerTests: XCTestCase {
     func testPhasesAndIntervals() throws {
         var c = BeaconComposer(key: key, mode: .roster, capabilities: .legacy)
         func state(_ p: BroadcastPayload) throws -> BeaconState {
-            guard case .success(.state(let s)) = BeaconCodec.open(p.frames[0], key: key) else { throw BeaconRejection.badTag }
+            guard let s = BeaconCodec.state(in: p, key: key) else { throw BeaconRejection.badTag }
             return s
         }
         var s = try state(c.compose(.open(question), interval: interval, at: 1))
@@ -197,8 +244,7 @@ final class BeaconComposerTests: XCTestCase {
         for caps in [BroadcastCapabilities.legacy, Self.extended] {
             var c = BeaconComposer(key: key, mode: .anonymous, capabilities: caps)
             let p = c.compose(.open(question), interval: interval, at: 7)
-            guard case .success(.state(let s)) = BeaconCodec.open(p.frames[0], key: key),
-                  case .open(let q) = s.poll, let digest = q.textDigest else { return XCTFail() }
+            guard let s = BeaconCodec.state(in: p, key: key), case .open(let q) = s.poll, let digest = q.textDigest else { return XCTFail() }
             var assembler = BeaconTextAssembler(digest: digest)
             var result: QuestionText?
             for f in p.frames {

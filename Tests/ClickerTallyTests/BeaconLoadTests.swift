@@ -49,8 +49,7 @@ final class BeaconLoadTests: XCTestCase {
     }
 
     func interval(_ p: BroadcastPayload) -> Int? {
-        guard case .success(.state(let s)) = BeaconCodec.open(p.frames[0], key: key) else { return nil }
-        return s.interval.milliseconds
+        BeaconCodec.state(in: p, key: key)?.interval.milliseconds
     }
 
     func testAVoterLoudLongAfterItsAcknowledgementIsAcknowledgedAgainButNotAtTheKeepAlive() {

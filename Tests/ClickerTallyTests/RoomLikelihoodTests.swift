@@ -134,7 +134,7 @@ final class RoomLikelihoodTests: XCTestCase {
             let now = Double(step) / 100, ns = UInt64(step) * 10_000_000
             if step % 10 == 0 {
                 let p = t.payload(.open(q), tick: UInt32(step) + 1, at: ns)
-                if case .success(.state(let s)) = BeaconCodec.open(p.frames[0], key: key), let ms = s.interval.milliseconds {
+                if let ms = BeaconCodec.state(in: p, key: key)?.interval.milliseconds {
                     announced = ms
                 }
                 for i in casts.indices where countedAt[i] != nil && acknowledgedAt[i] == nil
@@ -204,7 +204,7 @@ final class RoomLikelihoodTests: XCTestCase {
                 for r in again where r.at <= now { t.counted(r.voter, question: 1, sequence: 1, at: r.at) }
                 again.removeAll { $0.at <= now }
                 let p = t.payload(.open(q), tick: UInt32(step * 10), at: now)
-                if case .success(.state(let s)) = BeaconCodec.open(p.frames[0], key: key), let ms = s.interval.milliseconds {
+                if let ms = BeaconCodec.state(in: p, key: key)?.interval.milliseconds {
                     interval = ms
                 }
             }

@@ -1,5 +1,6 @@
 import ClickerSim
 import ClickerTally
+import ClickerTestSupport
 import ClickerTransport
 import ClickerWire
 import Foundation
@@ -208,10 +209,9 @@ final class BeaconDaemonTests: XCTestCase {
         run.cancel()
         _ = try? await run.value
         let counters = radio.payloads[quietFrom...].compactMap { p -> UInt32? in
-            guard let f = p.frames.first, case .success(.state(let s)) = BeaconCodec.open(f, key: key) else { return nil }
-            return s.counter
+            BeaconCodec.state(in: p, key: key)?.counter
         }
-        XCTAssertEqual(counters.count, radio.payloads.count - quietFrom, "every payload leads with a STATE frame")
+        XCTAssertEqual(counters.count, radio.payloads.count - quietFrom, "every payload holds a STATE frame")
         let gaps = zip(counters.dropFirst(), counters).map { Int($0) - Int($1) }
         // 10 ms ticks: a new STATE within 1 s and the 250 ms refresh tick, with room for a slow machine.
         XCTAssertLessThanOrEqual(gaps.max() ?? 0, 150, "STATE counters \(counters)")
@@ -231,7 +231,7 @@ final class BeaconDaemonTests: XCTestCase {
             let run = Task { try await controller.run(central: radio) }
             defer { run.cancel() }
             try await eventually("a payload", timeout: .seconds(20)) { !radio.payloads.isEmpty }
-            guard let f = radio.payloads.first?.frames.first, case .success(.state(let s)) = BeaconCodec.open(f, key: key),
+            guard let first = radio.payloads.first, let s = BeaconCodec.state(in: first, key: key),
                   case .open = s.poll else { return nil }
             XCTAssertEqual(s.mode, mode)
             return s.interval.milliseconds
@@ -260,7 +260,7 @@ final class BeaconDaemonTests: XCTestCase {
         XCTAssertLessThan(took, .seconds(2))
         let events = radio.events
         XCTAssertEqual(events.last, "stop")
-        guard let last = radio.payloads.last, case .success(.state(let s)) = BeaconCodec.open(last.frames[0], key: key) else {
+        guard let last = radio.payloads.last, let s = BeaconCodec.state(in: last, key: key) else {
             return XCTFail("no closing payload")
         }
         XCTAssertEqual(s.poll, .closed)

@@ -152,6 +152,47 @@ final class BeaconFollowerTests: XCTestCase {
         }
     }
 
+    /// A voter sending that hears no authentic frame for 1.5 s doubles its interval, and again after
+    /// each further such silence, up to 2.55 s; other frames start the silence again but undo no
+    /// doubling; the next STATE sets its interval. An acknowledged voter does not back off.
+    func testASenderThatHearsNoBeaconBacksOffUntilTheNextState() throws {
+        var f = follower()
+        f.hear(state(.open(q(1)), interval: 20), at: .zero)
+        f.answer(.choice(2))
+        func interval() -> Duration? { if case .ballot(1, .choice(2), _, let i) = f.advertising { i } else { nil } }
+        XCTAssertEqual(BeaconFollower.silenceBeforeBackoff, .milliseconds(1500))
+        f.tick(at: .milliseconds(1499))
+        XCTAssertEqual(interval(), .milliseconds(20))
+        f.tick(at: .milliseconds(1500))
+        XCTAssertEqual(interval(), .milliseconds(40))
+        f.tick(at: .milliseconds(2999))
+        XCTAssertEqual(interval(), .milliseconds(40), "a whole silence between doublings")
+        f.tick(at: .seconds(3))
+        XCTAssertEqual(interval(), .milliseconds(80))
+        // Another voter's fingerprints: the silence starts again, the interval stays.
+        f.hear(acks(1, [AckFingerprint(value: 1)]), at: .seconds(4))
+        f.tick(at: .milliseconds(5499))
+        XCTAssertEqual(interval(), .milliseconds(80))
+        f.tick(at: .milliseconds(5500))
+        XCTAssertEqual(interval(), .milliseconds(160))
+        // Anything else heard (another voter's ballot) is silence.
+        f.hear([0x01, 0x02, 0x03], at: .seconds(7))
+        XCTAssertEqual(interval(), .milliseconds(320))
+        for t in 8...30 { f.tick(at: .seconds(t)) }
+        XCTAssertEqual(interval(), BeaconFollower.longestBackoff, "at most the longest STATE interval")
+        XCTAssertEqual(f.status, .sending(.choice(2)), "backing off never stops the ballot")
+        // The tally heard again: its interval.
+        f.hear(state(.open(q(1)), interval: 720), at: .seconds(31))
+        XCTAssertEqual(interval(), .milliseconds(720))
+        f.tick(at: .milliseconds(32500))
+        XCTAssertEqual(interval(), .milliseconds(1440))
+        // Acknowledged: the keep-alive, whatever the silence.
+        let fp = try XCTUnwrap(seal(&f, sequence: 3))
+        f.hear(acks(1, [fp]), at: .seconds(33))
+        for t in 34...60 { f.tick(at: .seconds(t)) }
+        XCTAssertEqual(interval(), BeaconInterval.keepAlive)
+    }
+
     func testAFrameOfAnotherJoinCodeIsIgnored() {
         var f = follower()
         f.hear(state(.open(q(1)), key: otherKey), at: .seconds(1))
@@ -263,8 +304,10 @@ final class BeaconFollowerTests: XCTestCase {
             var sequence: UInt16 = 0
             var lastGeneration: UInt64?
             var fingerprints: [AckFingerprint] = []
+            var heardStateLast = false
             for _ in 0..<60 {
                 now += .milliseconds(Int(rng.next() % 3000))
+                heardStateLast = false
                 switch rng.next() % 6 {
                 case 0:
                     let question = q(UInt8(1 + rng.next() % 3))
@@ -280,6 +323,7 @@ final class BeaconFollowerTests: XCTestCase {
                         }
                         f.hear(state(.open(question), interval: stopInterval ? nil : 100), at: now)
                         open = question
+                        heardStateLast = true
                     }
                 case 1, 2:
                     f.answer(.choice(UInt8(rng.next() % 4)))  // every question offers A to D
@@ -310,7 +354,14 @@ final class BeaconFollowerTests: XCTestCase {
                     guard case .ballot(o.number, _, _, let interval) = f.advertising else {
                         return XCTFail("an answered open question went silent: \(f.status)")
                     }
-                    if !realAcked { XCTAssertEqual(interval, .milliseconds(100), "slowed without its acknowledgement") }
+                    // Without its acknowledgement: the STATE's interval, or backed off from it after silences
+                    // (testASenderThatHearsNoBeaconBacksOffUntilTheNextState), never the keep-alive.
+                    if !realAcked {
+                        XCTAssertTrue(interval == .milliseconds(100) || interval == .milliseconds(200) || interval == .milliseconds(400)
+                                      || interval == .milliseconds(800) || interval == .milliseconds(1600)
+                                      || interval == BeaconFollower.longestBackoff, "slowed without its acknowledgement: \(interval)")
+                        if heardStateLast { XCTAssertEqual(interval, .milliseconds(100), "a STATE sets its interval") }
+                    }
                 }
                 if open == nil || stopInterval { XCTAssertEqual(f.advertising, .silent) }
             }

@@ -129,9 +129,11 @@ final class BeaconScheme: TallyScheme {
         cost.framesHeard += heard.count
         cost.seconds = Double(now) / 1e9
         cost.voterPDUs = air.statistics.pdusTransmitted
-        // Each voter answers at its cast time and advertises what its follower asks for.
+        // Each voter answers at its cast time and advertises what its follower asks for; its clock ticks
+        // (clicker-vote ticks every 500 ms and on every frame it cannot open; here every step).
         let seconds = Double(now) / 1e9
         for i in followers.indices {
+            followers[i].tick(at: .nanoseconds(Int64(now)))
             if !answered[i], castAt[i] <= seconds {
                 // Before the question is open the follower keeps the answer for it.
                 followers[i].answer(.choice(UInt8(i % Int(question.options))))
