@@ -189,10 +189,9 @@ public struct BeaconComposer: Sendable {
         // STATE where its cadence falls: first when it says something new, else after the frames the
         // cadence still allows; and at least once, last, in a payload too short to reach it.
         let every = max(1, tuning.stateEvery)
-        let said = (phase: phase, interval: Self.asked(phase, interval))
-        let first = stateSaid.map { $0.phase == said.phase && $0.interval == said.interval } == true
-            ? max(0, every - 1 - sinceState) : 0
-        stateSaid = said
+        let asked = Self.asked(phase, interval)
+        let first = stateSaid?.phase == phase && stateSaid?.interval == asked ? max(0, every - 1 - sinceState) : 0
+        stateSaid = (phase, asked)
         var items: [Item] = []
         var rest = order.makeIterator()
         while items.count < tuning.maxFrames {

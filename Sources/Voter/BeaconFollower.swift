@@ -257,7 +257,7 @@ public struct BeaconFollower: Sendable {
                 // Backing off (``silenceBeforeBackoff``): twice the STATE's interval per silence, at most
                 // ``longestBackoff`` (or the STATE's, when longer).
                 let asked = Duration.milliseconds(ms)
-                let backedOff = doublings == 0 ? asked : max(asked, min(asked * (1 << min(doublings, 16)), Self.longestBackoff))
+                let backedOff = max(asked, min(asked * (1 << min(doublings, 16)), Self.longestBackoff))
                 advertising = .ballot(question: q.number, answer: a, generation: generation, interval: backedOff)
                 status = .sending(a)
             }
