@@ -146,6 +146,7 @@ public struct TallyBeacon: Sendable {
     public mutating func payload(_ phase: BeaconPhase, tick: UInt32, at ns: UInt64) -> BroadcastPayload {
         if case .open(let q) = phase { startQuestion(q.number) }
         var fingerprints: [AckFingerprint] = []
+        var quiet = 0
         if let q = question {
             for v in pending {
                 guard var c = ballots[v], c.acknowledgedAt == nil else { continue }
@@ -155,13 +156,14 @@ public struct TallyBeacon: Sendable {
             }
             if !fingerprints.isEmpty { composer.acknowledge(fingerprints, question: q, at: tick) }
             observeRepeats(at: ns)
-            if quickAcknowledgements { observeArrivals(at: ns) }
+            quiet = quietCount(at: ns)
+            if quickAcknowledgements { observeArrivals(at: ns, quiet: quiet) }
         }
         loudRepeats = 0
         arrivals = 0
         lastPayloadAt = ns
         pending.removeAll(keepingCapacity: true)
-        if case .open = phase { interval = chooseInterval(at: ns) }
+        if case .open = phase { interval = chooseInterval(at: ns, quiet: quiet) }
         let p = composer.compose(phase, interval: interval, at: tick)
         broadcastInterval = p.interval
         return p
@@ -185,11 +187,11 @@ public struct TallyBeacon: Sendable {
         return quiet
     }
 
-    /// Extended acknowledgements: the window of arrivals since the last payload.
-    mutating func observeArrivals(at ns: UInt64) {
+    /// Extended acknowledgements: the window of arrivals since the last payload, `quiet` of the counted
+    /// voters taken to be quiet.
+    mutating func observeArrivals(at ns: UInt64, quiet: Int) {
         defer { windowStart = ns }
         guard let start = windowStart, ns > start else { return }
-        let quiet = quietCount(at: ns)
         let period = BeaconAirModel.seconds(.milliseconds(interval.milliseconds ?? 20) + BeaconAirModel.meanDelay)
         let listening = BeaconLoadEstimator.listening(BeaconAirModel.Broadcast(interval: broadcastInterval),
                                                       airTime: BeaconAirModel.ballotAirTime)
@@ -219,9 +221,9 @@ public struct TallyBeacon: Sendable {
 
     /// The interval for the voters at the STATE interval: the estimate when the evidence suffices
     /// (extended acknowledgements: the voters not yet counted, from the arrivals, and those counted but
-    /// not yet quiet; legacy: the voters at the STATE interval, from the repeats), else the room.
-    mutating func chooseInterval(at ns: UInt64) -> BeaconInterval {
-        let quiet = quietCount(at: ns)
+    /// not yet quiet; legacy: the voters at the STATE interval, from the repeats), else the room. `quiet`:
+    /// the counted voters taken to be quiet (``quietCount(at:)``).
+    mutating func chooseInterval(at ns: UInt64, quiet: Int) -> BeaconInterval {
         let broadcast = BeaconAirModel.Broadcast(interval: broadcastInterval)
         // The room bounds the estimate: no more voters can be loud than the room holds. (Not less those
         // acknowledged: an acknowledgement in rotation is no proof that its voter heard it.) A roster

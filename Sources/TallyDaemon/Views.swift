@@ -23,7 +23,8 @@ extension PollController {
         let radioModel = TallyViewModel.Radio(
             adapter: radio.adapter, scanning: radio.state == .scanning,
             sinceDiscoveryRestart: radio.lastDiscoveryRestart.map { radioNow - $0 },
-            errors: radioErrorCount, lastError: radio.lastError)
+            errors: radioErrorCount, lastError: radio.lastError,
+            beacon: beacon.tally.map { $0.composer.capabilities.extended ? .extended : .legacy })
         var alert = beacon.off
         if floodAlert { alert = "flood of forged votes: rejected, honest votes still counted" }
         if let forged = beaconAlert(now: now) { alert = forged }

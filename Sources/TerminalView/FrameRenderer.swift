@@ -157,6 +157,10 @@ public enum FrameRenderer {
         if let d = r.sinceDiscoveryRestart {
             c = g.put(" · discovery restarted \(Format.age(d)) ago", row: row, column: c)
         }
+        if let b = r.beacon {
+            c = g.put(" · beacon \(b.rawValue)", row: row, column: c,
+                      style: b == .legacy ? CellStyle(foreground: .yellow) : .plain)
+        }
         c = g.put(" · \(r.errors) error\(r.errors == 1 ? "" : "s")", row: row, column: c,
                   style: r.errors > 0 ? CellStyle(foreground: .yellow) : .plain)
         if let e = r.lastError {

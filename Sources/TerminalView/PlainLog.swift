@@ -48,6 +48,7 @@ public struct PlainLineFormatter: Sendable {
         if old?.radio.adapter != r.adapter || old?.radio.scanning != r.scanning {
             lines.append("radio: adapter \(sanitize(r.adapter ?? "none")), \(r.scanning ? "scanning" : "not scanning")")
         }
+        if let b = r.beacon, old?.radio.beacon != b { lines.append("radio: " + b.explanation) }
         if let e = r.lastError, old?.radio.lastError != e { lines.append("radio error: " + sanitize(e)) }
         let oldRej = Dictionary((old?.rejections ?? []).map { ($0.reason, $0.count) }, uniquingKeysWith: +)
         for rej in new.rejections where rejections && rej.count > (oldRej[rej.reason] ?? 0) {

@@ -76,17 +76,20 @@ public struct TallyViewModel: Sendable, Equatable, Codable {
         public var errors: Int
         /// The most recent error, shown while set.
         public var lastError: String?
+        /// The frames the tally's beacon goes out in, nil while it does not broadcast.
+        public var beacon: BeaconFrames?
 
         public init(adapter: String? = nil, scanning: Bool = false, sinceDiscoveryRestart: Duration? = nil,
-                    errors: Int = 0, lastError: String? = nil) {
+                    errors: Int = 0, lastError: String? = nil, beacon: BeaconFrames? = nil) {
             self.adapter = adapter
             self.scanning = scanning
             self.sinceDiscoveryRestart = sinceDiscoveryRestart
             self.errors = errors
             self.lastError = lastError
+            self.beacon = beacon
         }
 
-        enum CodingKeys: String, CodingKey { case adapter, scanning, sinceDiscoveryRestart, errors, lastError }
+        enum CodingKeys: String, CodingKey { case adapter, scanning, sinceDiscoveryRestart, errors, lastError, beacon }
 
         // Durations are seconds, as numbers.
         public init(from decoder: any Decoder) throws {
@@ -96,6 +99,7 @@ public struct TallyViewModel: Sendable, Equatable, Codable {
             sinceDiscoveryRestart = try c.decodeIfPresent(Double.self, forKey: .sinceDiscoveryRestart).map(Format.duration(seconds:))
             errors = try c.decode(Int.self, forKey: .errors)
             lastError = try c.decodeIfPresent(String.self, forKey: .lastError)
+            beacon = try c.decodeIfPresent(BeaconFrames.self, forKey: .beacon)
         }
 
         public func encode(to encoder: any Encoder) throws {
@@ -105,6 +109,27 @@ public struct TallyViewModel: Sendable, Equatable, Codable {
             try c.encodeIfPresent(sinceDiscoveryRestart.map(Format.seconds), forKey: .sinceDiscoveryRestart)
             try c.encode(errors, forKey: .errors)
             try c.encodeIfPresent(lastError, forKey: .lastError)
+            try c.encodeIfPresent(beacon, forKey: .beacon)
+        }
+    }
+
+    /// The advertising the beacon goes out in (docs/PROTOCOL.md §11.1, §11.11).
+    public enum BeaconFrames: String, Sendable, Equatable, Codable {
+        /// 24-byte frames, 3 acknowledgements each: in a room of hundreds most students wait seconds
+        /// for "counted" (their votes are counted all the same).
+        case legacy
+        /// Frames of up to 244 bytes, 58 acknowledgements each.
+        case extended
+
+        /// What the instructor is told, once, when the beacon starts in these frames.
+        public var explanation: String {
+            switch self {
+            case .legacy:
+                "beacon in legacy frames (3 acknowledgements a frame): in a room of hundreds most students see "
+                    + "\"counted\" only seconds after their vote is counted; extended frames need a Bluetooth 5 "
+                    + "controller and bluetoothd 5.69 or later, or --radio hci"
+            case .extended: "beacon in extended frames (58 acknowledgements a frame)"
+            }
         }
     }
 

@@ -6,6 +6,7 @@ import ClickerWire
 import Foundation
 import Synchronization
 @testable import TallyDaemon
+import TerminalView
 import Voter
 import XCTest
 
@@ -161,6 +162,8 @@ final class BeaconDaemonTests: XCTestCase {
         radio.ads.yield(ballot(voter: 3, answer: .choice(1)))
         try await eventually("the ballot counted") { await controller.results().voters == 1 }
         XCTAssertEqual(radio.events, [], "nothing was broadcast")
+        let offBeacon = await controller.viewModel().radio.beacon
+        XCTAssertNil(offBeacon, "a beacon that is off goes out in no frames")
         _ = try await controller.newPoll()
         let afterNewPoll = await controller.viewModel().alert
         XCTAssertTrue(afterNewPoll?.hasPrefix("beacon off") == true, "a new poll forgot why the beacon is off")
@@ -188,6 +191,22 @@ final class BeaconDaemonTests: XCTestCase {
         XCTAssertEqual(silent.events, [], "--no-beacon broadcasts nothing")
         run3.cancel()
         _ = try? await run3.value
+    }
+
+    /// The view names the frames the beacon goes out in: an instructor whose radio offers only legacy
+    /// frames (bluetoothd before 5.69) learns why students of a large room see "counted" late.
+    func testTheViewSaysWhichFramesTheBeaconGoesOutIn() async throws {
+        for (capabilities, frames) in [(BroadcastCapabilities.legacy, TallyViewModel.BeaconFrames.legacy), (.extended, .extended)] {
+            let radio = RecordingBroadcaster(capabilities: capabilities)
+            let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: nil)
+            let run = Task { try await controller.run(central: radio) }
+            try await eventually("the view says \(frames)") { await controller.viewModel().radio.beacon == frames }
+            try await eventually("the beacon went out") { radio.payloads.count >= 1 }
+            let longest = radio.payloads.flatMap(\.frames).map(\.count).max() ?? 0
+            XCTAssertLessThanOrEqual(longest, frames == .legacy ? BeaconFormat.legacyBudgetWithFlags : BeaconFormat.extendedBudgetWithFlags)
+            run.cancel()
+            _ = try? await run.value
+        }
     }
 
     /// At the end of a run the tally sends STATE "closed" for the closing time, then stops; the end

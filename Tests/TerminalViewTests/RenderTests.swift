@@ -203,6 +203,31 @@ final class RenderTests: XCTestCase {
         XCTAssertTrue(rowText(g, 0).contains("evil?[2Jtitle????e "))
     }
 
+    /// The radio line names the beacon's frames, legacy ones in yellow; the plain log explains them once.
+    func testTheBeaconsFramesShowOnTheRadioLineAndOnceInTheLog() {
+        var m = Fixtures.openWithVotes
+        m.radio.beacon = .legacy
+        let g = FrameRenderer.render(m, state: ViewState(), width: 100, height: 30)
+        let row = (0..<g.height).first { rowText(g, $0).contains("Radio  hci0") }
+        XCTAssertNotNil(row)
+        if let r = row {
+            XCTAssertTrue(rowText(g, r).contains("scanning · discovery restarted 12s ago · beacon legacy · 0 errors"), rowText(g, r))
+            let scalars = Array(rowText(g, r).unicodeScalars), word = Array("legacy".unicodeScalars)
+            let column = scalars.indices.first { Array(scalars[$0...].prefix(word.count)) == word }
+            XCTAssertEqual(column.map { g[r, $0].style.foreground }, .yellow)
+        }
+        let f = PlainLineFormatter()
+        let first = f.eventLines(from: nil, to: m)
+        XCTAssertEqual(first.filter { $0.hasPrefix("radio: beacon in legacy frames") }.count, 1, "\(first)")
+        XCTAssertTrue(first.contains { $0.contains("bluetoothd 5.69 or later, or --radio hci") })
+        XCTAssertEqual(f.eventLines(from: m, to: m), [], "said once")
+        var extended = m
+        extended.radio.beacon = .extended
+        XCTAssertEqual(f.eventLines(from: m, to: extended), ["radio: beacon in extended frames (58 acknowledgements a frame)"])
+        XCTAssertFalse(f.eventLines(from: nil, to: Fixtures.openWithVotes).contains { $0.contains("beacon") },
+                       "no beacon, no line")
+    }
+
     func testPlainLineFormatter() {
         let f = PlainLineFormatter()
         XCTAssertEqual(f.statusLine(Fixtures.openWithVotes),
