@@ -193,6 +193,43 @@ final class BeaconDaemonTests: XCTestCase {
         _ = try? await run3.value
     }
 
+    /// A roster poll acknowledges its students' ballots, never those of a device that is not on the
+    /// roster: that one is rejected (`unknownVoter`) and its fingerprint is in no ACKS frame however often
+    /// it is heard, so it keeps advertising (docs/SECURITY.md, "Slow a roster poll").
+    func testARosterPollNeverAcknowledgesADeviceNotOnTheRoster() async throws {
+        let student = DeviceKey.generate(), stranger = DeviceKey.generate()
+        let roster = try Roster(entries: [RosterEntry(name: "Ada", studentID: "s1", enrollment: student.enrollmentCode)])
+        let radio = RecordingBroadcaster()
+        let controller = try PollController(options: PollOptions(joinCode: code, roster: roster, confirmByGATT: false), store: nil)
+        let run = Task { try await controller.run(central: radio) }
+        defer { run.cancel() }
+        try await eventually("a payload") { !radio.payloads.isEmpty }
+        let secret = pollSecret(code)
+        func report(_ device: DeviceKey, address: UInt64, ms: UInt64) -> AdvertisementReport {
+            AdvertisementReport(address: DeviceAddress(rawValue: address), rssi: -50, companyID: BallotFormat.companyID,
+                                data: BallotSealer(secret: secret, deviceKey: device, mode: .roster)
+                                    .advertisement(question: 1, sequence: 1, answer: .choice(1)),
+                                timestamp: RadioInstant(nanoseconds: ms * 1_000_000))
+        }
+        func acknowledged() -> Set<AckFingerprint> {
+            Set(radio.payloads.flatMap(\.frames).flatMap { f -> [AckFingerprint] in
+                if case .success(.acks(let a)) = BeaconCodec.open(f, key: key), a.question == 1 { a.fingerprints } else { [] }
+            })
+        }
+        let studentPrint = key.fingerprint(voterID: student.rosterVoterID(in: secret), question: 1, sequence: 1)
+        let strangerPrint = key.fingerprint(voterID: stranger.rosterVoterID(in: secret), question: 1, sequence: 1)
+        // The stranger first and again and again; the student's ballot last, so that its acknowledgement
+        // comes after every report of the stranger was taken.
+        for i in 0..<5 { radio.ads.yield(report(stranger, address: 1, ms: 2 + 100 * UInt64(i))) }
+        radio.ads.yield(report(student, address: 2, ms: 600))
+        try await eventually("the student's ballot acknowledged") { acknowledged().contains(studentPrint) }
+        let r = await controller.results()
+        XCTAssertEqual(r.voters, 1)
+        XCTAssertEqual(r.rejected[Rejection.unknownVoter.rawValue], 5, "\(r.rejected)")
+        XCTAssertFalse(acknowledged().contains(strangerPrint), "a device not on the roster was acknowledged")
+        XCTAssertEqual(acknowledged(), [studentPrint])
+    }
+
     /// The view names the frames the beacon goes out in: an instructor whose radio offers only legacy
     /// frames (bluetoothd before 5.69) learns why students of a large room see "counted" late.
     func testTheViewSaysWhichFramesTheBeaconGoesOutIn() async throws {

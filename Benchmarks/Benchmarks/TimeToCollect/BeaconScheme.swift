@@ -21,6 +21,8 @@ final class BeaconScheme: TallyScheme {
     let question: BeaconQuestionInfo
     /// Voters counted on an earlier question of the poll (the tally's room when this one opens).
     let priorRoom: Int
+    /// Voters 0..<enrolled are on the roster; the tally counts no ballot of the others.
+    let enrolled: Int
     var followers: [BeaconFollower] = []
     /// What each voter's radio advertises now (the follower's last wish that was carried out).
     var advertising: [BeaconFollower.Advertising] = []
@@ -48,14 +50,18 @@ final class BeaconScheme: TallyScheme {
     let refresh: UInt64 = 250_000_000
     let stateRefresh: UInt64 = 1_000_000_000
 
-    /// `roster`: the students of a roster poll, its tally's room (``TallyBeacon/roomLimit``); the voters
-    /// stay anonymous here, since a roster changes nothing else the beacon does.
+    /// `roster`: the students of a roster poll, its tally's room (``TallyBeacon/roomLimit``): voters
+    /// 0..<roster. The voters beyond it are devices not on the roster that follow the beacon as
+    /// `clicker-vote --roster` does: the tally rejects their ballots (an unregistered device, §8), so it
+    /// never counts or acknowledges them, and they keep advertising at the STATE interval. The voters
+    /// stay anonymous here otherwise, since a roster changes nothing else the beacon does.
     /// `staggered`: each voter starts a ballot at a random moment of its interval, as clicker-vote does
     /// (``StaggeredStart``); false: at once, on the STATE frame that asked for it.
     init(secret: PollSecret, extended: Bool = false, priorRoom: Int = 0, roster: Int? = nil, staggered: Bool = true) {
         self.staggered = staggered
         key = BeaconKey(secret)
         extendedBroadcast = extended
+        enrolled = roster ?? .max
         self.priorRoom = priorRoom
         question = BeaconQuestionInfo(number: priorRoom > 0 ? 2 : 1, kind: .single, options: 4)
         tally = TallyBeacon(key: key, mode: .anonymous, capabilities: extended ? .extended : .legacy, roomLimit: roster)
@@ -95,12 +101,13 @@ final class BeaconScheme: TallyScheme {
         try await compose(at: 0, central: central)
     }
 
-    var isFinished: Bool { !shownAt.contains(nil) }
+    /// Every voter on the roster shows "counted" (the others never can).
+    var isFinished: Bool { !shownAt.prefix(enrolled).contains(nil) }
 
     func step(reports: [(voter: Int, at: UInt64)], now: UInt64, air: SimulatedAir, central: SimulatedCentral) async throws {
         // The tally: every report of a voter is its counted ballot heard (the detector counts the first).
         reportsSeen += reports.count
-        for r in reports {
+        for r in reports where r.voter < enrolled {
             tally.counted(VoterKey(mode: .anonymous, voterID: Self.fingerprintVoterID(r.voter)), question: question.number,
                           sequence: Self.sequence, at: r.at)
         }

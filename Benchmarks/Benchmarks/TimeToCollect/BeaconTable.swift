@@ -95,14 +95,18 @@ func beaconTable(_ options: Options) async throws {
         print(([pad(schemeName(extended: extended), 10)] + countedCells(results)).joined(separator: " "))
     }
     // A roster poll: its room is its roster, not 1,000 voters (TallyBeacon.roomLimit). The rows with
-    // fewer students than voters are devices beyond the roster (unenrolled, or not of this class).
+    // fewer students than devices: the devices beyond the roster follow the beacon, but the tally
+    // rejects their ballots, so they are never counted nor acknowledged and stay loud (BeaconScheme).
     print("")
     print("A roster poll (its room is the roster: the tally opens assuming it and estimates no more), everyone casting at t = 0.")
+    print("N devices, the first `roster` of them on the roster; the others follow the beacon but their ballots are")
+    print("rejected (never counted, never acknowledged: they keep advertising). Times and shares are of the roster's students.")
     print([pad("N", 5), pad("roster", 7), pad("scheme", 10), pad("t99 %", 7), pad("t100 %", 7), pad("counted", 8),
            pad("shown≤1s", 9)].joined(separator: " "))
     for (n, roster) in [(300, 300), (300, 150), (1000, 800), (1000, 300)] {
         for extended in [false, true] {
-            let results = try await atOnce(n) { BeaconScheme(secret: secret, extended: extended, roster: roster, staggered: staggered) }.results
+            let results = try await atOnce(n) { BeaconScheme(secret: secret, extended: extended, roster: roster, staggered: staggered) }
+                .results.map { $0.ofFirst(roster) }
             print(([pad(String(n), 5), pad(String(roster), 7), pad(schemeName(extended: extended), 10)] + countedCells(results)
                    + [pad(Shown(results).withinOneSecond, 9)]).joined(separator: " "))
         }
@@ -130,6 +134,20 @@ func beaconTable(_ options: Options) async throws {
         print([pad(variant.rawValue, 10), pad(fmt(median(medians), horizon: horizon), 7),
                pad(fmt(median(p99s), horizon: horizon), 7),
                pad(format1(100 * fractions.sorted()[fractions.count / 2]) + " %", 8)].joined(separator: " "))
+    }
+}
+
+extension RoundResult {
+    /// The round as the first `k` voters saw it: their counted times and shares, and their "counted".
+    func ofFirst(_ k: Int) -> RoundResult {
+        let heard = Array(firstHeard.prefix(k))
+        var r = RoundResult(t50: reached(0.5, heard), t99: reached(0.99, heard), t100: reached(1.0, heard),
+                            heardFraction: Double(heard.compactMap { $0 }.count) / Double(max(1, heard.count)),
+                            cleanFraction: cleanFraction)
+        r.firstHeard = heard
+        r.castAt = Array(castAt.prefix(k))
+        r.shown = Array(shown.prefix(k))
+        return r
     }
 }
 

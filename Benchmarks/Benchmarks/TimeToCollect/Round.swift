@@ -77,6 +77,13 @@ func votePayload(_ i: Int, interval: Duration) -> AdvertisingPayload {
     return AdvertisingPayload(companyID: 0xFFFF, data: data, interval: interval)
 }
 
+/// When the share `f` of `times` (one per voter, nil: never) was reached; nil when it never was.
+func reached(_ f: Double, _ times: [Double?]) -> Double? {
+    let sorted = times.compactMap { $0 }.sorted()
+    let k = Int((f * Double(times.count)).rounded(.up))
+    return k <= sorted.count ? sorted[max(0, k - 1)] : nil
+}
+
 struct RoundResult {
     var t50: Double?
     var t99: Double?
@@ -213,22 +220,17 @@ func runRound(voters n: Int, interval: Duration, seed: UInt64, horizon: Double, 
     }
     scheme.finish()
     air.finishAdvertisementStreams()
-    func at(_ f: Double, _ all: [Double?]) -> Double? {
-        let times = all.compactMap { $0 }.sorted()
-        let k = Int((f * Double(n)).rounded(.up))
-        return k <= times.count ? times[max(0, k - 1)] : nil
-    }
     let s = air.statistics
-    var result = RoundResult(t50: at(0.5, firstHeard), t99: at(0.99, firstHeard), t100: at(1.0, firstHeard),
+    var result = RoundResult(t50: reached(0.5, firstHeard), t99: reached(0.99, firstHeard), t100: reached(1.0, firstHeard),
                              heardFraction: Double(heard) / Double(n),
                              cleanFraction: s.pdusListened > 0 ? Double(s.pdusReceived) / Double(s.pdusListened) : 0)
     result.firstHeard = firstHeard
     result.castAt = casts
     if let b = scheme as? BeaconScheme { result.shown = b.shownDelays(counted: firstHeard) }
     if let pl = pipeline {
-        result.counted50 = at(0.5, firstCounted)
-        result.counted99 = at(0.99, firstCounted)
-        result.counted100 = at(1.0, firstCounted)
+        result.counted50 = reached(0.5, firstCounted)
+        result.counted99 = reached(0.99, firstCounted)
+        result.counted100 = reached(1.0, firstCounted)
         result.countedFraction = Double(counted) / Double(n)
         for (h, c) in zip(firstHeard, firstCounted) {
             guard let h else { continue }
