@@ -61,6 +61,9 @@ public struct TallyBeacon: Sendable {
     var pending: [VoterKey] = []
     /// Distinct ballots acknowledged for the open question (at most ``AckFingerprint/maxHeardPerQuestion``).
     public private(set) var acknowledged = 0
+    /// Voter IDs heard with ballots of the open question that the tally cannot count (not on the roster:
+    /// `unknownVoter`), and when each was last heard. Never acknowledged, such devices stay loud.
+    var uncountable: [UInt32: UInt64] = [:]
     var broadcastInterval: Duration
     /// Reports of counted ballots heard while their voters were still taken to be loud (from counting
     /// until their acknowledgement has been in rotation for ``Tuning/settle``), since the last payload.
@@ -126,6 +129,25 @@ public struct TallyBeacon: Sendable {
         if !wasPending { pending.append(voter) }
     }
 
+    /// A ballot of `question` whose voter ID the tally has no key for (a device not on the roster), heard
+    /// at `ns`: the device follows the beacon but is never acknowledged, so it loads the channel at the
+    /// STATE interval like a voter not yet counted. Only the open question's count.
+    public mutating func heardUncountable(voterID: UInt32, question q: UInt8, at ns: UInt64) {
+        guard q == question else { return }
+        if uncountable[voterID] == nil, uncountable.count >= AckFingerprint.maxHeardPerQuestion { return }
+        uncountable[voterID] = max(uncountable[voterID] ?? 0, ns)
+    }
+
+    /// The devices the tally cannot count heard lately: within 3 s, or 4 STATE periods when longer
+    /// (a loud device is heard at most every period, and not at every one). The others are forgotten,
+    /// so that a burst of made-up voter IDs does not fill the table for the rest of the question.
+    mutating func uncountableCount(at ns: UInt64) -> Int {
+        guard !uncountable.isEmpty else { return 0 }
+        let window = max(Self.ns(.seconds(3)), 4 * Self.ns(.milliseconds(interval.milliseconds ?? 20) + BeaconAirModel.meanDelay))
+        uncountable = uncountable.filter { $0.value &+ window > ns }
+        return uncountable.count
+    }
+
     mutating func startQuestion(_ q: UInt8) {
         guard question != q else { return }
         if question != nil { room = max(room ?? 0, ballots.count) }
@@ -136,6 +158,7 @@ public struct TallyBeacon: Sendable {
         loudRepeats = 0
         arrivals = 0
         ballots.removeAll()
+        uncountable.removeAll()
         pending.removeAll()
         acknowledged = 0
     }
@@ -146,7 +169,7 @@ public struct TallyBeacon: Sendable {
     public mutating func payload(_ phase: BeaconPhase, tick: UInt32, at ns: UInt64) -> BroadcastPayload {
         if case .open(let q) = phase { startQuestion(q.number) }
         var fingerprints: [AckFingerprint] = []
-        var quiet = 0
+        var quiet = 0, stuck = 0
         if let q = question {
             for v in pending {
                 guard var c = ballots[v], c.acknowledgedAt == nil else { continue }
@@ -157,13 +180,14 @@ public struct TallyBeacon: Sendable {
             if !fingerprints.isEmpty { composer.acknowledge(fingerprints, question: q, at: tick) }
             observeRepeats(at: ns)
             quiet = quietCount(at: ns)
-            if quickAcknowledgements { observeArrivals(at: ns, quiet: quiet) }
+            stuck = uncountableCount(at: ns)
+            if quickAcknowledgements { observeArrivals(at: ns, quiet: quiet, stuck: stuck) }
         }
         loudRepeats = 0
         arrivals = 0
         lastPayloadAt = ns
         pending.removeAll(keepingCapacity: true)
-        if case .open = phase { interval = chooseInterval(at: ns, quiet: quiet) }
+        if case .open = phase { interval = chooseInterval(at: ns, quiet: quiet, stuck: stuck) }
         let p = composer.compose(phase, interval: interval, at: tick)
         broadcastInterval = p.interval
         return p
@@ -188,8 +212,9 @@ public struct TallyBeacon: Sendable {
     }
 
     /// Extended acknowledgements: the window of arrivals since the last payload, `quiet` of the counted
-    /// voters taken to be quiet.
-    mutating func observeArrivals(at ns: UInt64, quiet: Int) {
+    /// voters taken to be quiet, `stuck` devices heard that it cannot count (loud like counted voters
+    /// that are not yet quiet).
+    mutating func observeArrivals(at ns: UInt64, quiet: Int, stuck: Int) {
         defer { windowStart = ns }
         guard let start = windowStart, ns > start else { return }
         let period = BeaconAirModel.seconds(.milliseconds(interval.milliseconds ?? 20) + BeaconAirModel.meanDelay)
@@ -197,7 +222,7 @@ public struct TallyBeacon: Sendable {
                                                       airTime: BeaconAirModel.ballotAirTime)
         likelihood.observe(RoomLikelihood.Window(end: ns, seconds: Double(ns - start) / 1e9, arrivals: arrivals,
                                                  period: period, counted: ballots.count,
-                                                 loudCounted: ballots.count - quiet, quiet: quiet, listening: listening))
+                                                 loudCounted: ballots.count - quiet + stuck, quiet: quiet, listening: listening))
     }
 
     /// The repeats since the last payload: legacy acknowledgements read the load from them, extended
@@ -222,14 +247,19 @@ public struct TallyBeacon: Sendable {
     /// The interval for the voters at the STATE interval: the estimate when the evidence suffices
     /// (extended acknowledgements: the voters not yet counted, from the arrivals, and those counted but
     /// not yet quiet; legacy: the voters at the STATE interval, from the repeats), else the room. `quiet`:
-    /// the counted voters taken to be quiet (``quietCount(at:)``).
-    mutating func chooseInterval(at ns: UInt64, quiet: Int) -> BeaconInterval {
+    /// the counted voters taken to be quiet (``quietCount(at:)``); `stuck`: the devices heard that it
+    /// cannot count (``uncountableCount(at:)``).
+    mutating func chooseInterval(at ns: UInt64, quiet: Int, stuck: Int) -> BeaconInterval {
         let broadcast = BeaconAirModel.Broadcast(interval: broadcastInterval)
         // The room bounds the estimate: no more voters can be loud than the room holds. (Not less those
         // acknowledged: an acknowledgement in rotation is no proof that its voter heard it.) A roster
-        // poll's room is its roster: it cannot count more voters.
-        var room = max(self.room ?? 0, tuning.expectedVoters, ballots.count)
+        // poll's room is its roster: it cannot count more voters. Devices it hears but cannot count (not on
+        // the roster) are in the room too, never beyond the room a poll without a roster assumes: voter IDs
+        // are free to make up, and a forger must not lengthen the interval further than that.
+        let open = max(self.room ?? 0, tuning.expectedVoters, ballots.count)
+        var room = open
         if let limit = roomLimit { room = max(min(limit, room), ballots.count) }
+        room = max(room, min(open, room + stuck))
         estimator.observe(repeats: 0, events: 0, at: ns)  // fades old evidence
         let current = interval.milliseconds.map { Duration.milliseconds($0) } ?? .milliseconds(20)
         let estimate: Int?
@@ -238,9 +268,9 @@ public struct TallyBeacon: Sendable {
             // that would load the channel past them (less one standard deviation of their count) is
             // not this one. With fewer than 3 repeats their load is the prior's (half a repeat), which a
             // deeply overloaded room exceeds.
-            let loudCounted = ballots.count - quiet
+            let loudCounted = ballots.count - quiet + stuck
             let atMost = estimator.repeats >= Self.minimumRepeats
-                ? estimator.voters(interval: current, acknowledged: quiet, broadcast: broadcast, upper: true).map { $0 - loudCounted }
+                ? estimator.voters(interval: current, acknowledged: quiet, broadcast: broadcast, upper: true).map { max(0, $0 - loudCounted) }
                 : nil
             estimate = likelihood.uncounted(counted: ballots.count, at: ns, atMost: atMost).map {
                 Int((Double($0 + loudCounted) / tuning.quickTargetLoad).rounded(.up))

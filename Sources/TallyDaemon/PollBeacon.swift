@@ -103,6 +103,15 @@ extension PollController {
         if !had, beacon.tally?.hasPending == true { beacon.wake?.yield() }
     }
 
+    /// A ballot of this poll whose voter ID the tally has no key for (`unknownVoter`: a device not on the
+    /// roster). Its device follows the beacon but is never acknowledged: the beacon counts it in the load.
+    func beaconHeardUncountable(_ data: [UInt8]) {
+        guard beacon.tally != nil, isOpen else { return }
+        let header = data.withUnsafeBytes { BallotCodec.header($0, length: data.count, voteID: joinCode.voteID) }
+        guard case .success(let h) = header, h.question == question else { return }
+        beacon.tally?.heardUncountable(voterID: h.voterID, question: h.question, at: radioNow.nanoseconds)
+    }
+
     // MARK: Broadcasting
 
     /// The poll's counter clock: 10 ms ticks since the poll was created.

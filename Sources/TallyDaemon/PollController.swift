@@ -200,6 +200,7 @@ public actor PollController {
             return
         }
         let r = pipeline.ingest(report)
+        if case .rejected(.unknownVoter) = r.outcome { beaconHeardUncountable(d) }
         accept(r, address: report.address)
     }
 

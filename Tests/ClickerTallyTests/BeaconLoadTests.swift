@@ -161,6 +161,31 @@ final class BeaconLoadTests: XCTestCase {
         XCTAssertEqual(interval(small.payload(.open(q), tick: 2, at: 20 * ms)), forRoom(100))
     }
 
+    /// Devices the tally hears but cannot count (not on the roster) are never acknowledged and stay loud:
+    /// they are in the room, as voters not yet counted, while heard within the last 3 s; never beyond the
+    /// room a poll without a roster assumes (voter IDs cost a forger nothing); only the open question's.
+    func testDevicesNotOnTheRosterAreInTheRoomUpToWhatAPollWithoutOneAssumes() {
+        let ms: UInt64 = 1_000_000
+        for capabilities in [BroadcastCapabilities.legacy, .extended] {
+            var t = TallyBeacon(key: key, mode: .roster, capabilities: capabilities, roomLimit: 150)
+            let broadcast = BeaconAirModel.Broadcast(interval: t.tuning.composer.fastInterval)
+            func forRoom(_ n: Int) -> Int? { BeaconAirModel.stateInterval(unacknowledged: n, acknowledged: 0, broadcast: broadcast).milliseconds }
+            XCTAssertEqual(interval(t.payload(.open(q), tick: 1, at: 0)), forRoom(150))
+            for id in 0..<150 { t.heardUncountable(voterID: UInt32(10_000 + id), question: 1, at: 100 * ms) }
+            XCTAssertEqual(interval(t.payload(.open(q), tick: 20, at: 200 * ms)), forRoom(300), "\(capabilities)")
+            // Another question's ballots are not this question's load.
+            for id in 0..<2000 { t.heardUncountable(voterID: UInt32(50_000 + id), question: 2, at: 300 * ms) }
+            XCTAssertEqual(interval(t.payload(.open(q), tick: 40, at: 400 * ms)), forRoom(300))
+            // Thousands of made-up voter IDs: the room of a poll without a roster, no more.
+            for id in 0..<5000 { t.heardUncountable(voterID: UInt32(100_000 + id), question: 1, at: 500 * ms) }
+            XCTAssertEqual(interval(t.payload(.open(q), tick: 60, at: 600 * ms)), forRoom(TallyBeacon.Tuning().expectedVoters))
+            // Not heard for 3 s: gone, and forgotten: the table they filled takes new devices again.
+            XCTAssertEqual(interval(t.payload(.open(q), tick: 400, at: 4000 * ms)), forRoom(150))
+            for id in 0..<150 { t.heardUncountable(voterID: UInt32(20_000 + id), question: 1, at: 4100 * ms) }
+            XCTAssertEqual(interval(t.payload(.open(q), tick: 420, at: 4200 * ms)), forRoom(300))
+        }
+    }
+
     /// The share of `voters` distinct advertisers, all at `intervalMs`, that one scanner hears within
     /// `within` seconds on the simulated air.
     func heardFraction(voters n: Int, intervalMs: Int, within seconds: UInt64) async throws -> Double {

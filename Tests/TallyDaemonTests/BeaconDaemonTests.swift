@@ -230,6 +230,34 @@ final class BeaconDaemonTests: XCTestCase {
         XCTAssertEqual(acknowledged(), [studentPrint])
     }
 
+    /// Devices not on the roster are heard (their ballots rejected as `unknownVoter`) and counted in the
+    /// beacon's load: 300 of them beside a roster of one student, and the STATE interval is the one for 300
+    /// voters, not for one (docs/PROTOCOL.md §11.11).
+    func testDevicesNotOnTheRosterLengthenTheIntervalAsVotersWould() async throws {
+        let roster = try Roster(entries: [RosterEntry(name: "Ada", studentID: "s1", enrollment: DeviceKey.generate().enrollmentCode)])
+        let radio = RecordingBroadcaster()
+        let controller = try PollController(options: PollOptions(joinCode: code, roster: roster, confirmByGATT: false), store: nil)
+        let run = Task { try await controller.run(central: radio) }
+        defer { run.cancel() }
+        let broadcast = BeaconAirModel.Broadcast(interval: TallyBeacon.Tuning().composer.fastInterval)
+        func forRoom(_ n: Int) -> Int? { BeaconAirModel.stateInterval(unacknowledged: n, acknowledged: 0, broadcast: broadcast).milliseconds }
+        func lastInterval() -> Int? { radio.payloads.last.flatMap { BeaconCodec.state(in: $0, key: key) }?.interval.milliseconds }
+        try await eventually("the opening payload") { lastInterval() == forRoom(1) }
+        // Roster-mode ballots of voter IDs on no roster (the tag is never checked: no key for them).
+        for id in 0..<300 {
+            let b = Ballot(mode: .roster, voteID: code.voteID, question: 1, voterID: UInt32(0x5000_0000 + id), sequence: 1,
+                           answer: .choice(1))
+            radio.ads.yield(AdvertisementReport(address: DeviceAddress(rawValue: UInt64(0xC0_0000_0000 + id)), rssi: -50,
+                                                companyID: BallotFormat.companyID,
+                                                data: BallotCodec.sealAdvertisement(b, key: .anonymous(pollSecret(code))),
+                                                timestamp: RadioInstant(nanoseconds: 1_000_000)))
+        }
+        try await eventually("all 300 rejected") { await controller.results().rejected[Rejection.unknownVoter.rawValue] == 300 }
+        try await eventually("the interval for 300 voters", timeout: .seconds(20)) { lastInterval() == forRoom(300) }
+        let counted = await controller.results().voters
+        XCTAssertEqual(counted, 0)
+    }
+
     /// The view names the frames the beacon goes out in: an instructor whose radio offers only legacy
     /// frames (bluetoothd before 5.69) learns why students of a large room see "counted" late.
     func testTheViewSaysWhichFramesTheBeaconGoesOutIn() async throws {

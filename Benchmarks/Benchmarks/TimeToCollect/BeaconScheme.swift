@@ -107,7 +107,11 @@ final class BeaconScheme: TallyScheme {
     func step(reports: [(voter: Int, at: UInt64)], now: UInt64, air: SimulatedAir, central: SimulatedCentral) async throws {
         // The tally: every report of a voter is its counted ballot heard (the detector counts the first).
         reportsSeen += reports.count
-        for r in reports where r.voter < enrolled {
+        for r in reports {
+            guard r.voter < enrolled else {
+                tally.heardUncountable(voterID: Self.fingerprintVoterID(r.voter), question: question.number, at: r.at)
+                continue
+            }
             tally.counted(VoterKey(mode: .anonymous, voterID: Self.fingerprintVoterID(r.voter)), question: question.number,
                           sequence: Self.sequence, at: r.at)
         }

@@ -98,7 +98,7 @@ func beaconTable(_ options: Options) async throws {
     // fewer students than devices: the devices beyond the roster follow the beacon, but the tally
     // rejects their ballots, so they are never counted nor acknowledged and stay loud (BeaconScheme).
     print("")
-    print("A roster poll (its room is the roster: the tally opens assuming it and estimates no more), everyone casting at t = 0.")
+    print("A roster poll (its room is the roster and the devices heard that it cannot count), everyone casting at t = 0.")
     print("N devices, the first `roster` of them on the roster; the others follow the beacon but their ballots are")
     print("rejected (never counted, never acknowledged: they keep advertising). Times and shares are of the roster's students.")
     print([pad("N", 5), pad("roster", 7), pad("scheme", 10), pad("t99 %", 7), pad("t100 %", 7), pad("counted", 8),
