@@ -138,10 +138,10 @@ public struct TallyBeacon: Sendable {
         uncountable[voterID] = max(uncountable[voterID] ?? 0, ns)
     }
 
-    /// The devices the tally cannot count heard lately: within 3 s, or 4 STATE periods when longer
-    /// (a loud device is heard at most every period, and not at every one). The others are forgotten,
-    /// so that a burst of made-up voter IDs does not fill the table for the rest of the question.
-    mutating func uncountableCount(at ns: UInt64) -> Int {
+    /// Forgets the devices the tally cannot count that were not heard lately (within 3 s, or 4 STATE
+    /// periods when longer: a loud device is heard at most every period, and not at every one), so that a
+    /// burst of made-up voter IDs does not fill the table for the rest of the question; returns those left.
+    mutating func pruneUncountable(at ns: UInt64) -> Int {
         guard !uncountable.isEmpty else { return 0 }
         let window = max(Self.ns(.seconds(3)), 4 * Self.ns(.milliseconds(interval.milliseconds ?? 20) + BeaconAirModel.meanDelay))
         uncountable = uncountable.filter { $0.value &+ window > ns }
@@ -180,7 +180,7 @@ public struct TallyBeacon: Sendable {
             if !fingerprints.isEmpty { composer.acknowledge(fingerprints, question: q, at: tick) }
             observeRepeats(at: ns)
             quiet = quietCount(at: ns)
-            stuck = uncountableCount(at: ns)
+            stuck = pruneUncountable(at: ns)
             if quickAcknowledgements { observeArrivals(at: ns, quiet: quiet, stuck: stuck) }
         }
         loudRepeats = 0
@@ -248,7 +248,7 @@ public struct TallyBeacon: Sendable {
     /// (extended acknowledgements: the voters not yet counted, from the arrivals, and those counted but
     /// not yet quiet; legacy: the voters at the STATE interval, from the repeats), else the room. `quiet`:
     /// the counted voters taken to be quiet (``quietCount(at:)``); `stuck`: the devices heard that it
-    /// cannot count (``uncountableCount(at:)``).
+    /// cannot count (``pruneUncountable(at:)``).
     mutating func chooseInterval(at ns: UInt64, quiet: Int, stuck: Int) -> BeaconInterval {
         let broadcast = BeaconAirModel.Broadcast(interval: broadcastInterval)
         // The room bounds the estimate: no more voters can be loud than the room holds. (Not less those
@@ -259,7 +259,7 @@ public struct TallyBeacon: Sendable {
         let open = max(self.room ?? 0, tuning.expectedVoters, ballots.count)
         var room = open
         if let limit = roomLimit { room = max(min(limit, room), ballots.count) }
-        room = max(room, min(open, room + stuck))
+        room = min(open, room + stuck)
         estimator.observe(repeats: 0, events: 0, at: ns)  // fades old evidence
         let current = interval.milliseconds.map { Duration.milliseconds($0) } ?? .milliseconds(20)
         let estimate: Int?

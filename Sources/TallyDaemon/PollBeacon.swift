@@ -108,7 +108,7 @@ extension PollController {
     func beaconHeardUncountable(_ data: [UInt8]) {
         guard beacon.tally != nil, isOpen else { return }
         let header = data.withUnsafeBytes { BallotCodec.header($0, length: data.count, voteID: joinCode.voteID) }
-        guard case .success(let h) = header, h.question == question else { return }
+        guard case .success(let h) = header else { return }
         beacon.tally?.heardUncountable(voterID: h.voterID, question: h.question, at: radioNow.nanoseconds)
     }
 
