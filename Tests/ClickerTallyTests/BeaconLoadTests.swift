@@ -173,6 +173,11 @@ final class BeaconLoadTests: XCTestCase {
             XCTAssertEqual(interval(t.payload(.open(q), tick: 1, at: 0)), forRoom(150))
             for id in 0..<150 { t.heardUncountable(voterID: UInt32(10_000 + id), question: 1, at: 100 * ms) }
             XCTAssertEqual(interval(t.payload(.open(q), tick: 20, at: 200 * ms)), forRoom(300), "\(capabilities)")
+            if capabilities.extended {
+                // The arrivals' model takes them as loud, like counted voters not yet quiet.
+                XCTAssertEqual(t.likelihood.windows.last?.loudCounted, 150)
+                XCTAssertEqual(t.likelihood.windows.last?.counted, 0)
+            }
             // Another question's ballots are not this question's load.
             for id in 0..<2000 { t.heardUncountable(voterID: UInt32(50_000 + id), question: 2, at: 300 * ms) }
             XCTAssertEqual(interval(t.payload(.open(q), tick: 40, at: 400 * ms)), forRoom(300))
