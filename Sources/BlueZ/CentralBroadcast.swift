@@ -65,6 +65,11 @@ public enum BlueZBeacon {
     public static let legacyFrameLength = 24
     /// The most an extended frame takes here (251 bytes of AD minus Flags and the 4-byte header).
     public static let extendedFrameLength = 244
+
+    /// The manufacturer data of the probe that learns whether extended frames go through: all zero bytes, so
+    /// it lacks the clicker magic (`CB`, PROTOCOL.md §1) and every decoder, the voters' and the tally's, takes
+    /// it for someone else's data (`notOurs`) rather than a malformed frame of the poll.
+    public static func probeFrame(length: Int) -> [UInt8] { [UInt8](repeating: 0, count: max(1, length)) }
 }
 
 /// What the beacon has done so far.
@@ -150,6 +155,10 @@ actor BeaconAdvertiser {
                 throw TransportError.unsupported("a broadcast frame of \(longest) bytes; adapter \(adapterName) carries "
                     + "\(caps.maxFrameLength) (\(caps.extended ? "extended" : "legacy") advertising through BlueZ)")
             }
+            extended = true
+        } else if cachedCapabilities?.extended == true {
+            // Short frames (the closing STATE) keep the registration's extended shape: the same advertising set,
+            // on the same secondary channel, and no registration again for a shape that changed.
             extended = true
         }
         wanted = p

@@ -1,5 +1,6 @@
 @testable import BlueZ
 import ClickerTransport
+import ClickerWire
 import DBus
 import Foundation
 import XCTest
@@ -237,6 +238,42 @@ final class BlueZBeaconTests: XCTestCase {
         } catch let e as TransportError {
             guard case .unsupported = e else { return XCTFail("\(e)") }
         }
+    }
+
+    func testTheProbeIsNoFrameThatAVoterOrTheTallyTakesForOurs() async throws {
+        // The probe is on the air for a moment and any scanner near may hear it: it must read as someone else's data.
+        for length in [25, 200, 244] {
+            let probe = BlueZBeacon.probeFrame(length: length)
+            XCTAssertEqual(probe.count, length)
+            XCTAssertNotEqual(probe.first, BallotFormat.magic, "a frame with the clicker magic is malformed, not someone else's")
+        }
+        // And it is what bluetoothd was offered: the stand-in records the first registration's data.
+        try await startMock(#"{"ext_ad_len": 251}"#)
+        let central = makeCentral()
+        _ = try await central.broadcastCapabilities()
+        let offered = try await mock.mock("GetRegisteredData", [.string("hci0")])
+        guard case .array(_, let entries)? = try offered.arguments().first else { return XCTFail("no registrations recorded") }
+        let frames: [[UInt8]] = entries.compactMap { if case .bytes(let b) = $0 { b } else { nil } }
+        XCTAssertEqual(frames.count, 1, "one probe")
+        XCTAssertNotEqual(frames.first?.first, BallotFormat.magic)
+    }
+
+    func testAShortFrameOnAnExtendedAdapterKeepsTheExtendedShape() async throws {
+        // The closing STATE (24 bytes) after extended frames: the same shape, SecondaryChannel included, and no new registration.
+        try await startMock(#"{"ext_ad_len": 251}"#)
+        let central = makeCentral()
+        _ = try await central.broadcastCapabilities()
+        try await central.broadcast(BroadcastPayload(companyID: 0xFFFF, frames: Self.frames(2, length: 244)))
+        let before = try await mock.calls("/org/bluez/hci0").filter { $0 == "RegisterAdvertisement" }.count
+        try await central.broadcast(BroadcastPayload(companyID: 0xFFFF, frames: Self.frames(1, length: 24, seed: 9)))
+        let ads = try await mock.advertisements()
+        XCTAssertEqual(ads.count, 1)
+        XCTAssertEqual(ads.first?.2["SecondaryChannel"]?.unwrapped, .string("1M"), "the closing frame is extended too")
+        let after = try await mock.calls("/org/bluez/hci0").filter { $0 == "RegisterAdvertisement" }.count
+        XCTAssertEqual(after, before, "a shorter frame did not register the advertisement again")
+        _ = try await eventuallyHistory(atLeast: 1)
+        let shown = try await history().last
+        XCTAssertEqual(shown, Self.frames(1, length: 24, seed: 9)[0])
     }
 
     func testABluetooth4AdapterCannotBroadcastWhileItScans() async throws {

@@ -133,6 +133,7 @@ def RegisterAdvertisement(adapter, path, options, sender=None, ok=None, err=None
                 return
         adapter.advertisements[key] = props
         adapter.adv_history[key] = [_manufacturer_entries(props)]
+        adapter.registered_data.extend(bytes(v) for v in dict(props.get('ManufacturerData', {})).values())
         adapter.adv_watches[key] = adapter.connection.add_signal_receiver(
             lambda iface, changed, invalidated: _advertisement_changed(adapter, key, iface, changed),
             signal_name='PropertiesChanged', dbus_interface=PROPS_IFACE, bus_name=key[0], path=key[1])
@@ -317,6 +318,7 @@ def AddAdapter(self, device_name, system_name):
     adapter.max_instances = int(_params.get('instances', 4))
     adapter.advertisements = {}
     adapter.adv_history = {}
+    adapter.registered_data = []
     adapter.adv_watches = {}
     adapter.applications = {}
     adapter.forced_register_error = None
@@ -476,6 +478,14 @@ def GetAdvertisementHistory(_self, adapter_device_name, path):
         if p == str(path) and (_sender, p) in adapter.advertisements:
             return dbus.Array(history, signature='a(qay)')
     return dbus.Array([], signature='a(qay)')
+
+
+@dbus.service.method(MOCK_IFACE, in_signature='s', out_signature='aay')
+def GetRegisteredData(_self, adapter_device_name):
+    '''The manufacturer data of every advertisement registered on the adapter, in order, also of those
+    withdrawn since (the beacon's extended-frame probe among them).'''
+    adapter = _adapter(adapter_device_name)
+    return dbus.Array([dbus.ByteArray(d) for d in adapter.registered_data], signature='ay')
 
 
 @dbus.service.method(MOCK_IFACE, in_signature='ssqayn', out_signature='o')
