@@ -53,6 +53,7 @@ stage() {
 }
 digest=""
 
+stage cited-tests python3 scripts/check-claims.py   # every test the documents cite exists
 stage build swift build --build-tests
 stage unit-and-dbus swift test --skip-build --disable-swift-testing
 stage dbus-leaks scripts/leakcheck-dbus.sh
