@@ -1,6 +1,7 @@
 # image.sh - the guest image recipe, sourced by run.sh.
 #
-# The guest is Debian bookworm: Debian's own kernel (linux-image-amd64; bluetooth,
+# The guest is Debian bookworm (bluez 5.66, kernel 6.1), or with E2E_GUEST=trixie Debian 13
+# (bluez 5.82, kernel 6.12): Debian's own kernel (linux-image-amd64; bluetooth,
 # hci_vhci and 9p are modules) plus a `debootstrap --variant=minbase` root with
 # dbus, bluez (bluetoothd, bluetoothctl, btmon, btmgmt), bluez-test-tools (btvirt),
 # python3-dbus and the system libraries our binaries (static Swift stdlib) link against:
@@ -12,7 +13,8 @@
 #
 # Needs: root, a Debian 12 host with apt sources, debootstrap, cpio, dpkg, apt.
 
-E2E_SUITE=bookworm
+E2E_SUITE=${E2E_GUEST:-bookworm}
+case $E2E_SUITE in bookworm|trixie) ;; *) echo "e2e: E2E_GUEST must be bookworm or trixie" >&2; return 2 ;; esac
 E2E_PKGS=dbus,bluez,bluez-test-tools,python3-dbus,python3-gi,libdbus-1-3,libbluetooth3,libsqlite3-0,libstdc++6,kmod,procps
 E2E_MODDIRS="crypto arch/x86/crypto lib net/bluetooth drivers/bluetooth net/rfkill net/9p fs/9p fs/netfs fs/fscache drivers/virtio drivers/char/hw_random"
 
@@ -54,17 +56,18 @@ e2e_build_image() {
          "$R"/usr/share/doc/* "$R"/usr/share/man/* "$R"/usr/share/locale/* "$R"/usr/share/info/* \
          "$R"/usr/lib/udev/hwdb.d "$R"/usr/lib/udev/hwdb.bin
 
-  # Debian's kernel, resolved through the host's apt (same mirror, same release).
-  local kpkg
-  kpkg=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/{print $2; exit}')
-  if [ -z "$kpkg" ]; then
-    timeout 300 apt-get update -qq
-    kpkg=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/{print $2; exit}')
-  fi
-  [ -n "$kpkg" ] || { echo "e2e: cannot resolve linux-image-amd64 from the host's apt sources" >&2; return 1; }
+  # Debian's kernel of the guest's release, resolved and fetched with apt lists of that release alone
+  # (a private list directory: the host's own apt state is not touched, and may be of another release).
+  local kpkg apt="$tmp/apt"
+  mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$tmp/debs" "$tmp/k"
+  echo "deb $mirror $E2E_SUITE main" > "$apt/sources.list"
+  local aopt=(-o Dir::Etc::SourceList="$apt/sources.list" -o Dir::Etc::SourceParts=/nonexistent
+              -o Dir::State::Lists="$apt/lists" -o Dir::Cache="$apt/cache" -o APT::Sandbox::User=root)
+  timeout 300 apt-get "${aopt[@]}" update -qq || { echo "e2e: apt-get update for $E2E_SUITE FAILED" >&2; return 1; }
+  kpkg=$(apt-cache "${aopt[@]}" depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/{print $2; exit}')
+  [ -n "$kpkg" ] || { echo "e2e: cannot resolve linux-image-amd64 of $E2E_SUITE" >&2; return 1; }
   echo "e2e: fetching $kpkg"
-  mkdir -p "$tmp/debs" "$tmp/k"
-  (cd "$tmp/debs" && timeout 900 apt-get download -qq -o APT::Sandbox::User=root "$kpkg") \
+  (cd "$tmp/debs" && timeout 900 apt-get "${aopt[@]}" download -qq "$kpkg") \
     || { echo "e2e: apt-get download $kpkg FAILED" >&2; return 1; }
   dpkg -x "$tmp"/debs/"$kpkg"_*.deb "$tmp/k"
   cp "$tmp"/k/boot/vmlinuz-* "$tmp/vmlinuz"
@@ -76,7 +79,7 @@ e2e_build_image() {
   cp "$S"/modules.builtin "$S"/modules.builtin.modinfo "$S"/modules.order "$D"/
   for d in $E2E_MODDIRS; do mkdir -p "$D/kernel/$d"; cp -a "$S/kernel/$d/." "$D/kernel/$d/"; done
   chroot "$R" depmod "$kv"
-  rm -rf "$tmp/k" "$tmp/debs"
+  rm -rf "$tmp/k" "$tmp/debs" "$apt"
 
   (cd "$R" && find . -print0 | cpio --null -o -H newc -R 0:0 --quiet) > "$tmp/base.cpio"
   e2e_umount_under "$tmp"; rm -rf "$R"

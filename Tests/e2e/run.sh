@@ -9,6 +9,8 @@
 # and cpio when missing. One QEMU boot runs every selected scenario in sequence.
 #
 # Environment:
+#   E2E_GUEST     bookworm (Debian 12, bluez 5.66, kernel 6.1; the default) or trixie (Debian 13,
+#                 bluez 5.82, kernel 6.12); --guest NAME says the same
 #   E2E_CACHE     guest image cache (default ${XDG_CACHE_HOME:-/var/cache}/clicker-e2e),
 #                 keyed by a hash of image.sh; built from scratch when absent
 #   E2E_OUT       logs and the 9p share (default <repo>/.build/e2e)
@@ -25,10 +27,11 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
+for a in "$@"; do [ "${prev:-}" = --guest ] && export E2E_GUEST=$a; prev=$a; done   # before image.sh reads it
 . "$HERE/image.sh"
 
 CACHE=${E2E_CACHE:-${XDG_CACHE_HOME:-/var/cache}/clicker-e2e}
-OUT=${E2E_OUT:-$ROOT/.build/e2e}
+OUT=${E2E_OUT:-$ROOT/.build/e2e$([ "$E2E_SUITE" = bookworm ] || echo "-$E2E_SUITE")}
 STO=${E2E_SCENARIO_TIMEOUT:-420}
 ACCEL=${ACCEL:-auto}
 MEM=${MEM:-1024}
@@ -55,6 +58,7 @@ die() {
 while [ $# -gt 0 ]; do
   case $1 in
     --no-build) BUILD=0 ;;
+    --guest) shift; export E2E_GUEST=${1:-} ;;
     --list) catalogue; exit 0 ;;
     -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     all|default) mapfile -t -O "${#SELECT[@]}" SELECT < <(names_in_set default) ;;
@@ -67,7 +71,7 @@ while [ $# -gt 0 ]; do
 done
 [ ${#SELECT[@]} -gt 0 ] || mapfile -t SELECT < <(names_in_set default)
 N_SELECTED=${#SELECT[@]}
-log "scenarios: ${SELECT[*]}"
+log "guest: Debian $E2E_SUITE; scenarios: ${SELECT[*]}"
 
 [ "$(id -u)" = 0 ] || die "must run as root (debootstrap, chroot, 9p share)"
 T_ALL=$(now)
@@ -114,8 +118,8 @@ timing "build" "$(dt "$t")"
 
 # ---- 2. guest image (cached) ---------------------------------------------------------
 t=$(now)
-KEY=$(cat "$HERE/image.sh" | sha256sum | cut -c1-16)
-IMG=$CACHE/img-$KEY
+KEY=$( { cat "$HERE/image.sh"; echo "$E2E_SUITE"; } | sha256sum | cut -c1-16)
+IMG=$CACHE/img-$E2E_SUITE-$KEY
 mkdir -p "$CACHE"
 exec 9> "$CACHE/.lock"
 flock 9
@@ -124,7 +128,7 @@ if [ -f "$IMG/.complete" ]; then
 else
   log "building the guest image in $IMG (no cache for key $KEY)"
   e2e_build_image "$IMG" "$CACHE/debcache" || die "guest image build failed"
-  for old in "$CACHE"/img-*; do [ "$old" = "$IMG" ] || rm -rf "$old"; done
+  for old in "$CACHE"/img-"$E2E_SUITE"-* "$CACHE"/img-????????????????; do [ "$old" = "$IMG" ] || rm -rf "$old"; done
   timing "image build" "$(dt "$t")"
 fi
 flock -u 9
