@@ -123,9 +123,9 @@ extension BeaconAdvertiser {
 
     /// Registers an extended broadcast of `length` bytes and withdraws it at once.
     func probe(_ conn: DBusConnection, _ adapter: DBusObjectPath, length: Int) async throws -> ProbeResult {
-        // A STATE-shaped frame (CB 2B, PROTOCOL.md §11.3) of the wrong length with a zero tag: the tally drops it
+        // A STATE-shaped frame (CB 4B, PROTOCOL.md §11.3) of the wrong length with a zero tag: the tally drops it
         // as a beacon, every voter's decoder refuses it.
-        let frame: [UInt8] = [0xCB, 0x2B] + [UInt8](repeating: 0, count: length - 2)
+        let frame: [UInt8] = [0xCB, 0x4B] + [UInt8](repeating: 0, count: length - 2)
         let iface = DBusInterface(BlueZ.advertisement, methods: [DBusMethod("Release") { _ in [] }], properties: [
             DBusProperty("Type", .string, value: .string("broadcast")),
             DBusProperty("ManufacturerData", DBusSignature("a{qv}"), value: Self.manufacturerData(0xFFFF, frame)),
