@@ -76,15 +76,16 @@ public final class ClickerStore: Sendable {
     // MARK: Polls and questions
 
     /// Creates a poll. It is the open poll until `closePoll` is called.
+    /// `beaconSeed`: the seed of the poll's beacon key pair (kept, like the join code, for `--resume`).
     public func createPoll(voteID: Data, joinCode: String?, mode: PollMode, rule: CountingRule = .latestWins,
-                           title: String? = nil, at date: Date = Date()) throws -> PollRecord {
+                           title: String? = nil, at date: Date = Date(), beaconSeed: Data? = nil) throws -> PollRecord {
         try pool.write { db in
             try db.execute(sql: """
-                INSERT INTO poll (vote_id, join_code, mode, rule, title, created_at)
-                VALUES (?, ?, ?, ?, ?, ?)
-                """, arguments: [voteID, joinCode, mode.rawValue, rule.rawValue, title, date.timeIntervalSince1970])
+                INSERT INTO poll (vote_id, join_code, mode, rule, title, created_at, beacon_seed)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
+                """, arguments: [voteID, joinCode, mode.rawValue, rule.rawValue, title, date.timeIntervalSince1970, beaconSeed])
             return PollRecord(id: db.lastInsertedRowID, voteID: voteID, joinCode: joinCode, mode: mode, rule: rule,
-                              title: title, createdAt: date, closedAt: nil)
+                              title: title, createdAt: date, closedAt: nil, beaconSeed: beaconSeed)
         }
     }
 
@@ -110,6 +111,8 @@ public final class ClickerStore: Sendable {
                            arguments: [t, poll])
             if anonymous { for n in open { try Self.seal(db, poll: poll, number: n) } }
             try db.execute(sql: "UPDATE poll SET closed_at = ? WHERE id = ? AND closed_at IS NULL", arguments: [t, poll])
+            // The beacon key signs for the open poll only: a closed poll's is of no further use.
+            try db.execute(sql: "UPDATE poll SET beacon_seed = NULL WHERE id = ?", arguments: [poll])
             try Self.deleteVoterKeys(db, poll: poll)
         }
         checkpointAfterSeal()

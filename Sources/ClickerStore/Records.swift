@@ -51,14 +51,20 @@ public struct PollRecord: Sendable, Hashable, Identifiable, Codable, FetchableRe
     public var createdAt: Date
     /// Nil while the poll is the open (resumable) poll.
     public var closedAt: Date?
+    /// The 32-byte seed of the poll's beacon key pair (docs/PROTOCOL.md §11.2, version 4), which the
+    /// join code's secret commits to, so that `--resume` signs with the same key. Nil for a poll
+    /// created before version 4 or with a join code given by hand, and once the poll is closed.
+    public var beaconSeed: Data?
 
     enum CodingKeys: String, CodingKey {
         case id, mode, rule, title
         case voteID = "vote_id", joinCode = "join_code", createdAt = "created_at", closedAt = "closed_at"
+        case beaconSeed = "beacon_seed"
     }
 
     public init(id: Int64, voteID: Data, joinCode: String?, mode: PollMode, rule: CountingRule = .latestWins,
-                title: String?, createdAt: Date, closedAt: Date?) {
+                title: String?, createdAt: Date, closedAt: Date?, beaconSeed: Data? = nil) {
+        self.beaconSeed = beaconSeed
         self.id = id
         self.voteID = voteID
         self.joinCode = joinCode

@@ -78,11 +78,14 @@ public struct TallyBeacon: Sendable {
     /// and the tally reads the voters not yet counted from the arrivals instead (``RoomLikelihood``).
     var quickAcknowledgements: Bool { composer.capabilities.extended }
 
+    /// `signer`: the poll's beacon key pair (version 4), which signs every frame with extended
+    /// advertising; `deferSignatures`: leave STATE and ACKS signatures to the caller (``BeaconSigning``).
     public init(key: BeaconKey, mode: BallotMode, capabilities: BroadcastCapabilities, roomLimit: Int? = nil,
-                tuning: Tuning = Tuning()) {
+                tuning: Tuning = Tuning(), signer: BeaconSigner? = nil, deferSignatures: Bool = false) {
         self.tuning = tuning
         self.roomLimit = roomLimit.map { max(1, $0) }
-        composer = BeaconComposer(key: key, mode: mode, capabilities: capabilities, tuning: tuning.composer)
+        composer = BeaconComposer(key: key, mode: mode, capabilities: capabilities, tuning: tuning.composer,
+                                  signer: signer, deferSignatures: deferSignatures)
         broadcastInterval = tuning.composer.fastInterval
     }
 

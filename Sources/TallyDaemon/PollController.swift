@@ -112,7 +112,7 @@ public actor PollController {
         sealed = opening.sealed
         pipeline = IngestPipeline(keyring: Self.keyring(options), tally: opening.tally)
         pollCreatedAt = opening.createdAt
-        beacon = BeaconRuntime(secret: pipeline.keyring.secret)
+        beacon = BeaconRuntime(secret: pipeline.keyring.secret, signer: options.beaconSigner)
         countsShown = options.roster == nil
         publisher = CountPublisher(rule: options.publishRule,
                                    start: Self.exactCounts(opening.tally, sealed: opening.sealed[opening.question],

@@ -32,6 +32,22 @@ extension PollController {
         }
     }
 
+    /// A join code no poll in `store` has used whose secret commits to a fresh beacon key pair
+    /// (docs/PROTOCOL.md §2 and §11.2, version 4), and the key pair. One scrypt per try: call it off the actor.
+    public static func unusedAnchoredJoinCode(store: ClickerStore?) throws -> (JoinCode, BeaconSigner) {
+        while true {
+            let signer = BeaconSigner.random()
+            let code = BeaconAnchor.joinCode(voteID: UInt16.random(in: 1000...9999), publicKey: signer.publicKey)
+            do {
+                if try store?.poll(joinCode: code.description) == nil { return (code, signer) }
+            } catch { throw PollError.storage("\(error)") }
+        }
+    }
+
+    nonisolated static func anchoredJoinCode(store: ClickerStore?) async throws -> (JoinCode, BeaconSigner) {
+        try unusedAnchoredJoinCode(store: store)
+    }
+
     /// The keys of a poll. Key derivation is costly (scrypt derives the poll secret S, once per poll
     /// start or resume), so callers on the actor run it from a nonisolated async context (off the actor).
     static func keyring(_ options: PollOptions) -> PollKeyring {
@@ -55,7 +71,7 @@ extension PollController {
             let poll = try store?.createPoll(
                 voteID: Data([UInt8(code.voteID >> 8), UInt8(code.voteID & 0xFF)]), joinCode: code.description,
                 mode: options.roster == nil ? .anonymous : .roster, rule: CountingRule(options.policy),
-                title: options.title, at: now)
+                title: options.title, at: now, beaconSeed: options.beaconSigner.map { Data($0.seed) })
             let first = options.firstSpec
             if let id = poll?.id {
                 if !options.questionSet.isEmpty { try store?.savePlan(poll: id, options.questionSet.map(QuestionDefinition.init)) }
@@ -119,6 +135,11 @@ extension PollController {
         }
         var options = given
         options.joinCode = code
+        // The key the code commits to; none for a poll created before version 4 (tagged frames only).
+        options.beaconSigner = s.poll.beaconSeed.flatMap { BeaconSigner(seed: $0) }
+        if options.beaconSigner == nil {
+            logger.notice("the open poll has no beacon key (created before protocol version 4): its beacon is not signed, and students with the join code can forge it")
+        }
         options.policy = policy
         options.questionSet = plan
         if isRoster, options.roster == nil {
@@ -188,7 +209,14 @@ extension PollController {
     @discardableResult
     public func newPoll(joinCode requested: JoinCode? = nil) async throws -> UInt16 {
         var next = options
-        next.joinCode = try requested ?? Self.unusedJoinCode(store: store)
+        if let requested {
+            next.joinCode = requested
+            next.beaconSigner = nil
+        } else {
+            let (code, signer) = try await Self.anchoredJoinCode(store: store)
+            next.joinCode = code
+            next.beaconSigner = signer
+        }
         let keyring = await Self.derivedKeyring(next)
         flush()
         if !unsaved.isEmpty {
@@ -211,7 +239,7 @@ extension PollController {
         unsaved = []
         pendingRejections = [:]
         pollCreatedAt = opening.createdAt
-        renewBeacon(secret: keyring.secret)
+        renewBeacon(secret: keyring.secret, signer: next.beaconSigner)
         resetPublished()
         version &+= 1
         logger.info("new poll \(pollID.map(String.init) ?? "-") (vote \(IDText.vote(next.joinCode.voteID)))")

@@ -32,6 +32,10 @@ public struct PollOptions: Sendable {
     public var publishRule = PublishRule()
     /// When to broadcast the poll's beacon (docs/PROTOCOL.md §11.11).
     public var beacon = BeaconMode.whenPossible
+    /// The poll's beacon key pair, to which the join code's secret commits (docs/PROTOCOL.md §11.2,
+    /// version 4): the beacon signs its extended frames with it. Nil when the join code was given by
+    /// hand or the poll was created before version 4: the beacon then sends tagged frames only.
+    public var beaconSigner: BeaconSigner?
 
     public init(joinCode: JoinCode, roster: Roster? = nil,
                 policy: ChangePolicy = .latestWins, options: Int = 4, firstQuestion: UInt8 = 1,

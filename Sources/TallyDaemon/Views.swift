@@ -24,7 +24,7 @@ extension PollController {
             adapter: radio.adapter, scanning: radio.state == .scanning,
             sinceDiscoveryRestart: radio.lastDiscoveryRestart.map { radioNow - $0 },
             errors: radioErrorCount, lastError: radio.lastError,
-            beacon: beacon.tally.map { $0.composer.capabilities.extended ? .extended : .legacy })
+            beacon: beacon.tally.map { !$0.composer.capabilities.extended ? .legacy : ($0.composer.signs ? .extended : .extendedUnsigned) })
         var alert = beacon.off
         if floodAlert { alert = "flood of forged votes: rejected, honest votes still counted" }
         if let forged = beaconAlert(now: now) { alert = forged }

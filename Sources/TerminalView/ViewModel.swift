@@ -118,17 +118,24 @@ public struct TallyViewModel: Sendable, Equatable, Codable {
         /// 24-byte frames, 3 acknowledgements each: in a room of 300 on the simulated air, 34 % of the
         /// students see "counted" within a second of being counted (TimeToCollect `--beacon`).
         case legacy
-        /// Frames of up to 244 bytes, 58 acknowledgements each.
+        /// Frames of up to 244 bytes, 42 acknowledgements each, signed by the poll's key (version 4).
         case extended
+        /// Extended frames without signatures: the poll's join code commits to no key (typed by hand,
+        /// or a poll created before protocol version 4).
+        case extendedUnsigned = "extended-unsigned"
 
         /// What the instructor is told, once, when the beacon starts in these frames.
         public var explanation: String {
             switch self {
             case .legacy:
                 "beacon in legacy frames (3 acknowledgements a frame): in a room of 300, two students in three see "
-                    + "\"counted\" more than a second after their vote is counted; extended frames need a Bluetooth 5 "
+                    + "\"counted\" more than a second after their vote is counted; legacy frames are not signed: a student "
+                    + "with the join code can show others a wrong question while sending; extended frames need a Bluetooth 5 "
                     + "controller and bluetoothd 5.69 or later, or --radio hci"
-            case .extended: "beacon in extended frames (58 acknowledgements a frame)"
+            case .extended: "beacon in extended frames, signed by this poll's key (42 acknowledgements a frame)"
+            case .extendedUnsigned:
+                "beacon in extended frames, not signed (this poll's join code commits to no key): a student with the "
+                    + "join code can show others a wrong question while sending"
             }
         }
     }

@@ -110,7 +110,7 @@ public struct BeaconFollowService: Service {
                     let text = line.trimmingWhitespace()
                     if text.isEmpty { continue }
                     do {
-                        follower.answer(try Self.parse(text, for: follower.question?.beacon))
+                        follower.answer(try Self.parse(text, for: follower.question))
                     } catch {
                         if let a = try? Answer(parsing: text) { follower.refuse(a) }
                         logger.error("\(VoterService.excerpt(text)): \(VoterService.excerpt("\(error)", limit: 160))")
@@ -144,8 +144,21 @@ public struct BeaconFollowService: Service {
 
     /// A typed line as an answer: with the form of the open question when there is one, so a line
     /// it does not offer is refused with what it takes.
-    static func parse(_ text: String, for question: BeaconQuestion?) throws -> Answer {
-        guard let q = question else { return try Answer(parsing: text) }
+    /// A numeric question is read in its decimals and checked against its range (both in its text
+    /// block, version 4); before they arrive, a number is read as typed and waits for them.
+    public static func parse(_ text: String, for question: BeaconFollower.Question?) throws -> Answer {
+        guard let question else { return try Answer(parsing: text) }
+        let q = question.beacon
+        if q.kind == .numeric {
+            guard let form = question.numeric else {
+                if question.awaitsForm {
+                    throw AnswerRefusal(reason: "the question's range has not arrived yet; type the answer again in a moment",
+                                        takes: "a number")
+                }
+                return try AnswerForm(kind: .numeric).answer(text)
+            }
+            return try AnswerForm(kind: .numeric, decimals: Int(form.decimals), range: form.range).answer(text)
+        }
         return try AnswerForm(kind: q.kind, options: q.kind.hasOptions ? Int(q.options) : 4).answer(text)
     }
 }
