@@ -71,14 +71,21 @@ e2e_build_image() {
     || { echo "e2e: apt-get download $kpkg FAILED" >&2; return 1; }
   dpkg -x "$tmp"/debs/"$kpkg"_*.deb "$tmp/k"
   cp "$tmp"/k/boot/vmlinuz-* "$tmp/vmlinuz"
-  local kv; kv=$(ls "$tmp/k/lib/modules"); echo "$kv" > "$tmp/kernel-version"
+  # Modules are under /lib/modules (bookworm) or /usr/lib/modules (trixie, merged /usr).
+  local kmods="$tmp/k/lib/modules"; [ -d "$kmods" ] || kmods="$tmp/k/usr/lib/modules"
+  local kv; kv=$(ls "$kmods" 2>/dev/null)
+  [ -n "$kv" ] || { echo "e2e: no modules in $kpkg" >&2; return 1; }
+  echo "$kv" > "$tmp/kernel-version"
   echo "$kpkg" >> "$tmp/packages"
   # Only the modules the guest needs: bluetooth, vhci, crypto, 9p, virtio.
-  local S="$tmp/k/lib/modules/$kv" D="$R/lib/modules/$kv" d
+  local S="$kmods/$kv" D="$R/lib/modules/$kv" d
   rm -rf "$R"/lib/modules/*; mkdir -p "$D"
   cp "$S"/modules.builtin "$S"/modules.builtin.modinfo "$S"/modules.order "$D"/
-  for d in $E2E_MODDIRS; do mkdir -p "$D/kernel/$d"; cp -a "$S/kernel/$d/." "$D/kernel/$d/"; done
-  chroot "$R" depmod "$kv"
+  for d in $E2E_MODDIRS; do   # a directory this kernel does not have (built in, or moved) is skipped
+    [ -d "$S/kernel/$d" ] || continue
+    mkdir -p "$D/kernel/$d"; cp -a "$S/kernel/$d/." "$D/kernel/$d/"
+  done
+  chroot "$R" depmod "$kv" || { echo "e2e: depmod $kv FAILED" >&2; return 1; }
   rm -rf "$tmp/k" "$tmp/debs" "$apt"
 
   (cd "$R" && find . -print0 | cpio --null -o -H newc -R 0:0 --quiet) > "$tmp/base.cpio"
