@@ -75,8 +75,8 @@ final class BeaconForgeryTests: XCTestCase {
                         forged = counter(t) + BeaconReplayGuard.lead
                     } else {
                         // Version 3's ratchet: 5 s beyond the last frame taken, plus the time since.
-                        let base = forged == 0 ? counter(t) : forged
-                        forged = base + BeaconReplayGuard.lead + UInt32((t - lastForgedAt) / .milliseconds(10))
+                        forged = forged == 0 ? counter(t) + BeaconReplayGuard.lead
+                            : forged + BeaconReplayGuard.lead + UInt32((t - lastForgedAt) / .milliseconds(10))
                     }
                     lastForgedAt = t
                     f.hear(taggedState(.open(q(2)), counter: forged, key: legacy), at: t)
