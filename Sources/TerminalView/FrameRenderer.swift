@@ -159,7 +159,7 @@ public enum FrameRenderer {
         }
         if let b = r.beacon {
             c = g.put(" · beacon \(b.rawValue)", row: row, column: c,
-                      style: b == .legacy ? CellStyle(foreground: .yellow) : .plain)
+                      style: b != .extended ? CellStyle(foreground: .yellow) : .plain)
         }
         c = g.put(" · \(r.errors) error\(r.errors == 1 ? "" : "s")", row: row, column: c,
                   style: r.errors > 0 ? CellStyle(foreground: .yellow) : .plain)

@@ -57,6 +57,19 @@ final class BeaconGuardTests: XCTestCase {
         XCTAssertEqual(quiet.newest, 5_000)
     }
 
+    /// A voter whose very first STATE is a forgery far ahead (FFFFFFF0, "poll closed") is anchored on it;
+    /// the tally's frames, every 100 ms, contradict it and are taken 2 s after the first of them.
+    func testAForgedFirstFrameFarAheadGivesWayToTheTallysFrames() {
+        var guardian = BeaconReplayGuard()
+        XCTAssertTrue(guardian.admit(state(0xFFFF_FFF0), at: .seconds(1)))
+        var back: Duration?
+        for ms in stride(from: 1_100, to: 10_000, by: 100) where back == nil {
+            if guardian.admit(state(5_000 + UInt32(ms / 10)), at: .milliseconds(ms)) { back = .milliseconds(ms) }
+        }
+        XCTAssertEqual(back, .milliseconds(3_100))
+        XCTAssertFalse(guardian.admit(state(0xFFFF_FFF0), at: .milliseconds(3_200)), "and the forgery, sent again, is too far ahead now")
+    }
+
     /// What the contradiction rule gives an outsider who replays an old recorded tagged STATE every 100 ms:
     /// nothing while the voter hears the tally's frames (at least one a second), the old frame taken once
     /// the voter has heard none of the tally's for 2 s (the tally jammed where the voter is).
