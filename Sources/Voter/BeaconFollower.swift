@@ -75,17 +75,26 @@ public struct BeaconFollower: Sendable {
     /// The question the newest accepted STATE frame describes as open, if any.
     public private(set) var question: Question?
 
-    private var guardState = BeaconReplayGuard()
+    var guardState = BeaconReplayGuard()
     private let started: Duration
     private var heardState = false
     private var interval: BeaconInterval = .stop
     private var closed = false
     private var mismatch = false
     /// The answer to the open question, and the ballot advertising it.
-    private var answer: Answer?
+    var answer: Answer?
     private var generation: UInt64 = 0
     private var matcher: AckMatcher?
-    private var acknowledged = false
+    var acknowledged = false
+    /// Answers of questions that closed or gave way to another, kept until they fit again
+    /// (BeaconFollowerKeeping.swift).
+    var kept = KeptAnswers()
+    /// Whether the frames this follower took are contradicted by newer ones (BeaconFollowerFreshness.swift).
+    var freshness = FreshnessWatch()
+    /// How many times the follower dropped the STATE frames it took because authentic STATE frames it
+    /// refused went on contradicting them while its ballot was not acknowledged, and listened again for
+    /// the newest (BeaconFollowerFreshness.swift).
+    public internal(set) var relistens = 0
     /// An answer given while no question was open: applied to the next question that opens.
     private var pending: Answer?
     private var text: BeaconTextAssembler?
@@ -110,11 +119,13 @@ public struct BeaconFollower: Sendable {
         silentSince = max(silentSince, now)
         switch frame {
         case .state(let s):
-            guard guardState.admit(s, at: now) else { return }
+            guard !relistening(s, at: now) else { return }
+            guard guardState.admit(s, at: now) else { return refused(s, at: now) }
             follow(s)
         case .acks(let a):
             guard let matcher, !acknowledged, phase == .open, matcher.isAcknowledged(by: a) else { return }
             acknowledged = true
+            freshness.confirmed()
             update()
         case .text(let page):
             guard var t = text, question?.text == nil else { return }
@@ -131,6 +142,7 @@ public struct BeaconFollower: Sendable {
     /// The passage of time: after ``noBeaconAfter`` without an authentic STATE, ``Status/noBeacon``;
     /// while sending, after ``silenceBeforeBackoff`` without an authentic frame, a longer interval.
     public mutating func tick(at now: Duration) {
+        endRelistening(at: now)
         if !heardState, status == .waiting, now - started >= Self.noBeaconAfter { status = .noBeacon }
         guard case .sending = status, now - silentSince >= Self.silenceBeforeBackoff else { return }
         silentSince = now
@@ -151,6 +163,7 @@ public struct BeaconFollower: Sendable {
             return
         }
         guard a != answer else { return update() }
+        kept.drop(q.number)
         answer = a
         newBallot()
         update()
@@ -174,17 +187,17 @@ public struct BeaconFollower: Sendable {
         a.isOffered(kinds: [q.kind.answerKind], options: Int(q.options), range: nil)
     }
 
-    private enum Phase { case none, open, questionClosed, closed }
-    private var phase: Phase = .none
+    enum Phase { case none, open, questionClosed, closed }
+    var phase: Phase = .none
     private var pollMode: BallotMode = .anonymous
 
-    private mutating func newBallot() {
+    mutating func newBallot() {
         generation &+= 1
         matcher = nil
         acknowledged = false
     }
 
-    private mutating func follow(_ s: BeaconState) {
+    mutating func follow(_ s: BeaconState) {
         heardState = true
         interval = s.interval
         doublings = 0
@@ -193,20 +206,22 @@ public struct BeaconFollower: Sendable {
         switch s.poll {
         case .closed:
             phase = .closed
+            keepAnswer()
             question = nil
-            answer = nil
             newBallot()
         case .questionClosed(let q):
             phase = .questionClosed
+            keepAnswer()
             if question?.number != q.number { question = Question(beacon: q, text: nil) }
-            answer = nil
             newBallot()
         case .open(let q):
             if phase != .open || question?.beacon != q {
-                // A new question (or the same number reopened with other options): answer again.
+                // A new question, the same one reopened, or the same number with other options: the answer
+                // kept for it goes on the air again if it fits; otherwise the student answers again.
+                keepAnswer()
                 question = Question(beacon: q, text: nil)
                 text = q.textDigest.map(BeaconTextAssembler.init(digest:))
-                answer = nil
+                answer = kept.take(for: q)
                 newBallot()
                 phase = .open
                 if let p = pending {
