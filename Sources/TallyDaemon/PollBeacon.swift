@@ -19,9 +19,11 @@ struct BeaconRuntime: Sendable {
     var sealed: [[UInt8]] = []
     var sealedSet: Set<[UInt8]> = []
     static let sealedLimit = 256
-    /// Authentic STATE frames of this poll that this tally did not seal, and when the last one came.
+    /// Authentic STATE frames of this poll that this tally did not seal, when the last one came, and
+    /// the question the tally showed then.
     var forgeries = 0
     var lastForgery: Date?
+    var forgedDuring: UInt8?
     /// Beacon frames heard by the scanner (own, another tally's, forged): none of them is a ballot.
     var framesHeard = 0
     /// Tag checks of STATE frames left in this second (a flood of frames with our vote ID costs at most
@@ -78,10 +80,11 @@ extension PollController {
         guard case .success(let e) = BeaconCodec.envelope(d, key: beacon.key), case .state = e.frame else { return }
         if e.isSigned, let pk = beacon.signer?.publicKey, e.verify(pk) { return }
         if beacon.forgeries == 0 || beacon.lastForgery.map({ clock().timeIntervalSince($0) > 60 }) ?? true {
-            logger.warning("forged beacon: an authentic STATE frame of this poll that this tally did not send (someone with the join code)")
+            logger.warning("forged beacon: an authentic STATE frame of this poll that this tally did not send (someone with the join code); \(Self.forgeryEffects)")
         }
         beacon.forgeries += 1
         beacon.lastForgery = clock()
+        beacon.forgedDuring = question
         version &+= 1
     }
 
@@ -91,11 +94,24 @@ extension PollController {
     /// Beacon frames the scanner heard (dropped before the ballot decoder).
     public var beaconFramesHeard: Int { beacon.framesHeard }
 
-    /// The alert line about forged beacon frames: shown for a minute after the last one.
+    /// What a forged STATE frame can do to the voters that follow legacy frames (docs/SECURITY.md, "A
+    /// forged STATE frame"): show a false question, or say that the question or the poll closed, or tell
+    /// them to stop sending; an answer given to a false question goes out for that question's number,
+    /// and is kept for it (it counts if the tally opens that number with the same description).
+    static let forgeryEffects = "students may be shown a false question or a false close, and answers to a false "
+        + "question are sent for its number"
+
+    /// The alert line about forged beacon frames: shown for the rest of the poll, since the effects of a
+    /// forgery can last that long (an answer to a false question is kept for its number; a voter whose
+    /// acknowledgement was forged too listens to the forger's counter), with when the last one came.
     func beaconAlert(now: Date) -> String? {
-        guard beacon.forgeries > 0, let last = beacon.lastForgery, now.timeIntervalSince(last) < 60 else { return nil }
+        guard beacon.forgeries > 0, let last = beacon.lastForgery else { return nil }
+        let ago = Int(max(0, now.timeIntervalSince(last)))
+        let when = ago < 60 ? "\(ago) s ago" : "\(ago / 60) min ago"
+        let question = beacon.forgedDuring.map { " during question \($0)" } ?? ""
         return "forged beacon: \(beacon.forgeries) STATE frame\(beacon.forgeries == 1 ? "" : "s") of this poll not sent by "
-            + "this tally (someone with the join code); counted votes are not affected"
+            + "this tally (someone with the join code), the last \(when)\(question): \(Self.forgeryEffects); "
+            + "ask students to check that they see question \(self.question)"
     }
 
     // MARK: Acknowledgements

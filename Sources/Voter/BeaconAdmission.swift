@@ -28,9 +28,11 @@ public struct BeaconAdmission: Sendable {
     public enum Outcome: Sendable, Hashable {
         /// Taken: act on it.
         case taken(BeaconFrame)
-        /// Authentic and from the tally as far as the voter can tell, but nothing new (a STATE frame the
-        /// replay guard holds back, a signed frame before the key is known).
+        /// Authentic and from the tally as far as the voter can tell, but nothing new (a signed frame
+        /// before the key is known).
         case heard
+        /// An authentic STATE frame the replay guard holds back (not newer, or too far ahead).
+        case heldBack(BeaconState)
         /// Not from the poll: not ours, another poll's, a bad tag, or (signed) a bad signature, a key
         /// the join code does not commit to, a tagged frame after the key is known.
         case refused
@@ -116,7 +118,15 @@ public struct BeaconAdmission: Sendable {
     private mutating func take(_ frame: BeaconFrame, signed: Bool, at now: Duration) -> Outcome {
         guard case .state(let s) = frame else { return .taken(frame) }
         let newer = signed ? replayGuard.admitSigned(s, at: now) : replayGuard.admit(s, at: now)
-        return newer ? .taken(frame) : .heard
+        return newer ? .taken(frame) : .heldBack(s)
+    }
+
+    /// Forgets the STATE frames taken and starts the replay guard again from `s`, heard at `now`: a
+    /// follower whose taken frames were contradicted (``BeaconFollower``, "listening again") takes the
+    /// newest it heard. Only for tagged frames; signed ones need no such step.
+    public mutating func restartReplayGuard(from s: BeaconState, at now: Duration) {
+        replayGuard = BeaconReplayGuard()
+        _ = replayGuard.admit(s, at: now)
     }
 
     private mutating func remember(_ bytes: [UInt8], _ frame: BeaconFrame) {

@@ -102,6 +102,7 @@ public struct BeaconFollowService: Service {
             report(shown)
             // When to say why a roster ballot is still not counted (nil: nothing to say).
             var hintAt: Duration? = nil
+            var relistens = 0
             for await event in events {
                 switch event {
                 case .heard(let bytes): follower.hear(bytes, at: now())
@@ -122,6 +123,14 @@ public struct BeaconFollowService: Service {
                     logger.error("cannot advertise: \(error)")
                 }
                 sessions.wake(now: now(), sleep: { try await Task.sleep(for: $0) }, fire: { sink.yield(.tick) })
+                if follower.relistens != relistens {
+                    // Said once; it goes on for as long as an attacker sends (docs/SECURITY.md).
+                    if relistens == 0 { logger.notice("""
+                        the beacon's frames contradict the ones this voter took (old frames replayed?) and nothing \
+                        was acknowledged: listening again for the tally's newest
+                        """) }
+                    relistens = follower.relistens
+                }
                 if follower.status != shown {
                     shown = follower.status
                     report(shown)

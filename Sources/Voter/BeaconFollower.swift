@@ -88,10 +88,19 @@ public struct BeaconFollower: Sendable {
     private var closed = false
     private var mismatch = false
     /// The answer to the open question, and the ballot advertising it.
-    private var answer: Answer?
+    var answer: Answer?
     private var generation: UInt64 = 0
     private var matcher: AckMatcher?
-    private var acknowledged = false
+    var acknowledged = false
+    /// Answers of questions that closed or gave way to another, kept until they fit again
+    /// (BeaconFollowerKeeping.swift).
+    var kept = KeptAnswers()
+    /// Whether the frames this follower took are contradicted by newer ones (BeaconFollowerFreshness.swift).
+    var freshness = FreshnessWatch()
+    /// How many times the follower dropped the STATE frames it took because authentic STATE frames it
+    /// refused went on contradicting them while its ballot was not acknowledged, and listened again for
+    /// the newest (BeaconFollowerFreshness.swift).
+    public internal(set) var relistens = 0
     /// An answer given while no question was open: applied to the next question that opens.
     private var pending: Answer?
     private var text: BeaconTextAssembler?
@@ -120,15 +129,23 @@ public struct BeaconFollower: Sendable {
         switch admission.admit(bytes, at: now) {
         case .refused: return tick(at: now)
         case .heard: silentSince = max(silentSince, now); return
+        case .heldBack(let s):
+            // Authentic, but the replay guard holds it back: while it contradicts what was taken, the
+            // follower may listen again (BeaconFollowerFreshness.swift).
+            silentSince = max(silentSince, now)
+            if !relistening(s, at: now) { refused(s, at: now) }
+            return
         case .taken(let f): frame = f
         }
         silentSince = max(silentSince, now)
         switch frame {
         case .state(let s):
+            guard !relistening(s, at: now) else { return }
             follow(s)
         case .acks(let a):
             guard let matcher, !acknowledged, phase == .open, matcher.isAcknowledged(by: a) else { return }
             acknowledged = true
+            freshness.confirmed()
             update()
         case .text(let page):
             guard var t = text, question?.text == nil else { return }
@@ -145,6 +162,7 @@ public struct BeaconFollower: Sendable {
     /// The passage of time: after ``noBeaconAfter`` without an authentic STATE, ``Status/noBeacon``;
     /// while sending, after ``silenceBeforeBackoff`` without an authentic frame, a longer interval.
     public mutating func tick(at now: Duration) {
+        endRelistening(at: now)
         if !heardState, status == .waiting, now - started >= Self.noBeaconAfter { status = .noBeacon }
         guard case .sending = status, now - silentSince >= Self.silenceBeforeBackoff else { return }
         silentSince = now
@@ -165,6 +183,7 @@ public struct BeaconFollower: Sendable {
             return
         }
         guard a != answer else { return update() }
+        kept.drop(q.number)
         answer = a
         newBallot()
         update()
@@ -209,17 +228,17 @@ public struct BeaconFollower: Sendable {
         }
     }
 
-    private enum Phase { case none, open, questionClosed, closed }
-    private var phase: Phase = .none
+    enum Phase { case none, open, questionClosed, closed }
+    var phase: Phase = .none
     private var pollMode: BallotMode = .anonymous
 
-    private mutating func newBallot() {
+    mutating func newBallot() {
         generation &+= 1
         matcher = nil
         acknowledged = false
     }
 
-    private mutating func follow(_ s: BeaconState) {
+    mutating func follow(_ s: BeaconState) {
         heardState = true
         interval = s.interval
         doublings = 0
@@ -228,20 +247,22 @@ public struct BeaconFollower: Sendable {
         switch s.poll {
         case .closed:
             phase = .closed
+            keepAnswer()
             question = nil
-            answer = nil
             newBallot()
         case .questionClosed(let q):
             phase = .questionClosed
+            keepAnswer()
             if question?.number != q.number { question = Question(beacon: q, text: nil) }
-            answer = nil
             newBallot()
         case .open(let q):
             if phase != .open || question?.beacon != q {
-                // A new question (or the same number reopened with other options): answer again.
+                // A new question, the same one reopened, or the same number with other options: the answer
+                // kept for it goes on the air again if it fits; otherwise the student answers again.
+                keepAnswer()
                 question = Question(beacon: q, text: nil)
                 text = BeaconTextAssembler(question: q)
-                answer = nil
+                answer = kept.take(for: q)
                 newBallot()
                 phase = .open
                 if let p = pending, question?.awaitsForm != true {
