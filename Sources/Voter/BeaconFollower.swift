@@ -81,7 +81,7 @@ public struct BeaconFollower: Sendable {
     public private(set) var question: Question?
 
     /// Opens frames, checks the poll's key and signatures, and holds back replayed STATE.
-    public private(set) var admission: BeaconAdmission
+    public internal(set) var admission: BeaconAdmission
     private let started: Duration
     private var heardState = false
     private var interval: BeaconInterval = .stop
