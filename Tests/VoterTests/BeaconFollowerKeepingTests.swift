@@ -169,7 +169,9 @@ final class BeaconFollowerKeepingTests: XCTestCase {
     }
 
     /// What listening again does not do: a follower whose ballot the tally acknowledged, or whose poll
-    /// closed, is not moved by a replay of older frames, however long.
+    /// closed, is not moved by a replay of older frames, however long, while it hears the tally's STATE
+    /// once a second. (A voter that hears only the replay, the tally jammed where it is, takes it after
+    /// 2 s: ``BeaconReplayGuard``'s contradiction rule, PROTOCOL.md §11.7.)
     func testACountedOrClosedFollowerIgnoresAReplay() throws {
         var f = follower()
         f.hear(state(.open(q(2)), counter: 10_000), at: .seconds(1))
@@ -183,6 +185,11 @@ final class BeaconFollowerKeepingTests: XCTestCase {
             let old = state(.open(q(1)), counter: 4_000 + UInt32(k / 50) * 100)
             f.hear(old, at: t)
             g.hear(old, at: t)
+            if k % 50 == 0 {  // the tally's own STATE, a second apart, its counter in 10 ms ticks
+                let now = 10_100 + UInt32(2 * k)
+                f.hear(state(.open(q(2)), counter: now), at: t)
+                g.hear(state(.closed, counter: now, interval: nil), at: t)
+            }
             f.tick(at: t)
             g.tick(at: t)
         }
