@@ -28,6 +28,9 @@ public final class ClickerStore: Sendable {
     /// at the default location (`StoreLocation.defaultPath(environment:)`, directories created)
     /// when `path` is nil. Runs pending migrations.
     ///
+    /// An existing file is checked first (SQLite's quick check, ``quickCheck(_:)``) and refused,
+    /// unwritten, when damaged (``StoreError/damaged(path:problems:)``).
+    ///
     /// `exclusive` (a tally running a poll) takes the database's lock for the store's lifetime, and
     /// fails with ``StoreError/inUse(path:holder:)`` while another exclusive store holds it.
     public init(path: String? = nil, durability: Durability = .full, exclusive: Bool = false,
@@ -46,6 +49,8 @@ public final class ClickerStore: Sendable {
             try StoreLocation.makeDirectory((resolved as NSString).deletingLastPathComponent)
         }
         lock = exclusive ? try StoreLock(database: resolved) : nil
+        // Checked before anything (the WAL mode, a migration, a ballot) is written into it.
+        try Self.quickCheck(resolved)
         try StoreLocation.prepareFile(resolved)
 
         var config = Configuration()
@@ -225,6 +230,14 @@ public final class ClickerStore: Sendable {
     }
 
     // MARK: Resume
+
+    /// The ID of the most recent poll not yet closed, read without its rows (a new poll closes it,
+    /// whatever its ballots hold); nil if none.
+    public func openPollID() throws -> Int64? {
+        try pool.read { db in
+            try Int64.fetchOne(db, sql: "SELECT id FROM poll WHERE closed_at IS NULL ORDER BY id DESC LIMIT 1")
+        }
+    }
 
     /// The most recent poll not yet closed, with its questions, ballots and rejections; nil if none.
     public func resume() throws -> ResumeState? {

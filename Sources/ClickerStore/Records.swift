@@ -350,6 +350,8 @@ public enum StoreError: Error, Sendable, Hashable, CustomStringConvertible {
     case cannotLock(path: String, errno: Int32)
     /// Every name an export of this poll could take in the directory is in use.
     case exportNamesTaken(directory: String, stem: String)
+    /// SQLite's quick check found the file damaged (or not a database); nothing was written into it.
+    case damaged(path: String, problems: [String])
 
     public var description: String {
         switch self {
@@ -367,6 +369,9 @@ public enum StoreError: Error, Sendable, Hashable, CustomStringConvertible {
             "the database \(p) is in use by another tally (\(holder.map { "process " + $0 } ?? "another process")): "
                 + "stop that one first, or give this one another --db"
         case let .cannotLock(p, e): "cannot lock \(p): \(String(cString: strerror(e)))"
+        case let .damaged(p, problems):
+            "the database \(p) is damaged (SQLite's quick check: \(problems.joined(separator: "; "))); nothing was written "
+                + "into it. Keep it for recovery (`sqlite3 \(p) .recover`), and start with another database: --db NEW-FILE"
         case let .exportNamesTaken(d, stem): "\(d) already holds \(ExportNames.maxAttempts) exports named \(stem)…: export elsewhere"
         case let .sealedQuestion(p, n):
             "question \(n) of anonymous poll \(p) is closed for good: its per-voter ballots were discarded when it closed, only its totals are kept"

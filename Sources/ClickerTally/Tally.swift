@@ -114,6 +114,20 @@ public struct QuestionTally: Sendable {
         if let added, case .ranking(let r) = added, added.fits(options: spec.options) { runoff?.add(r) }
     }
 
+    /// Puts `previous` back as `key`'s counted record (nil: not counted), moving the counts with it.
+    mutating func restore(_ key: VoterKey, to previous: VoterRecord?) {
+        let removed = voters[key]?.answer
+        let added = previous?.answer
+        voters[key] = previous
+        guard removed != added else { return }
+        if let r = removed {
+            let n = (counts[r] ?? 0) - 1
+            counts[r] = n > 0 ? n : nil
+        }
+        if let a = added { counts[a, default: 0] += 1 }
+        moveRunoff(from: removed, to: added)
+    }
+
     /// Number of counted voters.
     public var voterCount: Int { voters.count }
     /// Number of voters who changed their answer (see ``VoterRecord/changed``).
@@ -341,6 +355,19 @@ public struct Tally: Sendable {
     /// Restores a binding kept with the poll (a resume binds keys before replaying ballots).
     public mutating func restore(binding key: VoterPublicKey, voterID: UInt32) {
         bindings.bind(key, voterID: voterID)
+    }
+
+    /// The counted record of `ballot`'s voter for its question, if any.
+    @inline(__always)
+    public func counted(_ ballot: Ballot) -> VoterRecord? {
+        slots[Int(ballot.question)]?.voters[VoterKey(mode: ballot.mode, voterID: ballot.voterID)]
+    }
+
+    /// Undoes a ballot that was counted but could not be saved: `voter`'s counted record for
+    /// `question` becomes `previous` again (``IngestResult/previous``), and the counts with it. What
+    /// is shown, exported and acknowledged then is what was saved.
+    public mutating func restore(question: UInt8, voter: VoterKey, to previous: VoterRecord?) {
+        slots[Int(question)]?.restore(voter, to: previous)
     }
 
     /// The counted record of `voter` for `question`, if any.

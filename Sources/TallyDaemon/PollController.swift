@@ -38,8 +38,6 @@ public actor PollController {
     var rejected: [UInt8: [String: Int]] = [:]
     /// Totals of the closed questions of an anonymous poll, whose per-voter state is gone.
     var sealed: [UInt8: QuestionTotals] = [:]
-    /// Ballots tallied but not yet committed (only after a storage error).
-    var unsaved: [BallotRecord] = []
     var pendingRejections: [PendingRejection: Int] = [:]
     /// Accepted ballots per slot of the last five seconds (votes per second), trimmed as it records.
     var acceptedRate = RateWindow(window: .seconds(5))
@@ -54,7 +52,14 @@ public actor PollController {
     private var scanWaiters: [CheckedContinuation<Void, Never>] = []
     public private(set) var radio = RadioStatus(adapter: "-", state: .starting)
     var radioErrors = 0
+    /// Why counting has stopped: the store's error while commits fail (nil while they succeed).
     public internal(set) var storageError: String?
+    /// The first storage error of this run, kept after counting resumed: the run then failed.
+    public internal(set) var storageFailure: String?
+    /// Ballots counted but undone because they could not be saved (each counts when heard again).
+    public internal(set) var notSaved = 0
+    /// When a stopped store is tried again.
+    var storageRetryAt: Date?
     /// GATT reads that verified the ballot read (ok), and reads that failed or verified nothing.
     public internal(set) var gattReads = (ok: 0, failed: 0)
     /// When GATT reads may start: at most 5 % of the radio's time while ballots are arriving.
@@ -211,7 +216,8 @@ public actor PollController {
         switch r.outcome {
         case .new, .changed:
             guard let b = r.ballot else { return }
-            commit([record(b, address: address, gattVerified: gattVerified)])
+            // Nothing is shown, exported or acknowledged that is not saved.
+            guard commit([record(b, address: address, gattVerified: gattVerified)]) else { return notSaved(b, r) }
             acceptedRate.record(at: clock())
             if b.question == question { publisher.note(VoterKey(mode: b.mode, voterID: b.voterID)) }
             beaconCounted(b, at: radioNow)
@@ -230,7 +236,7 @@ public actor PollController {
             let key = VoterKey(mode: b.mode, voterID: b.voterID)
             // The same answer again: stored when its sequence became the counted one (or it was verified).
             if gattVerified || b.sequence != committed[b.question]?[key] {
-                commit([record(b, address: address, gattVerified: gattVerified)])
+                guard commit([record(b, address: address, gattVerified: gattVerified)]) else { return notSaved(b, r) }
             }
             // Counted (the same answer again, perhaps under a new sequence): acknowledged, or heard
             // again by a voter that may have missed its acknowledgement.

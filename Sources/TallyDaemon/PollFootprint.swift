@@ -5,8 +5,6 @@ import ClickerTally
 public struct PollFootprint: Sendable, Hashable, Codable {
     /// Entries kept to compute votes per second (constant).
     public var rateWindow: Int
-    /// Ballots tallied but not yet committed (only after a storage error).
-    public var unsaved: Int
     /// GATT reads asked for (emptied when full).
     public var verificationRequests: Int
     /// Committed sequences, (question, voter) pairs.

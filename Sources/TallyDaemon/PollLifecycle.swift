@@ -67,7 +67,13 @@ extension PollController {
             if let used = try store?.poll(joinCode: code.description) {
                 throw PollError.joinCodeUsed(voteID: code.voteID, poll: used.id)
             }
-            if let open = try store?.resume() { try store?.closePoll(open.poll.id, at: now) }
+            // Closed by its ID alone: a row of it that cannot be read does not hold up a new poll.
+            if let open = try store?.openPollID() {
+                do { try store?.closePoll(open, at: now) } catch {
+                    throw PollError.storage("the open poll \(open) cannot be closed (\(error)): the database is damaged; "
+                                            + "start with another database: --db NEW-FILE")
+                }
+            }
             let poll = try store?.createPoll(
                 voteID: Data([UInt8(code.voteID >> 8), UInt8(code.voteID & 0xFF)]), joinCode: code.description,
                 mode: options.roster == nil ? .anonymous : .roster, rule: CountingRule(options.policy),
@@ -92,7 +98,10 @@ extension PollController {
     static func openPoll(store: ClickerStore?, maxAge: Duration, now: Date) throws -> ResumeState {
         guard let store else { throw PollError.resumeNeedsStore }
         let state: ResumeState?
-        do { state = try store.resume() } catch { throw PollError.storage("\(error)") }
+        do { state = try store.resume() } catch {
+            throw PollError.storage("cannot read the open poll (\(error)): start a new poll (leave out --resume), "
+                                    + "or use another database with --db")
+        }
         guard let s = state else { throw PollError.nothingToResume }
         let age = now.timeIntervalSince(s.poll.createdAt)
         guard age <= Double(maxAge.components.seconds) else {
@@ -219,9 +228,9 @@ extension PollController {
         }
         let keyring = await Self.derivedKeyring(next)
         flush()
-        if !unsaved.isEmpty {
-            throw PollError.storage("the current poll has votes not yet saved (\(storageError ?? "database error")); "
-                                    + "a new poll starts once they are")
+        if let e = storageError {
+            throw PollError.storage("counting has stopped, the database cannot be written (\(e)); "
+                                    + "a new poll starts once it can")
         }
         let opening = try Self.fresh(options: next, store: store, now: Date())
         options = next
@@ -236,7 +245,6 @@ extension PollController {
         committed = [:]
         rejected = [:]
         sealed = [:]
-        unsaved = []
         pendingRejections = [:]
         pollCreatedAt = opening.createdAt
         renewBeacon(secret: keyring.secret, signer: next.beaconSigner)

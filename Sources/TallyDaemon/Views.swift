@@ -28,7 +28,7 @@ extension PollController {
         var alert = beacon.off
         if floodAlert { alert = "flood of forged votes: rejected, honest votes still counted" }
         if let forged = beaconAlert(now: now) { alert = forged }
-        if let e = storageError { alert = "STORAGE ERROR, votes kept in memory: \(e)" }
+        if let e = storageError { alert = Self.countingStopped(e) }
         var model = TallyViewModel(
             title: options.title ?? "Clicker",
             joinCode: showJoinCode ? joinCode.description : Self.redacted(joinCode), anonymous: options.roster == nil,
@@ -42,6 +42,12 @@ extension PollController {
             model.details = panel.details
         }
         return model
+    }
+
+    /// The alert while commits fail: counting has stopped, why, and what happens to the votes.
+    static func countingStopped(_ error: String) -> String {
+        "COUNTING STOPPED, votes cannot be saved: \(error). Votes not saved are not shown or acknowledged; "
+            + "voters keep sending, and counting resumes when the database can be written"
     }
 
     /// The status line, which says so as long as changes of anonymous answers are not verified

@@ -20,6 +20,7 @@ public struct BeaconFollowService: Service {
     let state: StateDirectory?
     let lines: AsyncStream<String>
     let report: @Sendable (BeaconFollower.Status) -> Void
+    let notSending: @Sendable (NotSending) -> Void
     let logger: Logger
     let now: @Sendable () -> Duration
     let tick: Duration
@@ -29,12 +30,15 @@ public struct BeaconFollowService: Service {
     ///   - lines: answers, one a line; read with the open question's ``AnswerForm``.
     ///   - report: every new status, once (an open question's status carries the question, with its
     ///     text once complete; a new question under a status that does not show it is not a new status).
+    ///   - notSending: why the answer is not on the air, shown in place of "sending" (once; the
+    ///     status is reported again once it is on the air).
     ///   - now: the monotonic clock the follower runs on.
     ///   - tick: how often the clock is looked at when nothing is heard (for ``BeaconFollower/Status/noBeacon``).
     ///   - start: when a ballot goes on the air: at a random moment of its interval (``StaggeredStart``).
     public init(secret: PollSecret, identity: DeviceKey, roster: Bool, transport: any PeripheralTransport,
                 state: StateDirectory?, lines: AsyncStream<String>,
                 report: @escaping @Sendable (BeaconFollower.Status) -> Void,
+                notSending: @escaping @Sendable (NotSending) -> Void = { _ in },
                 logger: Logger = Logger(label: "clicker.voter"),
                 now: @escaping @Sendable () -> Duration = { ContinuousClock.now - BeaconFollowService.origin },
                 tick: Duration = .milliseconds(500), start: StaggeredStart = .random()) {
@@ -45,6 +49,7 @@ public struct BeaconFollowService: Service {
         self.state = state
         self.lines = lines
         self.report = report
+        self.notSending = notSending
         self.logger = logger
         self.now = now
         self.tick = tick
@@ -94,12 +99,15 @@ public struct BeaconFollowService: Service {
         let mode: BallotMode = roster ? .roster : .anonymous
         let sessionsSeed = Sessions(secret: secret, identity: identity, roster: roster, transport: transport, state: state,
                                     logger: logger, start: start)
-        let key = BeaconKey(secret), report = self.report, now = self.now
+        let key = BeaconKey(secret), report = self.report, notSending = self.notSending, now = self.now
         await cancelWhenGracefulShutdown {
             var sessions = sessionsSeed
             var follower = BeaconFollower(key: key, mode: mode, voterID: await sessions.voterID(), now: now())
             var shown = follower.status
-            report(shown)
+            var display = ShownStatus()
+            // Why the ballot the follower asks for is not on the air (nil: it is, or none is asked for).
+            var fault: NotSending?
+            if case .status(let s)? = display.update(shown, fault: nil) { report(s) }
             // When to say why a roster ballot is still not counted (nil: nothing to say).
             var hintAt: Duration? = nil
             var relistens = 0
@@ -117,11 +125,7 @@ public struct BeaconFollowService: Service {
                         logger.error("\(VoterService.excerpt(text)): \(VoterService.excerpt("\(error)", limit: 160))")
                     }
                 }
-                do {
-                    try await sessions.apply(&follower, at: now())
-                } catch {
-                    logger.error("cannot advertise: \(error)")
-                }
+                fault = await Self.apply(&sessions, &follower, at: now(), failing: fault, logger: logger)
                 sessions.wake(now: now(), sleep: { try await Task.sleep(for: $0) }, fire: { sink.yield(.tick) })
                 if follower.relistens != relistens {
                     // Said once; it goes on for as long as an attacker sends (docs/SECURITY.md).
@@ -131,9 +135,13 @@ public struct BeaconFollowService: Service {
                         """) }
                     relistens = follower.relistens
                 }
+                switch display.update(follower.status, fault: fault) {
+                case .status(let s)?: report(s)
+                case .notSending(let why)?: notSending(why)
+                case nil: break
+                }
                 if follower.status != shown {
                     shown = follower.status
-                    report(shown)
                     hintAt = nil
                     if roster, case .sending = shown { hintAt = now() + Self.rosterHintAfter }
                 }
@@ -148,6 +156,21 @@ public struct BeaconFollowService: Service {
                 }
             }
             await sessions.stop()
+        }
+    }
+
+    /// Puts on the air what `follower` asks for; returns why it is not (nil: it is). A new reason is
+    /// logged once, not at every event while it lasts (a full disk would repeat it twice a second).
+    static func apply(_ sessions: inout Sessions, _ follower: inout BeaconFollower, at now: Duration,
+                      failing: NotSending?, logger: Logger) async -> NotSending? {
+        do {
+            try await sessions.apply(&follower, at: now)
+            if failing != nil { logger.notice("the answer is on the air again") }
+            return nil
+        } catch {
+            let why = NotSending(error)
+            if why != failing { logger.error("not sending: \(why.detail)") }
+            return why
         }
     }
 

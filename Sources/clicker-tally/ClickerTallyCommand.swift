@@ -149,6 +149,7 @@ struct RunArguments: ParsableArguments {
             print(PollSummary.text(results, simulatedRoom: room.simulate))
         }
         if let e = service.radioFailure { throw Failure("radio failed: \(e)") }
+        if let e = await controller.storageFailure { throw Failure(PollSummary.storageFailed(e)) }
     }
 
     /// Where the live view's log lines go: next to the database, else in the state directory if it

@@ -112,6 +112,7 @@ struct Daemon: AsyncParsableCommand {
         api.object.unexport()
         connection.close()
         if let e = service.radioFailure { throw Failure("radio failed: \(e)") }
+        if let e = await controller.storageFailure { throw Failure(PollSummary.storageFailed(e)) }
     }
 
     /// The `--log-statistics` companion: one `statistics {...}` line (JSON) per interval, read by

@@ -95,6 +95,7 @@ extension Cast {
             secret: secret, identity: identity, roster: vote.roster, transport: transport, state: state,
             lines: StdinLines.stream(),
             report: { status in say(terminal ? status.sentence : status.line) },
+            notSending: { why in say(terminal ? why.sentence : why.line) },
             logger: logger)
         let group = ServiceGroup(configuration: ServiceGroupConfiguration(
             services: [.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup)],
