@@ -196,6 +196,7 @@ public actor PollController {
     public func ingest(_ report: AdvertisementReport) {
         reportsHeard &+= 1
         if report.timestamp > radioNow { radioNow = report.timestamp }
+        if let due = verification.retries.nextDue, radioNow >= due { retryDueReads() }
         // A ballot's byte 1 is 0x20 or 0x21 (its mode in the low bit): one byte sends every ballot on.
         // Beacon frames (the tally's own, another tally's, forged ones) are not ballots: dropped here,
         // before the ballot decoder, and not counted as rejected ballots.

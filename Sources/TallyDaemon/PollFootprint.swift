@@ -7,6 +7,8 @@ public struct PollFootprint: Sendable, Hashable, Codable {
     public var rateWindow: Int
     /// GATT reads asked for (emptied when full).
     public var verificationRequests: Int
+    /// Failed GATT reads waiting to be tried again (at most `ReadRetries.limit`).
+    public var readRetries: Int = 0
     /// Committed sequences, (question, voter) pairs.
     public var committed: Int
     /// Voter records over all questions of the tally (counted and kept apart).

@@ -111,7 +111,7 @@ extension PollController {
     /// Entries held per voter and per event, for tests, logs and the soak benchmark.
     public var footprint: PollFootprint {
         PollFootprint(rateWindow: acceptedRate.storage,
-                      verificationRequests: verification.requested.count,
+                      verificationRequests: verification.requested.count, readRetries: verification.retries.count,
                       committed: committed.values.reduce(0) { $0 + $1.count },
                       tallyVoters: pipeline.tally.questions.values.reduce(0) { $0 + $1.voters.count + $1.unregistered.count },
                       pendingRejections: pendingRejections.count, ingest: pipeline.footprint)
