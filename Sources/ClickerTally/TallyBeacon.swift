@@ -39,6 +39,9 @@ public struct TallyBeacon: Sendable {
         /// (10.24 s) at least, twice within 21 s, while a burst of made-up voter IDs earlier in the
         /// question is not.
         public var roomRecency: Duration = .seconds(21)
+        /// Distinct ballots acknowledged per question at most: the bound a voter relies on
+        /// (``AckFingerprint/maxHeardPerQuestion``, PROTOCOL.md §11.4). Lower only in tests.
+        public var acknowledgementLimit = AckFingerprint.maxHeardPerQuestion
         public var composer = BeaconComposer.Tuning()
 
         public init() {}
@@ -76,9 +79,10 @@ public struct TallyBeacon: Sendable {
     var question: UInt8?
     var ballots: [VoterKey: Counted] = [:]
     var pending: [VoterKey] = []
-    /// Distinct ballots acknowledged for the open question. Not capped: made-up voters must not use up
-    /// the acknowledgements of the voters after them (docs/SECURITY.md, "Acknowledgements"); each voter's
-    /// ballots beyond ``Tuning/ballotsPerVoter`` are spaced instead.
+    /// Distinct ballots acknowledged for the open question, at most ``Tuning/acknowledgementLimit``
+    /// (2^18: four for each of the 65,536 voters a question holds, so made-up voters reach the voter limit
+    /// before they use up the acknowledgements of the voters after them; docs/SECURITY.md); each voter's
+    /// ballots beyond ``Tuning/ballotsPerVoter`` are spaced.
     public private(set) var acknowledged = 0
     /// Voter IDs heard with ballots of the open question that the tally cannot count (not on the roster:
     /// `unknownVoter`), and when each was last heard. Never acknowledged, such devices stay loud.
@@ -173,9 +177,12 @@ public struct TallyBeacon: Sendable {
     /// STATE interval like a voter not yet counted. Only the open question's count.
     public mutating func heardUncountable(voterID: UInt32, question q: UInt8, at ns: UInt64) {
         guard q == question else { return }
-        if uncountable[voterID] == nil, uncountable.count >= AckFingerprint.maxHeardPerQuestion { return }
+        if uncountable[voterID] == nil, uncountable.count >= Self.uncountableLimit { return }
         uncountable[voterID] = max(uncountable[voterID] ?? 0, ns)
     }
+
+    /// The most devices the tally cannot count that it keeps in the room at once.
+    static let uncountableLimit = 4096
 
     /// Forgets the devices the tally cannot count that were not heard lately (within 3 s, or 4 STATE
     /// periods when longer: a loud device is heard at most every period, and not at every one), so that a
@@ -221,6 +228,8 @@ public struct TallyBeacon: Sendable {
         if let q = question {
             for v in pending {
                 guard var c = ballots[v], c.acknowledgedAt == nil, c.heldUntil == nil else { continue }
+                // Past the bound no new fingerprint goes out (an acknowledgement sent again is no new one).
+                guard c.acknowledgedSequence == c.sequence || acknowledged < tuning.acknowledgementLimit else { continue }
                 fingerprints.append(composer.key.fingerprint(voterID: v.voterID, question: q, sequence: c.sequence))
                 if c.acknowledgedSequence != c.sequence {
                     acknowledged += 1
