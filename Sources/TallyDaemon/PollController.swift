@@ -36,8 +36,18 @@ public actor PollController {
     var committed: [UInt8: [VoterKey: UInt16]] = [:]
     /// Rejected reports by the question that was current when they arrived, then by reason.
     var rejected: [UInt8: [String: Int]] = [:]
+    /// The devices (radio addresses) whose reports were rejected, by question and reason: the live
+    /// view counts people, not packets. At most ``maxRejectedDevices`` a reason (a flood of forged
+    /// addresses must not grow it without bound).
+    var rejectedDevices: [UInt8: [String: Set<DeviceAddress>]] = [:]
+    static let maxRejectedDevices = 4096
     /// Totals of the closed questions of an anonymous poll, whose per-voter state is gone.
     var sealed: [UInt8: QuestionTotals] = [:]
+    /// The projector page's address (`--web`), which the live view shows; nil without a page.
+    public var projectorURL: String?
+    public func setProjectorURL(_ url: String?) { projectorURL = url }
+    /// When the poll was last exported (`e`, D-Bus `Export`); nil: never in this run.
+    public internal(set) var exportedAt: Date?
     var pendingRejections: [PendingRejection: Int] = [:]
     /// Accepted ballots per slot of the last five seconds (votes per second), trimmed as it records.
     var acceptedRate = RateWindow(window: .seconds(5))
@@ -227,6 +237,9 @@ public actor PollController {
         case .rejected(let reason):
             // Counted once per report, repeats included, under the question current now.
             rejected[question, default: [:]][reason.rawValue, default: 0] += 1
+            if rejectedDevices[question]?[reason.rawValue]?.count ?? 0 < Self.maxRejectedDevices {
+                rejectedDevices[question, default: [:]][reason.rawValue, default: []].insert(address)
+            }
             pendingRejections[PendingRejection(question: question, reason: reason.rawValue), default: 0] += 1
             if pendingRejections.values.reduce(0, +) >= 256 || !verification.newBindings.isEmpty { commit([]) }
             version &+= 1

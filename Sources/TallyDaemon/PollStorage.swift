@@ -103,7 +103,9 @@ extension PollController {
                     extra.append((suffix: "gradebook-moodle.csv", contents: GradebookCSV.moodle(book, prefix: prefix)))
                 }
             }
-            return try store.export(poll: pollID, to: directory, adding: extra + charts())
+            let files = try store.export(poll: pollID, to: directory, adding: extra + charts())
+            exportedAt = clock()
+            return files
         } catch { throw PollError.storage("\(error)") }
     }
 

@@ -18,7 +18,8 @@ extension PollController {
         for (text, n) in live.counts { if let a = Answer(text) { published[a, default: 0] += n } }
         let panel = ResultsPanel(KindResults(spec: spec(of: question), counts: published, ranked: live.rankedCount))
         let rejections = (rejected[question] ?? [:]).filter { $0.value > 0 }.sorted { $0.key < $1.key }
-            .map { TallyViewModel.Rejection(reason: $0.key, count: $0.value) }
+            .map { TallyViewModel.Rejection(reason: $0.key, count: $0.value,
+                                            devices: rejectedDevices[question]?[$0.key]?.count) }
         let radioNow = RadioInstant.now()
         let radioModel = TallyViewModel.Radio(
             adapter: radio.adapter, scanning: radio.state == .scanning,
@@ -37,6 +38,13 @@ extension PollController {
             changes: live.changes,
             rejections: rejections, radio: radioModel, alert: alert,
             status: Self.withVerification(status, verificationStatus))
+        if live.notYetShown > 0 { model.notYetShown = live.notYetShown }
+        // Devices, each once, when every reason's are known (a resumed poll's stored rejections are packets only).
+        let devices = rejectedDevices[question] ?? [:]
+        if rejections.allSatisfy({ devices[$0.reason] != nil }) {
+            model.rejectedDevices = devices.values.reduce(into: Set<DeviceAddress>()) { $0.formUnion($1) }.count
+        }
+        model.projectorURL = projectorURL
         if !live.hidden {
             model.barsCaption = panel.caption
             model.details = panel.details

@@ -54,24 +54,3 @@ public struct NotSending: Error, Sendable, Hashable {
         }
     }
 }
-
-/// What a following voter shows: the follower's status, except "sending" while the ballot is not on
-/// the air, when it shows why (``NotSending``) instead. Each is shown once, when it changes.
-struct ShownStatus {
-    enum Shown: Hashable {
-        case status(BeaconFollower.Status)
-        case notSending(NotSending)
-    }
-
-    private(set) var shown: Shown?
-
-    /// What to show for `status` while `fault` keeps the ballot off the air (nil: it is on the air,
-    /// or nothing is to be), or nil when that is what is shown already.
-    mutating func update(_ status: BeaconFollower.Status, fault: NotSending?) -> Shown? {
-        var next = Shown.status(status)
-        if let fault, case .sending = status { next = .notSending(fault) }
-        guard next != shown else { return nil }
-        shown = next
-        return next
-    }
-}
