@@ -61,7 +61,7 @@ final class BeaconAttackTests: XCTestCase {
             state: nil, lines: lines,
             report: { s in
                 shown.withLock { $0.append(s.line) }
-                if case .open(let q) = s, answered.withLock({ $0.insert(q.number).inserted }) { input.yield(answer(q.number)) }
+                if case .status(.open(let q), _) = s, answered.withLock({ $0.insert(q.number).inserted }) { input.yield(answer(q.number)) }
             },
             logger: quiet, now: { .nanoseconds(Int64(air.now.nanoseconds)) }, start: StaggeredStart(seed: seed))
         return Task { try await service.run() }
