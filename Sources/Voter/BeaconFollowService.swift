@@ -141,10 +141,11 @@ public struct BeaconFollowService: Service {
                 case .line(let line):
                     let text = line.trimmingWhitespace()
                     if text.isEmpty { continue }
-                    // A typed answer replaces the one given on the command line.
-                    screen.first = nil
                     do {
                         let answer = try Self.parse(text, for: follower.question)
+                        // A typed answer replaces the one given on the command line (a line that is no
+                        // answer does not).
+                        screen.first = nil
                         if !FollowScreen.isOpen(follower.status) {
                             report(.note("\(answer) will be sent when a question opens."))
                         }

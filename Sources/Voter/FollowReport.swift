@@ -25,9 +25,9 @@ public enum FollowReport: Sendable, Hashable {
     /// What a person at a terminal reads.
     public var sentence: String {
         switch self {
-        case .status(.open(let q), _): return Self.describe(q) + "\n" + Self.prompt(q.beacon)
+        case .status(.open(let q), _): return Self.describe(q) + "\n" + Self.prompt(q)
         case .status(.notOffered(let a), let q?):
-            return "\(a) does not answer question \(q.number): it takes \(Self.takes(q.beacon)). Type another answer."
+            return "\(a) does not answer question \(q.number): it takes \(Self.takes(q)). Type another answer."
         case .status(let s, _): return s.sentence
         case .question(let q): return Self.describe(q)
         case .note(let text): return text
@@ -47,12 +47,16 @@ public enum FollowReport: Sendable, Hashable {
     }
 
     /// What the student types, in the words of ``AnswerForm/takes``: `Type your answer: true or false.`
-    static func prompt(_ q: BeaconQuestion) -> String { "Type your answer: \(takes(q))." }
+    static func prompt(_ q: BeaconFollower.Question) -> String { "Type your answer: \(takes(q))." }
 
-    /// What a question of the beacon takes (a numeric question's range is not on the air).
-    static func takes(_ q: BeaconQuestion) -> String {
-        guard q.kind != .numeric else { return "a number" }
-        return AnswerForm(kind: q.kind, options: q.kind.hasOptions ? Int(q.options) : 4).takes
+    /// What a question of the beacon takes: a numeric question's range and decimals come with its text
+    /// block (protocol 4), "a number" until they arrive.
+    static func takes(_ q: BeaconFollower.Question) -> String {
+        guard q.beacon.kind == .numeric else {
+            return AnswerForm(kind: q.beacon.kind, options: q.beacon.kind.hasOptions ? Int(q.beacon.options) : 4).takes
+        }
+        guard let form = q.numeric else { return "a number" }
+        return AnswerForm(kind: .numeric, decimals: Int(form.decimals), range: form.range).takes
     }
 }
 
