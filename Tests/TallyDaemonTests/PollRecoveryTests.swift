@@ -7,28 +7,6 @@ import XCTest
 /// `results`/`export` by vote ID with `--db`; a new run says what it did with a poll left open, a
 /// run that ends unexported says so, and the exit summary shows every question.
 final class PollRecoveryTests: XCTestCase {
-    /// `clicker-tally` run once, as CommandLineTests runs it.
-    struct CLI {
-        func clickerTally(_ args: [String], runtime: String) throws -> CommandLineTests.Run {
-            let bin = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-                .appendingPathComponent("clicker-tally").path
-            guard FileManager.default.isExecutableFile(atPath: bin) else { throw XCTSkip("\(bin) not built") }
-            let p = Process()
-            p.executableURL = URL(fileURLWithPath: bin)
-            p.arguments = args
-            p.environment = ["XDG_RUNTIME_DIR": runtime, "PATH": "/usr/bin:/bin"]
-            let out = Pipe(), err = Pipe()
-            p.standardOutput = out
-            p.standardError = err
-            p.standardInput = FileHandle.nullDevice
-            try p.run()
-            let o = out.fileHandleForReading.readDataToEndOfFile(), e = err.fileHandleForReading.readDataToEndOfFile()
-            p.waitUntilExit()
-            return CommandLineTests.Run(status: p.terminationStatus, stdout: String(decoding: o, as: UTF8.self),
-                                        stderr: String(decoding: e, as: UTF8.self))
-        }
-    }
-    let cli = CLI()
 
     /// A poll of two questions left open in the database (a crash): question 1 closed with three
     /// voters, question 2 open with two.
@@ -59,22 +37,22 @@ final class PollRecoveryTests: XCTestCase {
         let code = try leftOpen(db)
         let id = String(code.voteID)
 
-        let polls = try cli.clickerTally(["polls", "--db", db], runtime: dir)
+        let polls = try clickerTally(["polls", "--db", db], runtime: dir)
         XCTAssertEqual(polls.status, 0, polls.stderr)
         XCTAssertTrue(polls.stdout.hasPrefix("vote \(id)  started "), polls.stdout)
         XCTAssertTrue(polls.stdout.contains("open (clicker-tally --resume continues it)  anonymous  2 questions, voters 3/2"),
                       polls.stdout)
 
-        let results = try cli.clickerTally(["results", "--db", db, "--poll", id], runtime: dir)
+        let results = try clickerTally(["results", "--db", db, "--poll", id], runtime: dir)
         XCTAssertEqual(results.status, 0, results.stderr)
         XCTAssertTrue(results.stdout.contains("question 1 (Capital of France?): 3 voters"), results.stdout)
         XCTAssertTrue(results.stdout.contains("question 2: 2 voters"), results.stdout)
-        let unknown = try cli.clickerTally(["results", "--db", db, "--poll", "17"], runtime: dir)
+        let unknown = try clickerTally(["results", "--db", db, "--poll", "17"], runtime: dir)
         XCTAssertEqual(unknown.status, 1)
         XCTAssertTrue(unknown.stderr.contains("no poll with vote ID 17"), unknown.stderr)
 
         let out = dir + "/exports"
-        let export = try cli.clickerTally(["export", "--db", db, "--poll", id, out], runtime: dir)
+        let export = try clickerTally(["export", "--db", db, "--poll", id, out], runtime: dir)
         XCTAssertEqual(export.status, 0, export.stderr)
         let summary = try XCTUnwrap(export.stdout.split(separator: "\n").first { $0.hasSuffix("-summary.csv") }, export.stdout)
         let csv = try String(contentsOfFile: String(summary), encoding: .utf8)
@@ -82,7 +60,7 @@ final class PollRecoveryTests: XCTestCase {
 
         // The next run, resumed: every question in the exit summary, and the warning that it was not exported.
         let base = ["--radio", "sim", "--no-gatt-confirm", "--duration", "0.2", "--db", db]
-        let resumed = try cli.clickerTally(base + ["--resume"], runtime: dir)
+        let resumed = try clickerTally(base + ["--resume"], runtime: dir)
         XCTAssertEqual(resumed.status, 0, resumed.stderr)
         XCTAssertTrue(resumed.stdout.contains("vote \(id) question 1: 3 voters"), resumed.stdout)
         XCTAssertTrue(resumed.stdout.contains("vote \(id) question 2: 2 voters"), resumed.stdout)
@@ -90,13 +68,13 @@ final class PollRecoveryTests: XCTestCase {
         XCTAssertTrue(resumed.stderr.contains("clicker-tally export --db \(db) --poll \(id)"), resumed.stderr)
 
         // A new poll: the one left open is closed, and the run says so and how to read it.
-        let fresh = try cli.clickerTally(base + ["--json"], runtime: dir)
+        let fresh = try clickerTally(base + ["--json"], runtime: dir)
         XCTAssertEqual(fresh.status, 0, fresh.stderr)
         XCTAssertTrue(fresh.stderr.contains("the previous poll (vote \(id), started "),
                       fresh.stderr)
         XCTAssertTrue(fresh.stderr.contains("Z) was still open: closed now, votes kept"), fresh.stderr)
         XCTAssertTrue(fresh.stderr.contains("clicker-tally results --db \(db) --poll \(id)"), fresh.stderr)
-        let listed = try cli.clickerTally(["polls", "--db", db], runtime: dir)
+        let listed = try clickerTally(["polls", "--db", db], runtime: dir)
         XCTAssertEqual(listed.stdout.split(separator: "\n").count, 2, listed.stdout)
     }
 }

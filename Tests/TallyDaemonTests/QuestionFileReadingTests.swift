@@ -32,8 +32,9 @@ final class QuestionFileReadingTests: XCTestCase {
     }
 }
 
-/// Runs the built `clicker-tally` with `args` (standard input empty); skips when it is not built.
-func clickerTally(_ args: [String], runtime: String) throws -> (status: Int32, stderr: String) {
+/// Runs the built `clicker-tally` with `args` (standard input empty) and returns its status and output;
+/// skips when it is not built. The one runner of the tally's executable for the tests of this target.
+func clickerTally(_ args: [String], runtime: String) throws -> CommandLineTests.Run {
     let bin = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
         .appendingPathComponent("clicker-tally").path
     guard FileManager.default.isExecutableFile(atPath: bin) else {
@@ -43,12 +44,13 @@ func clickerTally(_ args: [String], runtime: String) throws -> (status: Int32, s
     p.executableURL = URL(fileURLWithPath: bin)
     p.arguments = args
     p.environment = ["XDG_RUNTIME_DIR": runtime, "PATH": "/usr/bin:/bin"]
-    let err = Pipe()
-    p.standardOutput = FileHandle.nullDevice
+    let out = Pipe(), err = Pipe()
+    p.standardOutput = out
     p.standardError = err
     p.standardInput = FileHandle.nullDevice
     try p.run()
-    let e = err.fileHandleForReading.readDataToEndOfFile()
+    let o = out.fileHandleForReading.readDataToEndOfFile(), e = err.fileHandleForReading.readDataToEndOfFile()
     p.waitUntilExit()
-    return (p.terminationStatus, String(decoding: e, as: UTF8.self))
+    return CommandLineTests.Run(status: p.terminationStatus, stdout: String(decoding: o, as: UTF8.self),
+                                stderr: String(decoding: e, as: UTF8.self))
 }
