@@ -221,9 +221,9 @@ public struct BeaconFollowService: Service {
         }
     }
 
-    /// Why a typed line is no answer, without the question's form (the status says what it takes).
+    /// Why a typed line is no answer, and what the open question takes (its letters, not the wire's A to H).
     static func explain(_ error: any Error) -> String {
-        if let r = error as? AnswerRefusal { return r.reason }
+        if let r = error as? AnswerRefusal { return "\(r.reason); it takes \(r.takes)" }
         return "\(error)"
     }
 
