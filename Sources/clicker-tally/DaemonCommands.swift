@@ -63,6 +63,9 @@ struct Daemon: AsyncParsableCommand {
             throw Failure("cannot open the database: \(error)")
         }
         let kind: RadioKind = room.simulate != nil ? .sim : radio.radio
+        // A poll left open (a crash, a daemon stopped without closing it): the new poll closes it, and
+        // the journal says which and how to read it, as a run's stderr does.
+        let previous = poll.resume ? nil : (try? store.resume()) ?? nil
         let controller: PollController
         do {
             let questionSet = try await poll.questionSet()
@@ -80,6 +83,7 @@ struct Daemon: AsyncParsableCommand {
             connection.close()
             throw Failure("D-Bus: \(error)")
         }
+        if let previous { logger.notice("\(StoreListing.previousPollNote(previous, db: poll.db))") }
         let voteID = await controller.joinCode.voteID
         logger.info("serving \(TallyBus.name); poll \(IDText.vote(voteID)) open, database \(store.path)")
         // The URL goes to the journal once (with the token when off loopback: journal readers can open the page).
@@ -260,14 +264,16 @@ struct Results: AsyncParsableCommand {
     @OptionGroup var busArguments: BusArguments
     @OptionGroup var storeArguments: StoreArguments
     @Option(help: "Question number (default: the current one; with --db/--poll: every question).") var question: Int?
-    @Flag(help: "Print JSON (the daemon's poll only).") var json = false
+    @Flag(help: "Print JSON (with --db/--poll: the export's JSON document, of the question asked or of every one).") var json = false
     func run() async throws {
         if let q = question, !(1...255).contains(q) { throw ValidationError("--question is 1 to 255 (got \(q))") }
         if storeArguments.direct {
-            if json { throw ValidationError("--json is for the daemon's poll; with --db/--poll, export writes the JSON") }
             let store = try storeArguments.open()
             let poll = try storeArguments.record(in: store)
-            do { print(try StoreListing.results(poll, store: store, question: question)) } catch {
+            do {
+                print(json ? try StoreListing.resultsJSON(poll, store: store, question: question)
+                           : try StoreListing.results(poll, store: store, question: question))
+            } catch {
                 throw Failure("cannot read the database: \(error)")
             }
             return

@@ -1,5 +1,6 @@
 import ClickerStore
 import ClickerWire
+import DBusTestSupport
 import Foundation
 import XCTest
 
@@ -47,6 +48,17 @@ final class PollRecoveryTests: XCTestCase {
         XCTAssertEqual(results.status, 0, results.stderr)
         XCTAssertTrue(results.stdout.contains("question 1 (Capital of France?): 3 voters"), results.stdout)
         XCTAssertTrue(results.stdout.contains("question 2: 2 voters"), results.stdout)
+        // --json: the export's document, of the question asked.
+        let json = try clickerTally(["results", "--db", db, "--poll", id, "--question", "2", "--json"], runtime: dir)
+        XCTAssertEqual(json.status, 0, json.stderr)
+        let doc = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any], json.stdout)
+        let questions = try XCTUnwrap(doc["questions"] as? [[String: Any]], json.stdout)
+        XCTAssertEqual(questions.map { $0["number"] as? Int }, [2], json.stdout)
+        XCTAssertEqual(questions.first?["voters"] as? Int, 2, json.stdout)
+        XCTAssertEqual((questions.first?["counts"] as? [String: Int])?["D"], 1, json.stdout)
+        let pollDoc = try XCTUnwrap(doc["poll"] as? [String: Any], json.stdout)
+        XCTAssertNotNil(pollDoc["createdAt"], json.stdout)
+        XCTAssertNil(pollDoc["closedAt"], "the poll is still open: \(json.stdout)")
         let unknown = try clickerTally(["results", "--db", db, "--poll", "17"], runtime: dir)
         XCTAssertEqual(unknown.status, 1)
         XCTAssertTrue(unknown.stderr.contains("no poll with vote ID 17"), unknown.stderr)
@@ -77,4 +89,68 @@ final class PollRecoveryTests: XCTestCase {
         let listed = try clickerTally(["polls", "--db", db], runtime: dir)
         XCTAssertEqual(listed.stdout.split(separator: "\n").count, 2, listed.stdout)
     }
+
+    /// The daemon closes a poll left open as a run does, and its journal says which and how to read it.
+    func testTheDaemonSaysWhichOpenPollItClosed() throws {
+        let bin = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("clicker-tally").path
+        guard FileManager.default.isExecutableFile(atPath: bin) else { throw XCTSkip("\(bin) not built") }
+        let dir = NSTemporaryDirectory() + "clicker-recovery-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: dir) }
+        let db = dir + "/clicker.sqlite"
+        let id = String(try leftOpen(db).voteID)
+        let bus = try PrivateBus()
+        defer { bus.stop() }
+
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: bin)
+        p.arguments = ["daemon", "--bus", bus.address, "--db", db, "--radio", "sim", "--no-gatt-confirm"]
+        p.environment = ["XDG_RUNTIME_DIR": dir, "PATH": "/usr/bin:/bin"]
+        let err = Pipe()
+        p.standardError = err
+        p.standardOutput = FileHandle.nullDevice
+        p.standardInput = FileHandle.nullDevice
+        let serving = expectation(description: "the daemon serves its bus name")
+        let log = JournalLines(until: "serving org.clicker.Tally1", then: serving)
+        err.fileHandleForReading.readabilityHandler = { log.append($0.availableData) }
+        try p.run()
+        wait(for: [serving], timeout: 120)
+        p.terminate()
+        p.waitUntilExit()
+        err.fileHandleForReading.readabilityHandler = nil
+        let text = log.text
+        XCTAssertTrue(text.contains("the previous poll (vote \(id), started "), text)
+        XCTAssertTrue(text.contains("was still open: closed now, votes kept"), text)
+        XCTAssertTrue(text.contains("clicker-tally results --db \(db) --poll \(id)"), text)
+        let polls = try ClickerStore(path: db).polls().sorted { $0.createdAt < $1.createdAt }
+        XCTAssertEqual(polls.count, 2, "the daemon's own poll beside the one it closed")
+        XCTAssertNotNil(polls.first?.closedAt, "the poll left open is closed")
+    }
+}
+
+/// A child's stderr as it comes, and an expectation fulfilled once it holds a text.
+private final class JournalLines: @unchecked Sendable {
+    // @unchecked Sendable: `data` and `fired` are only touched under `lock`; the rest is immutable.
+    private let lock = NSLock()
+    private var data = Data()
+    private var fired = false
+    private let needle: String
+    private let expectation: XCTestExpectation
+
+    init(until needle: String, then expectation: XCTestExpectation) {
+        self.needle = needle
+        self.expectation = expectation
+    }
+
+    func append(_ chunk: Data) {
+        let fire: Bool = lock.withLock {
+            data.append(chunk)
+            guard !fired, String(decoding: data, as: UTF8.self).contains(needle) || chunk.isEmpty else { return false }
+            fired = true
+            return true
+        }
+        if fire { expectation.fulfill() }
+    }
+
+    var text: String { lock.withLock { String(decoding: data, as: UTF8.self) } }
 }
