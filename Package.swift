@@ -185,7 +185,7 @@ let package = Package(
         .testTarget(name: "TerminalViewTests", dependencies: ["TerminalView", "TerminalTestSupport", "ClickerWire", "ClickerSim"], exclude: ["Snapshots"]),
         // Tier 2: real dbus-daemon + python-dbusmock standing in for bluetoothd
         .testTarget(name: "DBusTests", dependencies: ["ClickerTestSupport", "DBus", "DBusTestSupport"]),
-        .testTarget(name: "BlueZTests", dependencies: ["ClickerTestSupport", "BlueZ", "DBus", "ClickerWire", "ClickerTally", "TallyDaemon",
+        .testTarget(name: "BlueZTests", dependencies: ["ClickerTestSupport", "BlueZ", "DBus", "ClickerWire", "ClickerTally", "TallyDaemon", "Voter",
                                                        .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "TallyDaemonTests", dependencies: ["ClickerTestSupport", "TallyDaemon", "ClickerQuestions", "TerminalView", "TerminalTestSupport", "ClickerSim", "ClickerWire", "Voter", "DemoRoom", "DBus", "DBusTestSupport",
                                                              .product(name: "Crypto", package: "swift-crypto"),
@@ -195,7 +195,7 @@ let package = Package(
                                                              "ClickerCommandLine", "Voter",
                                                              "TallyDaemon", "ClickerTally", "ClickerWire", "ClickerSim",
                                                              .product(name: "NIOCore", package: "swift-nio")]),
-        .testTarget(name: "ClickerCommandLineTests", dependencies: ["ClickerCommandLine", "ClickerSim", "CMalloc", "ClickerTestSupport"]),
+        .testTarget(name: "ClickerCommandLineTests", dependencies: ["ClickerCommandLine", "ClickerSim", "CMalloc", "ClickerTestSupport", "TerminalTestSupport", "Voter"]),
         .testTarget(name: "VoterTests", dependencies: ["ClickerTestSupport", "Voter", "ClickerSim", "ClickerWire", "PrivateFiles",
                                                       .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
                                                       .product(name: "InMemoryLogging", package: "swift-log")]),

@@ -55,6 +55,19 @@ let package = Package(
             path: "Benchmarks/StoreCommit",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        // A class list of 10,000 and 100,000 rows read and enrolled, as `roster import` does (ordo-one benchmark).
+        .executableTarget(
+            name: "RosterImport",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "ClickerStore", package: "clicker"),
+                .product(name: "ClickerTally", package: "clicker"),
+                .product(name: "ClickerTransport", package: "clicker"),
+                .product(name: "ClickerWire", package: "clicker"),
+            ],
+            path: "Benchmarks/RosterImport",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
         // CPU per live-view frame (render + diff) at 300 voters.
         .executableTarget(
             name: "ViewRender",

@@ -423,75 +423,125 @@ PHASE_NAME = {v: k for k, v in PHASE.items()}
 def fingerprint(code, voter, q, seq):
     return mac(beacon_km(code)[32:], voter.to_bytes(4, "big") + bytes([q]) + be16(seq))[:4]
 
-def text_block(title, options):
-    return b"\x00".join([title.encode("utf-8")] + [o.encode("utf-8") for o in options])
+def text_block(title, options, numeric=None):
+    """The text block of §11.5; `numeric` = (lowest, highest, decimals) prefixes a numeric question's form."""
+    form = b""
+    if numeric is not None:
+        lo, hi, dec = numeric
+        form = lo.to_bytes(2, "big", signed=True) + hi.to_bytes(2, "big", signed=True) + bytes([dec])
+    return form + b"\x00".join([title.encode("utf-8")] + [o.encode("utf-8") for o in options])
+
+def strong_digest(code, block):
+    return mac(beacon_km(code)[:32], b"text" + block)[:16]
 
 def text_digest(code, block):
-    return mac(beacon_km(code)[:32], b"text" + block)[:4]
+    return strong_digest(code, block)[:4]
 
-def seal_state(code, counter, mode, phase, q=0, kind=None, options=0, interval_ms=None, digest=None):
+# Version 4: the poll's key pair, its anchor in the join code, and signatures (§2, §11.2).
+def anchor(pk, vid):
+    return hashlib.scrypt(pk, salt=b"clicker-v4-anchor" + be16(vid), n=32768, r=8, p=1, maxmem=64 * 1024 * 1024, dklen=32)
+
+def anchored_join(seed, vid):
+    """The join code whose secret is the first 50 bits of the anchor of the key of `seed`."""
+    secret = int.from_bytes(anchor(ed25519_public(seed), vid)[:8], "big") >> 14
+    chars = "".join(ALPHA[(secret >> (5 * (9 - i))) & 31] for i in range(10))
+    return f"{vid}-{chars[:5]}-{chars[5:]}"
+
+def key_mask(code):
+    vid, _ = parse_join(code)
+    return hkdf(poll_secret(code), b"beacon-key" + be16(vid), 32)
+
+def signed_message(code, body):
+    vid, _ = parse_join(code)
+    return b"clicker-v4-beacon" + be16(vid) + body
+
+def finish(code, body, tlen, seed):
+    """Appends the tag, then (signed) the signature of the poll's key."""
+    out = body + mac(beacon_km(code)[:32], body)[:tlen]
+    return out + ed25519_sign(seed, signed_message(code, out)) if seed else out
+
+def seal_state(code, counter, mode, phase, q=0, kind=None, options=0, interval_ms=None, digest=None, seed=None):
+    """digest: 4 bytes (tagged) or 16 (signed), or None; seed: sign with that key (the signed form, 43)."""
     vid, _ = parse_join(code)
     status = PHASE[phase] << 6 | (0x20 if mode == "roster" else 0)
     if kind is not None:
         status |= (0x10 if digest is not None else 0) | KIND_CODE[kind]
     ival = 0 if interval_ms is None else interval_ms // 10
-    body = bytes([0xCB, 0x2B]) + be16(vid) + be32(counter) + bytes([q, status, options, ival]) + (digest or bytes(4))
-    return body + mac(beacon_km(code)[:32], body)[:8]
+    body = bytes([0xCB, 0x43 if seed else 0x4B]) + be16(vid) + be32(counter) + bytes([q, status, options, ival])
+    if seed:
+        pk = ed25519_public(seed)
+        body += (digest or bytes(16)) + bytes(a ^ b for a, b in zip(pk, key_mask(code)))
+    else:
+        body += digest or bytes(4)
+    return finish(code, body, 8, seed)
 
-def seal_acks(code, counter, q, fps):
-    body = bytes([0xCB, 0x2C]) + be32(counter) + bytes([q]) + b"".join(fps)
-    return body + mac(beacon_km(code)[:32], body)[:4]
+def seal_acks(code, counter, q, fps, seed=None):
+    body = bytes([0xCB, 0x44 if seed else 0x4C]) + be32(counter) + bytes([q]) + b"".join(fps)
+    return finish(code, body, 4, seed)
 
-def seal_text(code, counter, digest, index, count, chunk):
-    body = bytes([0xCB, 0x2D]) + be32(counter) + digest + bytes([index, count]) + chunk
-    return body + mac(beacon_km(code)[:32], body)[:4]
+def seal_text(code, counter, digest, index, count, chunk, seed=None):
+    body = bytes([0xCB, 0x45 if seed else 0x4D]) + be32(counter) + digest + bytes([index, count]) + chunk
+    return finish(code, body, 4, seed)
 
-def open_beacon(p, code):
-    """Decodes like a voter (§11.6): ('state'|'acks'|'text', fields) or the rejection reason."""
+def open_beacon(p, code, pk=None):
+    """Decodes like a voter (§11.6): ('state'|'acks'|'text', fields) or the rejection reason. With `pk`
+    (the poll's key, once known) a signed frame's signature is checked too."""
     vid, _ = parse_join(code)
     if len(p) < 1 or p[0] != 0xCB: return "notOurs"
     if len(p) < 2: return "truncated"
-    if p[1] >> 4 != 2: return "unknownVersion"
+    if p[1] in (0x20, 0x21): return "notABeacon"
+    if p[1] >> 4 != 4: return "unknownVersion"
     t = p[1] & 15
-    if t in (0, 1): return "notABeacon"
-    if t not in (0xB, 0xC, 0xD): return "unknownFrame"
+    if t not in (0xB, 0xC, 0xD, 0x3, 0x4, 0x5): return "unknownFrame"
+    signed = t < 8
+    t |= 8
     if len(p) > 247: return "oversized"
+    extra = 64 if signed else 0
     if t == 0xB:
-        if len(p) < 24: return "truncated"
-        if len(p) > 24: return "trailingBytes"
+        want = 132 if signed else 24
+        if len(p) < want: return "truncated"
+        if len(p) > want: return "trailingBytes"
         if int.from_bytes(p[2:4], "big") != vid: return "otherVoteID"
         tlen = 8
     elif t == 0xC:
-        body = len(p) - 11
+        body = len(p) - 11 - extra
         if body < 4: return "truncated"
         if body % 4: return "badLength"
         tlen = 4
     else:
-        if len(p) <= 16: return "truncated"
+        if len(p) <= 16 + extra: return "truncated"
         tlen = 4
-    n = len(p) - tlen
-    if not hmac.compare_digest(mac(beacon_km(code)[:32], p[:n])[:tlen], p[n:]): return "badTag"
+    end = len(p) - extra
+    n = end - tlen
+    if not hmac.compare_digest(mac(beacon_km(code)[:32], p[:n])[:tlen], p[n:end]): return "badTag"
     if t == 0xB:
-        q, status, options, ival, digest = p[8], p[9], p[10], p[11], p[12:16]
+        q, status, options, ival = p[8], p[9], p[10], p[11]
+        digest = p[12:28] if signed else p[12:16]
         if ival == 1: return "malformed"
         phase, has_text, kc = status >> 6, status & 0x10, status & 15
         if phase == 0:
-            if q or status & 0x1F or options or digest != bytes(4): return "malformed"
+            if q or status & 0x1F or options or any(digest): return "malformed"
         elif phase in (1, 2):
-            if kc not in KIND_NAME or (not has_text and digest != bytes(4)): return "malformed"
+            if kc not in KIND_NAME or (not has_text and any(digest)): return "malformed"
             want_options = KIND_NAME[kc] in ("single", "multi", "ranked")
             if (want_options and not 1 <= options <= 8) or (not want_options and options): return "malformed"
         else:
             return "malformed"
-        return ("state", int.from_bytes(p[4:8], "big"), PHASE_NAME[phase], "roster" if status & 0x20 else "anonymous",
-                q, KIND_NAME.get(kc), options, ival * 10 if ival else None, digest if has_text else None)
-    if t == 0xC:
-        return ("acks", int.from_bytes(p[2:6], "big"), p[6], [p[i:i + 4] for i in range(7, n, 4)])
-    if p[11] == 0 or p[10] >= p[11]: return "malformed"
-    return ("text", int.from_bytes(p[2:6], "big"), p[6:10], p[10], p[11], p[12:n])
+        got = ("state", int.from_bytes(p[4:8], "big"), PHASE_NAME[phase], "roster" if status & 0x20 else "anonymous",
+               q, KIND_NAME.get(kc), options, ival * 10 if ival else None, digest if has_text else None,
+               bytes(a ^ b for a, b in zip(p[28:60], key_mask(code))) if signed else None)
+    elif t == 0xC:
+        got = ("acks", int.from_bytes(p[2:6], "big"), p[6], [p[i:i + 4] for i in range(7, n, 4)])
+    else:
+        if p[11] == 0 or p[10] >= p[11]: return "malformed"
+        got = ("text", int.from_bytes(p[2:6], "big"), p[6:10], p[10], p[11], p[12:n])
+    if signed and pk is not None and not ed25519_verify(pk, signed_message(code, p[:end]), p[end:]): return "badSignature"
+    return got
 
 BEACON_TITLE = "Which planet is largest?"
 BEACON_OPTIONS = ["Mercury", "Venus", "Jupiter ♃", "Mars"]   # ♃ (3 bytes) is cut across two 8-byte pages
+BEACON_SEED = bytes(range(32))          # the poll's key pair of the signed vectors
+FORGER_SEED = bytes(range(32, 64))      # a classmate's key pair
 
 def beacon_vectors():
     out = []
@@ -499,15 +549,18 @@ def beacon_vectors():
     block = text_block(BEACON_TITLE, BEACON_OPTIONS)
     digest = text_digest(CODE, block)
     head = ["join-code: " + CODE, f"poll-secret: {poll_secret(CODE).hex()}", f"beacon-key-material: {km.hex()}"]
-    def state(name, counter, mode, phase, q=0, kind=None, options=0, interval=None, dg=None, code=CODE):
-        f = seal_state(code, counter, mode, phase, q, kind, options, interval, dg)
+    def state(name, counter, mode, phase, q=0, kind=None, options=0, interval=None, dg=None, code=CODE, seed=None):
+        f = seal_state(code, counter, mode, phase, q, kind, options, interval, dg, seed)
         lines = [f"name: {name}", "type: beacon-state", f"join-code: {code}", f"poll-secret: {poll_secret(code).hex()}",
-                 f"beacon-key-material: {beacon_km(code).hex()}", f"counter: {counter}", f"mode: {mode}", f"phase: {phase}"]
+                 f"beacon-key-material: {beacon_km(code).hex()}"]
+        if seed:
+            lines += [f"key-seed: {seed.hex()}", f"public-key: {ed25519_public(seed).hex()}"]
+        lines += [f"counter: {counter}", f"mode: {mode}", f"phase: {phase}"]
         if kind is not None:
             lines += [f"question: {q}", f"kind: {kind}", f"options: {options}"]
         lines += [f"interval: {'stop' if interval is None else f'{interval} ms'}",
                   f"text-digest: {dg.hex() if dg is not None else 'none'}", f"frame: {f.hex()}"]
-        assert len(f) == 24
+        assert len(f) == (132 if seed else 24)
         out.append(lines)
         return f
     s_open = state("beacon-state-open", 1000, "anonymous", "open", 2, "single", 4, 100, digest)
@@ -529,22 +582,55 @@ def beacon_vectors():
                  "fingerprints: " + " ".join(f.hex() for f in fps), f"frame: {a4.hex()}"])
     assert len(a4) == 27
     # Text: the block in legacy pages of 8 bytes, and in one extended page.
-    pages = [block[i:i + 8] for i in range(0, len(block), 8)]
-    lines = ["name: beacon-text-legacy", "type: beacon-text"] + head + [
-        f"title: {BEACON_TITLE}"] + [f"option-{chr(97 + i)}: {o}" for i, o in enumerate(BEACON_OPTIONS)] + [
-        f"text-block: {block.hex()}", f"text-digest: {digest.hex()}", "chunk-length: 8", "first-counter: 2000",
-        f"pages: {len(pages)}"]
-    for i, c in enumerate(pages):
-        lines.append(f"page-{i}: {seal_text(CODE, 2000 + i, digest, i, len(pages), c).hex()}")
-    out.append(lines)
-    one = seal_text(CODE, 3000, digest, 0, 1, block)
-    out.append(["name: beacon-text-extended", "type: beacon-text"] + head + [
-        f"title: {BEACON_TITLE}"] + [f"option-{chr(97 + i)}: {o}" for i, o in enumerate(BEACON_OPTIONS)] + [
-        f"text-block: {block.hex()}", f"text-digest: {digest.hex()}", "chunk-length: 231", "first-counter: 3000",
-        "pages: 1", f"page-0: {one.hex()}"])
-    # Rejections, decoded by a voter holding the join code.
-    def rej(name, frame, expect, why=None, code=CODE):
-        l = [f"name: {name}", "type: beacon-rejection", f"join-code: {code}", f"frame: {frame.hex()}", f"expect: {expect}"]
+    def text(name, code, title, options, chunk, first, numeric=None, seed=None):
+        b = text_block(title, options, numeric)
+        d = text_digest(code, b)
+        pages = [b[i:i + chunk] for i in range(0, len(b), chunk)]
+        lines = [f"name: {name}", "type: beacon-text", f"join-code: {code}", f"poll-secret: {poll_secret(code).hex()}",
+                 f"beacon-key-material: {beacon_km(code).hex()}"]
+        if seed:
+            lines += [f"key-seed: {seed.hex()}", f"public-key: {ed25519_public(seed).hex()}"]
+        if numeric:
+            lines += ["kind: numeric", f"lowest: {numeric[0]}", f"highest: {numeric[1]}", f"decimals: {numeric[2]}"]
+        lines += [f"title: {title}"] + [f"option-{chr(97 + i)}: {o}" for i, o in enumerate(options)] + [
+            f"text-block: {b.hex()}", f"text-digest: {d.hex()}"]
+        if seed:
+            lines.append(f"strong-digest: {strong_digest(code, b).hex()}")
+        lines += [f"chunk-length: {chunk}", f"first-counter: {first}", f"pages: {len(pages)}"]
+        for i, c in enumerate(pages):
+            lines.append(f"page-{i}: {seal_text(code, first + i, d, i, len(pages), c, seed).hex()}")
+        out.append(lines)
+    text("beacon-text-legacy", CODE, BEACON_TITLE, BEACON_OPTIONS, 8, 2000)
+    text("beacon-text-extended", CODE, BEACON_TITLE, BEACON_OPTIONS, 231, 3000)
+    # Version 4, signed: the poll's key pair and the join code that commits to it.
+    SIGNED = anchored_join(BEACON_SEED, 4821)
+    pk = ed25519_public(BEACON_SEED)
+    A = anchor(pk, 4821)
+    out.append(["name: beacon-anchor", "type: beacon-anchor", "vote-id: 4821", f"key-seed: {BEACON_SEED.hex()}",
+                f"public-key: {pk.hex()}", f"anchor: {A.hex()}",
+                f"secret: {int.from_bytes(A[:8], 'big') >> 14:013x}", f"join-code: {SIGNED}",
+                f"poll-secret: {poll_secret(SIGNED).hex()}", f"key-mask: {key_mask(SIGNED).hex()}",
+                f"hidden-key: {bytes(a ^ b for a, b in zip(pk, key_mask(SIGNED))).hex()}"])
+    sblock = text_block(BEACON_TITLE, BEACON_OPTIONS)
+    s_signed = state("beacon-state-signed", 5000, "anonymous", "open", 2, "single", 4, 100, strong_digest(SIGNED, sblock),
+                     code=SIGNED, seed=BEACON_SEED)
+    nblock = text_block("g in m/s²", [], (900, 1050, 2))
+    state("beacon-state-signed-numeric", 5001, "anonymous", "open", 3, "numeric", 0, 250, strong_digest(SIGNED, nblock),
+          code=SIGNED, seed=BEACON_SEED)
+    state("beacon-state-signed-closed", 5002, "roster", "closed", code=SIGNED, seed=BEACON_SEED)
+    sfps = [fingerprint(SIGNED, v, 2, s) for v, s in ballots]
+    sa = seal_acks(SIGNED, 5003, 2, sfps, BEACON_SEED)
+    out.append(["name: beacon-acks-signed", "type: beacon-acks", f"join-code: {SIGNED}", f"poll-secret: {poll_secret(SIGNED).hex()}",
+                f"beacon-key-material: {beacon_km(SIGNED).hex()}", f"key-seed: {BEACON_SEED.hex()}", f"public-key: {pk.hex()}",
+                "counter: 5003", "question: 2", "ballots: " + " ".join(f"{v:08x}/{s}" for v, s in ballots),
+                "fingerprints: " + " ".join(f.hex() for f in sfps), f"frame: {sa.hex()}"])
+    text("beacon-text-signed", SIGNED, BEACON_TITLE, BEACON_OPTIONS, 164, 5100, seed=BEACON_SEED)
+    text("beacon-text-numeric", SIGNED, "g in m/s²", [], 164, 5200, numeric=(900, 1050, 2), seed=BEACON_SEED)
+    # Rejections, decoded by a voter holding the join code (and, with public-key, the poll's key).
+    def rej(name, frame, expect, why=None, code=CODE, key=None):
+        l = [f"name: {name}", "type: beacon-rejection", f"join-code: {code}"]
+        if key: l.append(f"public-key: {key.hex()}")
+        l += [f"frame: {frame.hex()}", f"expect: {expect}"]
         if why: l.append(f"why: {why}")
         out.append(l)
     rej("beacon-reject-other-join-code", s_open, "badTag", why="sealed with the key of 4821-K7QXM-3PF9A", code="4821-K7QXM-3PF9B")
@@ -553,14 +639,14 @@ def beacon_vectors():
     rej("beacon-reject-one-byte", bytes([0xCB]), "truncated")
     rej("beacon-reject-ballot", bytes.fromhex("cb2012d5010502b8080001998a9a2749ece8f0076fbf"), "notABeacon",
         why="the anonymous-choice-B advertisement of §9")
-    rej("beacon-reject-unknown-frame", bytes([0xCB, 0x2E]) + s_open[2:], "unknownFrame")
-    rej("beacon-reject-version-3", bytes([0xCB, 0x3B]) + s_open[2:], "unknownVersion")
+    rej("beacon-reject-unknown-frame", bytes([0xCB, 0x4E]) + s_open[2:], "unknownFrame")
+    rej("beacon-reject-version-3", bytes([0xCB, 0x2B]) + s_open[2:], "unknownVersion", why="a version-3 STATE's type byte")
     rej("beacon-reject-state-truncated", s_open[:23], "truncated")
     rej("beacon-reject-state-trailing", s_open + b"\x00", "trailingBytes")
     rej("beacon-reject-acks-no-fingerprint", a[:7] + a[-4:], "truncated")
     rej("beacon-reject-acks-partial-fingerprint", a[:-5] + a[-4:], "badLength")
-    rej("beacon-reject-text-empty-chunk", bytes([0xCB, 0x2D]) + bytes(14), "truncated")
-    rej("beacon-reject-oversized", bytes([0xCB, 0x2C]) + bytes(246), "oversized", why="248 bytes")
+    rej("beacon-reject-text-empty-chunk", bytes([0xCB, 0x4D]) + bytes(14), "truncated")
+    rej("beacon-reject-oversized", bytes([0xCB, 0x4C]) + bytes(246), "oversized", why="248 bytes")
     bad = bytearray(s_open); bad[8] ^= 1
     rej("beacon-reject-question-changed", bytes(bad), "badTag")
     bad = bytearray(a); bad[8] ^= 1
@@ -573,6 +659,13 @@ def beacon_vectors():
         "malformed", why="9 options, right key")
     rej("beacon-reject-page-beyond-count", seal_text(CODE, 1009, digest, 3, 3, b"x"), "malformed",
         why="page index 3 of 3, right key")
+    rej("beacon-reject-signed-truncated", s_signed[:131], "truncated", code=SIGNED, key=pk)
+    bad = bytearray(s_signed); bad[100] ^= 1
+    rej("beacon-reject-signature-flipped", bytes(bad), "badSignature", code=SIGNED, key=pk,
+        why="one bit of the signature flipped")
+    forged = seal_state(SIGNED, 5004, "anonymous", "open", 3, "single", 4, 100, None, seed=FORGER_SEED)
+    rej("beacon-reject-signed-by-another-key", forged, "badSignature", code=SIGNED, key=pk,
+        why=f"signed by the key of seed {FORGER_SEED.hex()}, right join code")
     return out
 
 def render(vs):
@@ -589,7 +682,7 @@ def parse_blocks(doc):
     return blocks
 
 def kit(doc):
-    return json.dumps({"protocol": "clicker wire protocol", "version": 3, "source": "docs/PROTOCOL.md §9 and §11.9",
+    return json.dumps({"protocol": "clicker wire protocol", "version": 4, "source": "docs/PROTOCOL.md §9 and §11.9",
                        "vectors": parse_blocks(doc)}, indent=1, ensure_ascii=False) + "\n"
 
 def self_check(vs):
@@ -602,24 +695,36 @@ def self_check(vs):
                 got = decode(bytes.fromhex(d[kind]), d["join-code"], roster, gatt=kind == "gatt")
                 assert got == ("ok", d["answer"]), (d["name"], kind, got)
         elif d["type"] == "beacon-state":
-            got = open_beacon(bytes.fromhex(d["frame"]), d["join-code"])
+            pk = bytes.fromhex(d["public-key"]) if "public-key" in d else None
+            got = open_beacon(bytes.fromhex(d["frame"]), d["join-code"], pk)
             assert got[0] == "state" and got[1] == int(d["counter"]) and got[2] == d["phase"] and got[3] == d["mode"], (d["name"], got)
             assert (got[8].hex() if got[8] else "none") == d["text-digest"], d["name"]
+            assert got[9] == pk, d["name"]
             if "kind" in d:
                 assert (got[4], got[5], got[6]) == (int(d["question"]), d["kind"], int(d["options"])), d["name"]
         elif d["type"] == "beacon-acks":
-            got = open_beacon(bytes.fromhex(d["frame"]), d["join-code"])
+            pk = bytes.fromhex(d["public-key"]) if "public-key" in d else None
+            got = open_beacon(bytes.fromhex(d["frame"]), d["join-code"], pk)
             assert got[0] == "acks" and got[1] == int(d["counter"]) and got[2] == int(d["question"]), d["name"]
             assert " ".join(f.hex() for f in got[3]) == d["fingerprints"], d["name"]
         elif d["type"] == "beacon-text":
+            pk = bytes.fromhex(d["public-key"]) if "public-key" in d else None
             block = b""
             for i in range(int(d["pages"])):
-                got = open_beacon(bytes.fromhex(d[f"page-{i}"]), d["join-code"])
+                got = open_beacon(bytes.fromhex(d[f"page-{i}"]), d["join-code"], pk)
                 assert got[0] == "text" and got[2].hex() == d["text-digest"] and (got[3], got[4]) == (i, int(d["pages"])), d["name"]
                 block += got[5]
             assert block.hex() == d["text-block"] and text_digest(d["join-code"], block).hex() == d["text-digest"], d["name"]
+            if "strong-digest" in d:
+                assert strong_digest(d["join-code"], block).hex() == d["strong-digest"], d["name"]
+        elif d["type"] == "beacon-anchor":
+            pk = bytes.fromhex(d["public-key"])
+            assert ed25519_public(bytes.fromhex(d["key-seed"])) == pk, d["name"]
+            assert anchored_join(bytes.fromhex(d["key-seed"]), int(d["vote-id"])) == d["join-code"], d["name"]
+            assert bytes(a ^ b for a, b in zip(pk, key_mask(d["join-code"]))).hex() == d["hidden-key"], d["name"]
         elif d["type"] == "beacon-rejection":
-            got = open_beacon(bytes.fromhex(d["frame"]), d["join-code"])
+            pk = bytes.fromhex(d["public-key"]) if "public-key" in d else None
+            got = open_beacon(bytes.fromhex(d["frame"]), d["join-code"], pk)
             assert got == d["expect"], (d["name"], got)
         elif d["type"] == "rejection":
             roster = [parse_enrollment(d["roster"])] if "roster" in d else []

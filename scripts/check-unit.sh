@@ -2,7 +2,8 @@
 # Checks systemd/clicker-tally.service, alone, with the projector page's drop-in
 # (systemd/clicker-tally-web.conf) and with the question set's (systemd/clicker-tally-questions.conf): `systemd-analyze verify` must pass and
 # `systemd-analyze security --offline=true` must report an exposure of at most $MAX_EXPOSURE (default 2.0).
-# The unit must also cap its memory with a MemoryMax= of a size, which no drop-in may change.
+# The unit must also cap its memory with a MemoryMax= of a size and its file descriptors with a LimitNOFILE=,
+# which no drop-in may change.
 # Exits non-zero (loudly) otherwise, or when systemd-analyze is missing.
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -27,6 +28,14 @@ for d in "$here"/systemd/clicker-tally-*.conf; do
     if grep -q '^MemoryMax=' "$d"; then echo "FAIL: $d changes MemoryMax=" >&2; exit 1; fi
 done
 echo "ok: $(grep '^MemoryMax=' "$unit")"
+# A file descriptor limit: exactly one LimitNOFILE= line, a number, which no drop-in may change (the page
+# server caps its connections below it, ProjectorWeb.ConnectionLimits).
+[ "$(grep -c '^LimitNOFILE=' "$unit")" = 1 ] && grep -Eq '^LimitNOFILE=[1-9][0-9]*$' "$unit" \
+    || { echo "FAIL: the unit must set LimitNOFILE= to a number" >&2; exit 1; }
+for d in "$here"/systemd/clicker-tally-*.conf; do
+    if grep -q '^LimitNOFILE=' "$d"; then echo "FAIL: $d changes LimitNOFILE=" >&2; exit 1; fi
+done
+echo "ok: $(grep '^LimitNOFILE=' "$unit")"
 sed "s|^ExecStart=/usr/local/bin/clicker-tally |ExecStart=$tmp/bin/clicker-tally |" "$unit" > "$tmp/clicker-tally.service"
 # The unit with a drop-in (merge NAME): its [Service] lines go at the end of the unit's [Service] section,
 # where a drop-in's would take effect (ExecStart= empties the list, later single settings win, lists merge).

@@ -27,7 +27,17 @@ stage() {
   local name=$1; shift
   local t0=$SECONDS rc p f
   echo "=== stage: $name"
-  "$@" 2>&1 | tee "$log"; rc=${PIPESTATUS[0]}
+  # Each stage runs in a session of its own: whatever it leaves running when it ends (a stand-in
+  # service, a dbus-daemon) is found by that session, named in the output and stopped, so that no
+  # stage's leftovers outlive the test command.
+  rm -f "$log.sid"
+  setsid --wait bash -c 'echo $$ > "$0"; exec "$@"' "$log.sid" "$@" 2>&1 | tee "$log"; rc=${PIPESTATUS[0]}
+  local left
+  left=$(leftovers "$(cat "$log.sid" 2>/dev/null)")
+  if [ -n "$left" ]; then
+    echo "stage $name left processes running (stopped now):"$'\n'"$left" | tee -a "$log"
+    pkill -TERM -s "$(cat "$log.sid")" 2>/dev/null; sleep 1; pkill -KILL -s "$(cat "$log.sid")" 2>/dev/null
+  fi
   # XCTest's last summary line: "Executed 421 tests, with [1 test skipped and ]0 failures".
   local summary
   summary=$(grep -aoE 'Executed [0-9]+ tests?, with ([0-9]+ tests? skipped and )?[0-9]+ failures?' "$log" | tail -1)
@@ -52,6 +62,11 @@ stage() {
   fi
 }
 digest=""
+# leftovers SID: the processes still in session SID (pid and command line), none for an empty SID.
+leftovers() {
+  [ -n "$1" ] || return 0
+  ps -eo sid=,pid=,args= | awk -v sid="$1" '$1 == sid { $1 = ""; print substr($0, 2) }'
+}
 
 stage cited-tests python3 scripts/check-claims.py   # every test the documents cite exists
 stage build swift build --build-tests

@@ -4,8 +4,10 @@ import TerminalView
 /// An error for the person at the keyboard: ArgumentParser prints `Error: <description>` and exits 1.
 ///
 /// Its text may quote input (a roster name in an import error, a typed answer): control characters
-/// are neutralised, and every line longer than ``MessageText/lineLimit`` characters is cut in the
-/// middle, so an echoed 300-character answer does not bury the hint that follows it.
+/// are neutralised, and a word longer than ``MessageText/wordLimit`` characters (an echoed
+/// 300-character answer) is cut in its middle, so that it does not bury the hint that follows it.
+/// The message's own sentences are never cut: only a line beyond ``MessageText/lineLimit`` (input
+/// echoed with spaces in it) is.
 public struct Failure: Error, CustomStringConvertible, Sendable {
     public let description: String
     public init(_ description: String) {
@@ -15,22 +17,32 @@ public struct Failure: Error, CustomStringConvertible, Sendable {
 
 /// Text of messages that may echo what someone typed.
 public enum MessageText {
-    /// The longest line a message keeps whole.
-    public static let lineLimit = 200
+    /// The longest word a message keeps whole: no word of ours is this long, an echoed token may be.
+    public static let wordLimit = 120
+    /// The longest line a message keeps whole (a bound on echoed input with spaces in it).
+    public static let lineLimit = 2000
 
-    /// `text` with every line above `limit` characters cut in the middle: its start, how much was
-    /// cut, and its end (where the hint usually is). The result is bounded whatever was echoed.
+    /// `text` with every word above `wordLimit` characters, then every line above `limit`
+    /// characters, cut in the middle: its start, how much was cut, and its end. The result is
+    /// bounded whatever was echoed, and a message of words of ours is kept whole.
     public static func clipped(_ text: String, limit: Int = lineLimit) -> String {
         text.split(separator: "\n", omittingEmptySubsequences: false).map { line -> String in
-            let chars = Array(line)
-            guard chars.count > limit else { return String(line) }
-            // The marker counts in the limit (at its longest: the cut has no more digits than the
-            // line's length), so a clipped line is never clipped again.
-            let room = max(0, limit - "…( characters cut)…".count - String(chars.count).count)
-            let head = room / 3, tail = room - head
-            let cut = chars.count - head - tail
-            return String(chars[..<head]) + "…(\(cut) characters cut)…" + String(chars[(chars.count - tail)...])
+            let words = line.split(separator: " ", omittingEmptySubsequences: false)
+                .map { cut(String($0), to: wordLimit) }.joined(separator: " ")
+            return cut(words, to: limit)
         }.joined(separator: "\n")
+    }
+
+    /// `text` whole when at most `limit` characters, else its start, how much was cut, and its end.
+    static func cut(_ text: String, to limit: Int) -> String {
+        let chars = Array(text)
+        guard chars.count > limit else { return text }
+        // The marker counts in the limit (at its longest: the cut has no more digits than the
+        // text's length), so a clipped text is never clipped again.
+        let room = max(0, limit - "…( characters cut)…".count - String(chars.count).count)
+        let head = room / 3, tail = room - head
+        let n = chars.count - head - tail
+        return String(chars[..<head]) + "…(\(n) characters cut)…" + String(chars[(chars.count - tail)...])
     }
 }
 

@@ -9,19 +9,19 @@ public struct VoteArguments: ParsableArguments, Sendable {
     @Argument(help: "The join code on the instructor's screen, e.g. 4821-ABCDE-FGHJK.")
     public var joinCode: String
 
-    @Argument(help: "Your answer: A-H, true/false, a multi-select like A+C, a ranking like C>A>B, or a number. Without it (and without --question) the voter follows the tally's beacon and reads answers from standard input.")
+    @Argument(help: "Your answer: A-H, true/false, a multi-select like A+C, a ranking like C>A>B, or a number. Without --question it is cast when a question it answers opens; either way the voter follows the tally's beacon and reads further answers from standard input.")
     public var answer: String?
 
     @Option(name: .customLong("question"),
-            help: "Question number (default 1 when an answer is given). Without it and without an answer, the question comes from the tally's beacon.")
+            help: "Question number, for a tally that does not beacon (needs an answer). Without it the question comes from the tally's beacon.")
     public var questionOption: UInt8?
 
     /// The question voted on when not following the beacon.
     public var question: UInt8 { questionOption ?? 1 }
 
-    /// Whether the voter follows the tally's beacon (docs/PROTOCOL.md §11.10): neither an answer
-    /// nor `--question` was given.
-    public var followsBeacon: Bool { answer == nil && questionOption == nil }
+    /// Whether the voter follows the tally's beacon (docs/PROTOCOL.md §11.10): `--question` was not
+    /// given. An answer given with it is the first answer, cast when a question it answers opens.
+    public var followsBeacon: Bool { questionOption == nil }
 
     @Flag(help: "Roster mode: sign with this device's enrolled key (see `clicker-vote enroll`).")
     public var roster = false
@@ -50,7 +50,11 @@ public struct VoteArguments: ParsableArguments, Sendable {
             if kind != nil { throw ValidationError("--kind describes a question given with --question; the beacon says the question's kind") }
             return
         }
-        do { _ = try parse(answer) } catch { throw ValidationError(quoting: "answer: \(error)") }
+        do { _ = try parse(answer) } catch {
+            // Following the beacon without --kind, a number with decimals is read in the open question's form.
+            if followsBeacon, kind == nil, case AnswerParseError.decimalNeedsForm = error { return }
+            throw ValidationError(quoting: "answer: \(error)")
+        }
     }
 
     /// The question as --kind, --options, --range and --decimals describe it; nil without --kind.

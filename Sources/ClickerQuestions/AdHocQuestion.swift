@@ -12,7 +12,11 @@ public enum AdHocQuestion {
                             range: String? = nil, decimals: Int? = nil) throws(AdHocQuestionError) -> QuestionSpec {
         guard let kind = QuestionKind(rawValue: kindName.lowercased()) else { throw .unknownKind(kindName) }
         let title = title.map { String($0.trimmingWhitespace()) }.flatMap { $0.isEmpty ? nil : $0 }
+        if let title, QuestionLimits.exceeds(title, QuestionLimits.titleCharacters) { throw .titleTooLong }
         var entries = options.map { String($0.trimmingWhitespace()) }
+        if let i = entries.firstIndex(where: { QuestionLimits.exceeds($0, QuestionLimits.optionCharacters) }) {
+            throw .optionTooLong(i + 1)
+        }
         // One empty entry is no options (what `dbus-send array:string:` sends).
         if entries == [""] { entries = [] }
         switch kind {
@@ -59,6 +63,8 @@ public enum AdHocQuestionError: Error, Sendable, Equatable, CustomStringConverti
     case decimals(Int)
     case rangeDecimals(String, Int)
     case range(NumericTextError)
+    case titleTooLong
+    case optionTooLong(Int)
 
     public var description: String {
         switch self {
@@ -73,6 +79,8 @@ public enum AdHocQuestionError: Error, Sendable, Equatable, CustomStringConverti
         case let .rangeDecimals(t, d):
             "range '\(t)' has \(d) decimals: a numeric question has 0 to 4 (the 16 bits a ballot carries)"
         case .range(let e): "range: \(e)"
+        case .titleTooLong: "the title is longer than \(QuestionLimits.titleCharacters) characters"
+        case .optionTooLong(let i): "option \(i) is longer than \(QuestionLimits.optionCharacters) characters"
         }
     }
 }

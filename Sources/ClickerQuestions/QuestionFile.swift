@@ -23,6 +23,7 @@ public enum QuestionFile {
 
     /// The questions of `text`, numbered 1…n; `file` names it in errors.
     public static func parse(_ text: String, file: String) throws(QuestionFileError) -> [QuestionSpec] {
+        try checkBudget(text, file: file)
         let root: Node?
         do { root = try Yams.compose(yaml: text) } catch let e as YamlError {
             if case .duplicatedKeysInMapping(let keys, let context) = e,
@@ -139,6 +140,9 @@ struct QuestionReader {
         guard let titleField = given["title"] else { throw fail(entry, "title", "missing") }
         let title = String(try text(titleField.value, "title").trimmingWhitespace())
         guard !title.isEmpty else { throw fail(titleField.value, "title", "is empty") }
+        guard !QuestionLimits.exceeds(title, QuestionLimits.titleCharacters) else {
+            throw fail(titleField.value, "title", "longer than \(QuestionLimits.titleCharacters) characters")
+        }
 
         var options = 1
         var optionTexts: [String] = []
@@ -153,6 +157,9 @@ struct QuestionReader {
             for n in seq {
                 let t = String(try text(n, "options").trimmingWhitespace())
                 guard !t.isEmpty else { throw fail(n, "options", "option \(optionTexts.count + 1) has no text") }
+                guard !QuestionLimits.exceeds(t, QuestionLimits.optionCharacters) else {
+                    throw fail(n, "options", "option \(optionTexts.count + 1) is longer than \(QuestionLimits.optionCharacters) characters")
+                }
                 optionTexts.append(t)
             }
             guard optionTexts.count <= Answer.maxOptions else {

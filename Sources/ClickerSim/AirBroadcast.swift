@@ -15,7 +15,8 @@ import ClickerTransport
 // Power at a listener: the simulator knows one path loss per device, to the central, so a listener
 // receives the broadcast at its own `rssi` (the link is symmetric) and counts each overlapping PDU at
 // the power the central would receive it with. Listeners hear only the central's broadcast, not
-// each other's advertisements.
+// each other's advertisements, except an attacker's radio (AirAttacker.swift), which hears every
+// device's and whose advertisements every listener hears.
 
 extension AirCore {
     // MARK: Broadcasting
@@ -124,32 +125,7 @@ extension AirCore {
     func endBroadcastPDU(_ tx: Transmission) {
         for d in listeningDevices {
             let dev = devices[d]
-            guard dev.present, let listen = dev.listenSchedule,
-                  listen.hears(channel: tx.channel, start: tx.start, end: tx.end),
-                  dev.listeners.values.contains(where: { $0.companyID == tx.pdu.companyID })
-            else { continue }
-            stats.broadcastPDUsListened += 1
-            if transmits(dev, from: tx.start, to: tx.end) {
-                stats.broadcastMissedWhileTransmitting += 1
-                continue
-            }
-            if dev.rssi < config.sensitivity {
-                stats.broadcastOutOfRange += 1
-                continue
-            }
-            if tx.overlaps > 0 {
-                // tx.interference sums the others' power (its own power is never added to itself).
-                if let threshold = config.captureThreshold, dev.rssi - 10 * log10(tx.interference) >= threshold {
-                    stats.broadcastCaptures += 1
-                } else {
-                    stats.broadcastCollisions += 1
-                    continue
-                }
-            }
-            if config.lossProbability > 0, rng.unitInterval() < config.lossProbability {
-                stats.broadcastRandomLosses += 1
-                continue
-            }
+            guard hears(dev, tx) else { continue }
             if let aux = tx.pdu.auxiliary {
                 // Heard the ADV_EXT_IND: the receiver follows its AuxPtr (endBroadcastAuxiliary).
                 stats.broadcastIndicationsHeard += 1
@@ -158,6 +134,41 @@ extension AirCore {
             }
             deliverBroadcast(tx.pdu, to: dev, at: tx.end)
         }
+    }
+
+    /// Whether listening device `dev` receives `tx`: its receiver is on `tx`'s channel for its whole
+    /// airtime, it is not transmitting, in range, and `tx` survived what overlapped it. The central's
+    /// broadcast counts in the broadcast statistics; another device's PDU (an attacker's radio,
+    /// AirAttacker.swift) in the attacker statistics.
+    func hears(_ dev: Device, _ tx: Transmission) -> Bool {
+        guard dev.present, let listen = dev.listenSchedule,
+              listen.hears(channel: tx.channel, start: tx.start, end: tx.end),
+              dev.listeners.values.contains(where: { $0.companyID == tx.pdu.companyID })
+        else { return false }
+        let central = tx.isBroadcast
+        if central { stats.broadcastPDUsListened += 1 }
+        if transmits(dev, from: tx.start, to: tx.end) {
+            if central { stats.broadcastMissedWhileTransmitting += 1 }
+            return false
+        }
+        if dev.rssi < config.sensitivity {
+            if central { stats.broadcastOutOfRange += 1 }
+            return false
+        }
+        if tx.overlaps > 0 {
+            // tx.interference sums the others' power (its own power is never added to itself).
+            if let threshold = config.captureThreshold, dev.rssi - 10 * log10(tx.interference) >= threshold {
+                if central { stats.broadcastCaptures += 1 }
+            } else {
+                if central { stats.broadcastCollisions += 1 } else { stats.attackerCollisions += 1 }
+                return false
+            }
+        }
+        if config.lossProbability > 0, rng.unitInterval() < config.lossProbability {
+            if central { stats.broadcastRandomLosses += 1 }
+            return false
+        }
+        return true
     }
 
     /// The AUX_ADV_IND of an extended event has ended: the listeners that heard one of its
@@ -180,8 +191,13 @@ extension AirCore {
 
     private func deliverBroadcast(_ pdu: PDUSnapshot, to dev: Device, at end: UInt64) {
         stats.broadcastPDUsHeard += 1
+        deliverToListener(pdu, from: config.broadcast.centralAddress, to: dev, at: end)
+    }
+
+    /// One report of `pdu`, sent by `address`, to each of `dev`'s listening streams of its company ID.
+    func deliverToListener(_ pdu: PDUSnapshot, from address: DeviceAddress, to dev: Device, at end: UInt64) {
         let noise = config.rssiNoise > 0 ? (rng.unitInterval() * 2 - 1) * config.rssiNoise : 0
-        let report = AdvertisementReport(address: config.broadcast.centralAddress,
+        let report = AdvertisementReport(address: address,
                                          rssi: Int8(sanitizedRSSI((dev.rssi + noise).rounded())),
                                          companyID: pdu.companyID, data: pdu.data,
                                          timestamp: RadioInstant(nanoseconds: end))

@@ -48,6 +48,11 @@ public final class RemotePeripheral: PeripheralTransport, ListenerTransport {
         link.setStatus(.advertising)
     }
 
+    /// Makes this device an attacker's radio (``SimulatedAir/connectAttacker(path:address:rssi:)``).
+    func becomeAttacker() async throws {
+        _ = try await link.request(.attacker, [])
+    }
+
     public func stopAdvertising() async throws {
         _ = try await link.request(.stopAdvertising, [])
         link.setStatus(.stopped)

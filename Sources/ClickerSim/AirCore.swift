@@ -40,6 +40,8 @@ final class AirCore {
     var broadcastNote: String?
     /// Indices of the devices listening, ascending.
     var listeningDevices: [Int] = []
+    /// Indices of the attackers' radios, ascending (AirAttacker.swift).
+    var attackers: [Int] = []
 
     init(config: AirConfiguration, start: UInt64) {
         self.config = config
@@ -118,7 +120,9 @@ final class AirCore {
             dev.lastEventAirTime = pdu.airTime
             // While the central broadcasts to listeners, every PDU may destroy a broadcast PDU one of them
             // listens to: all go on air. Otherwise only those a scanner of the central may hear matter.
-            let everyPDU = broadcast != nil && !listeningDevices.isEmpty
+            // So do they all while an attacker's radio is in the air: it hears every one, and each of its
+            // own may destroy another listener's.
+            let everyPDU = (broadcast != nil && !listeningDevices.isEmpty) || !attackers.isEmpty
             var t = now
             for ch: UInt8 in 37...39 {
                 let end = t + pdu.airTime
@@ -159,8 +163,11 @@ final class AirCore {
         let c = Int(tx.channel) - 37
         if let i = active[c].firstIndex(where: { $0 === tx }) { active[c].remove(at: i) }
         if tx.isBroadcast { return endBroadcastPDU(tx) }
-        guard let since = scanningSince, since <= tx.start else { return }
         let dev = devices[tx.device]
+        guard let since = scanningSince, since <= tx.start else {
+            if !attackers.isEmpty { endPDUAtListeners(tx) }
+            return
+        }
         var heard = false
         for (k, schedule) in schedules.enumerated() where schedule.hears(channel: tx.channel, start: tx.start, end: tx.end) {
             stats.pdusListened += 1
@@ -189,6 +196,7 @@ final class AirCore {
             deliverReport(tx, address: dev.address)
         }
         if heard && tx.pdu.connectable { connectIfWanted(dev) }
+        if !attackers.isEmpty { endPDUAtListeners(tx) }
     }
 
     private func deliverReport(_ tx: Transmission, address: DeviceAddress) {

@@ -167,6 +167,9 @@ final class Device {
     var listeners: [UInt64: Listener] = [:]
     var listenSchedule: ScanSchedule?
     var listenNote: String?
+    /// An attacker's radio (AirAttacker.swift): every listener hears its advertisements, and it hears
+    /// every device's besides the central's broadcast.
+    var attacker = false
 
     init(index: Int, address: DeviceAddress, rssi: Double) {
         self.index = index

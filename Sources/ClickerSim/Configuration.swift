@@ -231,6 +231,10 @@ public struct AirStatistics: Sendable, Hashable {
     public var broadcastAuxiliaryRandomLosses = 0
     /// Reports handed to listener streams.
     public var listenerReportsDelivered = 0
+    /// An attacker's radio (`SimulatedAir.addAttacker`): its PDUs a listener heard (each one reaches every
+    /// listening device, and the attacker hears every device's), and those an overlap destroyed there.
+    public var attackerPDUsHeard = 0
+    public var attackerCollisions = 0
 
     public init() {}
 }

@@ -352,6 +352,10 @@ private final class HostLoop: Sendable {
                 air.withCore { c in if let d = c.device(address) { c.stopListening(d, id: id) } }
             }
             return (.ok, [])
+        case .attacker:
+            guard r.remaining == 0 else { return (.malformed, Array("bad attacker".utf8)) }
+            air.withCore { c in c.makeAttacker(c.addDevice(address: address, rssi: nil)) }
+            return (.ok, [])
         case .hello, .result, .report:
             return (.unknownType, [])
         }

@@ -19,6 +19,7 @@ enum AirFrame {
         case shutdown = 0x05
         case listen = 0x06  // stream u32 (the peripheral's), companyID u16, window µs u32, interval µs u32
         case stopListening = 0x07  // stream u32
+        case attacker = 0x08  // (empty) the device becomes an attacker's radio (AirAttacker.swift)
         // host → peripheral
         case result = 0x81  // request id u32, code u8, then (hello) address u64 or (error) UTF-8 message
         case report = 0x82  // unsolicited: stream u32, then a report (`ListenReportCoding`)

@@ -28,6 +28,9 @@ public final class ClickerStore: Sendable {
     /// at the default location (`StoreLocation.defaultPath(environment:)`, directories created)
     /// when `path` is nil. Runs pending migrations.
     ///
+    /// An existing file is checked first (SQLite's quick check, ``quickCheck(_:)``) and refused,
+    /// unwritten, when damaged (``StoreError/damaged(path:problems:)``).
+    ///
     /// `exclusive` (a tally running a poll) takes the database's lock for the store's lifetime, and
     /// fails with ``StoreError/inUse(path:holder:)`` while another exclusive store holds it.
     public init(path: String? = nil, durability: Durability = .full, exclusive: Bool = false,
@@ -46,6 +49,8 @@ public final class ClickerStore: Sendable {
             try StoreLocation.makeDirectory((resolved as NSString).deletingLastPathComponent)
         }
         lock = exclusive ? try StoreLock(database: resolved) : nil
+        // Checked before anything (the WAL mode, a migration, a ballot) is written into it.
+        try Self.quickCheck(resolved)
         try StoreLocation.prepareFile(resolved)
 
         var config = Configuration()
@@ -76,15 +81,16 @@ public final class ClickerStore: Sendable {
     // MARK: Polls and questions
 
     /// Creates a poll. It is the open poll until `closePoll` is called.
+    /// `beaconSeed`: the seed of the poll's beacon key pair (kept, like the join code, for `--resume`).
     public func createPoll(voteID: Data, joinCode: String?, mode: PollMode, rule: CountingRule = .latestWins,
-                           title: String? = nil, at date: Date = Date()) throws -> PollRecord {
+                           title: String? = nil, at date: Date = Date(), beaconSeed: Data? = nil) throws -> PollRecord {
         try pool.write { db in
             try db.execute(sql: """
-                INSERT INTO poll (vote_id, join_code, mode, rule, title, created_at)
-                VALUES (?, ?, ?, ?, ?, ?)
-                """, arguments: [voteID, joinCode, mode.rawValue, rule.rawValue, title, date.timeIntervalSince1970])
+                INSERT INTO poll (vote_id, join_code, mode, rule, title, created_at, beacon_seed)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
+                """, arguments: [voteID, joinCode, mode.rawValue, rule.rawValue, title, date.timeIntervalSince1970, beaconSeed])
             return PollRecord(id: db.lastInsertedRowID, voteID: voteID, joinCode: joinCode, mode: mode, rule: rule,
-                              title: title, createdAt: date, closedAt: nil)
+                              title: title, createdAt: date, closedAt: nil, beaconSeed: beaconSeed)
         }
     }
 
@@ -110,6 +116,8 @@ public final class ClickerStore: Sendable {
                            arguments: [t, poll])
             if anonymous { for n in open { try Self.seal(db, poll: poll, number: n) } }
             try db.execute(sql: "UPDATE poll SET closed_at = ? WHERE id = ? AND closed_at IS NULL", arguments: [t, poll])
+            // The beacon key signs for the open poll only: a closed poll's is of no further use.
+            try db.execute(sql: "UPDATE poll SET beacon_seed = NULL WHERE id = ?", arguments: [poll])
             try Self.deleteVoterKeys(db, poll: poll)
         }
         checkpointAfterSeal()
@@ -222,6 +230,14 @@ public final class ClickerStore: Sendable {
     }
 
     // MARK: Resume
+
+    /// The ID of the most recent poll not yet closed, read without its rows (a new poll closes it,
+    /// whatever its ballots hold); nil if none.
+    public func openPollID() throws -> Int64? {
+        try pool.read { db in
+            try Int64.fetchOne(db, sql: "SELECT id FROM poll WHERE closed_at IS NULL ORDER BY id DESC LIMIT 1")
+        }
+    }
 
     /// The most recent poll not yet closed, with its questions, ballots and rejections; nil if none.
     public func resume() throws -> ResumeState? {

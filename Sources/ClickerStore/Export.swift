@@ -51,7 +51,7 @@ public enum Exporter {
         let letters = (0..<answerCount).map(answerLabel)
 
         var summaryRows = [["poll", "question", "state", "opened_at", "closed_at", "voters", "changes",
-                            "gatt_verified", "rejected"] + letters + resultColumns]
+                            "gatt_verified", "rejected"] + letters + resultColumns + textColumns]
         for (i, s) in summaries.enumerated() {
             let counts = (0..<answerCount).map { c in
                 optionCounts[i].map { c < $0.count ? String($0[c]) : "0" } ?? ""
@@ -59,7 +59,8 @@ public enum Exporter {
             summaryRows.append([String(poll.id), String(s.question.number), s.question.state.rawValue,
                                 timestamp(s.question.openedAt), s.question.closedAt.map(timestamp) ?? "",
                                 String(s.voters), String(s.changes), String(s.gattVerified),
-                                String(s.rejections.values.reduce(0, +))] + counts + resultCells(byKind[i]))
+                                String(s.rejections.values.reduce(0, +))] + counts + resultCells(byKind[i])
+                               + textCells(s.question.definition))
         }
 
         var ballotsCSV: String?
@@ -94,6 +95,15 @@ public enum Exporter {
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         return PollExport(summaryCSV: csv(summaryRows), ballotsCSV: ballotsCSV, json: try encoder.encode(doc),
                           roundsCSV: roundsCSV(poll: poll.id, summaries: summaries))
+    }
+
+    /// The summary CSV's last columns: the question's title and its option texts (`A: text; B: text`),
+    /// as the question file or the flags gave them; empty when it had none.
+    public static let textColumns = ["title", "option_texts"]
+
+    static func textCells(_ d: QuestionDefinition?) -> [String] {
+        let texts = (d?.optionTexts ?? []).enumerated().map { "\(answerLabel($0.offset)): \($0.element)" }
+        return [d?.title ?? "", texts.joined(separator: "; ")]
     }
 
     /// 0 → "A", 1 → "B", … 25 → "Z"; other values as decimal.

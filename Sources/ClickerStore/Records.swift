@@ -51,14 +51,20 @@ public struct PollRecord: Sendable, Hashable, Identifiable, Codable, FetchableRe
     public var createdAt: Date
     /// Nil while the poll is the open (resumable) poll.
     public var closedAt: Date?
+    /// The 32-byte seed of the poll's beacon key pair (docs/PROTOCOL.md §11.2, version 4), which the
+    /// join code's secret commits to, so that `--resume` signs with the same key. Nil for a poll
+    /// created before version 4 or with a join code given by hand, and once the poll is closed.
+    public var beaconSeed: Data?
 
     enum CodingKeys: String, CodingKey {
         case id, mode, rule, title
         case voteID = "vote_id", joinCode = "join_code", createdAt = "created_at", closedAt = "closed_at"
+        case beaconSeed = "beacon_seed"
     }
 
     public init(id: Int64, voteID: Data, joinCode: String?, mode: PollMode, rule: CountingRule = .latestWins,
-                title: String?, createdAt: Date, closedAt: Date?) {
+                title: String?, createdAt: Date, closedAt: Date?, beaconSeed: Data? = nil) {
+        self.beaconSeed = beaconSeed
         self.id = id
         self.voteID = voteID
         self.joinCode = joinCode
@@ -344,6 +350,8 @@ public enum StoreError: Error, Sendable, Hashable, CustomStringConvertible {
     case cannotLock(path: String, errno: Int32)
     /// Every name an export of this poll could take in the directory is in use.
     case exportNamesTaken(directory: String, stem: String)
+    /// SQLite's quick check found the file damaged (or not a database); nothing was written into it.
+    case damaged(path: String, problems: [String])
 
     public var description: String {
         switch self {
@@ -361,6 +369,9 @@ public enum StoreError: Error, Sendable, Hashable, CustomStringConvertible {
             "the database \(p) is in use by another tally (\(holder.map { "process " + $0 } ?? "another process")): "
                 + "stop that one first, or give this one another --db"
         case let .cannotLock(p, e): "cannot lock \(p): \(String(cString: strerror(e)))"
+        case let .damaged(p, problems):
+            "the database \(p) is damaged (SQLite's quick check: \(problems.joined(separator: "; "))); nothing was written "
+                + "into it. Keep it for recovery (`sqlite3 \(p) .recover`), and start with another database: --db NEW-FILE"
         case let .exportNamesTaken(d, stem): "\(d) already holds \(ExportNames.maxAttempts) exports named \(stem)…: export elsewhere"
         case let .sealedQuestion(p, n):
             "question \(n) of anonymous poll \(p) is closed for good: its per-voter ballots were discarded when it closed, only its totals are kept"

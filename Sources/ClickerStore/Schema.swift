@@ -139,6 +139,12 @@ extension ClickerStore {
                 }
             }
         }
+        // Protocol version 4: the seed of the poll's beacon key pair, kept with the poll for --resume.
+        m.registerMigration("beacon-key") { db in
+            if try !db.columns(in: "poll").contains(where: { $0.name == "beacon_seed" }) {
+                try db.alter(table: "poll") { t in t.add(column: "beacon_seed", .blob) }
+            }
+        }
         return m
     }
 }

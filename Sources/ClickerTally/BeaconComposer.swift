@@ -81,6 +81,15 @@ public struct BeaconComposer: Sendable {
     public let mode: BallotMode
     public let capabilities: BroadcastCapabilities
     public let tuning: Tuning
+    /// The poll's beacon key pair (version 4): with extended advertising every frame is signed; nil for
+    /// a poll without one (created before version 4, or with a join code given by hand).
+    public let signer: BeaconSigner?
+    /// Whether the frames are signed (a signer, and a budget that holds a signed STATE).
+    public var signs: Bool { signer != nil && frameBudget >= BeaconFormat.signedStateLength && key.keyMask != nil }
+    /// Whether STATE and ACKS frames leave ``compose(_:interval:at:)`` with their signatures still to
+    /// make (64 zero bytes): the caller signs them off the path that takes the reports
+    /// (``BeaconSigning/sign(_:signer:voteID:)``). TEXT pages are signed when the question changes.
+    public let deferSignatures: Bool
     /// The bytes one frame may take: 24 with legacy advertising (the host may add Flags), up to 244
     /// with extended advertising (docs/PROTOCOL.md §11.1), never more than the radio takes.
     public let frameBudget: Int
@@ -97,6 +106,7 @@ public struct BeaconComposer: Sendable {
 
     struct Text {
         var digest: UInt32
+        var strongDigest: [UInt8]
         var pages: [[UInt8]]
         var sends: [Int]
     }
@@ -118,17 +128,29 @@ public struct BeaconComposer: Sendable {
     /// What the last payload's STATE said (phase and interval asked).
     var stateSaid: (phase: BeaconPhase, interval: BeaconInterval)?
 
-    public init(key: BeaconKey, mode: BallotMode, capabilities: BroadcastCapabilities, tuning: Tuning = Tuning()) {
+    public init(key: BeaconKey, mode: BallotMode, capabilities: BroadcastCapabilities, tuning: Tuning = Tuning(),
+                signer: BeaconSigner? = nil, deferSignatures: Bool = false) {
         self.key = key
         self.mode = mode
         self.capabilities = capabilities
         self.tuning = tuning
+        self.signer = signer
+        self.deferSignatures = deferSignatures
         let cap = capabilities.extended ? BeaconFormat.extendedBudgetWithFlags : BeaconFormat.legacyBudgetWithFlags
         frameBudget = max(BeaconFormat.stateLength, min(cap, capabilities.maxFrameLength))
     }
 
-    /// Fingerprints one ACKS frame carries in this composer's budget (3 legacy, 58 extended).
-    public var fingerprintsPerFrame: Int { max(1, BeaconFormat.fingerprints(fitting: frameBudget)) }
+    /// Fingerprints one ACKS frame carries in this composer's budget (3 legacy, 58 extended, 42 signed).
+    public var fingerprintsPerFrame: Int {
+        max(1, signs ? BeaconFormat.signedFingerprints(fitting: frameBudget) : BeaconFormat.fingerprints(fitting: frameBudget))
+    }
+
+    /// Seals `frame`, signed when this composer signs (now, or with a placeholder when deferred).
+    func seal(_ frame: BeaconFrame, deferring: Bool) -> [UInt8]? {
+        guard signs, let signer else { return try? BeaconCodec.seal(frame, key: key) }
+        guard deferring else { return try? BeaconCodec.seal(frame, key: key, signer: signer) }
+        return (try? BeaconCodec.draft(frame, key: key)).map { $0 + BeaconSigning.placeholder }
+    }
 
     /// Fingerprints in rotation now.
     public var acknowledgementsInRotation: Int { acks.count }
@@ -209,7 +231,7 @@ public struct BeaconComposer: Sendable {
             case .state: frames.append(state)
             case .acks(let values):
                 let acks = BeaconAcks(counter: nextCounter(now), question: question, fingerprints: values.map(AckFingerprint.init))
-                if let bytes = try? BeaconCodec.seal(.acks(acks), key: key) { frames.append(bytes) }
+                if let bytes = seal(.acks(acks), deferring: deferSignatures) { frames.append(bytes) }
             case .text(let n):
                 if let page = text?.pages[n] { frames.append(page) }
             }
@@ -264,12 +286,13 @@ public struct BeaconComposer: Sendable {
         case .questionClosed(let q): poll = .questionClosed(beaconQuestion(q))
         case .closed: poll = .closed
         }
+        let hidden = signs ? signer.flatMap { key.hide($0.publicKey) } : nil
         let s = BeaconState(voteID: key.voteID, counter: nextCounter(now), mode: mode, poll: poll,
-                            interval: Self.asked(phase, interval))
-        if let bytes = try? BeaconCodec.seal(s, key: key) { return bytes }
+                            interval: Self.asked(phase, interval), hiddenKey: hidden)
+        if let bytes = seal(.state(s), deferring: deferSignatures) { return bytes }
         // A question whose options the kind does not allow: sent as closed rather than not at all.
-        return (try? BeaconCodec.seal(BeaconState(voteID: key.voteID, counter: s.counter, mode: mode, poll: .closed,
-                                                  interval: .stop), key: key)) ?? []
+        return seal(.state(BeaconState(voteID: key.voteID, counter: s.counter, mode: mode, poll: .closed, interval: .stop,
+                                       hiddenKey: hidden)), deferring: deferSignatures) ?? []
     }
 
     /// The interval a STATE frame of `phase` asks for: `interval` while a question is open, else `stop`.
@@ -278,20 +301,21 @@ public struct BeaconComposer: Sendable {
     }
 
     func beaconQuestion(_ q: BeaconQuestionInfo) -> BeaconQuestion {
-        BeaconQuestion(number: q.number, kind: q.kind, options: q.options, textDigest: text?.digest)
+        BeaconQuestion(number: q.number, kind: q.kind, options: q.options, textDigest: text?.digest,
+                       strongDigest: signs ? text?.strongDigest : nil)
     }
 
     mutating func makeText(_ q: BeaconQuestionInfo, at now: UInt32) -> Text? {
-        guard let t = q.text, let block = t.block,
-              let chunks = QuestionText.chunks(block, chunkLength: BeaconFormat.chunkLength(fitting: frameBudget))
-        else { return nil }
+        let length = signs ? BeaconFormat.signedChunkLength(fitting: frameBudget) : BeaconFormat.chunkLength(fitting: frameBudget)
+        guard let t = q.text, let block = t.block, let chunks = QuestionText.chunks(block, chunkLength: length) else { return nil }
+        let strong = key.strongTextDigest(block)
         let digest = key.textDigest(block)
         var pages: [[UInt8]] = []
         for (i, c) in chunks.enumerated() {
             let page = BeaconTextPage(counter: nextCounter(now), digest: digest, index: UInt8(i), count: UInt8(chunks.count), chunk: c)
-            guard let bytes = try? BeaconCodec.seal(.text(page), key: key) else { return nil }
+            guard let bytes = seal(.text(page), deferring: false) else { return nil }
             pages.append(bytes)
         }
-        return Text(digest: digest, pages: pages, sends: [Int](repeating: 0, count: pages.count))
+        return Text(digest: digest, strongDigest: strong, pages: pages, sends: [Int](repeating: 0, count: pages.count))
     }
 }

@@ -27,6 +27,16 @@ public struct IngestResult: Sendable, Hashable {
     public var outcome: RecordOutcome
     /// The authentic ballot, when there was one (also for repeats and ballots kept apart).
     public var ballot: Ballot?
+    /// The voter's counted record for the ballot's question before this ballot was applied (nil when
+    /// there was none): what ``Tally/restore(question:voter:to:)`` puts back when the ballot cannot
+    /// be saved.
+    public var previous: VoterRecord?
+
+    public init(outcome: RecordOutcome, ballot: Ballot?, previous: VoterRecord? = nil) {
+        self.outcome = outcome
+        self.ballot = ballot
+        self.previous = previous
+    }
 }
 
 /// Decode → verify → tally, for one poll. Pure: time comes from the reports.
@@ -96,7 +106,9 @@ public struct IngestPipeline: Sendable {
         if let key {
             if let b = good[key] {
                 stats.cacheHits += 1
-                return IngestResult(outcome: tally.record(b, from: report.address, at: report.timestamp), ballot: b)
+                let previous = tally.counted(b)
+                return IngestResult(outcome: tally.record(b, from: report.address, at: report.timestamp), ballot: b,
+                                    previous: previous)
             }
             if let r = bad[key] {
                 stats.badCacheHits += 1
@@ -112,9 +124,10 @@ public struct IngestPipeline: Sendable {
                 if good.count >= policy.goodCacheLimit { good.removeAll(keepingCapacity: true) }
                 good[key] = b
             }
+            let previous = tally.counted(b)
             let outcome = tally.record(b, from: report.address, at: report.timestamp)
             trust(report.address, after: outcome)
-            return IngestResult(outcome: outcome, ballot: b)
+            return IngestResult(outcome: outcome, ballot: b, previous: previous)
         case .failure(let r):
             if let key, r == .badTag || r == .malformedAnswer {
                 if bad.count >= policy.badCacheLimit { bad.removeAll(keepingCapacity: true) }
@@ -149,9 +162,10 @@ public struct IngestPipeline: Sendable {
         case .success(let signed):
             let b = signed.ballot
             let proof: BallotProof = VoterPublicKey(signed.publicKey).map { .signed($0) } ?? .advertised
+            let previous = tally.counted(b)
             let outcome = tally.record(b, from: address, at: time, proof: proof)
             trust(address, after: outcome)
-            return IngestResult(outcome: outcome, ballot: b)
+            return IngestResult(outcome: outcome, ballot: b, previous: previous)
         case .failure(let r):
             return rejected(r, at: time)
         }

@@ -114,6 +114,20 @@ public struct QuestionTally: Sendable {
         if let added, case .ranking(let r) = added, added.fits(options: spec.options) { runoff?.add(r) }
     }
 
+    /// Puts `previous` back as `key`'s counted record (nil: not counted), moving the counts with it.
+    mutating func restore(_ key: VoterKey, to previous: VoterRecord?) {
+        let removed = voters[key]?.answer
+        let added = previous?.answer
+        voters[key] = previous
+        guard removed != added else { return }
+        if let r = removed {
+            let n = (counts[r] ?? 0) - 1
+            counts[r] = n > 0 ? n : nil
+        }
+        if let a = added { counts[a, default: 0] += 1 }
+        moveRunoff(from: removed, to: added)
+    }
+
     /// Number of counted voters.
     public var voterCount: Int { voters.count }
     /// Number of voters who changed their answer (see ``VoterRecord/changed``).
@@ -132,15 +146,18 @@ public struct QuestionTally: Sendable {
     /// Applies one authentic ballot under `policy` (see ``Tally/record(_:from:at:proof:)`` for the rule).
     @inline(__always)
     mutating func apply(_ b: Ballot, key: VoterKey, address: DeviceAddress, at t: RadioInstant,
-                        policy: ChangePolicy, apart: Bool, verified: Bool, mismatch: Bool) -> RecordOutcome {
+                        policy: ChangePolicy, apart: Bool, verified: Bool, mismatch: Bool,
+                        limits: Tally.Limits, unregisteredKept: Int) -> RecordOutcome {
         heard(t)
         if apart {
-            _ = Self.merge(&unregistered, b, key: key, address: address, at: t, policy: policy,
-                           verified: verified, mismatch: mismatch)
-            return .unregistered
+            // The table apart holds at most what is left of the poll's allowance.
+            let room = max(0, limits.unregistered - unregisteredKept) + unregistered.count
+            let (outcome, _, _) = Self.merge(&unregistered, b, key: key, address: address, at: t, policy: policy,
+                                             verified: verified, mismatch: mismatch, limit: room)
+            return outcome == .rejected(.voterLimit) ? outcome : .unregistered
         }
         let (outcome, removed, added) = Self.merge(&voters, b, key: key, address: address, at: t, policy: policy,
-                                                   verified: verified, mismatch: mismatch)
+                                                   verified: verified, mismatch: mismatch, limit: limits.votersPerQuestion)
         if let r = removed {
             let n = (counts[r] ?? 0) - 1
             counts[r] = n > 0 ? n : nil
@@ -168,9 +185,11 @@ public struct QuestionTally: Sendable {
     @inline(__always)
     static func merge(_ table: inout [VoterKey: VoterRecord], _ b: Ballot, key: VoterKey, address: DeviceAddress,
                       at t: RadioInstant, policy: ChangePolicy, verified: Bool,
-                      mismatch: Bool) -> (RecordOutcome, Answer?, Answer?) {
+                      mismatch: Bool, limit: Int) -> (RecordOutcome, Answer?, Answer?) {
         guard var r = table[key] else {
             if mismatch { return (.rejected(.keyMismatch), nil, nil) }
+            // A full table takes no new voter: the voters it holds keep their ballots.
+            if table.count >= limit { return (.rejected(.voterLimit), nil, nil) }
             table[key] = VoterRecord(answer: b.answer, sequence: b.sequence, lowestSequence: b.sequence,
                                      highestSequence: b.sequence, firstHeard: t, lastHeard: t, address: address,
                                      verified: verified)
@@ -221,6 +240,27 @@ public struct QuestionTally: Sendable {
 /// The tally of one poll: questions, their votes, and every rejection by reason. Pure and
 /// deterministic; time comes from the reports.
 public struct Tally: Sendable {
+    /// How many voters the tally keeps (docs/SECURITY.md, "Bounded memory"): voter IDs are free to make
+    /// up in an anonymous poll, and anonymous ballots are kept apart in a roster poll, a few hundred
+    /// bytes each with what the poll keeps beside them. A ballot of a new voter beyond a limit is
+    /// rejected as `voterLimit`; a voter already held is never dropped, so no accepted ballot is lost.
+    public struct Limits: Sendable, Hashable {
+        /// Counted voters per question: 65,536, 65 times the largest room the project measures (1,000).
+        /// Made-up voters reach it after 45 minutes of one radio sending 24 ballots a second, or 23 s
+        /// at the most a scanner hears on one channel (2,800 a second), which drowns real voters anyway.
+        public var votersPerQuestion: Int
+        /// Devices kept apart as unregistered over the whole poll (roster polls; they are not counted).
+        public var unregistered: Int
+
+        public init(votersPerQuestion: Int = 1 << 16, unregistered: Int = 4096) {
+            self.votersPerQuestion = votersPerQuestion
+            self.unregistered = unregistered
+        }
+    }
+
+    public var limits = Limits()
+    /// Devices kept apart as unregistered, over every question.
+    public private(set) var unregisteredKept = 0
     /// The poll's vote ID.
     public let voteID: UInt16
     public var policy: ChangePolicy
@@ -272,8 +312,9 @@ public struct Tally: Sendable {
     /// Drops the per-voter records of a question (an anonymous poll keeps only totals once a
     /// question closes); the question stays known, with no votes.
     public mutating func forgetVoters(question: UInt8) {
-        guard let spec = slots[Int(question)]?.spec else { return }
-        slots[Int(question)] = QuestionTally(spec: spec)
+        guard let q = slots[Int(question)] else { return }
+        unregisteredKept -= q.unregistered.count
+        slots[Int(question)] = QuestionTally(spec: q.spec)
     }
 
     /// Counts a report that was rejected before reaching the tally.
@@ -323,9 +364,12 @@ public struct Tally: Sendable {
         }
         let outcome: RecordOutcome
         if offered {
+            let apartBefore = apart ? slots[q]?.unregistered.count ?? 0 : 0
             outcome = slots[q]?.apply(ballot, key: key, address: address, at: time, policy: policy, apart: apart,
-                                      verified: verified, mismatch: mismatch)
+                                      verified: verified, mismatch: mismatch, limits: limits,
+                                      unregisteredKept: unregisteredKept)
                 ?? .rejected(.otherQuestion)
+            if apart { unregisteredKept += (slots[q]?.unregistered.count ?? 0) - apartBefore }
         } else {
             outcome = .rejected(.answerNotOffered)
         }
@@ -341,6 +385,19 @@ public struct Tally: Sendable {
     /// Restores a binding kept with the poll (a resume binds keys before replaying ballots).
     public mutating func restore(binding key: VoterPublicKey, voterID: UInt32) {
         bindings.bind(key, voterID: voterID)
+    }
+
+    /// The counted record of `ballot`'s voter for its question, if any.
+    @inline(__always)
+    public func counted(_ ballot: Ballot) -> VoterRecord? {
+        slots[Int(ballot.question)]?.voters[VoterKey(mode: ballot.mode, voterID: ballot.voterID)]
+    }
+
+    /// Undoes a ballot that was counted but could not be saved: `voter`'s counted record for
+    /// `question` becomes `previous` again (``IngestResult/previous``), and the counts with it. What
+    /// is shown, exported and acknowledged then is what was saved.
+    public mutating func restore(question: UInt8, voter: VoterKey, to previous: VoterRecord?) {
+        slots[Int(question)]?.restore(voter, to: previous)
     }
 
     /// The counted record of `voter` for `question`, if any.

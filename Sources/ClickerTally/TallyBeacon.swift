@@ -29,6 +29,19 @@ public struct TallyBeacon: Sendable {
         /// hear the tally's frames, whose ADV_EXT_IND a voter's PDU destroys, and a channel a little
         /// below its best lets more through (e^(−(a+b)·λ): 0.51 at load 1, 0.58 at 0.8).
         public var quickTargetLoad = 0.8
+        /// Ballots of one voter acknowledged at once on a question; a voter's ballots beyond these are
+        /// acknowledged at most once per ``ballotSpacing`` (a student changing an answer a few times is
+        /// never held; one voter's key casting thousands of ballots adds one fingerprint per spacing).
+        public var ballotsPerVoter = 4
+        public var ballotSpacing: Duration = .seconds(10)
+        /// A voter counts in the room that the next question opens assuming only when it was heard
+        /// within this long before that question opened: a follower is heard at its keep-alive
+        /// (10.24 s) at least, twice within 21 s, while a burst of made-up voter IDs earlier in the
+        /// question is not.
+        public var roomRecency: Duration = .seconds(21)
+        /// Distinct ballots acknowledged per question at most: the bound a voter relies on
+        /// (``AckFingerprint/maxHeardPerQuestion``, PROTOCOL.md §11.4). Lower only in tests.
+        public var acknowledgementLimit = AckFingerprint.maxHeardPerQuestion
         public var composer = BeaconComposer.Tuning()
 
         public init() {}
@@ -40,6 +53,13 @@ public struct TallyBeacon: Sendable {
         /// When its fingerprint went into a payload (nil: not yet).
         var acknowledgedAt: UInt64?
         var lastHeard: UInt64
+        /// Distinct ballots of this voter acknowledged on the open question, and when the latest went.
+        var ballotsAcknowledged: Int = 0
+        var lastBallotAcknowledgedAt: UInt64?
+        var acknowledgedSequence: UInt16?
+        /// Counted but held back (the voter used its ``Tuning/ballotsPerVoter``): acknowledged once its
+        /// spacing is over and it is heard again.
+        var heldUntil: UInt64?
     }
 
     public let tuning: Tuning
@@ -59,7 +79,10 @@ public struct TallyBeacon: Sendable {
     var question: UInt8?
     var ballots: [VoterKey: Counted] = [:]
     var pending: [VoterKey] = []
-    /// Distinct ballots acknowledged for the open question (at most ``AckFingerprint/maxHeardPerQuestion``).
+    /// Distinct ballots acknowledged for the open question, at most ``Tuning/acknowledgementLimit``
+    /// (2^18: four for each of the 65,536 voters a question holds, so made-up voters reach the voter limit
+    /// before they use up the acknowledgements of the voters after them; docs/SECURITY.md); each voter's
+    /// ballots beyond ``Tuning/ballotsPerVoter`` are spaced.
     public private(set) var acknowledged = 0
     /// Voter IDs heard with ballots of the open question that the tally cannot count (not on the roster:
     /// `unknownVoter`), and when each was last heard. Never acknowledged, such devices stay loud.
@@ -78,11 +101,14 @@ public struct TallyBeacon: Sendable {
     /// and the tally reads the voters not yet counted from the arrivals instead (``RoomLikelihood``).
     var quickAcknowledgements: Bool { composer.capabilities.extended }
 
+    /// `signer`: the poll's beacon key pair (version 4), which signs every frame with extended
+    /// advertising; `deferSignatures`: leave STATE and ACKS signatures to the caller (``BeaconSigning``).
     public init(key: BeaconKey, mode: BallotMode, capabilities: BroadcastCapabilities, roomLimit: Int? = nil,
-                tuning: Tuning = Tuning()) {
+                tuning: Tuning = Tuning(), signer: BeaconSigner? = nil, deferSignatures: Bool = false) {
         self.tuning = tuning
         self.roomLimit = roomLimit.map { max(1, $0) }
-        composer = BeaconComposer(key: key, mode: mode, capabilities: capabilities, tuning: tuning.composer)
+        composer = BeaconComposer(key: key, mode: mode, capabilities: capabilities, tuning: tuning.composer,
+                                  signer: signer, deferSignatures: deferSignatures)
         broadcastInterval = tuning.composer.fastInterval
     }
 
@@ -103,7 +129,14 @@ public struct TallyBeacon: Sendable {
             let settle = loudWindow
             var again = false, evidence = false
             Self.modify(&ballots.values[i]) { c in
-                if let at = c.acknowledgedAt {
+                if let held = c.heldUntil {
+                    // Held back for its voter's spacing: acknowledged once the spacing is over.
+                    evidence = true
+                    if ns >= held {
+                        c.heldUntil = nil
+                        again = true
+                    }
+                } else if let at = c.acknowledgedAt {
                     if ns < at &+ settle {
                         evidence = true
                     } else if ns >= at &+ reacknowledge, ns < c.lastHeard &+ loud {
@@ -121,11 +154,21 @@ public struct TallyBeacon: Sendable {
             if again { pending.append(voter) }
             return
         }
-        guard acknowledged < AckFingerprint.maxHeardPerQuestion else { return }
-        acknowledged += 1
-        if ballots[voter] == nil { arrivals += 1 }
-        let wasPending = ballots[voter].map { $0.acknowledgedAt == nil } ?? false
-        ballots[voter] = Counted(sequence: sequence, countedAt: ns, acknowledgedAt: nil, lastHeard: ns)
+        let prior = ballots[voter]
+        if prior == nil { arrivals += 1 }
+        let wasPending = prior.map { $0.acknowledgedAt == nil && $0.heldUntil == nil } ?? false
+        var c = Counted(sequence: sequence, countedAt: ns, acknowledgedAt: nil, lastHeard: ns,
+                        ballotsAcknowledged: prior?.ballotsAcknowledged ?? 0,
+                        lastBallotAcknowledgedAt: prior?.lastBallotAcknowledgedAt,
+                        acknowledgedSequence: prior?.acknowledgedSequence)
+        // One voter's many ballots: beyond its allowance, one acknowledgement per spacing.
+        if c.ballotsAcknowledged >= tuning.ballotsPerVoter, let last = c.lastBallotAcknowledgedAt,
+           ns < last &+ Self.ns(tuning.ballotSpacing) {
+            c.heldUntil = last &+ Self.ns(tuning.ballotSpacing)
+            ballots[voter] = c
+            return
+        }
+        ballots[voter] = c
         if !wasPending { pending.append(voter) }
     }
 
@@ -134,9 +177,12 @@ public struct TallyBeacon: Sendable {
     /// STATE interval like a voter not yet counted. Only the open question's count.
     public mutating func heardUncountable(voterID: UInt32, question q: UInt8, at ns: UInt64) {
         guard q == question else { return }
-        if uncountable[voterID] == nil, uncountable.count >= AckFingerprint.maxHeardPerQuestion { return }
+        if uncountable[voterID] == nil, uncountable.count >= Self.uncountableLimit { return }
         uncountable[voterID] = max(uncountable[voterID] ?? 0, ns)
     }
+
+    /// The most devices the tally cannot count that it keeps in the room at once.
+    static let uncountableLimit = 4096
 
     /// Forgets the devices the tally cannot count that were not heard lately (within 3 s, or 4 STATE
     /// periods when longer: a loud device is heard at most every period, and not at every one), so that a
@@ -148,9 +194,18 @@ public struct TallyBeacon: Sendable {
         return uncountable.count
     }
 
+    /// The voters of the open question heard within ``Tuning/roomRecency`` of the latest report or
+    /// payload: followers still there (made-up voter IDs sent once earlier in the question are not).
+    var recentVoters: Int {
+        var end = lastPayloadAt ?? 0
+        for c in ballots.values where c.lastHeard > end { end = c.lastHeard }
+        let since = end >= Self.ns(tuning.roomRecency) ? end - Self.ns(tuning.roomRecency) : 0
+        return ballots.values.reduce(0) { $0 + ($1.lastHeard >= since ? 1 : 0) }
+    }
+
     mutating func startQuestion(_ q: UInt8) {
         guard question != q else { return }
-        if question != nil { room = max(room ?? 0, ballots.count) }
+        if question != nil { room = max(room ?? 0, recentVoters) }
         question = q
         estimator = BeaconLoadEstimator()
         likelihood = RoomLikelihood()
@@ -172,9 +227,17 @@ public struct TallyBeacon: Sendable {
         var quiet = 0, stuck = 0
         if let q = question {
             for v in pending {
-                guard var c = ballots[v], c.acknowledgedAt == nil else { continue }
+                guard var c = ballots[v], c.acknowledgedAt == nil, c.heldUntil == nil else { continue }
+                // Past the bound no new fingerprint goes out (an acknowledgement sent again is no new one).
+                guard c.acknowledgedSequence == c.sequence || acknowledged < tuning.acknowledgementLimit else { continue }
                 fingerprints.append(composer.key.fingerprint(voterID: v.voterID, question: q, sequence: c.sequence))
+                if c.acknowledgedSequence != c.sequence {
+                    acknowledged += 1
+                    c.ballotsAcknowledged += 1
+                }
                 c.acknowledgedAt = ns
+                c.lastBallotAcknowledgedAt = ns
+                c.acknowledgedSequence = c.sequence
                 ballots[v] = c
             }
             if !fingerprints.isEmpty { composer.acknowledge(fingerprints, question: q, at: tick) }

@@ -12,14 +12,15 @@ public struct AckFingerprint: Sendable, Hashable, CustomStringConvertible {
     /// Bytes per fingerprint on the wire.
     public static let length = 4
 
-    /// The most distinct fingerprints a voter is assumed to hear for one question: every ballot the
-    /// tally counts for it, for example 1,000 voters casting 4 ballots each. A tally must not
-    /// acknowledge more ballots of one question than this.
-    public static let maxHeardPerQuestion = 4096
+    /// The most distinct fingerprints a voter is assumed to hear for one question: 2^18, four ballots
+    /// for each of the 65,536 voters a question holds at most. A tally must not acknowledge more
+    /// ballots of one question than this. (Version 3 had 4,096, which made-up voters could use up,
+    /// leaving every later voter unacknowledged: docs/SECURITY.md.)
+    public static let maxHeardPerQuestion = 262_144
 
     /// The probability that one ballot is acknowledged without being counted: each of the at most
     /// ``maxHeardPerQuestion`` other fingerprints equals the ballot's own with probability
-    /// 2^-(8·``length``) (union bound). 4096 / 2^32 ≈ 9.5·10^-7.
+    /// 2^-(8·``length``) (union bound). 2^18 / 2^32 = 2^-14 ≈ 6.1·10^-5.
     public static var falseAcknowledgementBound: Double {
         falseAcknowledgementBound(heard: maxHeardPerQuestion, bytes: length)
     }

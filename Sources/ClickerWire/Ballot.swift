@@ -133,6 +133,9 @@ public enum Rejection: String, Error, Sendable, Hashable, CaseIterable, CustomSt
     case unverifiedChange
     /// A GATT ballot signed by another key than the one bound to its voter ID in this poll.
     case keyMismatch
+    /// A new voter beyond the tally's limit (`Tally.Limits`): the question holds as many voters as it
+    /// keeps, or the poll as many unregistered devices. Voters already held keep their ballots.
+    case voterLimit
     // Ingest level.
     /// Not verified because the sender exceeded its verification budget (flood protection).
     case rateLimited

@@ -1,9 +1,25 @@
 /// Constants of the beacon frames the tally sends to voters, docs/PROTOCOL.md §11.
 ///
 /// A beacon frame is manufacturer data under ``BallotFormat/companyID`` like a ballot, with the same
-/// magic byte and format-version nibble; the low nibble of byte 1, which is a ballot's mode, names
-/// the frame: ``BeaconFrameKind``. A version-2 tally rejects every beacon frame as `unknownMode`.
+/// magic byte; the high nibble of byte 1 is the beacon's version (4) and the low nibble names the
+/// frame: ``BeaconFrameKind`` (B, C, D: tagged; 3, 4, 5: signed). A ballot decoder rejects every
+/// beacon frame (`unknownVersion`).
 public enum BeaconFormat {
+    /// The version nibble of beacon frames (byte 1, high nibble): protocol version 4.
+    public static let version: UInt8 = 4
+    /// The version nibble of version-3 beacon frames (`2B`, `2C`, `2D`), which this version ignores.
+    public static let legacyVersion: UInt8 = 2
+    /// Bytes of an Ed25519 signature.
+    public static let signatureLength = 64
+    /// Bytes of the text digest a signed STATE carries.
+    public static let strongDigestLength = 16
+    /// Bytes of the hidden public key a signed STATE carries.
+    public static let keyLength = 32
+    /// A signed STATE: magic, type, vote ID, counter, question, status, options, interval, digest (16),
+    /// hidden key (32), tag (8), signature (64).
+    public static let signedStateLength = 132
+    /// Bytes of a signed STATE the tag covers.
+    public static let signedStateAuthenticatedLength = 60
     /// Largest frame (manufacturer data after the company ID) a decoder accepts: one extended
     /// advertisement of 251 bytes (the most one HCI LE Set Extended Advertising Data command, and
     /// Linux, carry) minus the manufacturer AD header (2) and the company ID (2).
@@ -39,22 +55,38 @@ public enum BeaconFormat {
         max(0, min(budget, maxFrameLength) - acksHeaderLength - shortTagLength) / AckFingerprint.length
     }
 
+    /// The same for a signed ACKS frame (64 bytes more): 42 in an extended advertisement with flags, at most 43.
+    public static func signedFingerprints(fitting budget: Int) -> Int {
+        fingerprints(fitting: budget - signatureLength)
+    }
+
+    /// The same for a signed TEXT page: 164 in an extended advertisement with flags, at most 167.
+    public static func signedChunkLength(fitting budget: Int) -> Int {
+        chunkLength(fitting: budget - signatureLength)
+    }
+
     /// The longest chunk a TEXT page of at most `budget` bytes holds: 8 in a legacy advertisement with
     /// flags, 11 without, 228 in an extended one with flags, at most 231.
     public static func chunkLength(fitting budget: Int) -> Int {
         max(0, min(budget, maxFrameLength) - textHeaderLength - shortTagLength)
     }
 
-    /// Whether manufacturer data is a beacon frame of this version (magic, version 2, frame kind
-    /// B, C or D), by its first two bytes only: what a tally drops before its ballot decoder.
+    /// Whether manufacturer data is a beacon frame (magic, then `4B`, `4C`, `4D`, `43`, `44`, `45`, or a
+    /// version-3 frame `2B`, `2C`, `2D`), by its first two bytes only: what a tally drops before its
+    /// ballot decoder.
     public static func isBeacon(_ payload: some Collection<UInt8>) -> Bool {
         var i = payload.makeIterator()
         guard i.next() == BallotFormat.magic, let b = i.next() else { return false }
-        return b >> 4 == BallotFormat.version && BeaconFrameKind(rawValue: b & 0x0F) != nil
+        switch b >> 4 {
+        case version: return BeaconFrameKind(typeNibble: b & 0x0F) != nil
+        case legacyVersion: return BeaconFrameKind(rawValue: b & 0x0F) != nil
+        default: return false
+        }
     }
 }
 
-/// The three beacon frames: the low nibble of byte 1 (byte 1 is `2B`, `2C` or `2D`).
+/// The three beacon frames: the low nibble of byte 1 of a tagged frame (byte 1 is `4B`, `4C` or `4D`);
+/// a signed frame's low nibble is 8 less (`43`, `44`, `45`).
 public enum BeaconFrameKind: UInt8, Sendable, Hashable, CaseIterable, CustomStringConvertible {
     /// The poll's state: open question, its kind and options, mode, interval, text digest.
     case state = 0xB
@@ -62,6 +94,14 @@ public enum BeaconFrameKind: UInt8, Sendable, Hashable, CaseIterable, CustomStri
     case acks = 0xC
     /// One page of a question's title and option texts.
     case text = 0xD
+
+    /// The kind and form of a type byte's low nibble: B, C, D tagged; 3, 4, 5 signed.
+    public init?(typeNibble n: UInt8) {
+        if let k = BeaconFrameKind(rawValue: n) { self = k } else if let k = BeaconFrameKind(rawValue: n | 8), n & 8 == 0 { self = k } else { return nil }
+    }
+
+    /// The type byte of this kind, tagged or signed.
+    public func typeByte(signed: Bool) -> UInt8 { BeaconFormat.version << 4 | (signed ? rawValue & 0x7 : rawValue) }
 
     public var description: String {
         switch self {
@@ -117,12 +157,16 @@ public struct BeaconQuestion: Sendable, Hashable {
     /// The digest of the question's text block (``BeaconKey/textDigest(_:)``), or nil when the
     /// tally sends no text for it.
     public var textDigest: UInt32?
+    /// In a signed STATE: the 16-byte digest (``BeaconKey/strongTextDigest(_:)``), whose first 4 bytes
+    /// are ``textDigest``. Nil in a tagged STATE, or without text.
+    public var strongDigest: [UInt8]?
 
-    public init(number: UInt8, kind: QuestionKind, options: UInt8, textDigest: UInt32? = nil) {
+    public init(number: UInt8, kind: QuestionKind, options: UInt8, textDigest: UInt32? = nil, strongDigest: [UInt8]? = nil) {
         self.number = number
         self.kind = kind
         self.options = options
         self.textDigest = textDigest
+        self.strongDigest = strongDigest
     }
 
     /// Whether ``options`` is what the kind allows.
@@ -175,13 +219,18 @@ public struct BeaconState: Sendable, Hashable {
     public var poll: BeaconPoll
     /// The advertising interval voters should use now.
     public var interval: BeaconInterval
+    /// A signed STATE's hidden public key: pk ⊕ the key mask (``KeyDerivation/beaconKeyMask(_:)``),
+    /// 32 bytes. Nil in a tagged STATE.
+    public var hiddenKey: [UInt8]?
 
-    public init(voteID: UInt16, counter: UInt32, mode: BallotMode, poll: BeaconPoll, interval: BeaconInterval) {
+    public init(voteID: UInt16, counter: UInt32, mode: BallotMode, poll: BeaconPoll, interval: BeaconInterval,
+                hiddenKey: [UInt8]? = nil) {
         self.voteID = voteID
         self.counter = counter
         self.mode = mode
         self.poll = poll
         self.interval = interval
+        self.hiddenKey = hiddenKey
     }
 }
 
@@ -266,6 +315,8 @@ public enum BeaconRejection: String, Error, Sendable, Hashable, CaseIterable, Cu
     /// Authentic, but a field holds a value this version does not define (reserved bits set, an
     /// unknown question kind, options the kind does not allow, interval code 1, a page beyond the count).
     case malformed
+    /// A signed frame whose signature is not the poll key's (checked only by a voter that holds it).
+    case badSignature
 
     public var description: String { rawValue }
 }
@@ -280,4 +331,6 @@ public enum BeaconEncodingError: Error, Sendable, Hashable {
     case chunkLength(Int)
     /// Page count 0, or an index not below the count.
     case pageNumbering
+    /// A signed STATE needs the text's 16-byte digest when it has text, and the key mask.
+    case missingSignedField
 }

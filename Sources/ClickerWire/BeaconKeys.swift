@@ -16,11 +16,30 @@ public struct BeaconKey: @unchecked Sendable {
     let ack: HMAC<SHA256>
     /// The poll's vote ID, which STATE frames carry in clear and the key is bound to.
     public let voteID: UInt16
+    /// The keystream that hides the poll's public key in a signed STATE (``KeyDerivation/beaconKeyMask(_:)``);
+    /// nil when built from key material alone.
+    public let keyMask: [UInt8]?
+    /// The join code the key was derived from, whose secret a version-4 tally's public key commits
+    /// to (``BeaconAnchor``); nil when built from key material alone.
+    public let joinCode: JoinCode?
 
     /// The beacon key of the poll whose secret is `secret`:
     /// HKDF-SHA256(ikm = S, salt = "clicker-v2", info = "beacon" ‖ voteID, L = 64).
     public init(_ secret: PollSecret) {
-        self.init(KeyDerivation.beaconKeyMaterial(secret), voteID: secret.voteID)
+        self.init(KeyDerivation.beaconKeyMaterial(secret), voteID: secret.voteID,
+                  keyMask: KeyDerivation.beaconKeyMask(secret), joinCode: secret.joinCode)
+    }
+
+    /// The public key a signed STATE's hidden key reveals (pk = hidden ⊕ mask); nil without a mask,
+    /// or when it is not a curve point.
+    public func revealKey(_ hidden: [UInt8]) -> BeaconPublicKey? {
+        guard let keyMask, hidden.count == keyMask.count else { return nil }
+        return BeaconPublicKey(bytes: zip(hidden, keyMask).map { $0 ^ $1 })
+    }
+
+    /// The hidden key a signed STATE carries for `pk`; nil without a mask.
+    public func hide(_ pk: BeaconPublicKey) -> [UInt8]? {
+        keyMask.map { zip(pk.bytes, $0).map { $0 ^ $1 } }
     }
 
     /// From 64 bytes of beacon key material: bytes 0..<32 are the frame key, 32..<64 the ack key.
@@ -31,10 +50,12 @@ public struct BeaconKey: @unchecked Sendable {
         self.init(m, voteID: voteID)
     }
 
-    init(_ m: [UInt8], voteID: UInt16) {
+    init(_ m: [UInt8], voteID: UInt16, keyMask: [UInt8]? = nil, joinCode: JoinCode? = nil) {
         frame = HMAC<SHA256>(key: SymmetricKey(data: m[0..<32]))
         ack = HMAC<SHA256>(key: SymmetricKey(data: m[32..<64]))
         self.voteID = voteID
+        self.keyMask = keyMask
+        self.joinCode = joinCode
     }
 
     /// HMAC-SHA256(frame key, bytes): the full tag of a frame's authenticated bytes.
@@ -64,10 +85,16 @@ public struct BeaconKey: @unchecked Sendable {
     /// The digest of a question's text block (``QuestionText/block``) that STATE frames carry and
     /// TEXT pages name: HMAC-SHA256(frame key, "text" ‖ block)[0‥3], big-endian.
     public func textDigest(_ block: some Collection<UInt8>) -> UInt32 {
+        KeyDerivation.be32(strongTextDigest(block))
+    }
+
+    /// The 16-byte digest a signed STATE carries: HMAC-SHA256(frame key, "text" ‖ block)[0‥15]. Its
+    /// first 4 bytes are ``textDigest(_:)``.
+    public func strongTextDigest(_ block: some Collection<UInt8>) -> [UInt8] {
         var h = frame
         h.update(data: Array("text".utf8))
         h.update(data: Array(block))
-        return KeyDerivation.be32(Array(h.finalize()))
+        return Array(Array(h.finalize()).prefix(BeaconFormat.strongDigestLength))
     }
 }
 

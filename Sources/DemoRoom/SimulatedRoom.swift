@@ -76,7 +76,8 @@ public struct SimulatedRoom: Sendable {
             derived = secret
             // The room answers the question's kind, with its options (a set's question may have fewer).
             let spec = await controller.spec
-            let asked = room.answering(kinds: spec.kinds, options: spec.options,
+            // Each question its own answers (``Classroom/redrawn(using:)``), so no two look alike.
+            let asked = room.redrawn(using: &rng).answering(kinds: spec.kinds, options: spec.options,
                                        range: spec.numeric.map { $0.lowest...$0.highest }, using: &rng)
             let students = Task {
                 await asked.run(secret: secret, question: q, timeScale: scale, churn: churn) { radios[$0] }
@@ -129,7 +130,9 @@ actor QuestionRooms {
         if let r = rooms[q.number] { return r }
         let spec = await controller.spec
         let range = spec.number == q.number ? spec.numeric.map { $0.lowest...$0.highest } : nil
-        let r = room.answering(kinds: [q.kind.answerKind], options: max(1, Int(q.options)), range: range, using: &rng)
+        // Each question its own answers (``Classroom/redrawn(using:)``), so no two look alike.
+        let r = room.redrawn(using: &rng).answering(kinds: [q.kind.answerKind], options: max(1, Int(q.options)),
+                                                    range: range, using: &rng)
         rooms[q.number] = r
         return r
     }

@@ -136,6 +136,32 @@ public enum PrivateFiles {
         }
     }
 
+    /// Removes the temporary files that ``write(_:_:)`` of `path` left when its process was killed
+    /// between creating one and renaming it (`path.tmp.XXXXXX`, regular files of this user); returns
+    /// how many. Call it only while no other process may be writing `path` (under the lock its
+    /// writers hold).
+    @discardableResult
+    public static func removeLeftovers(of path: String) -> Int {
+        let directory = Self.directory(of: path)
+        let prefix = String(path.split(separator: "/").last ?? Substring(path)) + ".tmp."
+        guard let dir = opendir(directory) else { return 0 }
+        defer { closedir(dir) }
+        var removed = 0
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            // mkstemp's six characters, nothing else.
+            guard name.hasPrefix(prefix), name.utf8.count == prefix.utf8.count + 6 else { continue }
+            let full = directory + "/" + name
+            var st = stat()
+            guard lstat(full, &st) == 0, UInt32(st.st_mode) & UInt32(S_IFMT) == UInt32(S_IFREG),
+                  st.st_uid == geteuid() else { continue }
+            if unlink(full) == 0 { removed += 1 }
+        }
+        return removed
+    }
+
     /// The directory part of a path ("." for a bare name).
     static func directory(of path: String) -> String {
         guard let slash = path.lastIndex(of: "/") else { return "." }

@@ -2,32 +2,15 @@ import ClickerTally
 import ClickerWire
 
 /// The command a student types to answer the open question, as the page shows it: `clicker-vote`,
-/// `--roster` in a roster poll, `--question N` past the first question (clicker-vote's default is 1),
-/// the question's kind and what it offers unless it is a plain four-letter single choice, then the
-/// join code and an answer the question offers. Pure.
+/// `--roster` in a roster poll, the join code and an answer the question offers. The voter follows
+/// the beacon (docs/PROTOCOL.md §11.10): it casts that answer for the open question, shows whether
+/// it counted and goes on to the next question with the class, so the command names no question
+/// and no kind. Pure.
 public enum HowToVote {
     /// The command's arguments after `clicker-vote`, one per element, unquoted.
     public static func arguments(joinCode: String, roster: Bool, spec: QuestionSpec) -> [String] {
         var args: [String] = []
         if roster { args.append("--roster") }
-        if spec.number > 1 { args += ["--question", String(spec.number)] }
-        let kind = kind(of: spec)
-        switch kind {
-        case .single where spec.options == 4:
-            break
-        case .single, .multi, .ranked:
-            args += ["--kind", kind.rawValue, "--options", String(spec.options)]
-        case .truefalse:
-            args += ["--kind", kind.rawValue]
-        case .numeric:
-            args += ["--kind", kind.rawValue]
-            let range = spec.numeric ?? NumericRange()
-            if range.lowest != .min || range.highest != .max {
-                args += ["--range", NumericText.text(range.lowest, decimals: range.decimals) + ".."
-                                    + NumericText.text(range.highest, decimals: range.decimals)]
-            }
-            if range.decimals > 0 { args += ["--decimals", String(range.decimals)] }
-        }
         let answer = exampleAnswer(spec)
         // A negative number would read as an option: `--` ends them.
         if answer.hasPrefix("-") { args.append("--") }
@@ -40,7 +23,7 @@ public enum HowToVote {
         "Vote: clicker-vote " + arguments(joinCode: joinCode, roster: roster, spec: spec).map(quoted).joined(separator: " ")
     }
 
-    /// The kind a student names with `--kind`: the one the question's results take.
+    /// The kind of answer the question's results take.
     public static func kind(of spec: QuestionSpec) -> QuestionKind {
         switch ResultKind(kinds: spec.kinds) {
         case .choice: .single

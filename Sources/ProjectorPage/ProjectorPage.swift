@@ -3,7 +3,7 @@
 /// from the snapshots the server sends over `/events` (server-sent events); the browser's
 /// `EventSource` reconnects by itself when the tally restarts.
 ///
-/// Stable hooks for tests and scripts: `#joincode`, `#question`, `#title`, `#state`, `#voters`,
+/// Stable hooks for tests and scripts: `#joincode`, `#question`, `#title`, `#state`, `#voters`, `#pending`,
 /// `#results` (`data-kind`: `bars`, `rounds` or `histogram`), `#hidden`, and one `.bar` per option with
 /// `data-option` and `data-count` (a ranked question: the last round's, the winner's or the tied ones'
 /// with `data-winner`). Multi-select: `#combinations` with `.combination[data-answer][data-count]`.
@@ -152,6 +152,7 @@ public enum ProjectorPage {
       $("title").textContent=s.question.title||"";
       $("state").textContent=s.state;
       $("voters").textContent=String(s.voters);
+      $("pending").textContent=s.notYetShown?" · "+s.notYetShown+(s.notYetShown===1?" vote":" votes")+" not yet shown":"";
       const box=$("results");box.replaceChildren();
       $("hidden").hidden=!s.hidden;
       $("download").hidden=s.hidden||!s.results;
@@ -210,7 +211,7 @@ public enum ProjectorPage {
     <body data-state="" data-hidden="false" data-connected="false">
     <header>
     <div><div id="joincode">…</div><div id="howto"></div></div>
-    <div id="status"><span id="state"></span> · <span id="voters">0</span> voters · <span id="link" data-ok="false">connecting…</span></div>
+    <div id="status"><span id="state"></span> · <span id="voters">0</span> voters<span id="pending"></span> · <span id="link" data-ok="false">connecting…</span></div>
     </header>
     <h1><span id="question"></span><span id="title"></span></h1>
     <main>

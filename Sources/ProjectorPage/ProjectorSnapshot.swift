@@ -26,6 +26,9 @@ public struct ProjectorSnapshot: Codable, Sendable, Equatable {
     public var hidden: Bool
     /// Voters counted on the current question (as the terminal view shows it, hidden or not).
     public var voters: Int
+    /// Votes counted that the results do not show yet (they move in steps of several voters, so that
+    /// no step names one voter's answer); absent when none.
+    public var notYetShown: Int?
     /// The results of the current question; absent while hidden.
     public var results: Results?
 
@@ -139,7 +142,7 @@ extension ProjectorSnapshot {
     ///     when `hidden`.
     ///   - voters: voters counted on the question.
     public init(joinCode: JoinCode, roster: Bool, spec: QuestionSpec, open: Bool, hidden: Bool, voters: Int,
-                counts: [String: Int]) {
+                counts: [String: Int], notYetShown: Int = 0) {
         let kind = ResultKind(kinds: spec.kinds)
         let options: [Option] = switch kind {
         case .trueFalse, .numeric: []
@@ -156,5 +159,6 @@ extension ProjectorSnapshot {
                   question: Question(number: Int(spec.number), title: spec.title, kind: kind, options: options),
                   state: open ? .open : .closed, hidden: hidden, voters: voters,
                   results: hidden ? nil : Self.results(spec: spec, counts: counts))
+        if notYetShown > 0, !hidden { self.notYetShown = notYetShown }
     }
 }

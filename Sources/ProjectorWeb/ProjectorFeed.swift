@@ -31,7 +31,7 @@ public struct ProjectorFeed: Sendable {
         /// kind, an instant-runoff count included, are computed here).
         var snapshot: ProjectorSnapshot {
             ProjectorSnapshot(joinCode: joinCode, roster: roster, spec: spec, open: open, hidden: live.hidden,
-                              voters: live.voters, counts: live.counts)
+                              voters: live.voters, counts: live.counts, notYetShown: live.notYetShown)
         }
 
         /// The counts its chart is drawn from (nil while hidden).

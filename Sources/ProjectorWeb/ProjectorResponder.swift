@@ -28,13 +28,7 @@ public struct ProjectorResponder: HTTPResponder {
     }
 
     public func respond(to request: Request, context: Context) async throws -> Response {
-        guard request.method == .get else {
-            return Self.text(.methodNotAllowed, "the projector page is read-only: GET only\n", extra: [.allow: "GET"])
-        }
-        let token = request.uri.queryParameters["token"]
-        guard access.permits(token: token, host: request.head.authority) else {
-            return Self.text(.forbidden, "a valid token is needed: use the URL the tally printed\n")
-        }
+        if let refusal = Self.refusal(of: request, access: access) { return refusal }
         switch request.uri.path {
         case "/":
             return Response(status: .ok, headers: Self.headers(type: "text/html; charset=utf-8", extra: [
@@ -60,6 +54,18 @@ public struct ProjectorResponder: HTTPResponder {
         default:
             return Self.text(.notFound, "not found\n")
         }
+    }
+
+    /// The answer to a request refused whatever its path (not GET: 405; no access: 403), or nil.
+    /// `ProjectorServer` closes the connection of a refused request once it is answered.
+    static func refusal(of request: Request, access: ProjectorAccess) -> Response? {
+        guard request.method == .get else {
+            return text(.methodNotAllowed, "the projector page is read-only: GET only\n", extra: [.allow: "GET", .connection: "close"])
+        }
+        guard access.permits(token: request.uri.queryParameters["token"], host: request.head.authority) else {
+            return text(.forbidden, "a valid token is needed: use the URL the tally printed\n", extra: [.connection: "close"])
+        }
+        return nil
     }
 
     /// The event stream: `retry:`, then the latest snapshot and each new one until the browser leaves

@@ -35,6 +35,12 @@ public final class ProjectorServer: Sendable {
         address.urls(token: access.token, machineAddresses: machineAddresses)
     }
 
+    /// What serving the page beyond loopback gives away (docs/SECURITY.md, "The projector page"): the
+    /// page is plain HTTP, so its URL's token and the join code it shows cross the network in clear.
+    public static let plainHTTPWarning = "warning: the projector page is plain HTTP: anyone who can see this network's "
+        + "traffic (the same Wi-Fi, a switch's mirror port) reads its token and the join code in clear, and can then "
+        + "vote and open the page; serve it beyond this machine only on a network you trust"
+
     /// The first of `urls`: one another machine can open when there is one.
     public var url: String {
         urls().first ?? "http://\(address)/"
@@ -45,16 +51,20 @@ public final class ProjectorServer: Sendable {
     /// this machine as its host.
     /// - Parameters:
     ///   - interval: at most one snapshot per interval while changes arrive.
+    ///   - maxConnections: connections held at once, at most the file descriptor limit less
+    ///     `ConnectionLimits.reservedDescriptors`; past it, new ones wait in the accept queue.
     ///   - idleTimeout: a connection that sends no complete request part for this long, with no
     ///     response under way, is closed, so that connections opened and left silent (without the
     ///     token, say) cannot hold every one of `maxConnections`. An open event stream is a response
-    ///     under way: it is never cut by this (Hummingbird's `HTTPConnectionStateHandler`).
+    ///     under way: it is never cut by this (Hummingbird's `HTTPConnectionStateHandler`). A
+    ///     refused request's connection is closed as soon as it is answered.
     public static func start(controller: PollController, address: ProjectorAddress, token: String?,
                              maxConnections: Int = 1024, interval: Duration = .milliseconds(100),
-                             idleTimeout: Duration = .seconds(30),
+                             idleTimeout: Duration = .seconds(10),
                              logger: Logger = Logger(label: "clicker.web")) async throws(ProjectorServerError) -> ProjectorServer {
         if !address.isLoopback, token == nil { throw .tokenRequired(address) }
         let access = ProjectorAccess(token: token)
+        let maxConnections = ConnectionLimits.connections(requested: maxConnections)
         let fanOut = SnapshotFanOut(maxSubscribers: max(1, maxConnections - 16))
         let feed = ProjectorFeed(controller: controller, fanOut: fanOut, interval: interval)
         // The page has a snapshot to show before the first browser comes.
@@ -65,7 +75,7 @@ public final class ProjectorServer: Sendable {
         let (bound, boundContinuation) = AsyncStream<Result<Int, any Error>>.makeStream()
         let app = Application(
             responder: ProjectorResponder(access: access, fanOut: fanOut),
-            server: .http1(configuration: HTTP1Channel.Configuration(idleTimeout: TimeAmount(idleTimeout))),
+            server: .projector(access: access, idleTimeout: idleTimeout),
             configuration: ApplicationConfiguration(address: .hostname(address.host, port: address.port),
                                                     availableConnectionsDelegate: MaximumAvailableConnections(maxConnections)),
             onServerRunning: { channel in boundContinuation.yield(.success(channel.localAddress?.port ?? address.port)) },

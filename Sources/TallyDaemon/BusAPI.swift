@@ -162,7 +162,8 @@ public final class TallyBusService: Sendable {
         var last: (question: UInt8, counts: LiveCounts)?
         func emitIfChanged() async {
             let question = await controller.question
-            let live = await controller.liveCounts(now: Date())
+            var live = await controller.liveCounts(now: Date())
+            live.notYetShown = 0   // the signal carries the counts; ballots still pending are not a change
             guard last?.question != question || last?.counts != live else { return }
             last = (question, live)
             let counts = live.counts.sorted { $0.key < $1.key }.map {

@@ -42,6 +42,9 @@ public struct LiveCounts: Sendable, Equatable {
     /// A ranked question's instant-runoff count of these same counts (the tally's kept count when
     /// they were taken), so that showing the rounds counts nothing again; nil otherwise or while hidden.
     public var rankedCount: InstantRunoff?
+    /// Voters whose new or changed ballot the counts do not show yet (the next epoch shows them all):
+    /// how many, never whose or which answer. 0 once the question is closed, or while hidden.
+    public var notYetShown: Int = 0
 
     public init(counts: [String: Int], voters: Int, changes: Int, hidden: Bool = false, rankedCount: InstantRunoff? = nil) {
         self.counts = counts
@@ -85,6 +88,8 @@ struct CountPublisher: Sendable {
             pending.removeAll()
             lastEpoch = now
         }
-        return published
+        var shown = published
+        shown.notYetShown = pending.count
+        return shown
     }
 }

@@ -11,15 +11,19 @@ import Synchronization
 struct BeaconRuntime: Sendable {
     /// The poll's beacon key (derived with the poll's other keys; cheap, no scrypt).
     var key: BeaconKey
+    /// The poll's beacon key pair (version 4), which signs extended frames; nil: tagged frames only.
+    var signer: BeaconSigner?
     /// Acknowledgements, load estimate, composer: set while the radio broadcasts.
     var tally: TallyBeacon?
     /// STATE frames this tally sealed lately, oldest first (heard again, they are not forgeries).
     var sealed: [[UInt8]] = []
     var sealedSet: Set<[UInt8]> = []
     static let sealedLimit = 256
-    /// Authentic STATE frames of this poll that this tally did not seal, and when the last one came.
+    /// Authentic STATE frames of this poll that this tally did not seal, when the last one came, and
+    /// the question the tally showed then.
     var forgeries = 0
     var lastForgery: Date?
+    var forgedDuring: UInt8?
     /// Beacon frames heard by the scanner (own, another tally's, forged): none of them is a ballot.
     var framesHeard = 0
     /// Tag checks of STATE frames left in this second (a flood of frames with our vote ID costs at most
@@ -42,7 +46,10 @@ struct BeaconRuntime: Sendable {
     /// Why the beacon stays off although it was wanted (the radio cannot broadcast while it scans).
     var off: String?
 
-    init(secret: PollSecret) { key = BeaconKey(secret) }
+    init(secret: PollSecret, signer: BeaconSigner? = nil) {
+        key = BeaconKey(secret)
+        self.signer = signer
+    }
 
     mutating func remember(_ state: [UInt8]) {
         guard sealedSet.insert(state).inserted else { return }
@@ -59,21 +66,25 @@ extension PollController {
 
     /// A beacon frame heard by the scanner: dropped, never a ballot. An authentic STATE frame of this
     /// poll that this tally did not seal is a forgery by a holder of the join code: counted and shown.
+    /// (A signed STATE is this tally's when its signature verifies under the poll's key.)
     func heardBeacon(_ report: AdvertisementReport) {
         beacon.framesHeard &+= 1
         let d = report.data
-        guard d.count == BeaconFormat.stateLength, d[1] == BallotFormat.version << 4 | BeaconFrameKind.state.rawValue,
-              UInt16(d[2]) << 8 | UInt16(d[3]) == joinCode.voteID, !beacon.sealedSet.contains(d) else { return }
+        let tagged = d.count == BeaconFormat.stateLength && d[1] == BeaconFrameKind.state.typeByte(signed: false)
+        let signed = d.count == BeaconFormat.signedStateLength && d[1] == BeaconFrameKind.state.typeByte(signed: true)
+        guard tagged || signed, UInt16(d[2]) << 8 | UInt16(d[3]) == joinCode.voteID, !beacon.sealedSet.contains(d) else { return }
         let second = report.timestamp.nanoseconds / 1_000_000_000
         if second != beacon.checkSecond { beacon.checkSecond = second; beacon.checksLeft = BeaconRuntime.checksPerSecond }
         guard beacon.checksLeft > 0 else { return }
         beacon.checksLeft -= 1
-        guard case .success(.state) = BeaconCodec.open(d, key: beacon.key) else { return }
+        guard case .success(let e) = BeaconCodec.envelope(d, key: beacon.key), case .state = e.frame else { return }
+        if e.isSigned, let pk = beacon.signer?.publicKey, e.verify(pk) { return }
         if beacon.forgeries == 0 || beacon.lastForgery.map({ clock().timeIntervalSince($0) > 60 }) ?? true {
-            logger.warning("forged beacon: an authentic STATE frame of this poll that this tally did not send (someone with the join code)")
+            logger.warning("forged beacon: an authentic STATE frame of this poll that this tally did not send (someone with the join code); \(Self.forgeryEffects)")
         }
         beacon.forgeries += 1
         beacon.lastForgery = clock()
+        beacon.forgedDuring = question
         version &+= 1
     }
 
@@ -83,11 +94,24 @@ extension PollController {
     /// Beacon frames the scanner heard (dropped before the ballot decoder).
     public var beaconFramesHeard: Int { beacon.framesHeard }
 
-    /// The alert line about forged beacon frames: shown for a minute after the last one.
+    /// What a forged STATE frame can do to the voters that follow legacy frames (docs/SECURITY.md, "A
+    /// forged STATE frame"): show a false question, or say that the question or the poll closed, or tell
+    /// them to stop sending; an answer given to a false question goes out for that question's number,
+    /// and is kept for it (it counts if the tally opens that number with the same description).
+    static let forgeryEffects = "students may be shown a false question or a false close, and answers to a false "
+        + "question are sent for its number"
+
+    /// The alert line about forged beacon frames: shown for the rest of the poll, since the effects of a
+    /// forgery can last that long (an answer to a false question is kept for its number; a voter whose
+    /// acknowledgement was forged too listens to the forger's counter), with when the last one came.
     func beaconAlert(now: Date) -> String? {
-        guard beacon.forgeries > 0, let last = beacon.lastForgery, now.timeIntervalSince(last) < 60 else { return nil }
+        guard beacon.forgeries > 0, let last = beacon.lastForgery else { return nil }
+        let ago = Int(max(0, now.timeIntervalSince(last)))
+        let when = ago < 60 ? "\(ago) s ago" : "\(ago / 60) min ago"
+        let question = beacon.forgedDuring.map { " during question \($0)" } ?? ""
         return "forged beacon: \(beacon.forgeries) STATE frame\(beacon.forgeries == 1 ? "" : "s") of this poll not sent by "
-            + "this tally (someone with the join code); counted votes are not affected"
+            + "this tally (someone with the join code), the last \(when)\(question): \(Self.forgeryEffects); "
+            + "ask students to check that they see question \(self.question)"
     }
 
     // MARK: Acknowledgements
@@ -125,7 +149,12 @@ extension PollController {
         let s = spec
         let kind = QuestionKind(s) ?? .single
         var text: QuestionText?
-        if s.title != nil || !s.optionTexts.isEmpty {
+        if kind == .numeric {
+            // Version 4: a numeric question always has a text block, which carries its range and decimals.
+            let r = s.numeric ?? NumericRange()
+            text = QuestionText(title: s.title ?? "", numeric: NumericForm(lowest: r.lowest, highest: r.highest, decimals: r.decimals))
+            if text?.block == nil { text = nil }
+        } else if s.title != nil || !s.optionTexts.isEmpty {
             text = QuestionText(title: s.title ?? "", options: kind.hasOptions ? Array(s.optionTexts.prefix(s.options)) : [])
             if text?.block == nil { text = nil }
         }
@@ -136,7 +165,7 @@ extension PollController {
     /// Starts the beacon for a radio of `capabilities`.
     func startBeacon(_ capabilities: BroadcastCapabilities, wake: AsyncStream<Void>.Continuation) {
         beacon.tally = TallyBeacon(key: beacon.key, mode: options.roster == nil ? .anonymous : .roster, capabilities: capabilities,
-                                   roomLimit: options.roster?.entries.count)
+                                   roomLimit: options.roster?.entries.count, signer: beacon.signer, deferSignatures: true)
         beacon.capabilities = capabilities
         beacon.wake = wake
         beacon.changed = true
@@ -144,16 +173,19 @@ extension PollController {
 
     /// A new poll replaced the current one: a new key, and the old poll's voters are told for
     /// ``beaconClosingTime`` (alongside the new poll's frames) that it closed.
-    func renewBeacon(secret: PollSecret) {
+    func renewBeacon(secret: PollSecret, signer: BeaconSigner?) {
         let old = beacon
-        beacon = BeaconRuntime(secret: secret)
+        beacon = BeaconRuntime(secret: secret, signer: signer)
         beacon.forgeries = 0
         beacon.radio = old.radio
         beacon.off = old.off   // the radio still cannot broadcast while it scans
         if var t = old.tally, let caps = old.capabilities, let wake = old.wake {
             _ = t.payload(.closed, tick: beaconTick(clock()), at: radioNow.nanoseconds)
             startBeacon(caps, wake: wake)
-            if let f = t.lastState { beacon.farewell = (f, clock().addingTimeInterval(Self.seconds(beaconClosingTime))) }
+            if var f = t.lastState {
+                if let s = old.signer, BeaconSigning.isDraft(f) { f = BeaconSigning.sign(frame: f, signer: s, voteID: old.key.voteID) }
+                beacon.farewell = (f, clock().addingTimeInterval(Self.seconds(beaconClosingTime)))
+            }
             beaconChanged()
         }
     }
@@ -192,6 +224,9 @@ extension PollController {
         if let s = beacon.tally?.lastState { beacon.remember(s) }
         return p
     }
+
+    /// The key pair that signs the payloads' frames, and the vote ID their signatures bind.
+    var beaconSigning: (BeaconSigner, UInt16)? { beacon.signer.map { ($0, beacon.key.voteID) } }
 
     func beaconNeedsPayload() -> Bool { beacon.changed || beacon.tally?.hasPending == true }
 
@@ -256,7 +291,9 @@ extension PollController {
                 if Task.isCancelled { break }
             }
             let refreshing = await beaconRefreshDue(lastInterval: lastInterval, sinceLast: last.map { clock.now - $0 } ?? .zero)
-            guard await beaconNeedsPayload() || refreshing || last == nil, let payload = await beaconPayload() else { continue }
+            guard await beaconNeedsPayload() || refreshing || last == nil, var payload = await beaconPayload() else { continue }
+            // Signed here, off the actor that takes the reports.
+            if let s = await beaconSigning { BeaconSigning.sign(&payload, signer: s.0, voteID: s.1) }
             var failure: (any Error)?
             do { try await radio.broadcast(payload) } catch { failure = error }
             await beaconSent(failure)
@@ -269,7 +306,9 @@ extension PollController {
     /// has stopped and the votes are committed: it delays the end of the run by `closing` at most,
     /// whether or not the calling task is cancelled.
     nonisolated func closeBeacon(_ radio: any BroadcasterTransport, closing: Duration) async {
-        guard let payload = await closedPayload() else { return }
+        guard var draft = await closedPayload() else { return }
+        if let s = await beaconSigning { BeaconSigning.sign(&draft, signer: s.0, voteID: s.1) }
+        let payload = draft
         // Bounded whatever the radio does: a radio that hangs costs `closing` plus a second, no more.
         let sent = await Self.within(closing + .seconds(1)) {
             do { try await radio.broadcast(payload) } catch { return false }

@@ -36,10 +36,18 @@ public actor PollController {
     var committed: [UInt8: [VoterKey: UInt16]] = [:]
     /// Rejected reports by the question that was current when they arrived, then by reason.
     var rejected: [UInt8: [String: Int]] = [:]
+    /// The devices (radio addresses) whose reports were rejected, by question and reason: the live
+    /// view counts people, not packets. At most ``maxRejectedDevices`` a reason (a flood of forged
+    /// addresses must not grow it without bound).
+    var rejectedDevices: [UInt8: [String: Set<DeviceAddress>]] = [:]
+    static let maxRejectedDevices = 4096
     /// Totals of the closed questions of an anonymous poll, whose per-voter state is gone.
     var sealed: [UInt8: QuestionTotals] = [:]
-    /// Ballots tallied but not yet committed (only after a storage error).
-    var unsaved: [BallotRecord] = []
+    /// The projector page's address (`--web`), which the live view shows; nil without a page.
+    public var projectorURL: String?
+    public func setProjectorURL(_ url: String?) { projectorURL = url }
+    /// When the poll was last exported (`e`, D-Bus `Export`); nil: never in this run.
+    public internal(set) var exportedAt: Date?
     var pendingRejections: [PendingRejection: Int] = [:]
     /// Accepted ballots per slot of the last five seconds (votes per second), trimmed as it records.
     var acceptedRate = RateWindow(window: .seconds(5))
@@ -54,7 +62,14 @@ public actor PollController {
     private var scanWaiters: [CheckedContinuation<Void, Never>] = []
     public private(set) var radio = RadioStatus(adapter: "-", state: .starting)
     var radioErrors = 0
+    /// Why counting has stopped: the store's error while commits fail (nil while they succeed).
     public internal(set) var storageError: String?
+    /// The first storage error of this run, kept after counting resumed: the run then failed.
+    public internal(set) var storageFailure: String?
+    /// Ballots counted but undone because they could not be saved (each counts when heard again).
+    public internal(set) var notSaved = 0
+    /// When a stopped store is tried again.
+    var storageRetryAt: Date?
     /// GATT reads that verified the ballot read (ok), and reads that failed or verified nothing.
     public internal(set) var gattReads = (ok: 0, failed: 0)
     /// When GATT reads may start: at most 5 % of the radio's time while ballots are arriving.
@@ -112,7 +127,7 @@ public actor PollController {
         sealed = opening.sealed
         pipeline = IngestPipeline(keyring: Self.keyring(options), tally: opening.tally)
         pollCreatedAt = opening.createdAt
-        beacon = BeaconRuntime(secret: pipeline.keyring.secret)
+        beacon = BeaconRuntime(secret: pipeline.keyring.secret, signer: options.beaconSigner)
         countsShown = options.roster == nil
         publisher = CountPublisher(rule: options.publishRule,
                                    start: Self.exactCounts(opening.tally, sealed: opening.sealed[opening.question],
@@ -191,6 +206,7 @@ public actor PollController {
     public func ingest(_ report: AdvertisementReport) {
         reportsHeard &+= 1
         if report.timestamp > radioNow { radioNow = report.timestamp }
+        if let due = verification.retries.nextDue, radioNow >= due { retryDueReads() }
         // A ballot's byte 1 is 0x20 or 0x21 (its mode in the low bit): one byte sends every ballot on.
         // Beacon frames (the tally's own, another tally's, forged ones) are not ballots: dropped here,
         // before the ballot decoder, and not counted as rejected ballots.
@@ -211,7 +227,8 @@ public actor PollController {
         switch r.outcome {
         case .new, .changed:
             guard let b = r.ballot else { return }
-            commit([record(b, address: address, gattVerified: gattVerified)])
+            // Nothing is shown, exported or acknowledged that is not saved.
+            guard commit([record(b, address: address, gattVerified: gattVerified)]) else { return notSaved(b, r) }
             acceptedRate.record(at: clock())
             if b.question == question { publisher.note(VoterKey(mode: b.mode, voterID: b.voterID)) }
             beaconCounted(b, at: radioNow)
@@ -220,6 +237,9 @@ public actor PollController {
         case .rejected(let reason):
             // Counted once per report, repeats included, under the question current now.
             rejected[question, default: [:]][reason.rawValue, default: 0] += 1
+            if rejectedDevices[question]?[reason.rawValue]?.count ?? 0 < Self.maxRejectedDevices {
+                rejectedDevices[question, default: [:]][reason.rawValue, default: []].insert(address)
+            }
             pendingRejections[PendingRejection(question: question, reason: reason.rawValue), default: 0] += 1
             if pendingRejections.values.reduce(0, +) >= 256 || !verification.newBindings.isEmpty { commit([]) }
             version &+= 1
@@ -230,7 +250,7 @@ public actor PollController {
             let key = VoterKey(mode: b.mode, voterID: b.voterID)
             // The same answer again: stored when its sequence became the counted one (or it was verified).
             if gattVerified || b.sequence != committed[b.question]?[key] {
-                commit([record(b, address: address, gattVerified: gattVerified)])
+                guard commit([record(b, address: address, gattVerified: gattVerified)]) else { return notSaved(b, r) }
             }
             // Counted (the same answer again, perhaps under a new sequence): acknowledged, or heard
             // again by a voter that may have missed its acknowledgement.

@@ -5,10 +5,10 @@ import ClickerTally
 public struct PollFootprint: Sendable, Hashable, Codable {
     /// Entries kept to compute votes per second (constant).
     public var rateWindow: Int
-    /// Ballots tallied but not yet committed (only after a storage error).
-    public var unsaved: Int
     /// GATT reads asked for (emptied when full).
     public var verificationRequests: Int
+    /// Failed GATT reads waiting to be tried again (at most `ReadRetries.limit`).
+    public var readRetries: Int = 0
     /// Committed sequences, (question, voter) pairs.
     public var committed: Int
     /// Voter records over all questions of the tally (counted and kept apart).

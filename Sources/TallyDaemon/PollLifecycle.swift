@@ -32,6 +32,22 @@ extension PollController {
         }
     }
 
+    /// A join code no poll in `store` has used whose secret commits to a fresh beacon key pair
+    /// (docs/PROTOCOL.md §2 and §11.2, version 4), and the key pair. One scrypt per try: call it off the actor.
+    public static func unusedAnchoredJoinCode(store: ClickerStore?) throws -> (JoinCode, BeaconSigner) {
+        while true {
+            let signer = BeaconSigner.random()
+            let code = BeaconAnchor.joinCode(voteID: UInt16.random(in: 1000...9999), publicKey: signer.publicKey)
+            do {
+                if try store?.poll(joinCode: code.description) == nil { return (code, signer) }
+            } catch { throw PollError.storage("\(error)") }
+        }
+    }
+
+    nonisolated static func anchoredJoinCode(store: ClickerStore?) async throws -> (JoinCode, BeaconSigner) {
+        try unusedAnchoredJoinCode(store: store)
+    }
+
     /// The keys of a poll. Key derivation is costly (scrypt derives the poll secret S, once per poll
     /// start or resume), so callers on the actor run it from a nonisolated async context (off the actor).
     static func keyring(_ options: PollOptions) -> PollKeyring {
@@ -51,11 +67,17 @@ extension PollController {
             if let used = try store?.poll(joinCode: code.description) {
                 throw PollError.joinCodeUsed(voteID: code.voteID, poll: used.id)
             }
-            if let open = try store?.resume() { try store?.closePoll(open.poll.id, at: now) }
+            // Closed by its ID alone: a row of it that cannot be read does not hold up a new poll.
+            if let open = try store?.openPollID() {
+                do { try store?.closePoll(open, at: now) } catch {
+                    throw PollError.storage("the open poll \(open) cannot be closed (\(error)): the database is damaged; "
+                                            + "start with another database: --db NEW-FILE")
+                }
+            }
             let poll = try store?.createPoll(
                 voteID: Data([UInt8(code.voteID >> 8), UInt8(code.voteID & 0xFF)]), joinCode: code.description,
                 mode: options.roster == nil ? .anonymous : .roster, rule: CountingRule(options.policy),
-                title: options.title, at: now)
+                title: options.title, at: now, beaconSeed: options.beaconSigner.map { Data($0.seed) })
             let first = options.firstSpec
             if let id = poll?.id {
                 if !options.questionSet.isEmpty { try store?.savePlan(poll: id, options.questionSet.map(QuestionDefinition.init)) }
@@ -76,7 +98,10 @@ extension PollController {
     static func openPoll(store: ClickerStore?, maxAge: Duration, now: Date) throws -> ResumeState {
         guard let store else { throw PollError.resumeNeedsStore }
         let state: ResumeState?
-        do { state = try store.resume() } catch { throw PollError.storage("\(error)") }
+        do { state = try store.resume() } catch {
+            throw PollError.storage("cannot read the open poll (\(error)): start a new poll (leave out --resume), "
+                                    + "or use another database with --db")
+        }
         guard let s = state else { throw PollError.nothingToResume }
         let age = now.timeIntervalSince(s.poll.createdAt)
         guard age <= Double(maxAge.components.seconds) else {
@@ -119,6 +144,11 @@ extension PollController {
         }
         var options = given
         options.joinCode = code
+        // The key the code commits to; none for a poll created before version 4 (tagged frames only).
+        options.beaconSigner = s.poll.beaconSeed.flatMap { BeaconSigner(seed: $0) }
+        if options.beaconSigner == nil {
+            logger.notice("the open poll has no beacon key (created before protocol version 4): its beacon is not signed, and students with the join code can forge it")
+        }
         options.policy = policy
         options.questionSet = plan
         if isRoster, options.roster == nil {
@@ -188,12 +218,19 @@ extension PollController {
     @discardableResult
     public func newPoll(joinCode requested: JoinCode? = nil) async throws -> UInt16 {
         var next = options
-        next.joinCode = try requested ?? Self.unusedJoinCode(store: store)
+        if let requested {
+            next.joinCode = requested
+            next.beaconSigner = nil
+        } else {
+            let (code, signer) = try await Self.anchoredJoinCode(store: store)
+            next.joinCode = code
+            next.beaconSigner = signer
+        }
         let keyring = await Self.derivedKeyring(next)
         flush()
-        if !unsaved.isEmpty {
-            throw PollError.storage("the current poll has votes not yet saved (\(storageError ?? "database error")); "
-                                    + "a new poll starts once they are")
+        if let e = storageError {
+            throw PollError.storage("counting has stopped, the database cannot be written (\(e)); "
+                                    + "a new poll starts once it can")
         }
         let opening = try Self.fresh(options: next, store: store, now: Date())
         options = next
@@ -208,10 +245,9 @@ extension PollController {
         committed = [:]
         rejected = [:]
         sealed = [:]
-        unsaved = []
         pendingRejections = [:]
         pollCreatedAt = opening.createdAt
-        renewBeacon(secret: keyring.secret)
+        renewBeacon(secret: keyring.secret, signer: next.beaconSigner)
         resetPublished()
         version &+= 1
         logger.info("new poll \(pollID.map(String.init) ?? "-") (vote \(IDText.vote(next.joinCode.voteID)))")

@@ -24,7 +24,11 @@ public struct PollOptions: Sendable {
     public var adHoc: QuestionSpec?
     /// Read anonymous ballots back over GATT and verify their signature (PROTOCOL.md §7, §8.3).
     public var confirmByGATT: Bool
+    /// How long a GATT read may take, from its request: long enough for the advertising event that
+    /// the connection waits for of a voter at the keep-alive (10.24 s), plus the exchange.
     public var gattTimeout: Duration
+    /// The default ``gattTimeout``: the keep-alive and 2 s.
+    public static let defaultGATTTimeout: Duration = BeaconInterval.keepAlive + .seconds(2)
     /// GATT reads in flight at once (controllers allow only a few connections).
     public var maxConcurrentReads: Int
     public var title: String?
@@ -32,10 +36,14 @@ public struct PollOptions: Sendable {
     public var publishRule = PublishRule()
     /// When to broadcast the poll's beacon (docs/PROTOCOL.md §11.11).
     public var beacon = BeaconMode.whenPossible
+    /// The poll's beacon key pair, to which the join code's secret commits (docs/PROTOCOL.md §11.2,
+    /// version 4): the beacon signs its extended frames with it. Nil when the join code was given by
+    /// hand or the poll was created before version 4: the beacon then sends tagged frames only.
+    public var beaconSigner: BeaconSigner?
 
     public init(joinCode: JoinCode, roster: Roster? = nil,
                 policy: ChangePolicy = .latestWins, options: Int = 4, firstQuestion: UInt8 = 1,
-                confirmByGATT: Bool = true, gattTimeout: Duration = .seconds(10), maxConcurrentReads: Int = 2,
+                confirmByGATT: Bool = true, gattTimeout: Duration = PollOptions.defaultGATTTimeout, maxConcurrentReads: Int = 2,
                 title: String? = nil) {
         self.joinCode = joinCode
         self.roster = roster

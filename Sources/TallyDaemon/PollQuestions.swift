@@ -39,8 +39,8 @@ extension PollController {
     public func closeQuestion() throws {
         guard isOpen else { throw PollError.noOpenQuestion }
         flush()
-        if options.roster == nil, !unsaved.isEmpty {
-            throw PollError.storage("votes not yet saved (\(storageError ?? "database error")): the question stays open")
+        if options.roster == nil, let e = storageError {
+            throw PollError.storage("counting has stopped, the database cannot be written (\(e)): the question stays open")
         }
         // An anonymous question keeps the totals the live tally shows.
         let totals = options.roster == nil ? liveTotals(question) : nil

@@ -48,6 +48,11 @@ extension PollController {
                            results: KindReport(r?.byKind ?? KindResults(spec: spec(of: q), counts: [:])))
     }
 
+    /// The questions this poll has asked, in order of number (the exit summary shows each).
+    public var askedQuestions: [UInt8] {
+        Set(pipeline.tally.questions.keys).union(sealed.keys).union([question]).sorted()
+    }
+
     /// The question as the tally knows it; a single choice of the poll's options when it does not.
     func spec(of q: UInt8) -> QuestionSpec {
         pipeline.tally.question(q)?.spec ?? .choice(q, options: options.options)
@@ -73,6 +78,7 @@ extension PollController {
             live.counts = [:]
             live.rankedCount = nil
             live.hidden = true
+            live.notYetShown = 0
         }
         return live
     }
@@ -110,8 +116,8 @@ extension PollController {
 
     /// Entries held per voter and per event, for tests, logs and the soak benchmark.
     public var footprint: PollFootprint {
-        PollFootprint(rateWindow: acceptedRate.storage, unsaved: unsaved.count,
-                      verificationRequests: verification.requested.count,
+        PollFootprint(rateWindow: acceptedRate.storage,
+                      verificationRequests: verification.requested.count, readRetries: verification.retries.count,
                       committed: committed.values.reduce(0) { $0 + $1.count },
                       tallyVoters: pipeline.tally.questions.values.reduce(0) { $0 + $1.voters.count + $1.unregistered.count },
                       pendingRejections: pendingRejections.count, ingest: pipeline.footprint)

@@ -5,7 +5,7 @@ import ClickerWire
 import Foundation
 
 /// Storage: every accepted ballot is committed in the actor turn that tallied it, before any reader
-/// sees it; what fails to commit is kept (one record per voter) and retried.
+/// sees it; a ballot that fails to commit is undone in the tally, and counts when heard again.
 extension PollController {
     func record(_ b: Ballot, address: DeviceAddress, gattVerified: Bool) -> BallotRecord {
         let now = Date()
@@ -17,50 +17,70 @@ extension PollController {
                             firstHeard: now, lastHeard: now, gattVerified: gattVerified)
     }
 
-    /// Commits ballots (and pending rejection counters) in one transaction. On failure they are kept
-    /// and retried with the next commit; the error shows in the view.
-    func commit(_ ballots: [BallotRecord]) {
-        guard let store, let pollID else { verification.newBindings.removeAll(); return }
-        let all = unsaved + ballots
+    /// Commits ballots (and pending rejection counters and key bindings) in one transaction; returns
+    /// whether they were saved. Ballots that fail are not kept: the caller undoes them in the tally
+    /// (`notSaved`), so that nothing unsaved is shown, exported or acknowledged, and the voter, never
+    /// acknowledged, keeps sending. Once a commit failed, counting has stopped: a commit is tried
+    /// again at most once per `storageRetryInterval` (or by `flush()`), and the first that succeeds
+    /// resumes counting.
+    @discardableResult
+    func commit(_ ballots: [BallotRecord], force: Bool = false) -> Bool {
+        guard let store, let pollID else { verification.newBindings.removeAll(); return true }
+        let now = clock()
+        if storageError != nil, !force, let due = storageRetryAt, now < due { return false }
         let rejections = pendingRejections.map {
             RejectionCount(poll: pollID, question: Int($0.key.question), reason: $0.key.reason, count: $0.value)
         }
         do {
-            try store.record(all, rejections: rejections, voterKeys: verification.newBindings)
-            verification.newBindings.removeAll()
-            for b in all {
-                guard let key = VoterKey(storeBytes: b.voter), let q = UInt8(exactly: b.question),
-                      let seq = UInt16(exactly: b.sequence) else { continue }
-                committed[q, default: [:]][key] = seq
-            }
-            unsaved.removeAll()
-            pendingRejections.removeAll()
-            if storageError != nil { storageError = nil; version &+= 1 }
+            try store.record(ballots, rejections: rejections, voterKeys: verification.newBindings)
         } catch {
-            unsaved = Self.latestPerVoter(all)
-            storageError = "\(error)"
-            logger.error("cannot commit \(all.count) ballots: \(error)")
+            storageStopped(error, at: now)
+            return false
+        }
+        verification.newBindings.removeAll()
+        for b in ballots {
+            guard let key = VoterKey(storeBytes: b.voter), let q = UInt8(exactly: b.question),
+                  let seq = UInt16(exactly: b.sequence) else { continue }
+            committed[q, default: [:]][key] = seq
+        }
+        pendingRejections.removeAll()
+        if let stopped = storageError {
+            storageError = nil
+            storageRetryAt = nil
+            logger.notice("counting resumed: the database accepts writes again (it failed: \(stopped))")
             version &+= 1
         }
+        return true
     }
 
-    /// Ballots kept while the store fails: only each voter's highest sequence per question (what a
-    /// retry must store to count), so a long outage holds one record per voter, not one per ballot.
-    static func latestPerVoter(_ records: [BallotRecord]) -> [BallotRecord] {
-        var best: [BallotSlot: Int] = [:]
-        for (i, b) in records.enumerated() {
-            let k = BallotSlot(question: b.question, voter: b.voter)
-            if let j = best[k], records[j].sequence > b.sequence
-                || (records[j].sequence == b.sequence && (records[j].gattVerified || !b.gattVerified)) { continue }
-            best[k] = i
+    /// A commit failed: counting stops until one succeeds (said once in the log, shown in the view).
+    func storageStopped(_ error: any Error, at now: Date) {
+        let reason = "\(error)"
+        if storageError == nil {
+            logger.error("""
+                counting stopped: votes cannot be saved (\(reason)); they are not shown or acknowledged, \
+                and count when heard again once the database accepts writes
+                """)
         }
-        return best.values.sorted().map { records[$0] }
+        storageError = reason
+        storageFailure = storageFailure ?? reason
+        storageRetryAt = now.addingTimeInterval(Self.storageRetryInterval)
+        version &+= 1
     }
 
-    struct BallotSlot: Hashable { var question: Int; var voter: Data }
+    /// How often a stopped store is tried again while ballots arrive.
+    static let storageRetryInterval: TimeInterval = 1
 
-    /// Commits everything pending (rejection counters, ballots after a storage error).
-    public func flush() { commit([]) }
+    /// Undoes in the tally a ballot that was counted but not saved: the voter's record becomes what
+    /// was saved before, and the ballot counts when it is heard again and saved.
+    func notSaved(_ b: Ballot, _ r: IngestResult) {
+        pipeline.tally.restore(question: b.question, voter: VoterKey(mode: b.mode, voterID: b.voterID), to: r.previous)
+        notSaved &+= 1
+        version &+= 1
+    }
+
+    /// Commits everything pending (rejection counters, key bindings), whether or not a retry is due.
+    public func flush() { commit([], force: true) }
 
     func storeAction(_ body: (ClickerStore, Int64) throws -> Void) throws {
         guard let store, let pollID else { return }
@@ -83,7 +103,9 @@ extension PollController {
                     extra.append((suffix: "gradebook-moodle.csv", contents: GradebookCSV.moodle(book, prefix: prefix)))
                 }
             }
-            return try store.export(poll: pollID, to: directory, adding: extra + charts())
+            let files = try store.export(poll: pollID, to: directory, adding: extra + charts())
+            exportedAt = clock()
+            return files
         } catch { throw PollError.storage("\(error)") }
     }
 

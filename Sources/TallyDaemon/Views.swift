@@ -18,17 +18,18 @@ extension PollController {
         for (text, n) in live.counts { if let a = Answer(text) { published[a, default: 0] += n } }
         let panel = ResultsPanel(KindResults(spec: spec(of: question), counts: published, ranked: live.rankedCount))
         let rejections = (rejected[question] ?? [:]).filter { $0.value > 0 }.sorted { $0.key < $1.key }
-            .map { TallyViewModel.Rejection(reason: $0.key, count: $0.value) }
+            .map { TallyViewModel.Rejection(reason: $0.key, count: $0.value,
+                                            devices: rejectedDevices[question]?[$0.key]?.count) }
         let radioNow = RadioInstant.now()
         let radioModel = TallyViewModel.Radio(
             adapter: radio.adapter, scanning: radio.state == .scanning,
             sinceDiscoveryRestart: radio.lastDiscoveryRestart.map { radioNow - $0 },
             errors: radioErrorCount, lastError: radio.lastError,
-            beacon: beacon.tally.map { $0.composer.capabilities.extended ? .extended : .legacy })
+            beacon: beacon.tally.map { !$0.composer.capabilities.extended ? .legacy : ($0.composer.signs ? .extended : .extendedUnsigned) })
         var alert = beacon.off
         if floodAlert { alert = "flood of forged votes: rejected, honest votes still counted" }
         if let forged = beaconAlert(now: now) { alert = forged }
-        if let e = storageError { alert = "STORAGE ERROR, votes kept in memory: \(e)" }
+        if let e = storageError { alert = Self.countingStopped(e) }
         var model = TallyViewModel(
             title: options.title ?? "Clicker",
             joinCode: showJoinCode ? joinCode.description : Self.redacted(joinCode), anonymous: options.roster == nil,
@@ -37,11 +38,24 @@ extension PollController {
             changes: live.changes,
             rejections: rejections, radio: radioModel, alert: alert,
             status: Self.withVerification(status, verificationStatus))
+        if live.notYetShown > 0 { model.notYetShown = live.notYetShown }
+        // Devices, each once, when every reason's are known (a resumed poll's stored rejections are packets only).
+        let devices = rejectedDevices[question] ?? [:]
+        if rejections.allSatisfy({ devices[$0.reason] != nil }) {
+            model.rejectedDevices = devices.values.reduce(into: Set<DeviceAddress>()) { $0.formUnion($1) }.count
+        }
+        model.projectorURL = projectorURL
         if !live.hidden {
             model.barsCaption = panel.caption
             model.details = panel.details
         }
         return model
+    }
+
+    /// The alert while commits fail: counting has stopped, why, and what happens to the votes.
+    static func countingStopped(_ error: String) -> String {
+        "COUNTING STOPPED, votes cannot be saved: \(error). Votes not saved are not shown or acknowledged; "
+            + "voters keep sending, and counting resumes when the database can be written"
     }
 
     /// The status line, which says so as long as changes of anonymous answers are not verified

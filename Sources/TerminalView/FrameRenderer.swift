@@ -66,12 +66,19 @@ public enum FrameRenderer {
             g.put("press o to open one", row: panelRow + 1, column: panelColumn, style: CellStyle(dim: true), maxWidth: panelWidth)
         }
 
-        // Bottom block, from the last row up.
-        let legendRow = H - 1, promptRow = H - 2, alertRow = H - 3, radioRow = H - 4
+        // Bottom block, from the last row up. The status line wraps (it is never cut): the rows
+        // above it move up by the lines it takes beyond one.
+        let statusLines = state.confirmingQuit ? [] : (m.status ?? m.roomNote).map {
+            words($0, width: W - 4, maxLines: statusMaxLines)
+        } ?? []
+        let extra = max(0, statusLines.count - 1)
+        let legendRow = H - 1, promptRow = H - 2 - extra, alertRow = promptRow - 1, radioRow = promptRow - 2
         var statsRow = radioRow - 2
         var breakdown: [String] = []
         if state.showRejections {
-            breakdown = wrap(m.rejections.isEmpty ? ["none"] : m.rejections.map { "\($0.reason) \($0.count)" },
+            breakdown = wrap(m.rejections.isEmpty ? ["none"] : m.rejections.map { r in
+                                 "\(r.reason) \(r.count)" + (r.devices.map { " (\(Format.devices($0)))" } ?? "")
+                             },
                              prefix: "Rejected by reason: ", width: W - 4, maxLines: 2)
             statsRow -= breakdown.count
         }
@@ -80,8 +87,10 @@ public enum FrameRenderer {
             let n = m.question.map { "Question \($0.number) is open. " } ?? ""
             let text = " \(n)Quit anyway? y = quit, any other key = stay "
             g.put(text, row: promptRow, column: 1, style: CellStyle(foreground: .yellow, bold: true, reverse: true), maxWidth: W - 2)
-        } else if let s = m.status ?? m.roomNote {
-            g.put(s, row: promptRow, column: 2, style: CellStyle(dim: true), maxWidth: W - 4)
+        } else {
+            for (i, line) in statusLines.enumerated() {
+                g.put(line, row: promptRow + i, column: 2, style: CellStyle(dim: true), maxWidth: W - 4)
+            }
         }
         if let alert = m.alert {
             let style = CellStyle(foreground: .red, bold: true, reverse: true)
@@ -89,6 +98,11 @@ public enum FrameRenderer {
             g.put(" ALERT: " + alert, row: alertRow, column: 0, style: style, maxWidth: W)
         }
         radio(&g, m.radio, row: radioRow)
+        if let url = m.projectorURL {
+            // The row between the stats (and the `r` breakdown) and the radio is always free.
+            let end = g.put("Projector page  ", row: radioRow - 1, column: 2, style: CellStyle(dim: true))
+            g.put(url, row: radioRow - 1, column: end, style: CellStyle(bold: true), maxWidth: W - end - 2)
+        }
         for (i, line) in breakdown.enumerated() {
             g.put(line, row: statsRow + 1 + i, column: 2, maxWidth: W - 4)
         }
@@ -135,9 +149,14 @@ public enum FrameRenderer {
             c += 3
         }
         item("Voters", String(m.voters))
+        if let n = m.notYetShown, n > 0 {
+            // Counts move in steps (PublishRule): a vote counted is not yet on the bars.
+            c = g.put("(+\(n) not yet shown)", row: row, column: c - 2, style: CellStyle(foreground: .yellow)) + 3
+        }
         item("Votes/s", Format.oneDecimal(m.votesPerSecond))
         item("Changes", String(m.changes))
-        item("Rejected", String(m.rejectedTotal),
+        // Devices where they are known (one device sends hundreds of packets); `r` has the packets.
+        item("Rejected", m.rejectedDevices.map(Format.devices) ?? String(m.rejectedTotal),
              m.rejectedTotal > 0 ? CellStyle(foreground: .yellow, bold: true) : CellStyle(bold: true))
     }
 
@@ -159,7 +178,7 @@ public enum FrameRenderer {
         }
         if let b = r.beacon {
             c = g.put(" · beacon \(b.rawValue)", row: row, column: c,
-                      style: b == .legacy ? CellStyle(foreground: .yellow) : .plain)
+                      style: b != .extended ? CellStyle(foreground: .yellow) : .plain)
         }
         c = g.put(" · \(r.errors) error\(r.errors == 1 ? "" : "s")", row: row, column: c,
                   style: r.errors > 0 ? CellStyle(foreground: .yellow) : .plain)
@@ -175,7 +194,10 @@ public enum FrameRenderer {
         let available = bottom - top + 1
         guard n > 0, available > 0 else { return }
         let step = available >= 2 * n - 1 ? 2 : 1
-        let shown = min(n, (available + step - 1) / step)
+        var shown = min(n, (available + step - 1) / step)
+        // When not every answer fits, the last slot says how many more, on a row of its own.
+        let more = shown < n
+        if more { shown -= 1 }
         let total = m.answers.reduce(0) { $0 + max(0, $1.count) }
         // Option texts get a wider column than letters and bin labels.
         let widest = m.answers.contains { $0.text != nil } ? 24 : 12
@@ -205,12 +227,50 @@ public enum FrameRenderer {
         }
         if hidden {
             let text = "votes hidden"
-            let mid = top + ((shown - 1) * step) / 2
+            let mid = top + (max(0, shown - 1) * step) / 2
             g.put(text, row: mid, column: barStart + max(0, (barWidth - text.count) / 2), style: CellStyle(dim: true, reverse: true))
         }
-        if shown < n {
-            g.put("+\(n - shown) more", row: top + (shown - 1) * step, column: g.width - 12, style: CellStyle(dim: true))
+        if more {
+            g.put("+\(n - shown) more (a larger terminal shows them)", row: top + shown * step, column: 2,
+                  style: CellStyle(dim: true), maxWidth: g.width - 4)
         }
+    }
+
+    /// The most rows the status line takes.
+    static let statusMaxLines = 4
+
+    /// `text` in lines of at most `width` characters, broken between words (a word longer than a
+    /// line is broken inside); past `maxLines` the last line ends with `…`.
+    static func words(_ text: String, width: Int, maxLines: Int) -> [String] {
+        guard width > 1 else { return [] }
+        var lines: [String] = []
+        var line = ""
+        for word in text.split(separator: " ", omittingEmptySubsequences: true) {
+            var w = Substring(word)
+            while !w.isEmpty {
+                let gap = line.isEmpty ? 0 : 1
+                if line.count + gap + w.count <= width {
+                    if gap == 1 { line += " " }
+                    line += w
+                    w = ""
+                } else if line.isEmpty {
+                    line = String(w.prefix(width))
+                    w = w.dropFirst(width)
+                } else {
+                    lines.append(line)
+                    line = ""
+                }
+                if lines.count == maxLines { return Self.ellipsized(lines, width: width) }
+            }
+        }
+        if !line.isEmpty { lines.append(line) }
+        if lines.count > maxLines { return Self.ellipsized(Array(lines.prefix(maxLines)), width: width) }
+        return lines
+    }
+
+    static func ellipsized(_ lines: [String], width: Int) -> [String] {
+        guard let last = lines.last else { return lines }
+        return lines.dropLast() + [String(last.prefix(width - 1)) + "…"]
     }
 
     /// Joins `items` with " · " after `prefix`, wrapping at `width`, at most `maxLines` lines.
@@ -303,7 +363,7 @@ public enum FrameRenderer {
             lines.append(("Q\(q.number) " + (q.isOpen ? "OPEN " : "CLOSED ") + Format.clock(q.elapsed), CellStyle(bold: true)))
             if let t = q.title { lines.append((t, .plain)) }
         }
-        lines.append(("Voters \(m.voters)  \(Format.oneDecimal(m.votesPerSecond))/s  rej \(m.rejectedTotal)", .plain))
+        lines.append(("Voters \(m.voters)  \(Format.oneDecimal(m.votesPerSecond))/s  rej \(m.rejectedDevices ?? m.rejectedTotal)", .plain))
         if m.countsHidden {
             lines.append(("votes hidden", CellStyle(dim: true)))
         } else {

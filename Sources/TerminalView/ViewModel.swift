@@ -54,14 +54,18 @@ public struct TallyViewModel: Sendable, Equatable, Codable {
         public var shown: String { text.map { label + " " + $0 } ?? label }
     }
 
-    /// Rejected reports for one reason.
+    /// Rejected reports for one reason, and the devices they came from.
     public struct Rejection: Sendable, Equatable, Codable {
         public var reason: String
+        /// Reports (radio packets), repeats included: the `r` breakdown and the logs.
         public var count: Int
+        /// Devices (radio addresses) rejected for this reason; nil when not known (before a resume).
+        public var devices: Int?
 
-        public init(reason: String, count: Int) {
+        public init(reason: String, count: Int, devices: Int? = nil) {
             self.reason = reason
             self.count = count
+            self.devices = devices
         }
     }
 
@@ -118,17 +122,24 @@ public struct TallyViewModel: Sendable, Equatable, Codable {
         /// 24-byte frames, 3 acknowledgements each: in a room of 300 on the simulated air, 34 % of the
         /// students see "counted" within a second of being counted (TimeToCollect `--beacon`).
         case legacy
-        /// Frames of up to 244 bytes, 58 acknowledgements each.
+        /// Frames of up to 244 bytes, 42 acknowledgements each, signed by the poll's key (version 4).
         case extended
+        /// Extended frames without signatures: the poll's join code commits to no key (typed by hand,
+        /// or a poll created before protocol version 4).
+        case extendedUnsigned = "extended-unsigned"
 
         /// What the instructor is told, once, when the beacon starts in these frames.
         public var explanation: String {
             switch self {
             case .legacy:
                 "beacon in legacy frames (3 acknowledgements a frame): in a room of 300, two students in three see "
-                    + "\"counted\" more than a second after their vote is counted; extended frames need a Bluetooth 5 "
+                    + "\"counted\" more than a second after their vote is counted; legacy frames are not signed: a student "
+                    + "with the join code can show others a wrong question while sending; extended frames need a Bluetooth 5 "
                     + "controller and bluetoothd 5.69 or later, or --radio hci"
-            case .extended: "beacon in extended frames (58 acknowledgements a frame)"
+            case .extended: "beacon in extended frames, signed by this poll's key (42 acknowledgements a frame)"
+            case .extendedUnsigned:
+                "beacon in extended frames, not signed (this poll's join code commits to no key): a student with the "
+                    + "join code can show others a wrong question while sending"
             }
         }
     }
@@ -145,6 +156,8 @@ public struct TallyViewModel: Sendable, Equatable, Codable {
     /// What the bars show when they are not one count per option: `Histogram · 12 ballots`,
     /// `Round 2 of 2 (instant-runoff)`; nil for single choice and true/false.
     public var barsCaption: String? = nil
+    /// The projector page's address (`--web`), on screen while the poll runs; nil without a page.
+    public var projectorURL: String?
     /// Lines under the bars, by the question's kind: the top combinations of a multi-select, the
     /// median and quartiles of a numeric question, every instant-runoff round and its outcome.
     /// Empty while the counts are hidden.
@@ -153,6 +166,8 @@ public struct TallyViewModel: Sendable, Equatable, Codable {
     public var countsHidden: Bool
     /// Distinct voters counted for the current question.
     public var voters: Int
+    /// Voters whose new or changed ballot the counts do not show yet (counts move in steps); nil when none.
+    public var notYetShown: Int?
     public var votesPerSecond: Double
     /// Voters of the current question who changed their answer (a higher sequence with another answer
     /// replaced their counted one; `VoterRecord.changed`).
@@ -198,10 +213,16 @@ public struct TallyViewModel: Sendable, Equatable, Codable {
 
     /// Total rejections over all reasons.
     public var rejectedTotal: Int { rejections.reduce(0) { $0 + $1.count } }
+    /// Devices rejected, each once whatever its reasons (what the instructor looks at: people, not
+    /// packets); nil when not known (a model that does not count them, a resumed poll's old rejections).
+    public var rejectedDevices: Int?
 }
 
 /// Formatting helpers shared by the full-screen and plain renderers.
 public enum Format {
+    /// `1 device`, `3 devices`.
+    public static func devices(_ n: Int) -> String { n == 1 ? "1 device" : "\(n) devices" }
+
     /// `m:ss`, or `h:mm:ss` from one hour on.
     public static func clock(_ d: Duration) -> String {
         let total = max(0, Int(d.components.seconds))

@@ -64,9 +64,14 @@ public struct AnswerForm: Sendable, Hashable {
             }
         } else {
             do { answer = try Answer(parsing: shown) } catch {
+                switch error {
                 // A decimal typed for a question that takes no number: not a matter of --decimals.
-                if case .decimalNeedsForm = error { throw AnswerRefusal(reason: "'\(shown)' does not answer this question", takes: takes) }
-                throw AnswerRefusal(reason: error.description, takes: takes)
+                case .decimalNeedsForm: throw AnswerRefusal(reason: "'\(shown)' does not answer this question", takes: takes)
+                // The letters this question offers are in `takes`, not the eight the wire allows.
+                case .badLetter(let s) where kind.hasOptions: throw AnswerRefusal(reason: "'\(s)' is not an option letter", takes: takes)
+                case .badLetter: throw AnswerRefusal(reason: "'\(shown)' does not answer this question", takes: takes)
+                default: throw AnswerRefusal(reason: error.description, takes: takes)
+                }
             }
             switch (kind, answer) {
             case (.multi, .choice(let i)): answer = .multiSelect(1 << i)

@@ -9,9 +9,18 @@ import ServiceLifecycle
 /// at the interval it asks for, and reports every change of status (docs/PROTOCOL.md §11.10).
 ///
 /// The radio must also listen (`ListenerTransport`). Its listen stream may end (bluetoothd went
-/// away): it is opened again after ``relistenDelay``. Runs until a graceful shutdown.
+/// away, the simulated air's host with it: ``ReopeningRadio``): it is opened again after
+/// ``relistenDelay(after:)``. Runs until a graceful shutdown.
 public struct BeaconFollowService: Service {
     public static let relistenDelay: Duration = .seconds(1)
+    /// The longest wait between two tries to listen again while they keep failing.
+    public static let longestRelistenDelay: Duration = .seconds(8)
+
+    /// The wait before listening again after `failures` failed tries in a row (none: the stream
+    /// ended): ``relistenDelay``, doubled per failure beyond the first, at most ``longestRelistenDelay``.
+    public static func relistenDelay(after failures: Int) -> Duration {
+        min(relistenDelay * (1 << min(max(failures - 1, 0), 16)), longestRelistenDelay)
+    }
 
     let secret: PollSecret
     let identity: DeviceKey
@@ -19,7 +28,9 @@ public struct BeaconFollowService: Service {
     let transport: any PeripheralTransport
     let state: StateDirectory?
     let lines: AsyncStream<String>
-    let report: @Sendable (BeaconFollower.Status) -> Void
+    let first: String?
+    let report: @Sendable (FollowReport) -> Void
+    let notSending: @Sendable (NotSending) -> Void
     let logger: Logger
     let now: @Sendable () -> Duration
     let tick: Duration
@@ -27,14 +38,19 @@ public struct BeaconFollowService: Service {
 
     /// - Parameters:
     ///   - lines: answers, one a line; read with the open question's ``AnswerForm``.
-    ///   - report: every new status, once (an open question's status carries the question, with its
-    ///     text once complete; a new question under a status that does not show it is not a new status).
+    ///   - first: the answer given on the command line: cast, once shown, for the first question
+    ///     that opens and takes it; an answer typed before then replaces it.
+    ///   - report: every new status, once; each open question once, with its title when its text
+    ///     arrives within ``textWait`` (``FollowReport``).
+    ///   - notSending: why the answer is not on the air, shown in place of "sending" (once; the
+    ///     status is reported again once it is on the air).
     ///   - now: the monotonic clock the follower runs on.
     ///   - tick: how often the clock is looked at when nothing is heard (for ``BeaconFollower/Status/noBeacon``).
     ///   - start: when a ballot goes on the air: at a random moment of its interval (``StaggeredStart``).
     public init(secret: PollSecret, identity: DeviceKey, roster: Bool, transport: any PeripheralTransport,
-                state: StateDirectory?, lines: AsyncStream<String>,
-                report: @escaping @Sendable (BeaconFollower.Status) -> Void,
+                state: StateDirectory?, lines: AsyncStream<String>, first: String? = nil,
+                report: @escaping @Sendable (FollowReport) -> Void,
+                notSending: @escaping @Sendable (NotSending) -> Void = { _ in },
                 logger: Logger = Logger(label: "clicker.voter"),
                 now: @escaping @Sendable () -> Duration = { ContinuousClock.now - BeaconFollowService.origin },
                 tick: Duration = .milliseconds(500), start: StaggeredStart = .random()) {
@@ -44,7 +60,9 @@ public struct BeaconFollowService: Service {
         self.transport = transport
         self.state = state
         self.lines = lines
+        self.first = first
         self.report = report
+        self.notSending = notSending
         self.logger = logger
         self.now = now
         self.tick = tick
@@ -57,6 +75,9 @@ public struct BeaconFollowService: Service {
     /// of being counted (docs/SIMULATION.md, 20 seeds), a device the class list does not hold never does
     /// (the tally cannot authenticate its ballots, PROTOCOL.md §8).
     public static let rosterHintAfter: Duration = .seconds(15)
+    /// How long a new question's title and options may take to arrive (TEXT pages, sent before
+    /// acknowledgements once a question opens) before the question is shown without them.
+    public static let textWait: Duration = .seconds(3)
 
     enum Event: Sendable {
         case heard([UInt8])
@@ -69,15 +90,21 @@ public struct BeaconFollowService: Service {
         let (events, sink) = AsyncStream<Event>.makeStream()
         let logger = self.logger, tick = self.tick, lines = self.lines
         let listening = Task {
+            var failures = 0
             while !Task.isCancelled {
                 do {
                     for try await r in listener.listen(companyID: BallotFormat.companyID, dutyCycle: BeaconFollower.listening) {
+                        failures = 0
                         sink.yield(.heard(r.data))
                     }
                 } catch {
-                    logger.notice("listening for the beacon stopped (\(error)); listening again")
+                    failures += 1
+                    logger.notice("""
+                        listening for the beacon stopped (\(error)); listening again in \
+                        \(Self.relistenDelay(after: failures).components.seconds) s
+                        """)
                 }
-                try? await Task.sleep(for: Self.relistenDelay)
+                try? await Task.sleep(for: Self.relistenDelay(after: failures))
             }
         }
         let reading = Task {
@@ -94,14 +121,19 @@ public struct BeaconFollowService: Service {
         let mode: BallotMode = roster ? .roster : .anonymous
         let sessionsSeed = Sessions(secret: secret, identity: identity, roster: roster, transport: transport, state: state,
                                     logger: logger, start: start)
-        let key = BeaconKey(secret), report = self.report, now = self.now
+        let key = BeaconKey(secret), report = self.report, notSending = self.notSending, now = self.now, first = self.first
         await cancelWhenGracefulShutdown {
             var sessions = sessionsSeed
             var follower = BeaconFollower(key: key, mode: mode, voterID: await sessions.voterID(), now: now())
-            var shown = follower.status
-            report(shown)
+            var screen = FollowScreen(first: first, wait: Self.textWait, status: follower.status)
+            report(.status(follower.status, question: nil))
+            // Why the ballot the follower asks for is not on the air (nil: it is, or none is asked for),
+            // and the reason shown in place of "sending".
+            var fault: NotSending?
+            var faultShown: NotSending?
             // When to say why a roster ballot is still not counted (nil: nothing to say).
             var hintAt: Duration? = nil
+            var relistens = 0
             for await event in events {
                 switch event {
                 case .heard(let bytes): follower.hear(bytes, at: now())
@@ -110,42 +142,108 @@ public struct BeaconFollowService: Service {
                     let text = line.trimmingWhitespace()
                     if text.isEmpty { continue }
                     do {
-                        follower.answer(try Self.parse(text, for: follower.question?.beacon))
+                        let answer = try Self.parse(text, for: follower.question)
+                        // A typed answer replaces the one given on the command line (a line that is no
+                        // answer does not).
+                        screen.first = nil
+                        if !FollowScreen.isOpen(follower.status) {
+                            report(.note("\(answer) will be sent when a question opens."))
+                        }
+                        follower.answer(answer)
                     } catch {
-                        if let a = try? Answer(parsing: text) { follower.refuse(a) }
+                        if let a = try? Answer(parsing: text) {
+                            follower.refuse(a)
+                        } else {
+                            report(.note("\(VoterService.excerpt(text)) is not an answer: \(Self.explain(error)). Type another answer."))
+                        }
                         logger.error("\(VoterService.excerpt(text)): \(VoterService.excerpt("\(error)", limit: 160))")
                     }
                 }
-                do {
-                    try await sessions.apply(&follower, at: now())
-                } catch {
-                    logger.error("cannot advertise: \(error)")
-                }
+                let shows = screen.update(&follower, at: now()) { text, q in try? Self.parse(text, for: q) }
+                fault = await Self.apply(&sessions, &follower, at: now(), failing: fault, logger: logger)
                 sessions.wake(now: now(), sleep: { try await Task.sleep(for: $0) }, fire: { sink.yield(.tick) })
-                if follower.status != shown {
-                    shown = follower.status
-                    report(shown)
+                if follower.relistens != relistens {
+                    // Said once; it goes on for as long as an attacker sends (docs/SECURITY.md).
+                    if relistens == 0 { logger.notice("""
+                        the beacon's frames contradict the ones this voter took (old frames replayed?) and nothing \
+                        was acknowledged: listening again for the tally's newest
+                        """) }
+                    relistens = follower.relistens
+                }
+                for r in shows {
+                    // While the ballot is off the air "sending" is not shown; why it is not is (below).
+                    if fault != nil, case .status(.sending, _) = r { continue }
+                    report(r)
+                    guard case .status(let s, _) = r else { continue }
                     hintAt = nil
-                    if roster, case .sending = shown { hintAt = now() + Self.rosterHintAfter }
+                    if roster, case .sending = s { hintAt = now() + Self.rosterHintAfter }
+                }
+                // "Sending" with nothing on the air: why, once; "sending" again once it is on the air.
+                let offAir: NotSending? = if case .sending = follower.status { fault } else { nil }
+                if offAir != faultShown {
+                    if let f = offAir {
+                        notSending(f)
+                    } else if case .sending = follower.status {
+                        report(.status(follower.status, question: follower.question))
+                    }
+                    faultShown = offAir
                 }
                 // A roster ballot that stays unacknowledged: say once what the likely cause is.
                 if let at = hintAt, now() >= at {
                     hintAt = nil
-                    logger.warning("""
+                    let hint = """
                         not counted after \(Self.rosterHintAfter.components.seconds) s: a roster poll counts only \
                         devices on the class list; if this goes on, ask the instructor whether this device's \
                         enrollment code (clicker-vote enroll) was imported
-                        """)
+                        """
+                    logger.warning("\(hint)")
+                    report(.note("Not counted yet after \(Self.rosterHintAfter.components.seconds) s. A roster poll counts only "
+                                 + "devices on the class list: if this goes on, ask the instructor whether this device's "
+                                 + "enrollment code (clicker-vote enroll) was imported."))
                 }
             }
             await sessions.stop()
         }
     }
 
+    /// Puts on the air what `follower` asks for; returns why it is not (nil: it is). A new reason is
+    /// logged once, not at every event while it lasts (a full disk would repeat it twice a second).
+    static func apply(_ sessions: inout Sessions, _ follower: inout BeaconFollower, at now: Duration,
+                      failing: NotSending?, logger: Logger) async -> NotSending? {
+        do {
+            try await sessions.apply(&follower, at: now)
+            if failing != nil { logger.notice("the answer is on the air again") }
+            return nil
+        } catch {
+            let why = NotSending(error)
+            if why != failing { logger.error("not sending: \(why.detail)") }
+            return why
+        }
+    }
+
+    /// Why a typed line is no answer, and what the open question takes (its letters, not the wire's A to H).
+    static func explain(_ error: any Error) -> String {
+        if let r = error as? AnswerRefusal { return "\(r.reason); it takes \(r.takes)" }
+        return "\(error)"
+    }
+
     /// A typed line as an answer: with the form of the open question when there is one, so a line
     /// it does not offer is refused with what it takes.
-    static func parse(_ text: String, for question: BeaconQuestion?) throws -> Answer {
-        guard let q = question else { return try Answer(parsing: text) }
+    /// A numeric question is read in its decimals and checked against its range (both in its text
+    /// block, version 4); before they arrive, a number is read as typed and waits for them.
+    public static func parse(_ text: String, for question: BeaconFollower.Question?) throws -> Answer {
+        guard let question else { return try Answer(parsing: text) }
+        let q = question.beacon
+        if q.kind == .numeric {
+            guard let form = question.numeric else {
+                if question.awaitsForm {
+                    throw AnswerRefusal(reason: "the question's range has not arrived yet; type the answer again in a moment",
+                                        takes: "a number")
+                }
+                return try AnswerForm(kind: .numeric).answer(text)
+            }
+            return try AnswerForm(kind: .numeric, decimals: Int(form.decimals), range: form.range).answer(text)
+        }
         return try AnswerForm(kind: q.kind, options: q.kind.hasOptions ? Int(q.options) : 4).answer(text)
     }
 }

@@ -31,6 +31,11 @@ public struct BeaconFollower: Sendable {
         public var beacon: BeaconQuestion
         public var text: QuestionText?
         public var number: UInt8 { beacon.number }
+        /// A numeric question whose range and decimals (in its text block) have not arrived yet: an
+        /// answer waits for them.
+        public var awaitsForm: Bool { beacon.kind == .numeric && beacon.textDigest != nil && text?.numeric == nil }
+        /// The numeric question's range and decimals, once its text block arrived.
+        public var numeric: NumericForm? { text?.numeric }
         public init(beacon: BeaconQuestion, text: QuestionText? = nil) {
             self.beacon = beacon
             self.text = text
@@ -75,17 +80,27 @@ public struct BeaconFollower: Sendable {
     /// The question the newest accepted STATE frame describes as open, if any.
     public private(set) var question: Question?
 
-    private var guardState = BeaconReplayGuard()
+    /// Opens frames, checks the poll's key and signatures, and holds back replayed STATE.
+    public internal(set) var admission: BeaconAdmission
     private let started: Duration
     private var heardState = false
     private var interval: BeaconInterval = .stop
     private var closed = false
     private var mismatch = false
     /// The answer to the open question, and the ballot advertising it.
-    private var answer: Answer?
+    var answer: Answer?
     private var generation: UInt64 = 0
     private var matcher: AckMatcher?
-    private var acknowledged = false
+    var acknowledged = false
+    /// Answers of questions that closed or gave way to another, kept until they fit again
+    /// (BeaconFollowerKeeping.swift).
+    var kept = KeptAnswers()
+    /// Whether the frames this follower took are contradicted by newer ones (BeaconFollowerFreshness.swift).
+    var freshness = FreshnessWatch()
+    /// How many times the follower dropped the STATE frames it took because authentic STATE frames it
+    /// refused went on contradicting them while its ballot was not acknowledged, and listened again for
+    /// the newest (BeaconFollowerFreshness.swift).
+    public internal(set) var relistens = 0
     /// An answer given while no question was open: applied to the next question that opens.
     private var pending: Answer?
     private var text: BeaconTextAssembler?
@@ -95,33 +110,49 @@ public struct BeaconFollower: Sendable {
     private var silentSince: Duration
     private var doublings = 0
 
-    public init(key: BeaconKey, mode: BallotMode, voterID: UInt32, now: Duration) {
+    /// `publicKey`: the poll's beacon key when already checked against the join code (``BeaconAdmission``).
+    public init(key: BeaconKey, mode: BallotMode, voterID: UInt32, now: Duration, publicKey: BeaconPublicKey? = nil,
+                anchors: BeaconAnchorVerdicts? = nil) {
         self.key = key
         self.mode = mode
         self.voterID = voterID
+        admission = BeaconAdmission(key: key, publicKey: publicKey, anchors: anchors)
         started = now
         silentSince = now
     }
 
-    /// Manufacturer data (after the company ID) heard at `now`. Anything that is not an authentic
-    /// beacon frame of this poll, and any STATE the replay guard refuses, changes nothing.
+    /// Manufacturer data (after the company ID) heard at `now`. Anything ``BeaconAdmission`` does not
+    /// take (not an authentic frame of this poll, a forged signature, a tagged frame once the poll's key
+    /// is known, a STATE the replay guard holds back) changes nothing.
     public mutating func hear(_ bytes: [UInt8], at now: Duration) {
-        guard case .success(let frame) = BeaconCodec.open(bytes, key: key) else { return tick(at: now) }
+        let frame: BeaconFrame
+        switch admission.admit(bytes, at: now) {
+        case .refused: return tick(at: now)
+        case .heard: silentSince = max(silentSince, now); return
+        case .heldBack(let s):
+            // Authentic, but the replay guard holds it back: while it contradicts what was taken, the
+            // follower may listen again (BeaconFollowerFreshness.swift).
+            silentSince = max(silentSince, now)
+            if !relistening(s, at: now) { refused(s, at: now) }
+            return
+        case .taken(let f): frame = f
+        }
         silentSince = max(silentSince, now)
         switch frame {
         case .state(let s):
-            guard guardState.admit(s, at: now) else { return }
+            guard !relistening(s, at: now) else { return }
             follow(s)
         case .acks(let a):
             guard let matcher, !acknowledged, phase == .open, matcher.isAcknowledged(by: a) else { return }
             acknowledged = true
+            freshness.confirmed()
             update()
         case .text(let page):
             guard var t = text, question?.text == nil else { return }
             if case .complete(let qt) = t.add(page, key: key) {
                 question?.text = qt
                 text = nil
-                if answer == nil, let q = question { status = .open(q) }
+                textArrived()
             } else {
                 text = t
             }
@@ -131,6 +162,7 @@ public struct BeaconFollower: Sendable {
     /// The passage of time: after ``noBeaconAfter`` without an authentic STATE, ``Status/noBeacon``;
     /// while sending, after ``silenceBeforeBackoff`` without an authentic frame, a longer interval.
     public mutating func tick(at now: Duration) {
+        endRelistening(at: now)
         if !heardState, status == .waiting, now - started >= Self.noBeaconAfter { status = .noBeacon }
         guard case .sending = status, now - silentSince >= Self.silenceBeforeBackoff else { return }
         silentSince = now
@@ -142,15 +174,16 @@ public struct BeaconFollower: Sendable {
 
     /// The student's answer. Checked against the open question; while none is open it waits for the next.
     public mutating func answer(_ a: Answer) {
-        guard let q = question, phase == .open else {
+        guard let q = question, phase == .open, !q.awaitsForm else {
             pending = a
             return
         }
-        guard Self.offers(q.beacon, a) else {
+        guard Self.offers(q, a) else {
             status = .notOffered(a)
             return
         }
         guard a != answer else { return update() }
+        kept.drop(q.number)
         answer = a
         newBallot()
         update()
@@ -168,23 +201,44 @@ public struct BeaconFollower: Sendable {
         matcher = AckMatcher(key: key, voterID: voterID, question: q.number, sequence: sequence)
     }
 
-    /// Whether an open question of the beacon offers `a` (the check the tally makes, without a
-    /// numeric range, which the beacon does not carry).
+    /// Whether an open question of the beacon offers `a` (the check the tally makes; a numeric
+    /// question's range comes with its text block, version 4).
     public static func offers(_ q: BeaconQuestion, _ a: Answer) -> Bool {
         a.isOffered(kinds: [q.kind.answerKind], options: Int(q.options), range: nil)
     }
 
-    private enum Phase { case none, open, questionClosed, closed }
-    private var phase: Phase = .none
+    /// The same with the question's text, which holds a numeric question's range.
+    public static func offers(_ q: Question, _ a: Answer) -> Bool {
+        a.isOffered(kinds: [q.beacon.kind.answerKind], options: Int(q.beacon.options), range: q.text?.numeric?.range)
+    }
+
+    /// The question's text arrived: shown, and an answer that waited for a numeric question's form is
+    /// checked now.
+    private mutating func textArrived() {
+        guard let q = question else { return }
+        if answer == nil { status = .open(q) }
+        guard phase == .open, !mismatch, answer == nil, let p = pending else { return }
+        pending = nil
+        if Self.offers(q, p) {
+            answer = p
+            newBallot()
+            update()
+        } else {
+            status = .notOffered(p)
+        }
+    }
+
+    enum Phase { case none, open, questionClosed, closed }
+    var phase: Phase = .none
     private var pollMode: BallotMode = .anonymous
 
-    private mutating func newBallot() {
+    mutating func newBallot() {
         generation &+= 1
         matcher = nil
         acknowledged = false
     }
 
-    private mutating func follow(_ s: BeaconState) {
+    mutating func follow(_ s: BeaconState) {
         heardState = true
         interval = s.interval
         doublings = 0
@@ -193,25 +247,27 @@ public struct BeaconFollower: Sendable {
         switch s.poll {
         case .closed:
             phase = .closed
+            keepAnswer()
             question = nil
-            answer = nil
             newBallot()
         case .questionClosed(let q):
             phase = .questionClosed
+            keepAnswer()
             if question?.number != q.number { question = Question(beacon: q, text: nil) }
-            answer = nil
             newBallot()
         case .open(let q):
             if phase != .open || question?.beacon != q {
-                // A new question (or the same number reopened with other options): answer again.
+                // A new question, the same one reopened, or the same number with other options: the answer
+                // kept for it goes on the air again if it fits; otherwise the student answers again.
+                keepAnswer()
                 question = Question(beacon: q, text: nil)
-                text = q.textDigest.map(BeaconTextAssembler.init(digest:))
-                answer = nil
+                text = BeaconTextAssembler(question: q)
+                answer = kept.take(for: q)
                 newBallot()
                 phase = .open
-                if let p = pending {
+                if let p = pending, question?.awaitsForm != true {
                     pending = nil
-                    if Self.offers(q, p) { answer = p; newBallot() } else { refused = p }
+                    if let nq = question, Self.offers(nq, p) { answer = p; newBallot() } else { refused = p }
                 }
             }
         }

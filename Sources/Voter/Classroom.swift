@@ -56,6 +56,30 @@ public struct Classroom: Sendable {
         self.options = max(1, options)
     }
 
+    /// The same students (think times, who changes their mind and when) with answers drawn again for
+    /// another question: another "right" option, and a question more or less clear (between a third
+    /// and four fifths pick it first), so that each question of a demo gets counts of its own.
+    public func redrawn<G: RandomNumberGenerator>(using rng: inout G) -> Classroom {
+        let right = Int.random(in: 0..<options, using: &rng)
+        let clarity = Double.random(in: 0.33...0.8, using: &rng)
+        func pick() -> Answer {
+            if Double.random(in: 0..<1, using: &rng) < clarity { return .choice(UInt8(right)) }
+            return .choice(UInt8(Int.random(in: 0..<options, using: &rng)))
+        }
+        return Classroom(options: options, students: students.map { s in
+            let first = pick()
+            var change: (after: Duration, to: Answer)?
+            if let c = s.change {
+                var second = pick()
+                if second == first { second = .choice(UInt8((Int(answerIndex(first)) + 1) % options)) }
+                change = (c.after, second)
+            }
+            let last = change?.to ?? first
+            return Student(thinkTime: s.thinkTime, answer: first, change: change,
+                           alternate: .choice(UInt8((Int(answerIndex(last)) + 1) % options)))
+        })
+    }
+
     /// The same room answering a question that accepts `kinds`: in the first kind of single choice,
     /// multi-select, ranking, true/false and numeric that it accepts, with `options` options and, for
     /// a numeric question, in `range` (0…100 when the question declares none). Unchanged when it

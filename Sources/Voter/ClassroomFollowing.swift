@@ -15,14 +15,16 @@ extension Classroom {
                        answers: @Sendable @escaping (BeaconQuestion) async -> Classroom,
                        makeRadio: @Sendable @escaping (Int) -> any PeripheralTransport & ListenerTransport) async {
         let key = BeaconKey(secret)
+        // The room checks the poll's key once (one scrypt), not once per student.
+        let anchors = BeaconAnchorVerdicts()
         let origin = clock.now
         let now: @Sendable () -> Duration = { origin.duration(to: clock.now) }
         await cancelWhenGracefulShutdown {
             await withTaskGroup(of: Void.self) { group in
                 for i in students.indices {
                     group.addTask {
-                        await Self.student(i, secret: secret, key: key, timeScale: timeScale, clock: clock, now: now,
-                                           answers: answers, radio: makeRadio(i))
+                        await Self.student(i, secret: secret, key: key, anchors: anchors, timeScale: timeScale, clock: clock,
+                                           now: now, answers: answers, radio: makeRadio(i))
                     }
                 }
             }
@@ -40,14 +42,15 @@ extension Classroom {
     /// How a simulated student's radio listens for the beacon.
     static let studentListening = ScanDutyCycle.fast
 
-    static func student(_ i: Int, secret: PollSecret, key: BeaconKey, timeScale: Double, clock: some Clock<Duration>,
+    static func student(_ i: Int, secret: PollSecret, key: BeaconKey, anchors: BeaconAnchorVerdicts, timeScale: Double,
+                        clock: some Clock<Duration>,
                         now: @Sendable @escaping () -> Duration,
                         answers: @Sendable @escaping (BeaconQuestion) async -> Classroom,
                         radio: any PeripheralTransport & ListenerTransport) async {
         var sessions = Sessions(secret: secret, identity: DeviceKey.generate(), roster: false, transport: radio, state: nil,
                                 logger: Logger(label: "clicker.classroom", factory: { _ in SwiftLogNoOpLogHandler() }),
                                 start: .random())
-        var follower = BeaconFollower(key: key, mode: .anonymous, voterID: await sessions.voterID(), now: now())
+        var follower = BeaconFollower(key: key, mode: .anonymous, voterID: await sessions.voterID(), now: now(), anchors: anchors)
         let (events, sink) = AsyncStream<StudentEvent>.makeStream()
         let backlog = FrameBacklog()
         await withTaskGroup(of: Void.self) { group in

@@ -27,8 +27,9 @@ extension BeaconFollower.Status {
         switch self {
         case .waiting: return "Waiting for the tally's beacon…"
         case .noBeacon:
-            return "No beacon for this join code yet: a wrong join code, out of range, or no tally running. "
-                + "(With a tally that does not beacon, give the question: --question N.)"
+            return "No poll is heard for this join code. Check the code against the instructor's screen "
+                + "(a mistyped code is never heard); if it is right, ask whether the poll has started, or move closer. "
+                + "Answers you type now are sent when a question opens."
         case .open(let q):
             var s = "Question \(q.number) (\(q.beacon.kind.rawValue)"
             if q.beacon.kind.hasOptions { s += ", options A to \(Self.letter(max(q.beacon.options, 1) - 1))" }

@@ -94,6 +94,8 @@ struct SequenceStore: Sendable {
     /// and persists it before returning.
     func claim(poll: String, question: UInt8, answer: [UInt8]) throws -> UInt16 {
         try state.withLock(Self.lock) {
+            // A voter killed while it wrote the file left its temporary copy: no writer runs now.
+            PrivateFiles.removeLeftovers(of: state.path + "/" + Self.file)
             var book = try load()
             let (sequence, changed) = try book.claim(poll: poll, question: question, answer: answer)
             if changed { try state.write(Self.file, Array(book.text.utf8)) }

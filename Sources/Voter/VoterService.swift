@@ -8,7 +8,7 @@ import ServiceLifecycle
 ///
 /// When the input ends the vote stays on the air until shutdown. A first cast that fails ends the
 /// service with its error (the service group rethrows it); a later line that does not parse or
-/// cannot be cast is logged and the vote on the air stays as it was.
+/// cannot be cast is reported (and logged) and the vote on the air stays as it was.
 public struct VoterService: Service {
     let session: VoterSession
     let first: Answer
@@ -24,7 +24,7 @@ public struct VoterService: Service {
     /// - Parameters:
     ///   - lines: answers, one a line; surrounding spaces and blank lines are ignored.
     ///   - report: one line for the person or script watching (stdout), written at once.
-    ///   - parse: reads a line into an answer, or throws why it is refused (logged; the vote stays).
+    ///   - parse: reads a line into an answer, or throws why it is refused (reported; the vote stays).
     public init(session: VoterSession, first: Answer, lines: AsyncStream<String>,
                 report: @escaping @Sendable (String) -> Void, logger: Logger,
                 parse: @escaping @Sendable (String) throws -> Answer = { try Answer(parsing: $0) }) {
@@ -48,7 +48,7 @@ public struct VoterService: Service {
 
     public func run() async throws {
         let session = self.session, lines = self.lines, report = self.report, logger = self.logger, parse = self.parse
-        let untilShutdown = self.untilShutdown
+        let untilShutdown = self.untilShutdown, first = self.first
         do {
             let b = try await session.cast(first)
             report("voting \(b.answer) as voter \(IDText.voter(b.voterID)) (sequence \(b.sequence))")
@@ -57,13 +57,16 @@ public struct VoterService: Service {
             throw error
         }
         await cancelWhenGracefulShutdown {
+            var current = first
             for await line in lines {
                 let text = line.trimmingWhitespace()
                 if text.isEmpty { continue }
                 do {
                     let b = try await session.cast(try parse(text))
+                    current = b.answer
                     report("changed to \(b.answer) (sequence \(b.sequence))")
                 } catch {
+                    report("not cast: \(Self.excerpt(text)): \(Self.excerpt("\(error)", limit: 160)); the vote stays \(current)")
                     logger.error("\(Self.excerpt(text)): \(Self.excerpt("\(error)", limit: 160))")
                 }
             }

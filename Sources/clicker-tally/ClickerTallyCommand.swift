@@ -27,7 +27,7 @@ struct ClickerTallyCommand: AsyncParsableCommand {
             """ + "\n" + runOptionsHelp,
         version: ClickerVersion.text(program: "clicker-tally"),
         subcommands: [Run.self, Daemon.self, Watch.self, Status.self, New.self, Open.self, Close.self, Next.self,
-                      Results.self, Export.self, RosterCommand.self],
+                      Results.self, Export.self, Polls.self, RosterCommand.self],
         // The default run is a subcommand, not the root's own options: a subcommand's `--json` or
         // `--question` must not be taken by the root (`results --json`).
         defaultSubcommand: Run.self
@@ -84,15 +84,20 @@ struct RunArguments: ParsableArguments {
         do { store = try poll.openStore() } catch { throw Failure("cannot open the database: \(error)") }
         let questionSet = try await poll.questionSet()
         let options = try poll.pollOptions(store: store, questionSet: questionSet, radio: kind)
+        // A poll left open (a crash, a run that did not end it): the new poll closes it, and says so.
+        let previous = poll.resume ? nil : (try? store?.resume()) ?? nil
         let controller: PollController
         do {
             controller = try PollController(options: options, store: store, start: poll.start(questionSet: questionSet),
                                             logger: logger)
         } catch { throw Failure("\(error)") }
+        let previousNote = previous.map { StoreListing.previousPollNote($0, db: poll.db) }
+        if let previousNote { FileHandle.standardError.write(Data((previousNote + "\n").utf8)) }
         // Before the live view takes the terminal: a port in use is an error the instructor sees.
         let web = try await webArguments.start(controller: controller, logger: logger) { line in
             FileHandle.standardError.write(Data((line + "\n").utf8))
         }
+        if let web { await controller.setProjectorURL("\(web.url)") }
 
         let opened: OpenedCentral
         do { opened = try await radio.open(kind, seed: room.seed, logger: logger) } catch {
@@ -112,6 +117,7 @@ struct RunArguments: ParsableArguments {
                 if let target { logger.notice("log lines go to \(target)") }
                 // On the status line too, since the live view covers what was printed before it.
                 if let web { logger.notice("projector page: \(web.url)") }
+                if let previousNote { logger.notice("\(previousNote)") }
                 view = .live(terminal, exportDirectory: exportDirectory ?? FileManager.default.currentDirectoryPath,
                              log: route)
             } else {
@@ -139,6 +145,14 @@ struct RunArguments: ParsableArguments {
         }
         await opened.close()
 
+        if let store, await controller.exportedAt == nil {
+            // Quitting without `e`: the files a graded poll needs were never written.
+            let id = await controller.joinCode.voteID
+            FileHandle.standardError.write(Data("""
+                not exported: vote \(id) was never exported in this run; its votes are in the database: \
+                clicker-tally export\(poll.db.map { " --db " + $0 } ?? "") --poll \(id) [DIRECTORY]\n
+                """.utf8))
+        }
         let results = await controller.results()
         if let e = service.radioFailure, results.voters == 0 { throw Failure("radio failed: \(e)") }
         if json {
@@ -146,9 +160,14 @@ struct RunArguments: ParsableArguments {
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
             print(String(decoding: try encoder.encode(results), as: UTF8.self))
         } else {
-            print(PollSummary.text(results, simulatedRoom: room.simulate))
+            // Every question asked, not only the last.
+            for q in await controller.askedQuestions {
+                let r = Int(q) == results.question ? results : await controller.results(question: q)
+                print(PollSummary.text(r, simulatedRoom: room.simulate))
+            }
         }
         if let e = service.radioFailure { throw Failure("radio failed: \(e)") }
+        if let e = await controller.storageFailure { throw Failure(PollSummary.storageFailed(e)) }
     }
 
     /// Where the live view's log lines go: next to the database, else in the state directory if it

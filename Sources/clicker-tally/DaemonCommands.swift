@@ -63,6 +63,9 @@ struct Daemon: AsyncParsableCommand {
             throw Failure("cannot open the database: \(error)")
         }
         let kind: RadioKind = room.simulate != nil ? .sim : radio.radio
+        // A poll left open (a crash, a daemon stopped without closing it): the new poll closes it, and
+        // the journal says which and how to read it, as a run's stderr does.
+        let previous = poll.resume ? nil : (try? store.resume()) ?? nil
         let controller: PollController
         do {
             let questionSet = try await poll.questionSet()
@@ -80,6 +83,7 @@ struct Daemon: AsyncParsableCommand {
             connection.close()
             throw Failure("D-Bus: \(error)")
         }
+        if let previous { logger.notice("\(StoreListing.previousPollNote(previous, db: poll.db))") }
         let voteID = await controller.joinCode.voteID
         logger.info("serving \(TallyBus.name); poll \(IDText.vote(voteID)) open, database \(store.path)")
         // The URL goes to the journal once (with the token when off loopback: journal readers can open the page).
@@ -112,6 +116,7 @@ struct Daemon: AsyncParsableCommand {
         api.object.unexport()
         connection.close()
         if let e = service.radioFailure { throw Failure("radio failed: \(e)") }
+        if let e = await controller.storageFailure { throw Failure(PollSummary.storageFailed(e)) }
     }
 
     /// The `--log-statistics` companion: one `statistics {...}` line (JSON) per interval, read by
@@ -254,12 +259,25 @@ struct Next: AsyncParsableCommand {
 }
 
 struct Results: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Print the results of a question.")
+    static let configuration = CommandConfiguration(
+        abstract: "Print the results of a question (of the daemon's poll, or with --db/--poll of any poll in the database).")
     @OptionGroup var busArguments: BusArguments
-    @Option(help: "Question number (default: the current one).") var question: Int?
-    @Flag(help: "Print JSON.") var json = false
+    @OptionGroup var storeArguments: StoreArguments
+    @Option(help: "Question number (default: the current one; with --db/--poll: every question).") var question: Int?
+    @Flag(help: "Print JSON (with --db/--poll: the export's JSON document, of the question asked or of every one).") var json = false
     func run() async throws {
         if let q = question, !(1...255).contains(q) { throw ValidationError("--question is 1 to 255 (got \(q))") }
+        if storeArguments.direct {
+            let store = try storeArguments.open()
+            let poll = try storeArguments.record(in: store)
+            do {
+                print(json ? try StoreListing.resultsJSON(poll, store: store, question: question)
+                           : try StoreListing.results(poll, store: store, question: question))
+            } catch {
+                throw Failure("cannot read the database: \(error)")
+            }
+            return
+        }
         let remote = try await busArguments.remote()
         let text = try await wrap { try await remote.resultsJSON(question: question) }
         if json { print(text); return }
@@ -269,14 +287,28 @@ struct Results: AsyncParsableCommand {
 }
 
 struct Export: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Write CSV and JSON exports of the poll.")
+    static let configuration = CommandConfiguration(
+        abstract: "Write CSV and JSON exports of the poll (the daemon's, or with --db/--poll any poll in the database).",
+        discussion: """
+            With --db or --poll the database is read directly: the summary CSV, the JSON, a roster poll's \
+            ballots CSV and a ranked question's rounds CSV (the gradebooks and charts come from a running tally).
+            """)
     @OptionGroup var busArguments: BusArguments
-    @Argument(help: "Absolute directory the daemon writes to (default: its own exports directory).")
+    @OptionGroup var storeArguments: StoreArguments
+    @Argument(help: "Absolute directory the daemon writes to (default: its own exports directory; with --db/--poll: the current directory).")
     var directory: String = ""
     @Flag(help: "Print JSON.") var json = false
     func run() async throws {
-        let remote = try await busArguments.remote()
-        let files = try await wrap { try await remote.export(to: directory) }
+        let files: [String]
+        if storeArguments.direct {
+            let store = try storeArguments.open()
+            let poll = try storeArguments.record(in: store)
+            let target = directory.isEmpty ? FileManager.default.currentDirectoryPath : directory
+            do { files = try store.export(poll: poll.id, to: target) } catch { throw Failure("cannot export: \(error)") }
+        } else {
+            let remote = try await busArguments.remote()
+            files = try await wrap { try await remote.export(to: directory) }
+        }
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.withoutEscapingSlashes]

@@ -97,7 +97,10 @@ struct PollArguments: ParsableArguments {
     /// The poll's options; `questionSet` is what `questionSet()` read.
     func pollOptions(store: ClickerStore?, questionSet: [QuestionSpec]?, radio: RadioKind) throws -> PollOptions {
         // With --resume the controller takes the open poll's code instead.
-        let code = try joinCode.map { try JoinCode(parsing: $0) } ?? PollController.unusedJoinCode(store: store)
+        // A code given by hand commits to no beacon key: that poll's beacon is tagged only.
+        let given = try joinCode.map { try JoinCode(parsing: $0) }
+        let anchored = given == nil ? try PollController.unusedAnchoredJoinCode(store: store) : nil
+        guard let code = given ?? anchored?.0 else { throw Failure("no join code") }
         var students: Roster?
         if roster {
             guard let store, let r = try RosterBook.load(from: store) else {
@@ -108,6 +111,7 @@ struct PollArguments: ParsableArguments {
         var options = PollOptions(joinCode: code, roster: students, policy: firstResponseOnly ? .firstResponseOnly : .latestWins,
                                   options: self.options, firstQuestion: firstQuestion, confirmByGATT: gattConfirm)
         options.beacon = beacon.map { $0 ? .always : .off } ?? .whenPossible
+        options.beaconSigner = anchored?.1
         if let questionSet {
             options.questionSet = questionSet
         } else {

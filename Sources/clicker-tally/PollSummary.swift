@@ -6,6 +6,12 @@ import TerminalView
 
 /// Human summary printed at the end of a run.
 enum PollSummary {
+    /// The run's failure after the database could not be written: the exit status says so.
+    static func storageFailed(_ error: String) -> String {
+        "the database could not be written during this run (\(error)): counting stopped while it failed; "
+            + "the votes shown were saved, and votes heard meanwhile count only if heard again once it could be written"
+    }
+
     static func text(_ r: PollResults, simulatedRoom: Int? = nil) -> String {
         let total = max(1, r.counts.values.reduce(0, +))
         var lines = ["vote \(IDText.vote(UInt16(clamping: r.voteID))) question \(r.question): \(r.voters) voters, \(r.changes) changed their answer"]

@@ -71,8 +71,8 @@ struct QuestionArguments: ParsableArguments {
 /// Reads a question set file (`--questions`); errors name the file's line and field.
 func readQuestionSet(_ path: String) throws -> [QuestionSpec] {
     let text: String
-    do { text = try String(contentsOfFile: path, encoding: .utf8) } catch {
-        throw Failure("cannot read the question file \(path): \(error.localizedDescription)")
+    do { text = try TextFile.read(path, limit: QuestionFile.maxBytes) } catch {
+        throw Failure("cannot read the question file \(path): \(error)")
     }
     do { return try QuestionFile.parse(text, file: path) } catch { throw Failure(error.description) }
 }

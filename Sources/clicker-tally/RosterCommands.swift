@@ -23,8 +23,9 @@ struct RosterCommand: AsyncParsableCommand {
 
     /// Reads a class list CSV; errors name the file and line.
     static func read(_ file: String) throws -> Roster {
-        guard let data = FileManager.default.contents(atPath: file) else { throw Failure("cannot read \(file)") }
-        do { return try Roster(csv: String(decoding: data, as: UTF8.self)) } catch { throw Failure("\(file): \(error)") }
+        let text: String
+        do { text = try TextFile.read(file) } catch { throw Failure("cannot read \(file): \(error)") }
+        do { return try Roster(csv: text) } catch { throw Failure("\(file): \(error)") }
     }
 
     struct Import: AsyncParsableCommand {

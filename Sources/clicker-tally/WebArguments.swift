@@ -41,6 +41,7 @@ struct WebArguments: ParsableArguments {
         catch { throw Failure("\(error)") }
         if !address.isLoopback {
             announce("warning: the projector page listens on \(server.address), beyond this machine, and shows the join code: whoever has its URL can vote")
+            announce(ProjectorServer.plainHTTPWarning)
         }
         // A wildcard address is no URL: one per address of this machine, those others can reach first.
         for url in server.urls() { announce("projector page: \(url)") }

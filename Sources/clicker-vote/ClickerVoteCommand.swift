@@ -24,20 +24,34 @@ struct ClickerVoteCommand: AsyncParsableCommand {
         commandName: "clicker-vote",
         abstract: "Cast a classroom vote over Bluetooth LE.",
         discussion: """
-            clicker-vote 4821-ABCDE-FGHJK B   advertises answer B for that poll. Type another answer \
-            (or pipe one per line into stdin, e.g. from a board's buttons) to change it; Ctrl-C or \
-            SIGTERM stops advertising cleanly.
-
             clicker-vote 4821-ABCDE-FGHJK   follows the tally's beacon: it shows the open question, \
             takes your answers from stdin (checked against the question) and says when your vote is \
-            counted. When stdout is not a terminal it prints one line per change: waiting, no-beacon, \
+            counted; after the instructor moves on it shows the next question. \
+            clicker-vote 4821-ABCDE-FGHJK B   does the same and answers B to the first question that \
+            takes it. In a roster (graded) poll add --roster. Ctrl-C or SIGTERM stops advertising cleanly.
+
+            When stdout is not a terminal it prints one line per change: waiting, no-beacon, \
             question N KIND OPTIONS [TITLE], sending X, counted X, not-offered X, question-closed N, \
-            poll-closed, roster-mismatch.
-            """,
+            poll-closed, roster-mismatch; log lines go to stderr (on a terminal only with --verbose).
+
+            clicker-vote --question 2 4821-ABCDE-FGHJK B   answers question 2 without the beacon (a tally \
+            that does not beacon); type another answer to change it.
+
+            """ + "\n" + castOptionsHelp,
         version: ClickerVersion.text(program: "clicker-vote"),
         subcommands: [Cast.self, Enroll.self],
         defaultSubcommand: Cast.self
     )
+
+    /// The vote's options, as `clicker-vote cast --help` lists them, for the root's `--help`: a student
+    /// types `clicker-vote --help` and must see `--roster` and `--radio`.
+    static var castOptionsHelp: String {
+        let help = Cast.helpMessage(columns: 78)
+        guard let start = help.firstRange(of: "OPTIONS:") else { return "" }
+        return help[start.lowerBound...].split(separator: "\n", omittingEmptySubsequences: false)
+            .filter { !$0.contains("--help") }.joined(separator: "\n")
+            .replacing("OPTIONS:", with: "OPTIONS OF THE VOTE (the default command):")
+    }
 }
 
 struct Cast: AsyncParsableCommand {
@@ -50,12 +64,22 @@ struct Cast: AsyncParsableCommand {
 
     @OptionGroup var radio: PeripheralRadioArguments
 
+    @Flag(help: "Log lines on stderr even when stdout is a terminal (they always go there when it is not).")
+    var verbose = false
+
     func validate() throws {
         guard (20...10_240).contains(intervalMs) else { throw ValidationError("--interval-ms must be 20 to 10240") }
     }
 
     func run() async throws {
-        LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
+        // A student's terminal shows sentences; log lines are for scripts (stderr) and --verbose.
+        let quiet = isatty(STDOUT_FILENO) == 1 && !verbose
+        LoggingSystem.bootstrap { label in
+            if quiet { return SwiftLogNoOpLogHandler() }
+            var handler = StreamLogHandler.standardError(label: label)
+            if verbose { handler.logLevel = .debug }
+            return handler
+        }
         let logger = Logger(label: "clicker.vote")
         let code = try JoinCode(parsing: vote.joinCode)
         let parse = try vote.parser()
@@ -68,7 +92,7 @@ struct Cast: AsyncParsableCommand {
         let transport: any PeripheralTransport
         do { transport = try await radio.open(logger: logger) } catch { throw Failure.radio(error) }
         let secret = PollSecret(deriving: code)  // scrypt, once per run
-        guard let answerText = vote.answer else {
+        guard !vote.followsBeacon, let answerText = vote.answer else {
             return try await follow(secret: secret, identity: identity, state: state, transport: transport, logger: logger)
         }
         let first = try parse(answerText)
@@ -91,10 +115,25 @@ extension Cast {
     func follow(secret: PollSecret, identity: DeviceKey, state: StateDirectory, transport: any PeripheralTransport,
                 logger: Logger) async throws {
         let terminal = isatty(STDOUT_FILENO) == 1
+        var radio: any PeripheralTransport = transport
+        // A restarted tally hosts a new simulated air: the voter joins it (ReopeningRadio).
+        if self.radio.radio == .sim, let listening = transport as? ReopeningRadio.Radio {
+            let path = self.radio.air
+            radio = ReopeningRadio(listening, logger: logger, reopen: { try await SimulatedAir.connect(path: path) })
+        }
         let service = BeaconFollowService(
-            secret: secret, identity: identity, roster: vote.roster, transport: transport, state: state,
-            lines: StdinLines.stream(),
-            report: { status in say(terminal ? status.sentence : status.line) },
+            secret: secret, identity: identity, roster: vote.roster, transport: radio, state: state,
+            lines: StdinLines.stream(), first: vote.answer,
+            report: { shown in
+                if terminal {
+                    say(shown.sentence)
+                } else if case .note = shown {
+                    // A script has the log on stderr; its stdout keeps README.md's status lines.
+                } else {
+                    say(shown.line)
+                }
+            },
+            notSending: { why in say(terminal ? why.sentence : why.line) },
             logger: logger)
         let group = ServiceGroup(configuration: ServiceGroupConfiguration(
             services: [.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup)],

@@ -202,13 +202,28 @@ final class BeaconLoadTests: XCTestCase {
         return Double(heard.count) / Double(n)
     }
 
-    func testNoMoreThanTheBoundsBallotsAreAcknowledgedPerQuestion() {
-        var t = TallyBeacon(key: key, mode: .anonymous, capabilities: .legacy)
-        for v in 0..<(AckFingerprint.maxHeardPerQuestion + 50) {
+    /// Every counted ballot is acknowledged, past version 3's 4,096 too (made-up voters must not use them
+    /// up: `FairAcknowledgementTests`), up to the bound of PROTOCOL §11.4 (2^18, four for each voter a
+    /// question holds), never past it; the count starts again with the next question.
+    func testEveryCountedBallotIsAcknowledgedUpToTheBoundAndCountedPerQuestion() {
+        XCTAssertEqual(TallyBeacon.Tuning().acknowledgementLimit, AckFingerprint.maxHeardPerQuestion)
+        XCTAssertGreaterThan(AckFingerprint.maxHeardPerQuestion, 4096)
+        // The rule at a bound a debug build composes quickly; the default is the one asserted above.
+        var tuning = TallyBeacon.Tuning()
+        tuning.acknowledgementLimit = 5_000
+        let bound = tuning.acknowledgementLimit
+        var t = TallyBeacon(key: key, mode: .anonymous, capabilities: .legacy, tuning: tuning)
+        let open = BeaconPhase.open(BeaconQuestionInfo(number: 1, kind: .single, options: 2))
+        for v in 0..<(bound + 50) {
             t.counted(VoterKey(mode: .anonymous, voterID: UInt32(v)), question: 1, sequence: 1, at: 1)
         }
-        XCTAssertEqual(t.acknowledged, AckFingerprint.maxHeardPerQuestion)
-        _ = t.payload(.open(BeaconQuestionInfo(number: 2, kind: .single, options: 2)), tick: 1, at: 2)
+        _ = t.payload(open, tick: 1, at: 1)
+        XCTAssertEqual(t.acknowledged, bound, "no fingerprint past the bound")
+        // A voter beyond the bound changing its answer gets no new fingerprint either.
+        t.counted(VoterKey(mode: .anonymous, voterID: UInt32(bound + 10)), question: 1, sequence: 2, at: 2)
+        _ = t.payload(open, tick: 2, at: 2)
+        XCTAssertEqual(t.acknowledged, bound)
+        _ = t.payload(.open(BeaconQuestionInfo(number: 2, kind: .single, options: 2)), tick: 3, at: 3)
         XCTAssertEqual(t.acknowledged, 0, "counted again from the next question")
     }
 }

@@ -8,13 +8,16 @@ final class AckBoundTests: XCTestCase {
     let code = try! JoinCode(parsing: "4821-K7QXM-3PF9A")  // constant, known good
     lazy var key = BeaconKey(pollSecret(code))
 
-    func testTheFalseAcknowledgementBoundIsAtMostOneInAMillion() throws {
+    func testTheFalseAcknowledgementBoundIsAtMostOneInTenThousand() throws {
         let bound = AckFingerprint.falseAcknowledgementBound
         XCTAssertEqual(bound, Double(AckFingerprint.maxHeardPerQuestion) / 4_294_967_296)
-        XCTAssertLessThanOrEqual(bound, 1e-6)
+        XCTAssertEqual(bound, 1.0 / 16_384)   // 2^-14
+        XCTAssertLessThanOrEqual(bound, 1e-4)
+        // Four per voter of the most a question holds (TallyDaemon's limit).
+        XCTAssertEqual(AckFingerprint.maxHeardPerQuestion, 4 * 65_536)
         // One byte less would not do for this many fingerprints.
         XCTAssertGreaterThan(AckFingerprint.falseAcknowledgementBound(heard: AckFingerprint.maxHeardPerQuestion,
-                                                                      bytes: AckFingerprint.length - 1), 1e-6)
+                                                                      bytes: AckFingerprint.length - 1), 1e-4)
         // The constant is what the wire carries: each fingerprint takes `length` bytes of an ACKS frame
         // and is the first `length` bytes of the HMAC.
         let fps = (1...3).map { key.fingerprint(voterID: UInt32($0), question: 1, sequence: 1) }

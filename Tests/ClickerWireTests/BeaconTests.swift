@@ -6,6 +6,29 @@ import XCTest
 final class BeaconTests: XCTestCase {
     let code = try! JoinCode(parsing: "4821-K7QXM-3PF9A")  // constant, known good
     lazy var key = BeaconKey(pollSecret(code))
+    /// A poll key pair for the signed forms (the join code need not commit to it here: the codec does not check the anchor).
+    let signer = BeaconSigner(seed: (0..<32).map { UInt8(200 - $0) })!
+
+    /// The signed form of every sample frame, with the hidden key a signed STATE carries.
+    func signedSamples() throws -> [[UInt8]] {
+        try sampleFrames(key).compactMap { f -> [UInt8]? in
+            switch f {
+            case .state(var s):
+                s.hiddenKey = key.hide(signer.publicKey)
+                if case .open(var q) = s.poll, let d = q.textDigest {
+                    q.strongDigest = [UInt8(d >> 24), UInt8(truncatingIfNeeded: d >> 16), UInt8(truncatingIfNeeded: d >> 8), UInt8(truncatingIfNeeded: d)] + Array(repeating: 7, count: 12)
+                    s.poll = .open(q)
+                }
+                return try BeaconCodec.seal(.state(s), key: key, signer: signer)
+            case .acks(let a):
+                guard a.fingerprints.count <= BeaconFormat.signedFingerprints(fitting: BeaconFormat.maxFrameLength) else { return nil }
+                return try BeaconCodec.seal(f, key: key, signer: signer)
+            case .text(let t):
+                guard t.chunk.count <= BeaconFormat.signedChunkLength(fitting: BeaconFormat.maxFrameLength) else { return nil }
+                return try BeaconCodec.seal(f, key: key, signer: signer)
+            }
+        }
+    }
 
     /// One frame of each kind and shape, sealed with `key`.
     func sampleFrames(_ key: BeaconKey, counter: UInt32 = 100) throws -> [BeaconFrame] {
@@ -153,9 +176,9 @@ final class BeaconTests: XCTestCase {
         for i in 0..<100_000 {
             let n = i % 301
             var b = (0..<n).map { _ in UInt8.random(in: 0...255, using: &rng) }
-            if n >= 2, i % 10 != 0 { b[0] = 0xCB; b[1] = [0x2B, 0x2C, 0x2D][i % 3] }
-            if n >= 4, i % 7 == 0, b[1] == 0x2B { b[2] = 0x12; b[3] = 0xD5 }   // our vote ID: up to the tag
-            switch BeaconCodec.open(b, key: key) {
+            if n >= 2, i % 10 != 0 { b[0] = 0xCB; b[1] = [0x4B, 0x4C, 0x4D, 0x43, 0x44, 0x45][i % 6] }
+            if n >= 4, i % 7 == 0, b[1] & 0x07 == 0x03 { b[2] = 0x12; b[3] = 0xD5 }   // our vote ID: up to the tag
+            switch BeaconCodec.open(b, key: key, publicKey: signer.publicKey) {
             case .success(let f): XCTFail("random bytes accepted: \(f)")
             case .failure(let r): reasons.insert(r)
             }
@@ -173,6 +196,17 @@ final class BeaconTests: XCTestCase {
                 if case .success(let g) = BeaconCodec.open(m, key: key) { XCTFail("\(f.kind) bit \(bit) flipped, accepted: \(g)") }
             }
         }
+        // Signed: a voter holding the poll's key refuses every flipped bit, the signature's included.
+        for bytes in try signedSamples() {
+            XCTAssertEqual(try BeaconCodec.envelope(bytes, key: key).get().verify(signer.publicKey), true)
+            for bit in 0..<(bytes.count * 8) {
+                var m = bytes
+                m[bit / 8] ^= 1 << (bit % 8)
+                if case .success(let g) = BeaconCodec.open(m, key: key, publicKey: signer.publicKey) {
+                    XCTFail("signed \(bytes[1]) bit \(bit) flipped, accepted: \(g)")
+                }
+            }
+        }
     }
 
     func testEveryTruncationAndExtensionIsRejected() throws {
@@ -185,6 +219,19 @@ final class BeaconTests: XCTestCase {
             for extra in 1...12 {
                 let longer = bytes + (0..<extra).map { _ in UInt8.random(in: 0...255, using: &rng) }
                 if case .success(let g) = BeaconCodec.open(longer, key: key) { XCTFail("\(extra) more bytes accepted: \(g)") }
+            }
+        }
+        for bytes in try signedSamples() {
+            for n in 0..<bytes.count {
+                if case .success(let g) = BeaconCodec.open(Array(bytes.prefix(n)), key: key, publicKey: signer.publicKey) {
+                    XCTFail("signed: \(n) bytes accepted: \(g)")
+                }
+            }
+            for extra in 1...12 {
+                let longer = bytes + (0..<extra).map { _ in UInt8.random(in: 0...255, using: &rng) }
+                if case .success(let g) = BeaconCodec.open(longer, key: key, publicKey: signer.publicKey) {
+                    XCTFail("signed: \(extra) more bytes accepted: \(g)")
+                }
             }
         }
     }
@@ -213,6 +260,25 @@ final class BeaconTests: XCTestCase {
         }
         XCTAssertEqual([24, 27, 244, 247].map(BeaconFormat.fingerprints(fitting:)), [3, 4, 58, 59])
         XCTAssertEqual([24, 27, 244, 247].map(BeaconFormat.chunkLength(fitting:)), [8, 11, 228, 231])
+        // Signed (extended only): STATE 132 bytes; ACKS 42 / 43 fingerprints; TEXT 164 / 167-byte chunks.
+        XCTAssertEqual([244, 247].map(BeaconFormat.signedFingerprints(fitting:)), [42, 43])
+        XCTAssertEqual([244, 247].map(BeaconFormat.signedChunkLength(fitting:)), [164, 167])
+        for budget in [BeaconFormat.extendedBudgetWithFlags, BeaconFormat.maxFrameLength] {
+            let state = try BeaconCodec.seal(.state(BeaconState(voteID: code.voteID, counter: 1, mode: .roster,
+                                                                poll: .open(BeaconQuestion(number: 9, kind: .ranked, options: 8, textDigest: 0x0102_0304,
+                                                                                           strongDigest: [1, 2, 3, 4] + Array(repeating: 9, count: 12))),
+                                                                interval: .stop, hiddenKey: key.hide(signer.publicKey))), key: key, signer: signer)
+            XCTAssertEqual(state.count, BeaconFormat.signedStateLength)
+            let k = BeaconFormat.signedFingerprints(fitting: budget)
+            let acks = try BeaconCodec.seal(.acks(BeaconAcks(counter: 1, question: 1, fingerprints: (0..<k).map { AckFingerprint(value: UInt32($0)) })),
+                                            key: key, signer: signer)
+            XCTAssertLessThanOrEqual(acks.count, budget)
+            XCTAssertGreaterThan(acks.count + AckFingerprint.length, budget)
+            let c = BeaconFormat.signedChunkLength(fitting: budget)
+            let text = try BeaconCodec.seal(.text(BeaconTextPage(counter: 1, digest: 1, index: 0, count: 1, chunk: Array(repeating: 65, count: c))),
+                                            key: key, signer: signer)
+            XCTAssertEqual(text.count, budget)
+        }
     }
 
     func testValuesTheFormatCannotCarryAreNotSealed() {
@@ -245,10 +311,15 @@ final class BeaconTests: XCTestCase {
         for f in try sampleFrames(key) {
             let bytes = try BeaconCodec.seal(f, key: key)
             XCTAssertTrue(BeaconFormat.isBeacon(bytes))
-            // A version-2 tally's ballot decoder gives a beacon frame `unknownMode`.
-            XCTAssertEqual(BallotCodec.openAdvertisement(bytes, keyring: PollKeyring(secret: pollSecret(code))), .failure(.unknownMode))
+            // A ballot decoder gives a version-4 beacon frame `unknownVersion`.
+            XCTAssertEqual(BallotCodec.openAdvertisement(bytes, keyring: PollKeyring(secret: pollSecret(code))), .failure(.unknownVersion))
         }
+        for bytes in try signedSamples() { XCTAssertTrue(BeaconFormat.isBeacon(bytes)) }
         XCTAssertFalse(BeaconFormat.isBeacon([0xCB]))
         XCTAssertFalse(BeaconFormat.isBeacon([0xCB, 0x3B]))
+        XCTAssertFalse(BeaconFormat.isBeacon([0xCB, 0x4E]))
+        // Version 3's frames are still dropped before a tally's ballot decoder, and a version-4 voter ignores them.
+        XCTAssertTrue(BeaconFormat.isBeacon([0xCB, 0x2B]))
+        XCTAssertEqual(BeaconCodec.open([0xCB, 0x2B] + Array(repeating: 0, count: 22), key: key), .failure(.unknownVersion))
     }
 }

@@ -127,7 +127,7 @@ final class ProtocolVectorTests: XCTestCase {
         let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("docs/vectors.json")
         let json = try JSONSerialization.jsonObject(with: Data(contentsOf: url)) as? [String: Any]
-        XCTAssertEqual(json?["version"] as? Int, 3)
+        XCTAssertEqual(json?["version"] as? Int, 4)
         let kit = try XCTUnwrap(json?["vectors"] as? [[String: String]])
         let doc = try protocolVectors()
         XCTAssertEqual(kit.count, doc.count, "vectors.json and PROTOCOL.md hold different numbers of vectors")

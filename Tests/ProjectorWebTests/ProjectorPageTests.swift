@@ -19,7 +19,7 @@ final class ProjectorSnapshotTests: XCTestCase {
         XCTAssertEqual(s.results?.bars.map(\.option), ["A", "B", "C"])
         XCTAssertEqual(s.results?.bars.map(\.count), [2, 0, 3])
         XCTAssertEqual(s.results?.bars.map(\.text), ["Mars", "Venus \"the hot one\"", nil])
-        XCTAssertEqual(s.howToVote, "Vote: clicker-vote --question 3 --kind single --options 3 4821-ABCDE-FGHJK A")
+        XCTAssertEqual(s.howToVote, "Vote: clicker-vote 4821-ABCDE-FGHJK A")
         XCTAssertEqual(s.vote, "4821")
         // Text from the poll stays text in JSON (the page sets it with textContent).
         let json = String(decoding: ProjectorFeed.encode(s), as: UTF8.self)
@@ -40,7 +40,7 @@ final class ProjectorSnapshotTests: XCTestCase {
         XCTAssertEqual(s.results?.ballots, 4)
         XCTAssertEqual(s.results?.combinations, [.init(answer: "A+C", count: 2), .init(answer: "B+C+D", count: 1),
                                                  .init(answer: "C+", count: 1)])
-        XCTAssertEqual(s.howToVote, "Vote: clicker-vote --kind multi --options 4 4821-ABCDE-FGHJK A+C")
+        XCTAssertEqual(s.howToVote, "Vote: clicker-vote 4821-ABCDE-FGHJK A+C")
     }
 
     func testTrueFalseAndRoster() {
@@ -50,7 +50,7 @@ final class ProjectorSnapshotTests: XCTestCase {
         XCTAssertEqual(tf.results?.bars.map(\.count), [2, 1])
         XCTAssertEqual(tf.question.options, [])
         XCTAssertEqual(tf.state, .closed)
-        XCTAssertEqual(tf.howToVote, "Vote: clicker-vote --roster --question 2 --kind truefalse 4821-ABCDE-FGHJK true")
+        XCTAssertEqual(tf.howToVote, "Vote: clicker-vote --roster 4821-ABCDE-FGHJK true")
     }
 
     /// A ranked question: every instant-runoff round, the outcome, and the last round as the bars.

@@ -1,6 +1,7 @@
 import Foundation
 import ProjectorPage
 import ProjectorTestSupport
+import ProjectorWeb
 import Synchronization
 import XCTest
 
@@ -107,6 +108,8 @@ final class WebCommandLineTests: XCTestCase {
         let lines = text.split(separator: "\n").map(String.init)
         let warning = try XCTUnwrap(lines.firstIndex { $0.contains("warning: the projector page listens on 0.0.0.0:") }, text)
         XCTAssertTrue(lines[warning].contains("beyond this machine, and shows the join code"), lines[warning])
+        // And what plain HTTP gives away (attack #10 of the security review).
+        XCTAssertTrue(lines.contains { $0.contains(ProjectorServer.plainHTTPWarning) }, text)
         let urls = lines.compactMap { line in line.range(of: "projector page: ").map { String(line[$0.upperBound...]) } }
         XCTAssertFalse(urls.isEmpty, text)
         XCTAssertLessThan(warning, try XCTUnwrap(lines.firstIndex { $0.contains("projector page: http") }))

@@ -65,7 +65,6 @@ final class BoundedStateTests: XCTestCase {
         // Per event: constant.
         XCTAssertEqual(end.rateWindow, ten.rateWindow, "the votes-per-second window grew with time: \(ten.rateWindow) → \(end.rateWindow)")
         XCTAssertLessThanOrEqual(end.rateWindow, 64)
-        XCTAssertEqual(end.unsaved, 0)
         XCTAssertLessThanOrEqual(end.pendingRejections, Rejection.allCases.count)
         // The cache of good ballots holds the open question's ballots (and the last question's stragglers),
         // not every ballot of the lecture.

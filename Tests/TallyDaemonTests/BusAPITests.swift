@@ -145,6 +145,11 @@ final class BusAPITests: XCTestCase {
             ("OpenQuestion", ask("single", (1...9).map { "o\($0)" }), TallyBus.errorInvalid,
              "OpenQuestion: 9 options: a question offers 2 to 8 (A to H)"),
             ("NextQuestion", ask("", ["4"]), TallyBus.errorInvalid, "NextQuestion: options or a title need a kind"),
+            // A megabyte of title, or of an option's text, would be a megabyte of log line and chart.
+            ("NextQuestion", [.string("single"), .array(.string, [.string("4")]), .string(String(repeating: "t", count: 1 << 20))],
+             TallyBus.errorInvalid, "NextQuestion: the title is longer than 300 characters"),
+            ("NextQuestion", ask("single", ["Paris", String(repeating: "o", count: 1 << 20)]), TallyBus.errorInvalid,
+             "NextQuestion: option 2 is longer than 120 characters"),
             ("OpenQuestion", ask("single", ["4"]), TallyBus.errorFailed, "question 3 is already open"),
             ("NextQuestion", [.string("single")], invalid, "expected arguments 'sass', got 's'"),
             ("OpenQuestion", [.uint32(4), .array(.string, []), .string("")], invalid, "expected arguments 'sass', got 'uass'"),

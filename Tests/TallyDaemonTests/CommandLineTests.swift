@@ -13,24 +13,7 @@ final class CommandLineTests: XCTestCase {
     }
 
     func clickerTally(_ args: [String], runtime: String) throws -> Run {
-        let bin = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-            .appendingPathComponent("clicker-tally").path
-        guard FileManager.default.isExecutableFile(atPath: bin) else {
-            throw XCTSkip("\(bin) not built (swift build --build-tests builds it)")
-        }
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: bin)
-        p.arguments = args
-        p.environment = ["XDG_RUNTIME_DIR": runtime, "PATH": "/usr/bin:/bin"]
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        p.standardInput = FileHandle.nullDevice
-        try p.run()
-        let o = out.fileHandleForReading.readDataToEndOfFile(), e = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return Run(status: p.terminationStatus, stdout: String(decoding: o, as: UTF8.self),
-                   stderr: String(decoding: e, as: UTF8.self))
+        try TallyDaemonTests.clickerTally(args, runtime: runtime)
     }
 
     func testEachRunIsANewPollAndResumeIsExplicit() throws {

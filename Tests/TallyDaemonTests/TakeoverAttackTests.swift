@@ -155,6 +155,71 @@ final class TakeoverAttackTests: XCTestCase {
             assertVictimCounted(await second.results(), .choice(1), "\(policy): after a read signed by another key")
         }
     }
+
+    /// Attack #2 of the security review, against a follower: the victim advertises at the keep-alive
+    /// (10.24 s, `BeaconInterval.keepAlive`), as a follower whose ballot the tally acknowledged does, and
+    /// its first read is lost (its radio drops out of reach for half a second while the tally waits to
+    /// connect). The attacker's copy with the winning sequence (0xFFFF when the latest wins) replaces the
+    /// unverified ballot; the tally tries the lost read again after its back-off, and a read waits long
+    /// enough for the victim's next advertising event, so the victim's ballot is verified and counted
+    /// again. (With reads that gave up after 10 s, every read of the victim ended 0.24 s before the
+    /// advertising event it waited for, and the copy stayed counted for good.)
+    func testAVictimAtTheKeepAliveWhoseFirstReadIsLostGetsItsVoteBack() async throws {
+        for policy in ChangePolicy.allCases {
+            let air = SimulatedAir(AirConfiguration(seed: 21, clock: .virtual, firstEventPhase: .immediate))
+            let controller = try PollController(options: PollOptions(joinCode: Self.code, policy: policy), store: nil)
+            let run = await air.start(controller)
+            let sequence: UInt16 = policy == .latestWins ? 3 : 2
+            let advertisement = victim.advertisement(question: 1, sequence: sequence, answer: .choice(1))
+            let gatt = victim.gattValue(question: 1, sequence: sequence, answer: .choice(1))
+            let keepAlive = AdvertisingPayload(companyID: BallotFormat.companyID, data: advertisement,
+                                               interval: BeaconInterval.keepAlive)
+            let p = air.addPeripheral(address: victimAddress)
+            try await p.publish(service: BallotFormat.serviceUUID, characteristic: BallotFormat.ballotCharacteristicUUID, value: gatt)
+            try await p.advertise(keepAlive)
+            // The victim is heard at once and its read waits for its next event, 10.24 s later. The
+            // attacker's copy comes at 1 s; at 5 s the victim's radio is out of reach for half a second,
+            // which loses the read under way.
+            let forged = Ballot(voteID: Self.code.voteID, question: 1, voterID: victim.voterID, sequence: winning(policy),
+                                answer: .choice(3))
+            let pollKey = BallotKey.anonymous(Self.secret)
+            let copy = AdvertisingPayload(companyID: BallotFormat.companyID, data: BallotCodec.sealAdvertisement(forged, key: pollKey))
+            let copyGATT = BallotCodec.sealGATT(forged, key: pollKey, signingKey: Curve25519.Signing.PrivateKey())
+            let victimAddress = self.victimAddress, attackerAddress = self.attackerAddress
+            air.schedule(at: RadioInstant(nanoseconds: 1_000_000_000)) { ctx in
+                ctx.addDevice(address: attackerAddress)
+                ctx.publish(attackerAddress, service: BallotFormat.serviceUUID,
+                            characteristic: BallotFormat.ballotCharacteristicUUID, value: copyGATT)
+                try? ctx.advertise(attackerAddress, copy)
+            }
+            air.schedule(at: RadioInstant(nanoseconds: 5_000_000_000)) { $0.remove(victimAddress) }
+            air.schedule(at: RadioInstant(nanoseconds: 5_500_000_000)) { ctx in
+                ctx.addDevice(address: victimAddress)
+                ctx.publish(victimAddress, service: BallotFormat.serviceUUID,
+                            characteristic: BallotFormat.ballotCharacteristicUUID, value: gatt)
+                try? ctx.advertise(victimAddress, keepAlive)
+            }
+            // In steps of 100 ms, the controller keeping up with the air (a read under way moves it on).
+            for ms in stride(from: UInt64(100), through: 60_000, by: 100) {
+                await air.drive(controller, until: RadioInstant(nanoseconds: ms * 1_000_000))
+            }
+            // Both radios stop, the reads under way finish.
+            air.perform { ctx in
+                ctx.stopAdvertising(victimAddress)
+                ctx.stopAdvertising(attackerAddress)
+            }
+            await air.drive(controller, until: RadioInstant(nanoseconds: 75_000_000_000))
+            run.cancel()
+            _ = try? await run.value
+            let r = await controller.results()
+            assertVictimCounted(r, .choice(1), "\(policy): the victim's ballot is verified and counted again")
+            let reads = await controller.gattReads
+            XCTAssertGreaterThanOrEqual(reads.failed, 2, "\(policy): the victim's lost read and the attacker's value")
+            XCTAssertEqual(r.rejected["badSignature"], 1, "\(policy): \(r.rejected)")
+            XCTAssertGreaterThan((r.rejected["staleSequence"] ?? 0) + (r.rejected["changeIgnored"] ?? 0), 0,
+                                 "\(policy): the copy counted for a while, the victim's ballot losing to it: \(r.rejected)")
+        }
+    }
 }
 
 extension PollController {
@@ -164,3 +229,4 @@ extension PollController {
         pipeline.tally.record(b, from: address, at: radioNow, proof: .signed(key))
     }
 }
+

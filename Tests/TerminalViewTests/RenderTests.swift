@@ -223,7 +223,11 @@ final class RenderTests: XCTestCase {
         XCTAssertEqual(f.eventLines(from: m, to: m), [], "said once")
         var extended = m
         extended.radio.beacon = .extended
-        XCTAssertEqual(f.eventLines(from: m, to: extended), ["radio: beacon in extended frames (58 acknowledgements a frame)"])
+        XCTAssertEqual(f.eventLines(from: m, to: extended), ["radio: beacon in extended frames, signed by this poll's key (42 acknowledgements a frame)"])
+        var unsigned = m
+        unsigned.radio.beacon = .extendedUnsigned
+        XCTAssertEqual(f.eventLines(from: m, to: unsigned), ["radio: beacon in extended frames, not signed (this poll's join code commits "
+                                                             + "to no key): a student with the join code can show others a wrong question while sending"])
         XCTAssertFalse(f.eventLines(from: nil, to: Fixtures.openWithVotes).contains { $0.contains("beacon") },
                        "no beacon, no line")
     }

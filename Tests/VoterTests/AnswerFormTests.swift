@@ -24,7 +24,10 @@ final class AnswerFormTests: XCTestCase {
         XCTAssertEqual(refusal(form, "3"), "'3' does not answer this question; this question takes one letter, A to D")
         // A decimal: this question takes no number at all, so the hint about --decimals stays out.
         XCTAssertEqual(refusal(form, "9.81"), "'9.81' does not answer this question; this question takes one letter, A to D")
-        XCTAssertEqual(refusal(form, "Q"), "'Q' is not an option letter (A to H); this question takes one letter, A to D")
+        XCTAssertEqual(refusal(form, "Q"), "'Q' is not an option letter; this question takes one letter, A to D")
+        XCTAssertEqual(refusal(form, "x"), "'x' is not an option letter; this question takes one letter, A to D",
+                       "the letters this question offers, not the eight the wire allows")
+        XCTAssertEqual(refusal(AnswerForm(kind: .truefalse), "maybe"), "'maybe' does not answer this question; this question takes true or false")
         XCTAssertEqual(refusal(AnswerForm(kind: .single, options: 1), "B"), "option B is not offered; this question takes one letter, A")
     }
 

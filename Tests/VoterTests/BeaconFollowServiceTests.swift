@@ -149,9 +149,10 @@ final class BeaconFollowServiceTests: XCTestCase {
             let clock = FollowerClock()
             let identity = DeviceKey.generate()
             let (lines, input) = AsyncStream<String>.makeStream()
+            let notes = EventLog()
             let service = BeaconFollowService(
                 secret: secret, identity: identity, roster: roster, transport: radio, state: nil, lines: lines,
-                report: { log.add($0.line) },
+                report: { if case .note(let n) = $0 { notes.add(n) } else { log.add($0.line) } },
                 logger: Logger(label: "test", factory: { _ in logged }),
                 now: { clock.read() }, tick: .milliseconds(2), start: .immediate)
             let mode: BallotMode = roster ? .roster : .anonymous
@@ -203,6 +204,41 @@ final class BeaconFollowServiceTests: XCTestCase {
                 try await run.value
             }
             XCTAssertEqual(warnings.count, roster ? 1 : 0, "roster \(roster): \(warnings)")
+            // The student reads it too, as a sentence.
+            XCTAssertEqual(notes.all.count, roster ? 1 : 0, "roster \(roster): \(notes.all)")
+            if roster { XCTAssertTrue(notes.all[0].hasPrefix("Not counted yet after 15 s. A roster poll counts only"), notes.all[0]) }
+        }
+    }
+
+    /// The answer given on the command line waits for a question that takes it: shown the first
+    /// question (which it does not answer) with a word on why nothing was cast, it is cast for the next.
+    func testTheFirstAnswerIsCastForTheFirstQuestionItAnswers() async throws {
+        let secret = pollSecret(code)
+        let key = BeaconKey(secret)
+        let log = EventLog()
+        let radio = ListeningRadio(log: log)
+        let service = BeaconFollowService(secret: secret, identity: DeviceKey.generate(), roster: false, transport: radio,
+                                          state: nil, lines: AsyncStream { _ in }, first: "true",
+                                          report: { log.add($0.line) }, logger: quiet,
+                                          tick: .seconds(3600), start: .immediate)
+        var counter: UInt32 = 1000
+        func state(_ q: BeaconQuestion) -> [UInt8] {
+            counter += 1
+            return try! BeaconCodec.seal(BeaconState(voteID: key.voteID, counter: counter, mode: .anonymous, poll: .open(q),
+                                                     interval: BeaconInterval(milliseconds: 100) ?? .stop), key: key)
+        }
+        try await testGracefulShutdown { shutdown in
+            let run = Task { try await service.run() }
+            _ = await radio.listens.waitFor(1)
+            radio.air(state(BeaconQuestion(number: 1, kind: .single, options: 4)))
+            var seen = await log.waitFor(3)
+            XCTAssertEqual(seen[1], "question 1 single 4")
+            XCTAssertTrue(seen[2].hasPrefix("true (given when you started) does not answer this question"), seen[2])
+            radio.air(state(BeaconQuestion(number: 2, kind: .truefalse, options: 0)))
+            seen = await log.waitFor(6)
+            XCTAssertEqual(Array(seen[3...]), ["advertise 100 ms", "question 2 truefalse 0", "sending true"])
+            shutdown.triggerGracefulShutdown()
+            try await run.value
         }
     }
 

@@ -225,9 +225,10 @@ final class BeaconFollowerTests: XCTestCase {
     }
 
     /// The first STATE frame a voter hears was sealed 30 s before (replayed by a passer-by, or left on
-    /// the air): the tally's own frames, 30 s ahead of it, look ahead of the voter's clock. They are
-    /// taken once nothing was accepted for `BeaconReplayGuard.staleAfter`: the voter follows the tally
-    /// to question 3 and, later, to the close.
+    /// the air): the tally's own frames, 30 s ahead of it, look ahead of the voter's clock. Refused, they
+    /// contradict it: after five of them over 3 s (from 2 s to 6 s) the voter listens again for 1.5 s and
+    /// takes the newest it hears (at 8 s, the first frame after 7.5 s), before `BeaconReplayGuard.staleAfter`
+    /// would have let them in (11 s). The voter follows the tally to question 3 and, later, to the close.
     func testAStaleFirstFrameGivesWayToTheTallysFrames() {
         var f = follower()
         f.hear(state(.open(q(1)), counter: 1_000), at: .seconds(1))
@@ -239,7 +240,8 @@ final class BeaconFollowerTests: XCTestCase {
             f.hear(state(.open(q(3)), counter: 1_000 + 3_000 + UInt32(100 * k)), at: t)
             if shownAt == nil, f.status == .open(.init(beacon: q(3), text: nil)) { shownAt = t }
         }
-        XCTAssertEqual(shownAt, .seconds(11), "10 s after the stale frame was accepted, not before")
+        XCTAssertEqual(shownAt, .seconds(8), "listening again, 7 s after the stale frame was accepted")
+        XCTAssertEqual(f.relistens, 1)
         f.hear(state(.closed, interval: nil, counter: 1_000 + 3_000 + 2_100), at: .seconds(22))
         XCTAssertEqual(f.status, .pollClosed, "and from then on the time rule holds again, with the tally's clock")
     }
@@ -286,7 +288,8 @@ final class BeaconFollowerTests: XCTestCase {
     /// Random orders of STATE (open, closed, stop, another question), ACKS (others' fingerprints,
     /// another question's, the voter's previous ballot's), answers and time: a voter whose current
     /// ballot no ACKS frame has acknowledged with its real fingerprint never stops advertising while
-    /// its question is open and the STATE interval is not stop.
+    /// its question is open and the STATE interval is not stop, including a question answered before it
+    /// closed or gave way to another and opened again (no frame erases an answer).
     func testAnUnacknowledgedBallotIsAdvertisedWhileItsQuestionIsOpen() {
         var rng = SplitMix64(seed: 0x5EED)
         var checked = 0
@@ -300,6 +303,8 @@ final class BeaconFollowerTests: XCTestCase {
             var stopInterval = false
             var answered = false
             var pending = false
+            // Questions whose answer left the air with them: it comes back when they open again.
+            var kept: Set<UInt8> = []
             var realAcked = false
             var sequence: UInt16 = 0
             var lastGeneration: UInt64?
@@ -313,11 +318,16 @@ final class BeaconFollowerTests: XCTestCase {
                     let question = q(UInt8(1 + rng.next() % 3))
                     stopInterval = rng.next() % 5 == 0
                     switch rng.next() % 4 {
-                    case 0: f.hear(state(.closed, interval: nil), at: now); open = nil; answered = false
-                    case 1: f.hear(state(.questionClosed(question), interval: nil), at: now); open = nil; answered = false
+                    case 0, 1:
+                        if let o = open, answered { kept.insert(o.number) }
+                        f.hear(state(rng.next() % 2 == 0 ? .closed : .questionClosed(question), interval: nil), at: now)
+                        open = nil
+                        answered = false
                     default:
                         if open != question {
-                            answered = pending
+                            if let o = open, answered { kept.insert(o.number) }
+                            let wasKept = kept.remove(question.number) != nil
+                            answered = pending || wasKept
                             pending = false
                             realAcked = false
                         }

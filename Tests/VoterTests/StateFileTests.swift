@@ -30,6 +30,28 @@ final class StateFileTests: XCTestCase {
         XCTAssertFalse(book.entries.contains { $0.poll == "a-1000-1" }, "the oldest polls are forgotten first")
     }
 
+    /// A voter killed (kill -9) between creating the temporary copy of the sequence file and renaming
+    /// it leaves `sequences.tmp.XXXXXX` behind, as mkstemp made it: the next voter to start removes it,
+    /// under the file's lock, and nothing else.
+    func testATemporaryCopyLeftByAKilledVoterIsRemovedAtTheNextStart() throws {
+        let state = tempState()
+        try state.create()
+        _ = try SequenceStore(state: state).claim(poll: "a-7-1", question: 1, answer: [1, 0, 0])
+        var template = Array((state.path + "/sequences.tmp.XXXXXX").utf8CString)
+        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        XCTAssertGreaterThanOrEqual(fd, 0)
+        _ = write(fd, "a-7-1 1 1", 9)
+        close(fd)
+        let leftover = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        let others = ["key.tmp.ABCDEF", "sequences.tmp.long-name", "sequences.old"].map { state.path + "/" + $0 }
+        for o in others { XCTAssertTrue(FileManager.default.createFile(atPath: o, contents: Data([1]))) }
+        XCTAssertTrue(FileManager.default.fileExists(atPath: leftover))
+
+        XCTAssertEqual(try SequenceStore(state: state).claim(poll: "a-7-1", question: 1, answer: [1, 0, 1]), 2)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: leftover), "the killed voter's copy is still there")
+        for o in others { XCTAssertTrue(FileManager.default.fileExists(atPath: o), "\(o) is not a leftover of the sequence file") }
+    }
+
     /// The sequence file remembers 256 polls: a poll's counter continues after 255 later polls, and
     /// the 256th forgets it, so that a ballot for it would start again at 1.
     func testAPollIsRememberedFor255LaterPollsThenForgotten() throws {

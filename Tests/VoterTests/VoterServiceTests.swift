@@ -95,13 +95,16 @@ final class VoterServiceTests: XCTestCase {
             XCTAssertEqual(voter.count, 8, "the voter ID in its one text form")
             input.yield("  C ")
             input.yield("")
-            input.yield("not an answer")  // logged, the vote on the air stays
+            input.yield("not an answer")  // reported, the vote on the air stays
             input.yield("A")
-            seen = await log.waitFor(6)
-            XCTAssertEqual(Array(seen[2...]), ["advertise", "changed to C (sequence 2)", "advertise", "changed to A (sequence 3)"])
+            seen = await log.waitFor(7)
+            XCTAssertEqual(Array(seen[2...3]), ["advertise", "changed to C (sequence 2)"])
+            XCTAssertTrue(seen[4].hasPrefix("not cast: not an answer: "), seen[4])
+            XCTAssertTrue(seen[4].hasSuffix("; the vote stays C"), seen[4])
+            XCTAssertEqual(Array(seen[5...]), ["advertise", "changed to A (sequence 3)"])
             input.finish()
-            seen = await log.waitFor(8)
-            XCTAssertEqual(Array(seen[6...]), ["input closed; the vote stays on the air until stopped", "waiting for shutdown"])
+            seen = await log.waitFor(9)
+            XCTAssertEqual(Array(seen[7...]), ["input closed; the vote stays on the air until stopped", "waiting for shutdown"])
             log.add("test: shutdown")
             shutdown.triggerGracefulShutdown()
             try await run.value
@@ -109,7 +112,7 @@ final class VoterServiceTests: XCTestCase {
             XCTAssertEqual(current?.answer, .choice(0))
         }
         // The radio was shut down only after the shutdown was asked for, and the service said so.
-        XCTAssertEqual(Array(log.all[6...]), ["input closed; the vote stays on the air until stopped", "waiting for shutdown",
+        XCTAssertEqual(Array(log.all[7...]), ["input closed; the vote stays on the air until stopped", "waiting for shutdown",
                                               "test: shutdown", "shutdown", "stopped advertising"])
     }
 
@@ -132,8 +135,13 @@ final class VoterServiceTests: XCTestCase {
             input.yield("A+A")    // a letter twice
             input.yield("C")      // C alone
             input.finish()
-            let seen = await log.waitFor(5)
-            XCTAssertEqual(Array(seen[2...4]), ["advertise", "changed to C+ (sequence 2)", "input closed; the vote stays on the air until stopped"])
+            let seen = await log.waitFor(8)
+            // Each refused line is said, with what the question takes and the vote that stays.
+            XCTAssertEqual(Array(seen[2...3]), [
+                "not cast: A+D: option D is not offered; this question takes one or more different letters from A to C, joined by +, like A+C; the vote stays A+B",
+                "not cast: true: 'true' does not answer this question; this question takes one or more different letters from A to C, joined by +, like A+C; the vote stays A+B"])
+            XCTAssertTrue(seen[4].hasPrefix("not cast: A+A: ") && seen[4].hasSuffix("; the vote stays A+B"), seen[4])
+            XCTAssertEqual(Array(seen[5...7]), ["advertise", "changed to C+ (sequence 2)", "input closed; the vote stays on the air until stopped"])
             shutdown.triggerGracefulShutdown()
             try await run.value
         }

@@ -128,8 +128,10 @@ def main():
         # 1. Votes from separate voter processes on the simulated air, started together.
         for i, answers in enumerate(VOTES):
             env = dict(os.environ, XDG_STATE_HOME=os.path.join(WORK, f"voter-{i}"))
+            # --question 1: these voters vote on question 1 directly (their "voting"/"changed to" lines), not
+            # by following the beacon, which every form without --question does.
             voters.append(subprocess.Popen([f"{BIN}/clicker-vote", "--radio", "sim", "--air", os.path.join(WORK, "air.sock"),
-                                            CODE, answers[0]], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                            "--question", "1", CODE, answers[0]], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                            stderr=subprocess.DEVNULL, text=True, bufsize=1))
         cast = 0
         for p, answers in zip(voters, VOTES):

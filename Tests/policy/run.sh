@@ -22,9 +22,11 @@ created_users=""
 created_group=""
 daemon_pid=""
 service_pid=""
+listener_pids=""
+# Every process this script started is stopped here, whatever way it ends (each was started as the
+# process itself, not through a shell function's subshell, so that its pid is the one killed).
 cleanup() {
-    [ -n "$service_pid" ] && kill "$service_pid" 2>/dev/null
-    [ -n "$daemon_pid" ] && kill "$daemon_pid" 2>/dev/null
+    for p in $service_pid $listener_pids $daemon_pid; do kill "$p" 2>/dev/null; done
     wait 2>/dev/null
     for u in $created_users; do userdel "$u" || echo "warning: could not remove test user $u" >&2; done
     [ -n "$created_group" ] && groupdel "$created_group" 2>/dev/null
@@ -145,10 +147,12 @@ lp1=$!
 setpriv --reuid=clicker-test-outsider --regid=clicker-test-outsider --init-groups env BUS="$BUS" \
     "$PY" "$tmp/standin.py" listen 2 > "$tmp/listen-outsider" 2>&1 &
 lp2=$!
+listener_pids="$lp1 $lp2"
 i=0
 while { ! grep -q READY "$tmp/listen-instructor" 2>/dev/null || ! grep -q READY "$tmp/listen-outsider" 2>/dev/null; } && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
 as clicker-test-instructor call $DEST $OBJ $IF NextQuestion >/dev/null 2>&1
 wait $lp1 $lp2
+listener_pids=""
 checks=$((checks + 2))
 if grep -q "SIGNALS 1" "$tmp/listen-instructor"; then echo "ok   instructor receives the service's signal"; else
     echo "FAIL instructor did not receive the signal: $(cat "$tmp/listen-instructor")"; failures=$((failures + 1)); fi
@@ -157,7 +161,8 @@ if grep -q "SIGNALS 0" "$tmp/listen-outsider"; then echo "ok   outsider does not
 
 # The service user may talk to BlueZ (a root-owned stand-in); others stay under the default deny.
 kill "$service_pid" 2>/dev/null; wait "$service_pid" 2>/dev/null; service_pid=""
-as_root serve org.bluez > "$tmp/bluez.out" 2>&1 &
+# Not through as_root: a shell function in the background is a subshell, whose pid is not the stand-in's.
+env BUS="$BUS" "$PY" "$tmp/standin.py" serve org.bluez > "$tmp/bluez.out" 2>&1 &
 service_pid=$!
 i=0
 while ! grep -q READY "$tmp/bluez.out" 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done

@@ -122,4 +122,33 @@ let benchmarks: @Sendable () -> Void = {
         }
         benchmark.stopMeasurement()
     }
+
+    // (g) Version 4's beacon: a voter verifying a signed ACKS frame of 42 fingerprints (tag and Ed25519
+    // signature; PROTOCOL.md §11.2), and the tally signing one (the daemon signs off its ingest actor).
+    Benchmark("Signed beacon frame verification (frames)") { benchmark in
+        let beaconKey = BeaconKey(secret)
+        let signer = BeaconSigner(seed: [UInt8](repeating: 5, count: 32))!
+        let frames = (0..<100).map { i in
+            try! BeaconCodec.seal(.acks(BeaconAcks(counter: UInt32(i), question: 1,
+                                                   fingerprints: (0..<42).map { AckFingerprint(value: UInt32(i * 42 + $0)) })),
+                                  key: beaconKey, signer: signer)
+        }
+        benchmark.startMeasurement()
+        for i in benchmark.scaledIterations {
+            blackHole(BeaconCodec.open(frames[i % 100], key: beaconKey, publicKey: signer.publicKey))
+        }
+        benchmark.stopMeasurement()
+    }
+
+    Benchmark("Signed beacon frame sealing (frames)") { benchmark in
+        let beaconKey = BeaconKey(secret)
+        let signer = BeaconSigner(seed: [UInt8](repeating: 5, count: 32))!
+        benchmark.startMeasurement()
+        for i in benchmark.scaledIterations {
+            blackHole(try? BeaconCodec.seal(.acks(BeaconAcks(counter: UInt32(truncatingIfNeeded: i), question: 1,
+                                                             fingerprints: (0..<42).map { AckFingerprint(value: UInt32($0)) })),
+                                            key: beaconKey, signer: signer))
+        }
+        benchmark.stopMeasurement()
+    }
 }

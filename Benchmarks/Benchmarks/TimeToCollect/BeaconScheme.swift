@@ -16,6 +16,8 @@ final class BeaconScheme: TallyScheme {
     /// The tally broadcasts extended advertising (58 fingerprints a frame) instead of legacy frames.
     let extendedBroadcast: Bool
     let key: BeaconKey
+    /// The poll's beacon key pair (signed extended frames, version 4).
+    let signer: BeaconSigner?
     var tally: TallyBeacon
     /// The question counted: number 1, or 2 after a question of ``priorRoom`` voters.
     let question: BeaconQuestionInfo
@@ -64,7 +66,11 @@ final class BeaconScheme: TallyScheme {
         enrolled = roster ?? .max
         self.priorRoom = priorRoom
         question = BeaconQuestionInfo(number: priorRoom > 0 ? 2 : 1, kind: .single, options: 4)
-        tally = TallyBeacon(key: key, mode: .anonymous, capabilities: extended ? .extended : .legacy, roomLimit: roster)
+        // Version 4: extended frames are signed by the poll's key pair. The voters are handed its public
+        // key (each would check it against the join code once, one scrypt, before its first signed STATE).
+        signer = BeaconSigner(seed: (0..<32).map { UInt8($0) })
+        tally = TallyBeacon(key: key, mode: .anonymous, capabilities: extended ? .extended : .legacy, roomLimit: roster,
+                            signer: signer)
         guard priorRoom > 0 else { return }
         // Question 1, before t = 0: `priorRoom` other voters counted and acknowledged.
         let first = BeaconQuestionInfo(number: 1, kind: .single, options: 4)
@@ -83,7 +89,8 @@ final class BeaconScheme: TallyScheme {
         self.castAt = castAt
         shownAt = [Double?](repeating: nil, count: voters.count)
         followers = voters.indices.map {
-            BeaconFollower(key: key, mode: .anonymous, voterID: Self.fingerprintVoterID($0), now: .zero)
+            BeaconFollower(key: key, mode: .anonymous, voterID: Self.fingerprintVoterID($0), now: .zero,
+                           publicKey: extendedBroadcast ? signer?.publicKey : nil)
         }
         advertising = [BeaconFollower.Advertising](repeating: .silent, count: voters.count)
         // Seeded from each radio's address, which the round's seed chose.

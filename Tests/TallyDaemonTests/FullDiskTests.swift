@@ -1,0 +1,169 @@
+import ClickerSim
+@testable import ClickerStore
+import ClickerTransport
+import ClickerWire
+import Foundation
+import GRDB
+import Logging
+import Synchronization
+@testable import TallyDaemon
+import Voter
+import XCTest
+
+/// A database that cannot grow (SQLite's `max_page_count`: a write that needs another page fails
+/// with SQLITE_FULL, "database or disk is full", as on a full disk) under a real `PollController`
+/// and its beacon, with real voters (`BeaconFollowService`) following it on the simulated air.
+/// Nothing the store does not hold is shown, exported or acknowledged; the voters keep sending;
+/// once the database grows again their answers count.
+final class FullDiskTests: XCTestCase {
+    let code = try! JoinCode(parsing: "4821-K7QXM-3PF9A")  // test constant
+    let letters = ["A", "B", "C", "D"]
+
+    func testAFullDatabaseStopsCountingAndAcknowledgingAndLosesNothing() async throws {
+        let n = 10
+        let secret = pollSecret(code)
+        let air = SimulatedAir(AirConfiguration(seed: 37, clock: .virtual))
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("full-disk-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let store = try ClickerStore(path: dir + "/clicker.db", durability: .normal)
+        // The controller's clock is the air's: its retries of the store follow virtual time.
+        let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: store,
+                                            logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }),
+                                            clock: { Date(timeIntervalSinceReferenceDate: Double(air.now.nanoseconds) / 1e9) })
+        let quiet = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+        let shown = Mutex<[Int: [String]]>([:])
+        var inputs: [AsyncStream<String>.Continuation] = []
+        var voters: [Task<Void, any Error>] = []
+        var stores: [Data] = []   // each voter as the store keys it
+        for i in 0..<n {
+            let (lines, input) = AsyncStream<String>.makeStream()
+            inputs.append(input)
+            let identity = DeviceKey.generate()
+            let id = await VoterSession(secret: secret, question: 1, identity: identity, transport: air.addPeripheral(),
+                                        state: nil).voterID
+            stores.append(Data([0, UInt8(id >> 24), UInt8((id >> 16) & 0xFF), UInt8((id >> 8) & 0xFF), UInt8(id & 0xFF)]))
+            let service = BeaconFollowService(secret: secret, identity: identity, roster: false,
+                                              transport: air.addPeripheral(), state: nil, lines: lines,
+                                              report: { s in shown.withLock { $0[i, default: []].append(s.line) } },
+                                              logger: quiet)
+            voters.append(Task { try await service.run() })
+        }
+        let run = await air.start(controller)
+        func lines(_ i: Int) -> [String] { shown.withLock { $0[i] ?? [] } }
+        func drive(for d: Duration) async throws {
+            let end = air.now.nanoseconds + UInt64(d.components.seconds) * 1_000_000_000
+                + UInt64(d.components.attoseconds / 1_000_000_000)
+            while air.now.nanoseconds < end {
+                await air.drive(controller, until: RadioInstant(nanoseconds: air.now.nanoseconds + 100_000_000))
+                try await Task.sleep(for: .milliseconds(5))   // the voters' tasks run on the pool
+            }
+        }
+        func drive(_ what: String, for limit: Duration, until done: (Int) -> Bool) async throws {
+            let end = air.now.nanoseconds + UInt64(limit.components.seconds) * 1_000_000_000
+            while air.now.nanoseconds < end {
+                if (0..<n).allSatisfy(done) { return }
+                await air.drive(controller, until: RadioInstant(nanoseconds: air.now.nanoseconds + 100_000_000))
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            XCTFail("\(what): not every voter after \(limit): \((0..<n).filter { !done($0) }.map { "\($0): \(lines($0).suffix(3))" })")
+        }
+        /// Each voter's answer as it last showed it counted.
+        func shownCounted() -> [Int: String] {
+            var d: [Int: String] = [:]
+            for i in 0..<n { if let c = lines(i).last(where: { $0.hasPrefix("counted ") }) { d[i] = String(c.dropFirst(8)) } }
+            return d
+        }
+        /// Each voter's answer as the store counts it: its highest sequence (latest wins).
+        func storedAnswers() throws -> [Data: String] {
+            var latest: [Data: BallotRecord] = [:]
+            for b in try store.ballots(poll: 1, question: 1) where b.sequence >= latest[b.voter]?.sequence ?? 0 {
+                latest[b.voter] = b
+            }
+            return latest.mapValues { $0.answer.description }
+        }
+        /// The answers the store counts.
+        func stored() throws -> [String: Int] {
+            try storedAnswers().values.reduce(into: [:]) { $0[$1, default: 0] += 1 }
+        }
+        func histogram(_ d: [Int: String]) -> [String: Int] { d.values.reduce(into: [:]) { $0[$1, default: 0] += 1 } }
+        /// What the controller counts (results, the export's source), without answers at zero.
+        func counted() async -> [String: Int] { await controller.results().counts.filter { $0.value > 0 } }
+
+        try await drive("question 1 shown", for: .seconds(20)) { lines($0).contains("question 1 single 4") }
+        for input in inputs { input.yield("A") }
+        try await drive("counted A", for: .seconds(60)) { lines($0).contains("counted A") }
+        XCTAssertEqual(try stored(), ["A": n])
+
+        // The disk fills: the database can no longer grow.
+        let pages = try await store.pool.writeWithoutTransaction { db in
+            let pages = try Int.fetchOne(db, sql: "PRAGMA page_count") ?? 0
+            try db.execute(sql: "PRAGMA max_page_count = \(pages)")
+            return pages
+        }
+        XCTAssertGreaterThan(pages, 0)
+        // The voters change their answers until a commit fails (the last page fills), then twice more.
+        var round = 0
+        var answer: [Int: String] = [:]
+        var roundsStopped = 0
+        while roundsStopped < 2 {
+            round += 1
+            XCTAssertLessThan(round, 40, "the database never filled")
+            if round >= 40 { break }
+            for (i, input) in inputs.enumerated() {
+                answer[i] = letters[(round + i) % 4]
+                input.yield(answer[i] ?? "A")
+            }
+            try await drive(for: .seconds(4))
+            if await controller.storageError != nil { roundsStopped += 1 }
+            // A voter that shows its answer counted has it saved; the tally counts what the store counts.
+            let saved = try storedAnswers()
+            for i in 0..<n {
+                guard let last = lines(i).last, last.hasPrefix("counted ") else { continue }
+                XCTAssertEqual(saved[stores[i]], String(last.dropFirst(8)), "round \(round): voter \(i) shows counted what is not saved")
+            }
+            let storedNow = try stored()
+            let countedNow = await counted()
+            XCTAssertEqual(countedNow, storedNow, "round \(round): the tally counts what is not saved")
+        }
+        let notSaved = await controller.notSaved
+        XCTAssertGreaterThan(notSaved, 0)
+        // Counting has stopped, plainly: the live view says so and why.
+        let alert = await controller.viewModel().alert ?? ""
+        XCTAssertTrue(alert.hasPrefix("COUNTING STOPPED"), alert)
+        XCTAssertTrue(alert.contains("database or disk is full"), alert)
+        // Some voter's latest answer is not counted, and that voter does not say it is.
+        let waiting = (0..<n).filter { shownCounted()[$0] != answer[$0] }
+        XCTAssertFalse(waiting.isEmpty, "no answer was left unsaved")
+        // The voters keep sending their ballots (never acknowledged): the tally hears them and, at
+        // each retry of the store, fails to save them again.
+        let ballotsBefore = await controller.ingestStatistics.reports
+        try await drive(for: .seconds(10))
+        let ballotsAfter = await controller.ingestStatistics.reports
+        let notSavedAfter = await controller.notSaved
+        XCTAssertGreaterThan(ballotsAfter, ballotsBefore + waiting.count, "the voters that were not acknowledged stopped sending")
+        XCTAssertGreaterThan(notSavedAfter, notSaved, "no retry of the store in 10 s")
+        let exported = try await controller.export(to: dir + "/exports")
+        XCTAssertFalse(exported.isEmpty)
+
+        // Space returns: counting resumes, and every voter's latest answer counts with nothing lost.
+        try await store.pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA max_page_count = 1073741823") }
+        try await drive("latest answer counted", for: .seconds(60)) { shownCounted()[$0] == answer[$0] }
+        let final = histogram(answer)
+        XCTAssertEqual(try stored(), final)
+        let countedAfter = await counted()
+        XCTAssertEqual(countedAfter, final)
+        let storageError = await controller.storageError
+        XCTAssertNil(storageError)
+        let failure = await controller.storageFailure
+        XCTAssertNotNil(failure, "the run keeps its storage failure for the exit status")
+        let resumedAlert = await controller.viewModel().alert
+        XCTAssertNil(resumedAlert)
+
+        for v in voters { v.cancel() }
+        for v in voters { _ = try? await v.value }
+        run.cancel()
+        _ = try? await run.value
+        air.finishAdvertisementStreams()
+    }
+}

@@ -1,0 +1,122 @@
+import ClickerTransport
+import ClickerWire
+import Foundation
+import Glibc
+import InMemoryLogging
+import Logging
+import PrivateFiles
+import ServiceLifecycle
+import ServiceLifecycleTestKit
+import Synchronization
+import Voter
+import XCTest
+
+/// A radio whose advertising fails while `failing` is set (the radio went away).
+final class RefusingRadio: PeripheralTransport, ListenerTransport {
+    struct Gone: Error, CustomStringConvertible { var description: String { "the radio went away" } }
+    let inner: ListeningRadio
+    let failing = Mutex(true)
+    init(log: EventLog) { inner = ListeningRadio(log: log) }
+
+    func advertise(_ payload: AdvertisingPayload) async throws {
+        if failing.withLock({ $0 }) { throw Gone() }
+        try await inner.advertise(payload)
+    }
+    func stopAdvertising() async throws { try await inner.stopAdvertising() }
+    func publish(service: UUID128, characteristic: UUID128, value: [UInt8]) async throws {}
+    func shutdown() async { await inner.shutdown() }
+    func status() -> AsyncStream<RadioStatus> { inner.status() }
+    func listen(companyID: UInt16, dutyCycle: ScanDutyCycle) -> AsyncThrowingStream<AdvertisementReport, any Error> {
+        inner.listen(companyID: companyID, dutyCycle: dutyCycle)
+    }
+}
+
+/// A following voter never shows "sending" while its answer is not on the air: it says why, once,
+/// whatever the number of beacon frames and ticks meanwhile, and shows "sending" once it is.
+final class NotSendingTests: XCTestCase {
+    let code = try! JoinCode(parsing: "4821-ABCDE-FGHJK")  // test constant, not input
+
+    func follow(radio: RefusingRadio, state: StateDirectory?, log: EventLog, logged: InMemoryLogHandler,
+                _ body: (_ frame: () -> Void, _ answer: (String) -> Void) async throws -> Void) async throws {
+        let secret = pollSecret(code)
+        let key = BeaconKey(secret)
+        let (lines, input) = AsyncStream<String>.makeStream()
+        let service = BeaconFollowService(secret: secret, identity: DeviceKey.generate(), roster: false, transport: radio,
+                                          state: state, lines: lines, report: { log.add($0.line) },
+                                          notSending: { log.add($0.line) },
+                                          logger: Logger(label: "test", factory: { _ in logged }),
+                                          tick: .seconds(3600), start: .immediate)
+        var counter: UInt32 = 1000
+        let q2 = BeaconQuestion(number: 2, kind: .single, options: 4)
+        try await testGracefulShutdown { shutdown in
+            let run = Task { try await service.run() }
+            _ = await radio.inner.listens.waitFor(1)
+            try await body({
+                counter += 1
+                radio.inner.air(try! BeaconCodec.seal(BeaconState(voteID: key.voteID, counter: counter, mode: .anonymous,
+                                                                  poll: .open(q2), interval: BeaconInterval(milliseconds: 100) ?? .stop),
+                                                      key: key))
+            }, { input.yield($0) })
+            shutdown.triggerGracefulShutdown()
+            try await run.value
+        }
+    }
+
+    /// The radio refuses to advertise for 300 beacon frames: "not-sending radio-unavailable" once,
+    /// one error logged; once it advertises, "sending B".
+    func testARadioThatCannotAdvertiseIsSaidOnceAndNeverShownAsSending() async throws {
+        let log = EventLog(), logged = InMemoryLogHandler()
+        let radio = RefusingRadio(log: log)
+        try await follow(radio: radio, state: nil, log: log, logged: logged) { frame, answer in
+            frame()
+            _ = await log.waitFor(2)                     // waiting, question 2 single 4
+            answer("B")
+            var seen = await log.waitFor(3)
+            XCTAssertEqual(seen.last, "not-sending radio-unavailable")
+            for _ in 0..<300 { frame() }
+            radio.failing.withLock { $0 = false }
+            frame()
+            seen = await log.waitFor(5)
+            XCTAssertEqual(seen, ["waiting", "question 2 single 4", "not-sending radio-unavailable", "advertise 100 ms", "sending B"])
+        }
+        let errors = logged.entries.filter { $0.level == .error }.map { "\($0.message)" }
+        XCTAssertEqual(errors, ["not sending: the radio went away"], "said once, not at every frame")
+    }
+
+    /// A sequence file that cannot be written (here its path is a directory): the ballot is never
+    /// sealed, so never sent, and the voter says so once while frames keep coming.
+    func testAStateDirectoryThatCannotBeWrittenIsSaidOnce() async throws {
+        let log = EventLog(), logged = InMemoryLogHandler()
+        let radio = RefusingRadio(log: log)
+        radio.failing.withLock { $0 = false }
+        let state = StateDirectory(path: NSTemporaryDirectory() + "clicker-state-\(UUID().uuidString)/clicker")
+        try state.create()
+        defer { try? FileManager.default.removeItem(atPath: (state.path as NSString).deletingLastPathComponent) }
+        try FileManager.default.createDirectory(atPath: state.path + "/sequences", withIntermediateDirectories: false)
+        try await follow(radio: radio, state: state, log: log, logged: logged) { frame, answer in
+            frame()
+            _ = await log.waitFor(2)
+            answer("C")
+            let seen = await log.waitFor(3)
+            XCTAssertEqual(seen.last, "not-sending state-directory-unusable")
+            for _ in 0..<100 { frame() }
+            // The last frame is taken once the next report after it is: the directory is fixed, one more frame.
+            try FileManager.default.removeItem(atPath: state.path + "/sequences")
+            frame()
+            let after = await log.waitFor(5)
+            XCTAssertEqual(Array(after[3...]), ["advertise 100 ms", "sending C"])
+        }
+        XCTAssertFalse(log.all.contains("sending C") && log.all.firstIndex(of: "sending C") ?? 0 < 4)
+        XCTAssertEqual(logged.entries.filter { $0.level == .error }.count, 1, "\(logged.entries.map(\.message))")
+    }
+
+    /// A full disk (ENOSPC, EDQUOT) is told as such, in a line and a sentence.
+    func testAFullDiskIsToldAsAFullDisk() {
+        for e in [ENOSPC, EDQUOT] {
+            let why = NotSending(PrivateFileError.cannotWrite("/home/s/.local/state/clicker/sequences", errno: e))
+            XCTAssertEqual(why.line, "not-sending state-directory-full")
+            XCTAssertTrue(why.sentence.hasPrefix("NOT SENT: the disk holding this device's state is full"), why.sentence)
+        }
+        XCTAssertEqual(NotSending(PrivateFileError.cannotWrite("x", errno: EACCES)).cause, .stateUnusable)
+    }
+}
