@@ -84,7 +84,9 @@ final class VoteProcess {
     private var pty: PseudoTerminal?
     private let out = Pipe()
     private let stop = StopFlag()
-    private var iterator: AsyncStream<String>.Iterator
+    private let lines = LineQueue()
+    /// How long `next()` waits for a line: a line that never comes fails the test instead of holding it.
+    static let lineTimeout: TimeInterval = 90
 
     static func executable() throws -> URL {
         let bundle = URL(fileURLWithPath: CommandLine.arguments.first { $0.hasSuffix(".xctest") } ?? "/proc/self/exe")
@@ -102,8 +104,7 @@ final class VoteProcess {
         process.environment = environment
         process.standardInput = input
         process.standardError = errors
-        let (lines, sink) = AsyncStream<String>.makeStream()
-        iterator = lines.makeAsyncIterator()
+        let sink = lines
         if terminal {
             let pty = try PseudoTerminal(width: 80, height: 24)
             self.pty = pty
@@ -117,7 +118,7 @@ final class VoteProcess {
                     guard poll(&fd, 1, 200) > 0 else { continue }
                     buffer += pty.readAvailable()
                     while let i = buffer.firstIndex(of: 10) {
-                        sink.yield(String(decoding: buffer[..<i].filter { $0 != 13 }, as: UTF8.self))
+                        sink.push(String(decoding: buffer[..<i].filter { $0 != 13 }, as: UTF8.self))
                         buffer.removeFirst(i + 1)
                     }
                 }
@@ -128,7 +129,7 @@ final class VoteProcess {
             let handle = out.fileHandleForReading
             Thread.detachNewThread {
                 let reader = LineReader(handle)
-                while let line = reader.next() { sink.yield(line) }
+                while let line = reader.next() { sink.push(line) }
                 sink.finish()
             }
         }
@@ -142,7 +143,12 @@ final class VoteProcess {
 
     func start() throws { try process.run() }
 
-    func next() async -> String? { await iterator.next() }
+    /// The next line, or nil when the output ended or no line came within ``lineTimeout``.
+    func next() async -> String? {
+        let line = await lines.next(timeout: Self.lineTimeout)
+        if line == nil, !lines.ended { XCTFail("no line from clicker-vote within \(Int(Self.lineTimeout)) s") }
+        return line
+    }
 
     /// The next `n` lines.
     func next(_ n: Int) async -> [String] {
@@ -164,6 +170,59 @@ final class VoteProcess {
     deinit {
         if process.isRunning { process.terminate() }
         stop.stop()
+    }
+}
+
+/// Lines read by a thread, waited for by a test with a bound.
+final class LineQueue: @unchecked Sendable {
+    // @unchecked Sendable: every stored property is only touched under `lock`.
+    private let lock = NSLock()
+    private var lines: [String] = []
+    private var finished = false
+    private var waiter: (id: Int, resume: CheckedContinuation<String?, Never>)?
+    private var waits = 0
+
+    var ended: Bool { lock.withLock { finished && lines.isEmpty } }
+
+    func push(_ line: String) {
+        let w: CheckedContinuation<String?, Never>? = lock.withLock {
+            guard let w = waiter else { lines.append(line); return nil }
+            waiter = nil
+            return w.resume
+        }
+        w?.resume(returning: line)
+    }
+
+    func finish() {
+        let w: CheckedContinuation<String?, Never>? = lock.withLock {
+            finished = true
+            defer { waiter = nil }
+            return waiter?.resume
+        }
+        w?.resume(returning: nil)
+    }
+
+    func next(timeout: TimeInterval) async -> String? {
+        await withCheckedContinuation { (c: CheckedContinuation<String?, Never>) in
+            // Either a line (or the end) at once, or the number of this wait, ended by a line or the timer.
+            let ready: Result<String?, Never>?, id: Int
+            (ready, id) = lock.withLock {
+                if !lines.isEmpty { return (.success(lines.removeFirst()), 0) }
+                if finished { return (.success(nil), 0) }
+                waits += 1
+                waiter = (waits, c)
+                return (nil, waits)
+            }
+            if let ready { return c.resume(with: ready) }
+            DispatchQueue.global().asyncAfter(deadline: .now() + timeout) { [self] in
+                let w: CheckedContinuation<String?, Never>? = lock.withLock {
+                    guard let w = waiter, w.id == id else { return nil }
+                    waiter = nil
+                    return w.resume
+                }
+                w?.resume(returning: nil)
+            }
+        }
     }
 }
 
