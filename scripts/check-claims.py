@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Every test that README.md and docs/*.md cite must exist.
+"""Every test that README.md, CHANGELOG.md and docs/*.md cite must exist.
 
 A claim in the documents names the test that performs it: `Module.Class.testName`, `Class.testName` or
 a bare `testName` in backticks. This reads every XCTest method under Tests/ (class by class, extensions
@@ -47,7 +47,7 @@ def index():
 
 
 def documents():
-    paths = [os.path.join(ROOT, "README.md")]
+    paths = [os.path.join(ROOT, "README.md"), os.path.join(ROOT, "CHANGELOG.md")]
     docs = os.path.join(ROOT, "docs")
     for dirpath, _, files in os.walk(docs):
         paths += [os.path.join(dirpath, f) for f in sorted(files) if f.endswith(".md")]

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Checks the installed size of both binaries: their release builds, stripped as scripts/install.sh
-# strips them, must each be at most 40 MB (README, "Binary size"; MB = 1,000,000 bytes), so that a
+# strips them, must each be at most 40 MB (docs/PERFORMANCE.md, "Binary size"; MB = 1,000,000 bytes), so that a
 # student's board has room for the voter and an instructor's laptop for the tally.
 #   scripts/check-size.sh [BIN_DIR]     (default: builds them with scripts/release-build.sh)
 set -euo pipefail

@@ -3,7 +3,7 @@
 # and restart it with --resume. Every ballot that `clicker-tally results` reported before a kill must
 # still be there afterwards (same voter, same or higher sequence).
 #
-#   scripts/crash-test.sh            300 voters, 20 kills (the figure in the README)
+#   scripts/crash-test.sh            300 voters, 20 kills (the figure in README.md and docs/PERFORMANCE.md)
 #   scripts/crash-test.sh --small    60 voters, 5 kills (CI)
 #
 # Runs on a private dbus-daemon; the daemon's database lives in a temporary directory.

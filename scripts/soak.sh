@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Soak benchmark: the tally daemon and the voter through a three-hour lecture, time accelerated
-# (README "Performance", docs/PERFORMANCE-daemon.md "Soak"). Separate from the tests.
+# (docs/PERFORMANCE.md, docs/PERFORMANCE-daemon.md "Soak"). Separate from the tests.
 #
 #   scripts/soak.sh            300 voters, 40 questions, 180 lecture minutes at x30 (about 15 minutes):
 #                              the simulated air, then D-Bus against bluez-loadgen, then clicker-vote

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The one test command (README "Tests"; CI runs exactly this). It installs what the tests need,
-# then runs every tier:
+# The one test command (README "Two commands"; its tiers: docs/CLAIMS.md; CI runs exactly this).
+# It installs what the tests need, then runs every tier:
 #   1. unit and property tests: pure core, simulated radio, storage, view   (swift test)
 #   2. D-Bus integration against a private dbus-daemon with python-dbusmock standing in for
 #      bluetoothd (inside swift test), plus: libdbus leak check under valgrind, the D-Bus

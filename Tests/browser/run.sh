@@ -7,8 +7,8 @@
 # then Tests/browser/projector_test.py casts votes with clicker-vote --radio sim, reads the page's
 # DOM, hides the results through D-Bus, takes the screenshots projector-1920.png and
 # projector-phone.png, and reads back the SVG chart of `clicker-tally export`.
-# Prints "N passed, M failed". The screenshots go to a temporary directory; to refresh the README's
-# pictures: SCREENSHOTS=docs/images Tests/browser/run.sh
+# Prints "N passed, M failed". The screenshots go to a temporary directory; to refresh the pictures
+# of docs/GUIDE.md "The projector page": SCREENSHOTS=docs/images Tests/browser/run.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 need() { echo "$1 (scripts/setup.sh --test)"; echo "projector-browser: 0 passed, 1 failed"; exit 1; }

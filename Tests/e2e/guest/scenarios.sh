@@ -144,7 +144,7 @@ gatt_verify() {
   check "one connection verified the ballot (Connect calls)" is 1 sh -c "grep -cE 'member=Connect\$' '$D/dbus-calls'"
   stop v1 TERM 30; note "voter exit status after SIGTERM: $RC"
   kill -INT "$btmon" 2>/dev/null; sleep 1
-  # bluetoothd stops discovery for the connection and starts it again once connected (README, GATT reads).
+  # bluetoothd stops discovery for the connection and starts it again once connected (docs/PERFORMANCE.md, the "GATT read" row).
   check "after every GATT connection the tally's scan on hci0 started again (pauses in ms)" py scanpause "$D/hci.btsnoop" 0
 }
 
@@ -329,7 +329,7 @@ hci_only() {
 # ---------------------------------------------------------------------------------
 # The beacon (PROTOCOL.md §11.11) on real bluetoothd. Voters started with no answer and no
 # --question follow it; their stdout is not a terminal, so they print one status line per change
-# (README, "Following the tally").
+# (docs/GUIDE.md, "The lines for a board's script").
 
 # shows NAME REGEX: a status line of NAME matching REGEX; prints it.
 shows() { grep -m1 -E "$2" "$D/$1.out"; }
