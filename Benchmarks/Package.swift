@@ -1,6 +1,6 @@
 // swift-tools-version: 6.1
 // Benchmarks, kept apart from the product so that `swift test` never builds them.
-// Run: swift package --package-path Benchmarks benchmark   (see README "Performance")
+// Run: swift package --package-path Benchmarks benchmark   (see docs/PERFORMANCE.md)
 import PackageDescription
 
 let package = Package(

@@ -59,6 +59,8 @@ for b in clicker-tally clicker-vote; do
   echo "$b: $(stat -c %s "$DESTDIR/usr/local/bin/$b") bytes installed"
 done
 install -D -m 0644 systemd/clicker-tally.service "$DESTDIR/etc/systemd/system/clicker-tally.service"
+install -D -m 0644 README.md "$DESTDIR/usr/local/share/doc/clicker/README.md"
+install -D -m 0644 docs/GUIDE.md "$DESTDIR/usr/local/share/doc/clicker/GUIDE.md"
 # The projector page's drop-in, off until copied to /etc/systemd/system/clicker-tally.service.d/web.conf.
 install -D -m 0644 systemd/clicker-tally-web.conf "$DESTDIR/usr/local/share/doc/clicker/clicker-tally-web.conf"
 install -D -m 0644 systemd/clicker-tally-questions.conf "$DESTDIR/usr/local/share/doc/clicker/clicker-tally-questions.conf"

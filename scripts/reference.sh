@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
 # Regenerates the generated part of docs/REFERENCE.md from the built binaries' --help.
 #
-#   scripts/reference.sh DIRECTORY     DIRECTORY holds clicker-tally and clicker-vote
-#                                      (e.g. .build/release); runs no build.
+#   scripts/reference.sh [--check] DIRECTORY   DIRECTORY holds clicker-tally and clicker-vote
+#                                              (e.g. .build/release); runs no build.
 #
 # Replaces what lies between the "BEGIN GENERATED" and "END GENERATED" comments of
 # docs/REFERENCE.md; the hand-written parts (files, environment, exit statuses) are outside it.
+# --check writes nothing and fails when docs/REFERENCE.md differs from what the binaries say
+# (scripts/test.sh runs it on the release build). The binaries run without XDG_RUNTIME_DIR and the
+# simulated air's per-user default socket is written /tmp/clicker-air-UID.sock, so the text does
+# not depend on who generates it.
 set -euo pipefail
-dir=${1:?usage: scripts/reference.sh DIRECTORY (holding clicker-tally and clicker-vote)}
+check=0
+if [ "${1:-}" = --check ]; then check=1; shift; fi
+dir=${1:?usage: scripts/reference.sh [--check] DIRECTORY (holding clicker-tally and clicker-vote)}
 root=$(cd "$(dirname "$0")/.." && pwd)
 doc="$root/docs/REFERENCE.md"
 for b in clicker-tally clicker-vote; do
@@ -17,12 +23,18 @@ done
 # Subcommand names from a help text's SUBCOMMANDS list (the first word of each indented entry).
 subcommands() { awk '/^SUBCOMMANDS:/{on=1; next} on && /^  [a-z]/{print $1} on && /^  See /{exit}'; }
 
+help() {  # help BINARY [SUBCOMMAND...]: its --help, independent of the user who runs it
+  local bin=$1; shift
+  env -u XDG_RUNTIME_DIR "$dir/$bin" "$@" --help 2>&1 \
+    | sed -E -e 's/[[:space:]]*$//' -e 's#/tmp/clicker-air-[0-9]+\.sock#/tmp/clicker-air-UID.sock#'
+}
+
 section() {  # section HEADING-LEVEL BINARY [SUBCOMMAND...]
   local level=$1; shift
   local bin=$1; shift
   local title="$bin${*:+ $*}"
   printf '%s `%s`\n\n```text\n' "$level" "$title"
-  "$dir/$bin" "$@" --help 2>&1 | sed -e 's/[[:space:]]*$//'
+  help "$bin" "$@"
   printf '```\n\n'
 }
 
@@ -35,9 +47,9 @@ trap 'rm -f "$gen"' EXIT
   echo
   for bin in clicker-tally clicker-vote; do
     section '###' "$bin"
-    for sub in $("$dir/$bin" --help 2>&1 | subcommands); do
+    for sub in $(help "$bin" | subcommands); do
       section '####' "$bin" "$sub"
-      for subsub in $("$dir/$bin" "$sub" --help 2>&1 | subcommands); do
+      for subsub in $(help "$bin" "$sub" | subcommands); do
         section '#####' "$bin" "$sub" "$subsub"
       done
     done
@@ -45,13 +57,21 @@ trap 'rm -f "$gen"' EXIT
   echo "<!-- END GENERATED -->"
 } > "$gen"
 
-python3 - "$doc" "$gen" <<'PY'
-import re, sys
-doc, gen = sys.argv[1], open(sys.argv[2], encoding="utf-8").read()
+python3 - "$doc" "$gen" "$check" <<'PY'
+import difflib, re, sys
+doc, gen, check = sys.argv[1], open(sys.argv[2], encoding="utf-8").read(), sys.argv[3] == "1"
 text = open(doc, encoding="utf-8").read()
 pattern = re.compile(r"<!-- BEGIN GENERATED.*?<!-- END GENERATED -->\n", re.S)
 if not pattern.search(text):
     sys.exit(f"reference.sh: {doc} has no BEGIN GENERATED / END GENERATED block")
-open(doc, "w", encoding="utf-8").write(pattern.sub(lambda _: gen, text, count=1))
+new = pattern.sub(lambda _: gen, text, count=1)
+if not check:
+    open(doc, "w", encoding="utf-8").write(new)
+    print("reference.sh: regenerated the command reference in docs/REFERENCE.md")
+elif new != text:
+    diff = difflib.unified_diff(text.splitlines(True), new.splitlines(True), doc, "the binaries' --help")
+    sys.stdout.writelines(list(diff)[:80])
+    sys.exit("reference.sh: docs/REFERENCE.md differs from the binaries' --help; run scripts/reference.sh DIRECTORY")
+else:
+    print("reference.sh: docs/REFERENCE.md matches the binaries' --help")
 PY
-echo "reference.sh: regenerated the command reference in docs/REFERENCE.md"

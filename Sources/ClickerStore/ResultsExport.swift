@@ -4,7 +4,7 @@ import ClickerWire
 /// The results by kind in the exports: the summary CSV's result columns, the instant-runoff
 /// rounds CSV, and the JSON's `results` (ClickerTally's ``KindReport``). Pure.
 extension Exporter {
-    /// Result columns of the summary CSV, after the per-option counts (README "Exports").
+    /// Result columns of the summary CSV, after the per-option counts (docs/GUIDE.md, "Results by kind" and "Exports").
     public static let resultColumns = ["kind", "true", "false", "minimum", "lower_quartile", "median", "upper_quartile",
                                        "maximum", "histogram", "combinations", "rounds", "outcome", "winner"]
 

@@ -1,5 +1,5 @@
 /// A question's results by kind as plain data: what `--json`, the D-Bus `Results` call, the JSON
-/// export and the projector page carry (README "Results by kind" gives the shape). Fields that do
+/// export and the projector page carry (docs/GUIDE.md, "Results by kind", gives the shape). Fields that do
 /// not apply to the kind are absent.
 public struct KindReport: Codable, Sendable, Hashable {
     /// A histogram bin: values `from…to` (inclusive) in the question's units.

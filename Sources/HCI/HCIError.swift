@@ -103,7 +103,7 @@ public enum HCIError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The `setcap` command that grants this program raw HCI access.
     public static func setcapCommand(program: String) -> String {
         "sudo setcap cap_net_raw,cap_net_admin+ep $(command -v \(program)), after making the binary 0750 root:clicker-hci"
-            + " so that only that group can run it (README: Raw HCI: capabilities for one group only)"
+            + " so that only that group can run it (docs/GUIDE.md: Raw HCI: capabilities for one group only)"
     }
 
     /// Maps a failed `socket(AF_BLUETOOTH, SOCK_RAW, BTPROTO_HCI)`.

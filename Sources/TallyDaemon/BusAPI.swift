@@ -5,7 +5,7 @@ import Foundation
 import Logging
 import TerminalView
 
-/// Names of the daemon's D-Bus API (README.md, "Running as a service").
+/// Names of the daemon's D-Bus API (docs/GUIDE.md, "The D-Bus API").
 public enum TallyBus {
     /// Well-known name the daemon owns on the system bus.
     public static let name = "org.clicker.Tally1"

@@ -37,7 +37,7 @@ public struct PollResults: Codable, Sendable, Equatable {
     /// One row per counted voter. In anonymous polls only while the question is open, without
     /// addresses; a closed anonymous question has none.
     public var ballots: [BallotRow]
-    /// The results by the question's kind (README "Results by kind"): counts per option, exact
+    /// The results by the question's kind (docs/GUIDE.md, "Results by kind"): counts per option, exact
     /// combinations, histogram with median and quartiles, or every instant-runoff round. A closed
     /// anonymous question keeps them (computed from its counted answers, which carry no voter ID).
     public var results: KindReport?

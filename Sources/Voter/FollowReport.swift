@@ -12,7 +12,7 @@ public enum FollowReport: Sendable, Hashable {
     /// that waits for a question). Only a person sees it: a script has the log on stderr.
     case note(String)
 
-    /// The status line of README.md's list (`question 2 single 4 [title]` for a shown question); a
+    /// The status line of docs/GUIDE.md's list (`question 2 single 4 [title]` for a shown question); a
     /// note's text as is.
     public var line: String {
         switch self {

@@ -1,7 +1,7 @@
 import ClickerWire
 
 /// The texts of a following voter's status: one stable line for scripts (stdout not a terminal)
-/// and a sentence for a person. The script lines are documented in README.md and must not change.
+/// and a sentence for a person. The script lines are documented in docs/GUIDE.md and must not change.
 extension BeaconFollower.Status {
     /// `waiting`, `no-beacon`, `question 2 single 4 [title]`, `sending B`, `counted B`,
     /// `not-offered X`, `question-closed 2`, `poll-closed`, `roster-mismatch`.

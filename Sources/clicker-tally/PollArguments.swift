@@ -24,7 +24,7 @@ struct PollArguments: ParsableArguments {
     /// Checked to be 1-255 by `validate()`.
     var firstQuestion: UInt8 { UInt8(clamping: questionGiven ?? 1) }
 
-    @Option(help: ArgumentHelp("A question set: a YAML file of questions (README, \"Question sets\"); `n` opens the next. --resume: the open poll's.",
+    @Option(help: ArgumentHelp("A question set: a YAML file of questions (docs/GUIDE.md, \"Question sets\"); `n` opens the next. --resume: the open poll's.",
                                valueName: "file"))
     var questions: String?
 
@@ -39,7 +39,7 @@ struct PollArguments: ParsableArguments {
     @Flag(inversion: .prefixedNo, help: "Read anonymous ballots back over GATT and verify their signature, so an unverified copy cannot replace a verified vote (off: changes unverified).")
     var gattConfirm = true
 
-    @Flag(inversion: .prefixedNo, help: "Broadcast the poll's beacon (question, interval, acknowledgements; PROTOCOL.md §11.11) while scanning (off: voters need --question N). Default: on where the radio can broadcast while it scans; a Bluetooth 4 controller under BlueZ cannot, and the screen then says the beacon is off (README, Radios).")
+    @Flag(inversion: .prefixedNo, help: "Broadcast the poll's beacon (question, interval, acknowledgements; PROTOCOL.md §11.11) while scanning (off: voters need --question N). Default: on where the radio can broadcast while it scans; a Bluetooth 4 controller under BlueZ cannot, and the screen then says the beacon is off (docs/GUIDE.md, Radios and backends).")
     var beacon: Bool?
 
     @Option(help: "Database file (default: clicker.sqlite in $STATE_DIRECTORY, else $XDG_STATE_HOME/clicker, else $HOME/.local/state/clicker).")

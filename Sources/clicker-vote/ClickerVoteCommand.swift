@@ -111,7 +111,7 @@ struct Cast: AsyncParsableCommand {
 
 extension Cast {
     /// `clicker-vote <join-code>`: follows the beacon (docs/PROTOCOL.md §11.10). On a terminal a
-    /// sentence per change; otherwise one stable line per change (README.md lists them).
+    /// sentence per change; otherwise one stable line per change (docs/GUIDE.md lists them).
     func follow(secret: PollSecret, identity: DeviceKey, state: StateDirectory, transport: any PeripheralTransport,
                 logger: Logger) async throws {
         let terminal = isatty(STDOUT_FILENO) == 1
@@ -128,7 +128,7 @@ extension Cast {
                 if terminal {
                     say(shown.sentence)
                 } else if case .note = shown {
-                    // A script has the log on stderr; its stdout keeps README.md's status lines.
+                    // A script has the log on stderr; its stdout keeps the status lines of docs/GUIDE.md.
                 } else {
                     say(shown.line)
                 }

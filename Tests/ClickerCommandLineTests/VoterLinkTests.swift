@@ -2,7 +2,7 @@ import Foundation
 import XCTest
 
 /// `clicker-vote` must not link Foundation: students install it on small boards, and Foundation brings
-/// ICU with it (43 MB of a statically linked binary: README, "Running as a service"). One `import Foundation`
+/// ICU with it (43 MB of a statically linked binary: docs/PERFORMANCE.md, "Binary size"). One `import Foundation`
 /// in any module the voter links, or in a dependency of one, is enough to bring it back.
 ///
 /// The test build links the Swift runtime dynamically, so what each module imports shows as a shared

@@ -23,18 +23,18 @@ final class HCIErrorAndSocketTests: XCTestCase {
         let e = HCIError.forBind(errno: EPERM, adapter: "hci1", program: "clicker-vote", bluetoothdRunning: false)
         XCTAssertEqual(e, .permissionDenied(capability: "CAP_NET_ADMIN",
                                             fix: "sudo setcap cap_net_raw,cap_net_admin+ep $(command -v clicker-vote), after making the binary 0750 root:clicker-hci"
-            + " so that only that group can run it (README: Raw HCI: capabilities for one group only)"))
+            + " so that only that group can run it (docs/GUIDE.md: Raw HCI: capabilities for one group only)"))
         XCTAssertTrue(e.description.contains("CAP_NET_ADMIN"))
         XCTAssertTrue(e.description.contains("sudo setcap cap_net_raw,cap_net_admin+ep $(command -v clicker-vote), after making the binary 0750 root:clicker-hci"
-            + " so that only that group can run it (README: Raw HCI: capabilities for one group only)"))
+            + " so that only that group can run it (docs/GUIDE.md: Raw HCI: capabilities for one group only)"))
         XCTAssertEqual(HCIError.forBind(errno: EACCES, adapter: "hci0", program: "clicker-tally", bluetoothdRunning: false),
                        .permissionDenied(capability: "CAP_NET_ADMIN",
                                          fix: "sudo setcap cap_net_raw,cap_net_admin+ep $(command -v clicker-tally), after making the binary 0750 root:clicker-hci"
-            + " so that only that group can run it (README: Raw HCI: capabilities for one group only)"))
+            + " so that only that group can run it (docs/GUIDE.md: Raw HCI: capabilities for one group only)"))
         XCTAssertEqual(HCIError.forSocket(errno: EPERM, program: "clicker-tally"),
                        .permissionDenied(capability: "CAP_NET_RAW",
                                          fix: "sudo setcap cap_net_raw,cap_net_admin+ep $(command -v clicker-tally), after making the binary 0750 root:clicker-hci"
-            + " so that only that group can run it (README: Raw HCI: capabilities for one group only)"))
+            + " so that only that group can run it (docs/GUIDE.md: Raw HCI: capabilities for one group only)"))
     }
 
     func testBusyAdapterRefusesAndExplainsHowToHandItOver() {

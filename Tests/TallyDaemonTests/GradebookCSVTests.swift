@@ -8,7 +8,7 @@ import ClickerTransport
 import XCTest
 
 /// The gradebook CSVs of a scored roster poll, checked cell by cell against the layouts Canvas and
-/// Moodle import (README "Gradebook").
+/// Moodle import (docs/GUIDE.md, "Gradebooks for Canvas and Moodle").
 final class GradebookCSVTests: XCTestCase {
     /// RFC 4180 fields of CRLF-terminated rows (what Canvas's and Moodle's CSV readers see).
     static func cells(_ text: String) -> [[String]] {

@@ -163,8 +163,8 @@ final class QuestionSetTests: XCTestCase {
                                             now: t0.addingTimeInterval(60)))
     }
 
-    /// `n` after an ad-hoc question with option texts asks the same kind with the same texts (README:
-    /// "the same kind and option texts"), without the question's title or correct answer.
+    /// `n` after an ad-hoc question with option texts asks the same kind with the same texts
+    /// (docs/GUIDE.md, "Ad-hoc questions"), without the question's title or correct answer.
     func testNextKeepsTheOptionTextsNotTheTitle() async throws {
         var o = PollOptions(joinCode: code, confirmByGATT: false)
         var first = try AdHocQuestion.spec(number: 1, kind: "single", options: ["Paris", "Rome", "Oslo"], title: "Capital?")

@@ -263,7 +263,7 @@ final class BeaconForgeryTests: XCTestCase {
 
     // MARK: Item 10: numeric questions
 
-    /// The README's "g in m/s²" question: 9 to 10.5 with 2 decimals. The range and decimals reach the
+    /// The guide's "g in m/s²" question: 9 to 10.5 with 2 decimals. The range and decimals reach the
     /// follower in the question's text block; "9.81" is sent as 981, and "11" is refused with the range.
     func testANumericQuestionsRangeAndDecimalsReachTheFollower() throws {
         let form = try XCTUnwrap(NumericForm(lowest: 900, highest: 1050, decimals: 2))
