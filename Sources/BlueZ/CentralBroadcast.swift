@@ -37,8 +37,9 @@ import Synchronization
 /// the kernel chose back to the advertisement (Properties.Set); an object that took it and signalled the
 /// change would start another refresh, and so on.
 extension BlueZCentral: BroadcasterTransport {
-    /// Legacy: ``BlueZBeacon/legacyFrameLength`` bytes (the host may add Flags). Extended (244 bytes, or what
-    /// `SupportedCapabilities.MaxAdvLen` leaves) when the adapter lists `SupportedSecondaryChannels` and a
+    /// Legacy: ``BlueZBeacon/legacyFrameLength`` bytes (the host may add Flags). Extended (what
+    /// `SupportedCapabilities.MaxAdvLen`, 251 by default, leaves after ``BlueZBeacon/extendedOverhead``: 238
+    /// bytes, never more than 244) when the adapter lists `SupportedSecondaryChannels` and a
     /// probe registration of an extended frame is accepted: BlueZ before 5.69 caps every advertisement at
     /// 31 bytes of AD (`BT_AD_MAX_DATA_LEN`) whatever the controller offers, and only trying tells.
     /// The probe is a broadcast registered and withdrawn at once (a STATE-shaped frame with an all-zero
@@ -65,6 +66,13 @@ public enum BlueZBeacon {
     public static let legacyFrameLength = 24
     /// The most an extended frame takes here (251 bytes of AD minus Flags and the 4-byte header).
     public static let extendedFrameLength = 244
+    /// What bluetoothd and the kernel keep of `SupportedCapabilities.MaxAdvLen` besides a frame: bluetoothd 5.82
+    /// puts a Flags AD (3 bytes) in the data, and Linux 6.12 still holds room for the Flags and the TX power it
+    /// may add (3 + 3) besides the manufacturer AD's header (4). Measured in the Debian 13 guest (MaxAdvLen
+    /// 251): 238 bytes of manufacturer data are taken, 241 are refused, and bluetoothd 5.82 then often dies
+    /// of a corrupted heap ("free(): invalid next size"), so no registration, not even the probe, may ask
+    /// for more.
+    public static let extendedOverhead = 13
 
     /// The manufacturer data of the probe that learns whether extended frames go through: all zero bytes, so
     /// it lacks the clicker magic (`CB`, PROTOCOL.md §1) and every decoder, the voters' and the tally's, takes

@@ -102,8 +102,9 @@ extension BeaconAdvertiser {
                case .byte(let n) = e.value.unwrapped {
                 adLength = Int(n)
             }
-            // Flags (3) and the manufacturer AD header with the company ID (4).
-            let length = min(BlueZBeacon.extendedFrameLength, adLength - 7)
+            // What bluetoothd and the kernel keep besides the frame (BlueZBeacon.extendedOverhead): asking for
+            // more is refused, and a refusal can kill bluetoothd 5.82.
+            let length = min(BlueZBeacon.extendedFrameLength, adLength - BlueZBeacon.extendedOverhead)
             if length > BlueZBeacon.legacyFrameLength {
                 switch try await probe(conn, adapter, length: length) {
                 case .accepted: result = BroadcastCapabilities(maxFrameLength: length, extended: true)

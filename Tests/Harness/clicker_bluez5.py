@@ -14,7 +14,8 @@ clicker needs and the stock template lacks:
   After registering and after each change it applied it writes the chosen TX power back to the
   advertisement (Properties.Set TxPower, result ignored), as 5.66 does after every refresh on a
   kernel with the extended advertising MGMT commands (-p '{"tx_power_write_back": false}' to stop).
-  Extended data (SecondaryChannel set) fits only with -p '{"ext_ad_len": 251}' (BlueZ >= 5.69);
+  Extended data (SecondaryChannel set) fits only with -p '{"ext_ad_len": 251}' (BlueZ >= 5.69), up to
+  238 bytes of manufacturer data as with bluetoothd 5.82 on Linux 6.12;
   without it every advertisement is capped like legacy, as BlueZ 5.66's 31-byte bt_ad is.
   -p '{"legacy_controller": true}' stands for a Bluetooth 4 controller (legacy advertising only): no
   SupportedSecondaryChannels, and a broadcast registered while the adapter discovers fails as the
@@ -150,7 +151,10 @@ def RegisterAdvertisement(adapter, path, options, sender=None, ok=None, err=None
 
 def _manufacturer_limit(extended):
     if extended:
-        return int(_params.get('ext_ad_len', 31)) - 3 - 4
+        # As bluetoothd 5.82 on Linux 6.12 (the Debian 13 guest): its own Flags AD (3) in the data, room kept
+        # by the kernel for the Flags and TX power it may add (3 + 3), and the AD header (4): with
+        # MaxAdvLen 251, 238 bytes are taken and 241 refused.
+        return int(_params.get('ext_ad_len', 31)) - 3 - 3 - 3 - 4
     return MAX_MANUFACTURER_DATA
 
 
