@@ -37,9 +37,10 @@ import Synchronization
 /// the kernel chose back to the advertisement (Properties.Set); an object that took it and signalled the
 /// change would start another refresh, and so on.
 extension BlueZCentral: BroadcasterTransport {
-    /// Legacy: ``BlueZBeacon/legacyFrameLength`` bytes (the host may add Flags). Extended (what
-    /// `SupportedCapabilities.MaxAdvLen`, 251 by default, leaves after ``BlueZBeacon/extendedOverhead``: 238
-    /// bytes, never more than 244) when the adapter lists `SupportedSecondaryChannels` and a
+    /// Legacy: ``BlueZBeacon/legacyFrameLength`` bytes (the host may add Flags). Extended (what one extended
+    /// advertising report carries, ``BlueZBeacon/singleReportFrameLength``: 222 bytes, and never more than
+    /// `SupportedCapabilities.MaxAdvLen` leaves after ``BlueZBeacon/extendedOverhead``) when the adapter lists
+    /// `SupportedSecondaryChannels` and a
     /// probe registration of an extended frame is accepted: BlueZ before 5.69 caps every advertisement at
     /// 31 bytes of AD (`BT_AD_MAX_DATA_LEN`) whatever the controller offers, and only trying tells.
     /// The probe is a broadcast registered and withdrawn at once (a STATE-shaped frame with an all-zero
@@ -73,6 +74,12 @@ public enum BlueZBeacon {
     /// of a corrupted heap ("free(): invalid next size"), so no registration, not even the probe, may ask
     /// for more.
     public static let extendedOverhead = 13
+    /// The longest frame a voter behind BlueZ receives whole: an LE Extended Advertising Report carries at
+    /// most 229 bytes of data (an HCI event's 255 less the subevent's 26), and a longer advertisement reaches
+    /// a scanner in pieces, which Linux hands to bluetoothd one by one (kernels before the data-status fix
+    /// drop the incomplete ones), so its ManufacturerData would never hold the frame. 229 less Flags (3)
+    /// and the manufacturer AD header (4). (Our raw-HCI scanner joins the pieces; bluetoothd does not.)
+    public static let singleReportFrameLength = 222
 
     /// The manufacturer data of the probe that learns whether extended frames go through: all zero bytes, so
     /// it lacks the clicker magic (`CB`, PROTOCOL.md §1) and every decoder, the voters' and the tally's, takes

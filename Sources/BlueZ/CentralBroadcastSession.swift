@@ -102,9 +102,10 @@ extension BeaconAdvertiser {
                case .byte(let n) = e.value.unwrapped {
                 adLength = Int(n)
             }
-            // What bluetoothd and the kernel keep besides the frame (BlueZBeacon.extendedOverhead): asking for
-            // more is refused, and a refusal can kill bluetoothd 5.82.
-            let length = min(BlueZBeacon.extendedFrameLength, adLength - BlueZBeacon.extendedOverhead)
+            // What one report carries to a voter behind BlueZ, and what bluetoothd and the kernel leave besides
+            // the frame (BlueZBeacon.extendedOverhead): asking for more is refused, and a refusal can kill
+            // bluetoothd 5.82.
+            let length = min(BlueZBeacon.singleReportFrameLength, adLength - BlueZBeacon.extendedOverhead)
             if length > BlueZBeacon.legacyFrameLength {
                 switch try await probe(conn, adapter, length: length) {
                 case .accepted: result = BroadcastCapabilities(maxFrameLength: length, extended: true)

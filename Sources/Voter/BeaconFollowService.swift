@@ -134,6 +134,7 @@ public struct BeaconFollowService: Service {
             // When to say why a roster ballot is still not counted (nil: nothing to say).
             var hintAt: Duration? = nil
             var relistens = 0
+            var signedSaid = false
             for await event in events {
                 switch event {
                 case .heard(let bytes): follower.hear(bytes, at: now())
@@ -162,6 +163,11 @@ public struct BeaconFollowService: Service {
                 let shows = screen.update(&follower, at: now()) { text, q in try? Self.parse(text, for: q) }
                 fault = await Self.apply(&sessions, &follower, at: now(), failing: fault, logger: logger)
                 sessions.wake(now: now(), sleep: { try await Task.sleep(for: $0) }, fire: { sink.yield(.tick) })
+                if !signedSaid, follower.admission.publicKey != nil {
+                    // Once: from now on only frames signed by the tally count (docs/SECURITY.md).
+                    signedSaid = true
+                    logger.notice("the beacon is signed: its key matches the join code, so only the tally's own frames count from now on")
+                }
                 if follower.relistens != relistens {
                     // Said once; it goes on for as long as an attacker sends (docs/SECURITY.md).
                     if relistens == 0 { logger.notice("""

@@ -312,7 +312,7 @@ def AddAdapter(self, device_name, system_name):
         adv_props['SupportedFeatures'] = dbus.Array(['CanSetTxPower', 'HardwareOffload'], signature='s',
                                                     variant_level=1)
         adv_props['SupportedCapabilities'] = dbus.Dictionary({
-            'MaxAdvLen': dbus.Byte(251, variant_level=1),
+            'MaxAdvLen': dbus.Byte(int(_params.get('ext_ad_len', 251)), variant_level=1),
             'MaxScnRspLen': dbus.Byte(251, variant_level=1),
             'MinTxPower': dbus.Int16(-34, variant_level=1),
             'MaxTxPower': dbus.Int16(7, variant_level=1),

@@ -418,6 +418,46 @@ beacon_next() {
   for n in 1 2; do said v$n; stop v$n TERM 30; done
 }
 
+# bluetoothd 5.69 and later carry extended frames (Debian 13's 5.82; Debian 12's 5.66 does not).
+extended_bluez() {
+  local v; v=$(/usr/libexec/bluetooth/bluetoothd --version 2>/dev/null)
+  awk -v v="$v" 'BEGIN { split(v, p, "."); exit !(p[1] > 5 || (p[1] == 5 && p[2] >= 69)) }'
+}
+
+beacon_signed() {
+  start_observers
+  # No --join-code: the daemon draws the poll's key pair and the join code that commits to it (protocol 4).
+  start_tally tally daemon --radio bluez --adapter hci0 --question 1 --discovery-restart "$RESTART" --no-gatt-confirm
+  wait_until 90 "the daemon on the system bus" tally_cli status --json || fail "the daemon never answered status"
+  local code
+  code=$(dbus-send --system --print-reply=literal --dest=org.clicker.Tally1 /org/clicker/Tally1 \
+    org.clicker.Tally1.JoinCode 2>&1 | tr -d ' ')
+  check "the daemon drew its own join code" sh -c "echo '$code' | grep -Eq '^[0-9]{4}-[0-9A-Z]{5}-[0-9A-Z]{5}\$' && echo '$code' | cut -c1-4"
+  follower v1 hci1 "$code"; follower v2 hci2 "$code"
+  await_line v1 '^question 1 single 4$' "question 1"
+  await_line v2 '^question 1 single 4$' "question 1"
+  revote v1 A; revote v2 B
+  await_line v1 '^counted A$' "counted A"
+  await_line v2 '^counted B$' "counted B"
+  note "tally: $(grep -E 'beacon on hci0' "$D/tally.err" | head -n1)"
+  if extended_bluez; then
+    check "bluetoothd $(/usr/libexec/bluetooth/bluetoothd --version) carries the beacon in extended frames" \
+      grep -E 'beacon on hci0: extended advertising, 222 bytes per frame' "$D/tally.err"
+    check "v1 verified the tally's key against the join code: only signed frames count" grep -m1 'the beacon is signed' "$D/v1.err"
+    check "v2 verified the tally's key against the join code: only signed frames count" grep -m1 'the beacon is signed' "$D/v2.err"
+  else
+    check "bluetoothd $(/usr/libexec/bluetooth/bluetoothd --version): legacy frames, which cannot carry a signature" \
+      grep -E 'beacon on hci0: legacy advertising' "$D/tally.err"
+    check "no follower calls a legacy beacon signed" sh -c "! grep -h 'the beacon is signed' '$D/v1.err' '$D/v2.err'"
+  fi
+  check "question 1 counts A1 B1" results_of 1 'j["counts"] == {"A":1,"B":1,"C":0,"D":0}'
+  wait_until 30 "hci1 and hci2 discovering" discovering hci1 hci2 || note "a follower was not discovering"
+  stop tally TERM 60
+  check "the daemon exits 0 on SIGTERM" is 0 echo "$RC"
+  await_line v1 '^poll-closed$' "poll-closed once the daemon stopped" 60
+  for n in 1 2; do said v$n; stop v$n TERM 30; done
+}
+
 beacon_wrong_code() {
   start_observers
   start_tally tally $(tally_args) --no-gatt-confirm
