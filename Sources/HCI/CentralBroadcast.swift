@@ -15,9 +15,10 @@ import ClickerTransport
 /// Extended mode (the controller announced LE Extended Advertising, see `HCIAdvertisingMode`): one
 /// advertising set, handle 0, extended non-connectable non-scannable (AUX_ADV_IND on the LE 1M
 /// secondary PHY) through LE Set Extended Advertising Parameters / Data (operation "complete") /
-/// Enable, frames up to the set's data length − 4 and at most 225 bytes (what one extended report carries). The scan then runs on the extended
-/// scan commands too. Every frame goes out from a new non-resolvable private address (the set is
-/// disabled, given LE Set Advertising Set Random Address and the frame, and enabled again), as Linux
+/// Enable, frames up to the set's data length − 4 and at most 225 bytes (what one extended report
+/// carries). The scan then runs on the extended scan commands too. Every frame goes out from a new
+/// non-resolvable private address (the set is disabled, given LE Set Advertising Set Random Address
+/// and the frame, and enabled again), as Linux
 /// does for bluetoothd's beacon: a scanner that filters duplicates by address (the kernel's
 /// discovery, so every BlueZ voter) reports each frame, where one address would be reported once.
 ///
