@@ -122,9 +122,11 @@ struct FollowScreen {
             }
         }
         if follower.status != shownStatus {
-            // The shown question's text arriving late: the question is not shown twice.
+            // The shown question's text arriving late, or the question again after a refused answer (the
+            // next STATE frame ends "not offered"): the question is not shown twice.
             var again = false
             if case .open(let q) = follower.status, case .open(let p) = shownStatus, q.beacon == p.beacon { again = true }
+            if case .open(let q) = follower.status, case .notOffered = shownStatus, q.beacon == shownQuestion { again = true }
             shownStatus = follower.status
             if !again { out.append(.status(follower.status, question: follower.question)) }
         }

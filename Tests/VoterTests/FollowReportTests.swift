@@ -18,6 +18,35 @@ final class FollowReportTests: XCTestCase {
         XCTAssertTrue(refused.contains("from 9.00 to 10.50"), refused)
     }
 
+    /// A refused answer, then the tally's next STATE frame (which ends "not offered"): the refusal is the
+    /// last thing shown; the question is not printed again.
+    func testARefusedAnswerDoesNotPrintTheQuestionAgain() throws {
+        let code = try JoinCode(parsing: "4821-ABCDE-FGHJK")
+        let key = BeaconKey(PollSecret(deriving: code))
+        var counter: UInt32 = 100
+        func state() throws -> [UInt8] {
+            counter += 1
+            return try BeaconCodec.seal(BeaconState(voteID: key.voteID, counter: counter, mode: .anonymous,
+                                                    poll: .open(BeaconQuestion(number: 1, kind: .single, options: 4)),
+                                                    interval: BeaconInterval(milliseconds: 100) ?? .stop), key: key)
+        }
+        var follower = BeaconFollower(key: key, mode: .anonymous, voterID: 7, now: .zero)
+        var screen = FollowScreen(first: nil, wait: .seconds(1), status: follower.status)
+        let parse: (String, BeaconFollower.Question) -> Answer? = { _, _ in nil }
+        follower.hear(try state(), at: .milliseconds(10))
+        let shown = screen.update(&follower, at: .milliseconds(10), parse: parse)
+        XCTAssertEqual(shown.map(\.line), ["question 1 single 4"])
+        follower.refuse(.choice(4))
+        XCTAssertEqual(screen.update(&follower, at: .milliseconds(20), parse: parse).map(\.line), ["not-offered E"])
+        for ms in [120, 220, 320] {
+            follower.hear(try state(), at: .milliseconds(ms))
+            XCTAssertEqual(screen.update(&follower, at: .milliseconds(ms), parse: parse).map(\.line), [],
+                           "nothing new to show at \(ms) ms")
+        }
+        follower.answer(.choice(1))
+        XCTAssertEqual(screen.update(&follower, at: .milliseconds(400), parse: parse).map(\.line), ["sending B"])
+    }
+
     func testALetterQuestionsPromptNamesItsOptions() {
         let q = BeaconFollower.Question(beacon: BeaconQuestion(number: 1, kind: .single, options: 4))
         XCTAssertTrue(FollowReport.status(.open(q), question: q).sentence.hasSuffix("Type your answer: one letter, A to D."))
