@@ -28,6 +28,8 @@ public enum FollowReport: Sendable, Hashable {
         case .status(.open(let q), _): return Self.describe(q) + "\n" + Self.prompt(q)
         case .status(.notOffered(let a), let q?):
             return "\(a) does not answer question \(q.number): it takes \(Self.takes(q)). Type another answer."
+        case .status(.sending(let a), let q?): return "Sending \(Self.shown(a, q))…"
+        case .status(.counted(let a), let q?): return "Counted ✓ \(Self.shown(a, q))"
         case .status(let s, _): return s.sentence
         case .question(let q): return Self.describe(q)
         case .note(let text): return text
@@ -44,6 +46,13 @@ public enum FollowReport: Sendable, Hashable {
             }
         }
         return s
+    }
+
+    /// An answer as the student typed it: a number in the question's decimals (9.81, not the 981 the
+    /// ballot carries) once its text block told them.
+    static func shown(_ a: Answer, _ q: BeaconFollower.Question) -> String {
+        guard case .numeric(let v) = a, let form = q.numeric else { return "\(a)" }
+        return NumericText.text(v, decimals: Int(form.decimals))
     }
 
     /// What the student types, in the words of ``AnswerForm/takes``: `Type your answer: true or false.`

@@ -16,6 +16,10 @@ final class FollowReportTests: XCTestCase {
         // A number it does not take is answered with the same words.
         let refused = FollowReport.status(.notOffered(.numeric(1100)), question: arrived).sentence
         XCTAssertTrue(refused.contains("from 9.00 to 10.50"), refused)
+        // The answer as typed, 9.81, not the 981 the ballot carries; a script's line keeps the wire value.
+        XCTAssertEqual(FollowReport.status(.sending(.numeric(981)), question: arrived).sentence, "Sending 9.81…")
+        XCTAssertEqual(FollowReport.status(.counted(.numeric(981)), question: arrived).sentence, "Counted ✓ 9.81")
+        XCTAssertEqual(FollowReport.status(.counted(.numeric(981)), question: arrived).line, "counted 981")
     }
 
     /// A refused answer, then the tally's next STATE frame (which ends "not offered"): the refusal is the
