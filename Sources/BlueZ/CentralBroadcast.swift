@@ -40,9 +40,9 @@ extension BlueZCentral: BroadcasterTransport {
     /// Legacy: ``BlueZBeacon/legacyFrameLength`` bytes (the host may add Flags). Extended (what one extended
     /// advertising report carries, ``BlueZBeacon/singleReportFrameLength``: 222 bytes, and never more than
     /// `SupportedCapabilities.MaxAdvLen` leaves after ``BlueZBeacon/extendedOverhead``) when the adapter lists
-    /// `SupportedSecondaryChannels` and a
-    /// probe registration of an extended frame is accepted: BlueZ before 5.69 caps every advertisement at
-    /// 31 bytes of AD (`BT_AD_MAX_DATA_LEN`) whatever the controller offers, and only trying tells.
+    /// `SupportedSecondaryChannels` and a probe registration of an extended frame is accepted: BlueZ before
+    /// 5.69 caps every advertisement at 31 bytes of AD (`BT_AD_MAX_DATA_LEN`) whatever the controller
+    /// offers, and only trying tells.
     /// The probe is a broadcast registered and withdrawn at once (a STATE-shaped frame with an all-zero
     /// tag that no poll's key authenticates); its result is kept until bluetoothd restarts.
     public func broadcastCapabilities() async throws -> BroadcastCapabilities { try await beacon.capabilities() }
