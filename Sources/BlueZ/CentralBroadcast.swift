@@ -65,8 +65,6 @@ extension BlueZCentral: BroadcasterTransport {
 public enum BlueZBeacon {
     /// Manufacturer data of a legacy frame that fits even when the host adds Flags (PROTOCOL.md §11.1).
     public static let legacyFrameLength = 24
-    /// The most an extended frame takes here (251 bytes of AD minus Flags and the 4-byte header).
-    public static let extendedFrameLength = 244
     /// What bluetoothd and the kernel keep of `SupportedCapabilities.MaxAdvLen` besides a frame: bluetoothd 5.82
     /// puts a Flags AD (3 bytes) in the data, and Linux 6.12 still holds room for the Flags and the TX power it
     /// may add (3 + 3) besides the manufacturer AD's header (4). Measured in the Debian 13 guest (MaxAdvLen
@@ -74,12 +72,10 @@ public enum BlueZBeacon {
     /// of a corrupted heap ("free(): invalid next size"), so no registration, not even the probe, may ask
     /// for more.
     public static let extendedOverhead = 13
-    /// The longest frame a voter behind BlueZ receives whole: an LE Extended Advertising Report carries at
-    /// most 229 bytes of data (an HCI event's 255 less the subevent's 26), and a longer advertisement reaches
-    /// a scanner in pieces, which Linux hands to bluetoothd one by one (kernels before the data-status fix
-    /// drop the incomplete ones), so its ManufacturerData would never hold the frame. 229 less Flags (3)
-    /// and the manufacturer AD header (4). (Our raw-HCI scanner joins the pieces; bluetoothd does not.)
-    public static let singleReportFrameLength = 222
+    /// The longest frame a voter behind BlueZ receives whole: what one extended advertising report carries
+    /// (``ClickerTransport/BroadcastCapabilities/singleReportData``, 229) less Flags (3) and the manufacturer
+    /// AD header (4).
+    public static let singleReportFrameLength = BroadcastCapabilities.singleReportData - 7
 
     /// The manufacturer data of the probe that learns whether extended frames go through: all zero bytes, so
     /// it lacks the clicker magic (`CB`, PROTOCOL.md §1) and every decoder, the voters' and the tally's, takes

@@ -22,12 +22,12 @@ public struct PollExport: Sendable, Hashable {
 }
 
 extension ClickerStore {
-    /// Builds the CSV and JSON exports of a poll. The join code is never exported (only the vote ID),
-    /// and an anonymous poll exports no voter ID and no address.
-    public func export(poll id: Int64) throws -> PollExport {
+    /// Builds the CSV and JSON exports of a poll, or of its question `question` alone. The join code is
+    /// never exported (only the vote ID), and an anonymous poll exports no voter ID and no address.
+    public func export(poll id: Int64, question: Int? = nil) throws -> PollExport {
         guard let poll = try poll(id) else { throw StoreError.unknownPoll(id) }
-        let summaries = try summary(poll: id)
-        let ballots = poll.mode == .anonymous ? [] : try ballots(poll: id)
+        let summaries = try summary(poll: id).filter { question == nil || $0.question.number == question }
+        let ballots = poll.mode == .anonymous ? [] : try ballots(poll: id, question: question)
         return try Exporter.export(poll: poll, summaries: summaries, ballots: ballots)
     }
 }

@@ -44,6 +44,12 @@ public struct BroadcastCapabilities: Sendable, Hashable {
         self.whileScanning = whileScanning
     }
 
+    /// The most advertising data one LE Extended Advertising Report carries to a scanner's host (an HCI
+    /// event's 255 bytes less the subevent's 26). A longer advertisement reaches the host in pieces, and a
+    /// voter behind bluetoothd never holds it whole (Linux does not join the pieces; docs/PROTOCOL.md
+    /// §11.1), so a beacon frame's advertisement stays within it on every radio.
+    public static let singleReportData = 229
+
     /// Legacy non-connectable advertising: 31 bytes of AD minus the 4-byte Manufacturer Specific Data header.
     public static let legacy = BroadcastCapabilities(maxFrameLength: 27, extended: false)
     /// One extended advertisement, without Flags: 251 bytes of AD (the most one HCI LE Set Extended

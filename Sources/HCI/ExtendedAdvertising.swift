@@ -63,19 +63,15 @@ public enum HCIAdvertisingMode: Sendable, Hashable {
 
     public var isExtended: Bool { if case .extended = self { true } else { false } }
 
-    /// The most advertising data one LE Extended Advertising Report carries (an HCI event's 255 bytes
-    /// less the subevent's 26). A longer advertisement reaches a scanner in pieces, which our scanner
-    /// joins but bluetoothd hands on one by one: a voter behind BlueZ would never see the frame whole.
-    public static let singleReportDataLength = 229
-
     /// What a broadcaster in this mode can send: manufacturer data without Flags, so 31 − 4 = 27
     /// bytes in legacy mode, and in extended mode the set's data length − 4, at most what one report
-    /// carries (229 − 4 = 225), so that voters behind BlueZ hear every frame. A set of 31 octets sends
+    /// carries (``BroadcastCapabilities/singleReportData`` − 4 = 225), so that voters behind BlueZ hear
+    /// every frame (our own scanner joins the pieces of longer ones). A set of 31 octets sends
     /// legacy PDUs, which every scanner hears.
     public var broadcastCapabilities: BroadcastCapabilities {
         switch self {
         case .extended(let max) where max > AdvertisingData.legacyMaximumLength:
-            BroadcastCapabilities(maxFrameLength: Swift.min(max, Self.singleReportDataLength) - 4, extended: true)
+            BroadcastCapabilities(maxFrameLength: Swift.min(max, BroadcastCapabilities.singleReportData) - 4, extended: true)
         case .legacy, .extended: .legacy
         }
     }

@@ -85,13 +85,12 @@ struct RunArguments: ParsableArguments {
         let questionSet = try await poll.questionSet()
         let options = try poll.pollOptions(store: store, questionSet: questionSet, radio: kind)
         // A poll left open (a crash, a run that did not end it): the new poll closes it, and says so.
-        let previous = poll.resume ? nil : (try? store?.resume()) ?? nil
+        let previousNote = poll.previousPollNote(in: store)
         let controller: PollController
         do {
             controller = try PollController(options: options, store: store, start: poll.start(questionSet: questionSet),
                                             logger: logger)
         } catch { throw Failure("\(error)") }
-        let previousNote = previous.map { StoreListing.previousPollNote($0, db: poll.db) }
         if let previousNote { FileHandle.standardError.write(Data((previousNote + "\n").utf8)) }
         // Before the live view takes the terminal: a port in use is an error the instructor sees.
         let web = try await webArguments.start(controller: controller, logger: logger) { line in

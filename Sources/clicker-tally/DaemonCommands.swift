@@ -65,7 +65,7 @@ struct Daemon: AsyncParsableCommand {
         let kind: RadioKind = room.simulate != nil ? .sim : radio.radio
         // A poll left open (a crash, a daemon stopped without closing it): the new poll closes it, and
         // the journal says which and how to read it, as a run's stderr does.
-        let previous = poll.resume ? nil : (try? store.resume()) ?? nil
+        let previousNote = poll.previousPollNote(in: store)
         let controller: PollController
         do {
             let questionSet = try await poll.questionSet()
@@ -83,7 +83,7 @@ struct Daemon: AsyncParsableCommand {
             connection.close()
             throw Failure("D-Bus: \(error)")
         }
-        if let previous { logger.notice("\(StoreListing.previousPollNote(previous, db: poll.db))") }
+        if let previousNote { logger.notice("\(previousNote)") }
         let voteID = await controller.joinCode.voteID
         logger.info("serving \(TallyBus.name); poll \(IDText.vote(voteID)) open, database \(store.path)")
         // The URL goes to the journal once (with the token when off loopback: journal readers can open the page).
@@ -271,7 +271,7 @@ struct Results: AsyncParsableCommand {
             let store = try storeArguments.open()
             let poll = try storeArguments.record(in: store)
             do {
-                print(json ? try StoreListing.resultsJSON(poll, store: store, question: question)
+                print(json ? String(decoding: try store.export(poll: poll.id, question: question).json, as: UTF8.self)
                            : try StoreListing.results(poll, store: store, question: question))
             } catch {
                 throw Failure("cannot read the database: \(error)")

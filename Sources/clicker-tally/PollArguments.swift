@@ -120,6 +120,13 @@ struct PollArguments: ParsableArguments {
         return options
     }
 
+    /// What to say of the poll left open in `store` (a crash, a run or a daemon that did not end it), which
+    /// the new poll closes; nil with --resume, which continues it. Read before the new poll is made.
+    func previousPollNote(in store: ClickerStore?) -> String? {
+        guard !resume, let open = (try? store?.resume()) ?? nil else { return nil }
+        return StoreListing.previousPollNote(open, db: db)
+    }
+
     func openStore() throws -> ClickerStore? {
         noStore ? nil : try ClickerStore(path: db, durability: .normal, exclusive: true)
     }

@@ -71,13 +71,6 @@ enum StoreListing {
         return s
     }
 
-    /// The export's JSON document of the poll, with the question `question` alone when one is asked.
-    static func resultsJSON(_ p: PollRecord, store: ClickerStore, question: Int?) throws -> String {
-        let summaries = try store.summary(poll: p.id).filter { question == nil || $0.question.number == question }
-        let ballots = p.mode == .anonymous ? [] : try store.ballots(poll: p.id, question: question)
-        return String(decoding: try Exporter.export(poll: p, summaries: summaries, ballots: ballots).json, as: UTF8.self)
-    }
-
     /// The results of each question (or of `question` alone), as the end of a run prints them.
     static func results(_ p: PollRecord, store: ClickerStore, question: Int?) throws -> String {
         let summaries = try store.summary(poll: p.id).filter { question == nil || $0.question.number == question }
