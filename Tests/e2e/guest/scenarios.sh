@@ -551,6 +551,51 @@ hci_voter_beacon() {
   said v1; stop v1 TERM 30
 }
 
+# What bluetoothd takes of an extended broadcast, and what the guest's virtual controllers carry: the
+# figures behind BlueZBeacon.extendedOverhead and the note on the Debian 13 guest (Tests/e2e/README.md).
+# Run it with --guest trixie; not in CI.
+adlen() {  # N [SECONDARY]: the RESULT line of one registration on hci0; a bluetoothd that died is restarted
+  local out; out=$(timeout 20 python3 /e2e/adlen.py "$@" 2>&1 | grep RESULT)
+  echo "${out:-RESULT $1 no-answer}" >> adlen.out
+  if ! kill -0 "$(cat /run/bluetoothd.pid 2>/dev/null)" 2>/dev/null; then
+    echo "CRASH bluetoothd after $1 ${2:-}" >> adlen.out
+    start_bluetoothd 60 >/dev/null 2>&1 || fail "bluetoothd did not come back"
+  fi
+  echo "$out"
+}
+bluez_ad_limits() {
+  local v max n
+  v=$(/usr/libexec/bluetooth/bluetoothd --version)
+  max=$(busctl get-property org.bluez /org/bluez/hci0 org.bluez.LEAdvertisingManager1 SupportedCapabilities 2>/dev/null \
+        | grep -o '"MaxAdvLen" y [0-9]*' | awk '{print $3}')
+  note "bluetoothd $v, MaxAdvLen ${max:-not listed}"
+  if extended_bluez; then
+    adlen 222 1M | grep -q accepted; check "bluetoothd $v takes 222 bytes with SecondaryChannel 1M" is 0 echo $?
+    adlen 238 1M | grep -q accepted; check "bluetoothd $v takes 238 bytes (MaxAdvLen 251 less 13)" is 0 echo $?
+    adlen 241 1M | grep -q refused; check "bluetoothd $v refuses 241 bytes" is 0 echo $?
+  else
+    adlen 222 1M | grep -q refused; check "bluetoothd $v refuses any extended broadcast over 31 bytes (222)" is 0 echo $?
+  fi
+  # The virtual controllers: an extended advertisement heard by a scanning controller (hci1).
+  mkfifo c.in
+  bluetoothctl < c.in >> c.out 2>&1 & echo $! >> pids; exec 4> c.in
+  echo "select $A1" >&4; echo "scan le" >&4
+  wait_until 60 "hci1 discovering" sh -c "sed 's/\x1b\[[0-9;]*[A-Za-z]//g' c.out | grep -aq 'Discovering: yes'"
+  for n in 27 50; do
+    adlen $n 1M > /dev/null; sleep 2
+    if pgrep -x btvirt > /dev/null; then echo "BTVIRT alive after $n bytes heard by a scanner" >> adlen.out
+    else echo "BTVIRT gone after $n bytes heard by a scanner" >> adlen.out; break; fi
+  done
+  echo quit >&4; exec 4>&-
+  if extended_bluez; then
+    # Why beacon scenarios cannot carry extended frames in this guest (Tests/e2e/README.md); this check
+    # fails, and says so, once the guest's btvirt carries them.
+    check "btvirt carries a 27-byte extended advertisement to a scanning controller" grep -q "alive after 27" adlen.out
+    check "btvirt aborts when a scanning controller hears a 50-byte extended advertisement" grep -q "gone after 50" adlen.out
+  fi
+  while read -r l; do note "$l"; done < adlen.out
+}
+
 fn=$(echo "$SCN" | tr '-' '_')
 if ! grep -qE "^$SCN " /e2e/scenarios.txt || [ "$(type -t "$fn")" != function ]; then
   fail "unknown scenario $SCN"; exit 2
