@@ -304,6 +304,24 @@ final class BeaconTests: XCTestCase {
         XCTAssertEqual(BeaconInterval(milliseconds: 100)?.code, 10)
     }
 
+    /// PROTOCOL.md §11.3: outside an open question an interval other than `00` is well-formed (a receiver
+    /// reads it as stop), and bit 4 with a zero digest is well-formed.
+    func testAnIntervalOutsideAnOpenQuestionAndAZeroDigestAreWellFormed() throws {
+        let interval = try XCTUnwrap(BeaconInterval(milliseconds: 720))
+        for poll in [BeaconPoll.closed, .questionClosed(BeaconQuestion(number: 2, kind: .single, options: 4))] {
+            let s = BeaconState(voteID: key.voteID, counter: 9, mode: .anonymous, poll: poll, interval: interval)
+            let bytes = try BeaconCodec.seal(.state(s), key: key)
+            XCTAssertEqual(bytes[11], 72)
+            XCTAssertEqual(try BeaconCodec.open(bytes, key: key).get(), .state(s))
+        }
+        let zero = BeaconQuestion(number: 2, kind: .single, options: 4, textDigest: 0)
+        let s = BeaconState(voteID: key.voteID, counter: 9, mode: .anonymous, poll: .open(zero), interval: interval)
+        let bytes = try BeaconCodec.seal(.state(s), key: key)
+        XCTAssertEqual(bytes[9] & 0x10, 0x10)
+        XCTAssertEqual(Array(bytes[12..<16]), [0, 0, 0, 0])
+        XCTAssertEqual(try BeaconCodec.open(bytes, key: key).get(), .state(s))
+    }
+
     func testBeaconFramesAreToldFromBallotsByTheirFirstTwoBytes() throws {
         let ballot = try XCTUnwrap(hexBytes("cb2012d5010502b8080001998a9a2749ece8f0076fbf"))
         XCTAssertFalse(BeaconFormat.isBeacon(ballot))

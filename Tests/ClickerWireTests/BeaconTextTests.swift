@@ -68,4 +68,18 @@ final class BeaconTextTests: XCTestCase {
         XCTAssertEqual(ext.count, 1)
         XCTAssertEqual(b.add(ext[0], key: key), .complete(text))
     }
+
+    /// PROTOCOL.md §11.5: a page whose count differs from the pages held drops them and is kept, its
+    /// count now the one gathered; the pages of the new cut then complete the block.
+    func testAPageOfAnotherCountDropsThePagesHeldAndIsKept() throws {
+        let legacy = try pages(text, chunk: 8)
+        let other = try pages(text, chunk: 20)
+        XCTAssertNotEqual(legacy.count, other.count)
+        var a = BeaconTextAssembler(digest: legacy[0].digest)
+        for p in legacy.dropLast() { _ = a.add(p, key: key) }
+        XCTAssertEqual(a.add(other[1], key: key), .incomplete(have: 1, of: other.count))
+        var result: BeaconTextAssembler.Progress = .otherText
+        for p in other where p.index != 1 { result = a.add(p, key: key) }
+        XCTAssertEqual(result, .complete(text))
+    }
 }

@@ -110,6 +110,18 @@ final class BeaconFollowerTests: XCTestCase {
         guard case .ballot(1, .choice(2), _, .milliseconds(500)) = f.advertising else { return XCTFail("\(f.advertising)") }
     }
 
+    /// PROTOCOL.md §11.3: an interval in a STATE with no open question is read as stop.
+    func testNoQuestionOpenMeansSilenceWhateverTheInterval() {
+        for poll in [BeaconPoll.closed, .questionClosed(q(1))] {
+            var f = follower()
+            f.hear(state(.open(q(1))), at: .seconds(1))
+            f.answer(.choice(2))
+            guard case .ballot = f.advertising else { return XCTFail("\(f.advertising)") }
+            f.hear(state(poll, interval: 720), at: .seconds(2))
+            XCTAssertEqual(f.advertising, .silent, "\(poll)")
+        }
+    }
+
     func testSendsAgainAfterAChange() throws {
         var f = follower()
         f.hear(state(.open(q(1))), at: .seconds(1))
