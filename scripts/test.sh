@@ -70,6 +70,7 @@ leftovers() {
 
 stage cited-tests python3 scripts/check-claims.py   # every test the documents cite exists
 stage build swift build --build-tests
+stage module-layers python3 scripts/check-layers.py   # no module depends on a later layer of docs/ARCHITECTURE.md
 stage unit-and-dbus swift test --skip-build --disable-swift-testing
 stage dbus-leaks scripts/leakcheck-dbus.sh
 stage dbus-policy Tests/policy/run.sh

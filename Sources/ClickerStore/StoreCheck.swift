@@ -4,7 +4,7 @@ import GRDB
 /// The check a database file passes before a store opens it for writing: SQLite's `quick_check`
 /// (every page of every table and index read, their structure checked; not index contents against
 /// the tables), through a read-only connection, so that a damaged file is refused before anything
-/// is written into it. The time it takes grows with the file: docs/ARCHITECTURE.md gives a
+/// is written into it. The time it takes grows with the file: docs/PERFORMANCE.md gives a
 /// lecture's figure.
 extension ClickerStore {
     /// At most this many problems are listed in the error.
