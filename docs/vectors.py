@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""Independent reference implementation of docs/PROTOCOL.md (version 3), written from the spec with
+"""Independent reference implementation of docs/PROTOCOL.md (version 4), written from the spec with
 the Python standard library only (hashlib.scrypt, hmac, and the small RFC 8032 Ed25519 below).
 
-  vectors.py                 prints the ```vector blocks of PROTOCOL.md §9 (ballots) and §11.9 (beacon)
-  vectors.py --beacon        prints only the beacon blocks (§11.9)
-  vectors.py --check [DOC]   recomputes every block of DOC (default docs/PROTOCOL.md) and checks that
+  vectors.py                 prints the ```vector blocks of PROTOCOL-VECTORS.md, part A (ballots, §9)
+                             and part B (beacon, §11.9)
+  vectors.py --beacon        prints only the beacon blocks (part B)
+  vectors.py --check [DOC]   recomputes every block of DOC (default docs/PROTOCOL-VECTORS.md) and checks that
                              docs/vectors.json is exactly what --write-json makes of DOC
   vectors.py --write-json [DOC]  writes docs/vectors.json (the conformance kit) from DOC's blocks
   vectors.py --room N [JOIN-CODE [QUESTION]]  sealed ballots of N anonymous voters for load
@@ -682,7 +683,7 @@ def parse_blocks(doc):
     return blocks
 
 def kit(doc):
-    return json.dumps({"protocol": "clicker wire protocol", "version": 4, "source": "docs/PROTOCOL.md §9 and §11.9",
+    return json.dumps({"protocol": "clicker wire protocol", "version": 4, "source": "docs/PROTOCOL-VECTORS.md (PROTOCOL.md §9 and §11.9)",
                        "vectors": parse_blocks(doc)}, indent=1, ensure_ascii=False) + "\n"
 
 def self_check(vs):
@@ -736,7 +737,7 @@ if __name__ == "__main__":
     here = os.path.dirname(os.path.abspath(__file__))
     args = sys.argv[1:]
     if args and args[0] in ("--check", "--write-json"):
-        path = args[1] if len(args) > 1 else os.path.join(here, "PROTOCOL.md")
+        path = args[1] if len(args) > 1 else os.path.join(here, "PROTOCOL-VECTORS.md")
         doc = open(path, encoding="utf-8").read()
         jpath = os.path.join(os.path.dirname(os.path.abspath(path)), "vectors.json")
         if args[0] == "--write-json":
@@ -749,11 +750,11 @@ if __name__ == "__main__":
         want = ["\n".join(v) + "\n" for v in vs]
         if found != want:
             names = [re.search(r"name: (.*)", f).group(1) for f in found if f not in want]
-            print("PROTOCOL.md vectors differ from the reference implementation:", names[:5] or "count/order",
+            print("PROTOCOL-VECTORS.md vectors differ from the reference implementation:", names[:5] or "count/order",
                   file=sys.stderr)
             sys.exit(1)
         if not os.path.exists(jpath) or open(jpath, encoding="utf-8").read() != kit(doc):
-            print("docs/vectors.json is not what --write-json makes of PROTOCOL.md; run vectors.py --write-json",
+            print("docs/vectors.json is not what --write-json makes of PROTOCOL-VECTORS.md; run vectors.py --write-json",
                   file=sys.stderr)
             sys.exit(1)
         print(f"{len(found)} vectors match, vectors.json matches")

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with `swiftc -sanitize=fuzzer,address -parse-as-library`, seeds each
-# corpus from the test vectors in docs/PROTOCOL.md, and runs them:
+# corpus from the test vectors in docs/PROTOCOL-VECTORS.md, and runs them:
 #   advertisement  BallotCodec.openAdvertisement (ClickerWire sources, swift-crypto from a release build)
 #   gatt           BallotCodec.openGATT
 #   radio-input    the radios' decoders: HCI's AdvertisementExtractor.extract (reassembling) on event packets, and
@@ -81,8 +81,8 @@ if [ $needs_radio = 1 ]; then
     module HCI Sources/HCI/*.swift
 fi
 
-echo "== writing seed corpora from docs/PROTOCOL.md"
-python3 fuzz/seeds.py docs/PROTOCOL.md "$OUT/seeds"
+echo "== writing seed corpora from docs/PROTOCOL-VECTORS.md"
+python3 fuzz/seeds.py docs/PROTOCOL-VECTORS.md "$OUT/seeds"
 
 status=0
 for t in "${targets[@]}"; do

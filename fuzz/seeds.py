@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
-"""Writes libFuzzer seed corpora from the ```vector blocks of docs/PROTOCOL.md.
-usage: seeds.py PROTOCOL.md OUTDIR  → OUTDIR/{advertisement,gatt,radio-input,text,beacon}/
+"""Writes libFuzzer seed corpora from the ```vector blocks of docs/PROTOCOL-VECTORS.md.
+usage: seeds.py PROTOCOL-VECTORS.md OUTDIR  → OUTDIR/{advertisement,gatt,radio-input,text,beacon}/
 radio-input: HCI advertising-report events (first byte 0) and BlueZ D-Bus signals (first byte 1)
 carrying the vector advertisements."""
 import os, re, struct, sys
 
 doc, out = sys.argv[1], sys.argv[2]
 blocks = re.findall(r"```vector\n(.*?)```", open(doc).read(), re.S)
+if not blocks:
+    sys.exit(f"{doc} holds no ```vector blocks: the seed corpora would be empty")
 adv, gatt, texts, beacon = [], [], [], []
 for b in blocks:
     f = dict(l.split(": ", 1) for l in b.strip().split("\n"))

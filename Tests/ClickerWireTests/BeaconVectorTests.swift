@@ -2,7 +2,7 @@ import ClickerWire
 import Foundation
 import XCTest
 
-/// Checks the beacon vectors of docs/PROTOCOL.md §11.9 (made by docs/vectors.py) against ClickerWire,
+/// Checks the beacon vectors of docs/PROTOCOL-VECTORS.md part B (PROTOCOL.md §11.9) (made by docs/vectors.py) against ClickerWire,
 /// byte for byte, both directions.
 final class BeaconVectorTests: XCTestCase {
     func vectors(_ type: String) throws -> [[String: String]] { try protocolVectors().filter { $0["type"] == type } }
@@ -30,7 +30,7 @@ final class BeaconVectorTests: XCTestCase {
 
     func testAnchorVector() throws {
         let vs = try vectors("beacon-anchor")
-        XCTAssertEqual(vs.count, 1, "PROTOCOL.md lost its anchor vector")
+        XCTAssertEqual(vs.count, 1, "PROTOCOL-VECTORS.md lost its anchor vector")
         for v in vs {
             let signer = try XCTUnwrap(try self.signer(v))
             let voteID = try XCTUnwrap(UInt16(try XCTUnwrap(v["vote-id"])))
@@ -51,7 +51,7 @@ final class BeaconVectorTests: XCTestCase {
 
     func testStateVectors() throws {
         let vs = try vectors("beacon-state")
-        XCTAssertGreaterThanOrEqual(vs.count, 5, "PROTOCOL.md lost its STATE vectors")
+        XCTAssertGreaterThanOrEqual(vs.count, 5, "PROTOCOL-VECTORS.md lost its STATE vectors")
         var phases = Set<String>()
         for v in vs {
             let name = v["name"] ?? "?"
@@ -94,7 +94,7 @@ final class BeaconVectorTests: XCTestCase {
 
     func testAcksVectors() throws {
         let vs = try vectors("beacon-acks")
-        XCTAssertGreaterThanOrEqual(vs.count, 2, "PROTOCOL.md lost its ACKS vectors")
+        XCTAssertGreaterThanOrEqual(vs.count, 2, "PROTOCOL-VECTORS.md lost its ACKS vectors")
         for v in vs {
             let name = v["name"] ?? "?"
             let key = try key(v)
@@ -127,7 +127,7 @@ final class BeaconVectorTests: XCTestCase {
 
     func testTextVectors() throws {
         let vs = try vectors("beacon-text")
-        XCTAssertGreaterThanOrEqual(vs.count, 2, "PROTOCOL.md lost its TEXT vectors")
+        XCTAssertGreaterThanOrEqual(vs.count, 2, "PROTOCOL-VECTORS.md lost its TEXT vectors")
         for v in vs {
             let name = v["name"] ?? "?"
             let key = try key(v)
@@ -169,7 +169,7 @@ final class BeaconVectorTests: XCTestCase {
 
     func testBeaconRejectionVectors() throws {
         let vs = try vectors("beacon-rejection")
-        XCTAssertGreaterThanOrEqual(vs.count, 15, "PROTOCOL.md lost its beacon rejection vectors")
+        XCTAssertGreaterThanOrEqual(vs.count, 15, "PROTOCOL-VECTORS.md lost its beacon rejection vectors")
         var reasons = Set<BeaconRejection>()
         for v in vs {
             let name = v["name"] ?? "?"

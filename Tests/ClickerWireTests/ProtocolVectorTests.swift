@@ -2,11 +2,11 @@ import ClickerWire
 import Foundation
 import XCTest
 
-/// Checks every test vector of docs/PROTOCOL.md §9, and docs/vectors.json, against ClickerWire, both directions.
+/// Checks every test vector of docs/PROTOCOL-VECTORS.md part A (PROTOCOL.md §9), and docs/vectors.json, against ClickerWire, both directions.
 final class ProtocolVectorTests: XCTestCase {
     func testBallotVectorsSealAndOpen() throws {
         let vectors = try protocolVectors().filter { $0["type"] == "ballot" }
-        XCTAssertGreaterThanOrEqual(vectors.count, 12, "PROTOCOL.md lost its ballot vectors")
+        XCTAssertGreaterThanOrEqual(vectors.count, 12, "PROTOCOL-VECTORS.md lost its ballot vectors")
         var kinds = Set<UInt8>()
         for v in vectors {
             let name = v["name"] ?? "?"
@@ -95,7 +95,7 @@ final class ProtocolVectorTests: XCTestCase {
 
     func testRejectionVectors() throws {
         let vectors = try protocolVectors().filter { $0["type"] == "rejection" }
-        XCTAssertGreaterThanOrEqual(vectors.count, 20, "PROTOCOL.md lost its rejection vectors")
+        XCTAssertGreaterThanOrEqual(vectors.count, 20, "PROTOCOL-VECTORS.md lost its rejection vectors")
         var reasons = Set<Rejection>()
         for v in vectors {
             let name = v["name"] ?? "?"
@@ -122,7 +122,7 @@ final class ProtocolVectorTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(vectors.filter { $0["name"]?.hasPrefix("two-") == true }.count, 5)
     }
 
-    /// docs/vectors.json holds exactly the blocks of PROTOCOL.md, in order (the conformance kit).
+    /// docs/vectors.json holds exactly the blocks of PROTOCOL-VECTORS.md, in order (the conformance kit).
     func testConformanceKitMatchesTheDocument() throws {
         let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("docs/vectors.json")
@@ -130,7 +130,7 @@ final class ProtocolVectorTests: XCTestCase {
         XCTAssertEqual(json?["version"] as? Int, 4)
         let kit = try XCTUnwrap(json?["vectors"] as? [[String: String]])
         let doc = try protocolVectors()
-        XCTAssertEqual(kit.count, doc.count, "vectors.json and PROTOCOL.md hold different numbers of vectors")
+        XCTAssertEqual(kit.count, doc.count, "vectors.json and PROTOCOL-VECTORS.md hold different numbers of vectors")
         for (k, d) in zip(kit, doc) { XCTAssertEqual(k, d, k["name"] ?? "?") }
     }
 
@@ -147,14 +147,14 @@ final class ProtocolVectorTests: XCTestCase {
     }
 
     /// The independent Python implementation (docs/vectors.py) recomputes every vector in
-    /// PROTOCOL.md. Needs python3 on PATH; fails (does not skip) without it.
+    /// PROTOCOL-VECTORS.md. Needs python3 on PATH; fails (does not skip) without it.
     func testIndependentReferenceImplementationAgrees() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         p.arguments = ["python3", root.appendingPathComponent("docs/vectors.py").path, "--check",
-                       root.appendingPathComponent("docs/PROTOCOL.md").path]
+                       root.appendingPathComponent("docs/PROTOCOL-VECTORS.md").path]
         let out = Pipe()
         p.standardOutput = out
         p.standardError = out

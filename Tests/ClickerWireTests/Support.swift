@@ -13,10 +13,10 @@ func hexBytes(_ s: String) -> [UInt8]? {
 
 func hexString(_ b: [UInt8]) -> String { b.map { String(format: "%02x", $0) }.joined() }
 
-/// The ```vector blocks of docs/PROTOCOL.md, each as key → value.
+/// The ```vector blocks of docs/PROTOCOL-VECTORS.md (the appendix of PROTOCOL.md), each as key → value.
 func protocolVectors() throws -> [[String: String]] {
     let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("docs/PROTOCOL.md")
+        .deletingLastPathComponent().appendingPathComponent("docs/PROTOCOL-VECTORS.md")
     let text = try String(contentsOf: url, encoding: .utf8)
     var blocks: [[String: String]] = []
     var current: [String: String]?
