@@ -34,13 +34,8 @@ public actor PollController {
     /// Sequence of each voter's counted ballot as last committed, per question: a re-sent ballot with
     /// another sequence and the same answer changes no count but must still be stored.
     var committed: [UInt8: [VoterKey: UInt16]] = [:]
-    /// Rejected reports by the question that was current when they arrived, then by reason.
-    var rejected: [UInt8: [String: Int]] = [:]
-    /// The devices (radio addresses) whose reports were rejected, by question and reason: the live
-    /// view counts people, not packets. At most ``maxRejectedDevices`` a reason (a flood of forged
-    /// addresses must not grow it without bound).
-    var rejectedDevices: [UInt8: [String: Set<DeviceAddress>]] = [:]
-    static let maxRejectedDevices = 4096
+    /// Rejected reports, the devices behind them, and the counts not yet committed.
+    var rejections: RejectionLedger
     /// Totals of the closed questions of an anonymous poll, whose per-voter state is gone.
     var sealed: [UInt8: QuestionTotals] = [:]
     /// The projector page's address (`--web`), which the live view shows; nil without a page.
@@ -48,7 +43,6 @@ public actor PollController {
     public func setProjectorURL(_ url: String?) { projectorURL = url }
     /// When the poll was last exported (`e`, D-Bus `Export`); nil: never in this run.
     public internal(set) var exportedAt: Date?
-    var pendingRejections: [PendingRejection: Int] = [:]
     /// Accepted ballots per slot of the last five seconds (votes per second), trimmed as it records.
     var acceptedRate = RateWindow(window: .seconds(5))
     /// Wall clock of the operator's side (votes per second); injected by tests.
@@ -92,11 +86,6 @@ public actor PollController {
     /// The beacon: what the tally broadcasts, and the beacon frames it hears.
     var beacon: BeaconRuntime
 
-    struct PendingRejection: Hashable {
-        var question: UInt8
-        var reason: String
-    }
-
     /// Starts a new poll (`.fresh`: `options.joinCode` must not be in `store`; the open poll there is
     /// closed), or continues the open poll of `store` (`.resume`).
     public init(options: PollOptions, store: ClickerStore?, start: PollStart = .fresh, now: Date = Date(),
@@ -123,7 +112,7 @@ public actor PollController {
         openedAt = opening.openedAt
         closedAt = opening.closedAt
         committed = opening.committed
-        rejected = opening.rejected
+        rejections = RejectionLedger(stored: opening.rejected)
         sealed = opening.sealed
         pipeline = IngestPipeline(keyring: Self.keyring(options), tally: opening.tally)
         pollCreatedAt = opening.createdAt
@@ -236,12 +225,9 @@ public actor PollController {
             version &+= 1
         case .rejected(let reason):
             // Counted once per report, repeats included, under the question current now.
-            rejected[question, default: [:]][reason.rawValue, default: 0] += 1
-            if rejectedDevices[question]?[reason.rawValue]?.count ?? 0 < Self.maxRejectedDevices {
-                rejectedDevices[question, default: [:]][reason.rawValue, default: []].insert(address)
+            if rejections.record(reason.rawValue, question: question, from: address) || !verification.newBindings.isEmpty {
+                commit([])
             }
-            pendingRejections[PendingRejection(question: question, reason: reason.rawValue), default: 0] += 1
-            if pendingRejections.values.reduce(0, +) >= 256 || !verification.newBindings.isEmpty { commit([]) }
             version &+= 1
         case .unregistered:
             version &+= 1

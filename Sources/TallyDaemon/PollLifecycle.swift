@@ -243,9 +243,8 @@ extension PollController {
         closedAt = nil
         verification = VerificationState(shuttingDown: verification.shuttingDown)
         committed = [:]
-        rejected = [:]
+        rejections = RejectionLedger()
         sealed = [:]
-        pendingRejections = [:]
         pollCreatedAt = opening.createdAt
         renewBeacon(secret: keyring.secret, signer: next.beaconSigner)
         resetPublished()

@@ -12,7 +12,7 @@ extension PollController {
     public func results(question q: UInt8? = nil, ballots withRows: Bool = true) -> PollResults {
         let q = q ?? question
         let open = q == question && isOpen
-        let rejected = self.rejected[q] ?? [:]
+        let rejected = rejections.counts(of: q)
         if let t = sealed[q] {
             var counts: [String: Int] = [:]
             let spec = spec(of: q)
@@ -120,7 +120,7 @@ extension PollController {
                       verificationRequests: verification.requested.count, readRetries: verification.retries.count,
                       committed: committed.values.reduce(0) { $0 + $1.count },
                       tallyVoters: pipeline.tally.questions.values.reduce(0) { $0 + $1.voters.count + $1.unregistered.count },
-                      pendingRejections: pendingRejections.count, ingest: pipeline.footprint)
+                      pendingRejections: rejections.pending.count, ingest: pipeline.footprint)
     }
 
     /// The ingest pipeline's counters (reports, cache hits, verifications).

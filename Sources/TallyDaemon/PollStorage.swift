@@ -28,11 +28,11 @@ extension PollController {
         guard let store, let pollID else { verification.newBindings.removeAll(); return true }
         let now = clock()
         if storageError != nil, !force, let due = storageRetryAt, now < due { return false }
-        let rejections = pendingRejections.map {
-            RejectionCount(poll: pollID, question: Int($0.key.question), reason: $0.key.reason, count: $0.value)
+        let counts = rejections.pendingCounts.map {
+            RejectionCount(poll: pollID, question: Int($0.key.question), reason: $0.key.reason, count: $0.count)
         }
         do {
-            try store.record(ballots, rejections: rejections, voterKeys: verification.newBindings)
+            try store.record(ballots, rejections: counts, voterKeys: verification.newBindings)
         } catch {
             storageStopped(error, at: now)
             return false
@@ -43,7 +43,7 @@ extension PollController {
                   let seq = UInt16(exactly: b.sequence) else { continue }
             committed[q, default: [:]][key] = seq
         }
-        pendingRejections.removeAll()
+        rejections.committed()
         if let stopped = storageError {
             storageError = nil
             storageRetryAt = nil

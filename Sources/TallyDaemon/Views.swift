@@ -17,9 +17,9 @@ extension PollController {
         var published: [Answer: Int] = [:]
         for (text, n) in live.counts { if let a = Answer(text) { published[a, default: 0] += n } }
         let panel = ResultsPanel(KindResults(spec: spec(of: question), counts: published, ranked: live.rankedCount))
-        let rejections = (rejected[question] ?? [:]).filter { $0.value > 0 }.sorted { $0.key < $1.key }
+        let rejected = rejections.counts(of: question).filter { $0.value > 0 }.sorted { $0.key < $1.key }
             .map { TallyViewModel.Rejection(reason: $0.key, count: $0.value,
-                                            devices: rejectedDevices[question]?[$0.key]?.count) }
+                                            devices: rejections.devices(of: question, reason: $0.key)) }
         let radioNow = RadioInstant.now()
         let radioModel = TallyViewModel.Radio(
             adapter: radio.adapter, scanning: radio.state == .scanning,
@@ -36,14 +36,11 @@ extension PollController {
             question: .init(number: Int(question), isOpen: isOpen, elapsed: elapsed(now: now), title: spec.title),
             answers: panel.bars, countsHidden: live.hidden, voters: live.voters, votesPerSecond: votesPerSecond(now: now),
             changes: live.changes,
-            rejections: rejections, radio: radioModel, alert: alert,
+            rejections: rejected, radio: radioModel, alert: alert,
             status: Self.withVerification(status, verificationStatus))
         if live.notYetShown > 0 { model.notYetShown = live.notYetShown }
         // Devices, each once, when every reason's are known (a resumed poll's stored rejections are packets only).
-        let devices = rejectedDevices[question] ?? [:]
-        if rejections.allSatisfy({ devices[$0.reason] != nil }) {
-            model.rejectedDevices = devices.values.reduce(into: Set<DeviceAddress>()) { $0.formUnion($1) }.count
-        }
+        model.rejectedDevices = rejections.devices(of: question)
         model.projectorURL = projectorURL
         if !live.hidden {
             model.barsCaption = panel.caption

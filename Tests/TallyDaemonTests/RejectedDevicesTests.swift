@@ -65,4 +65,19 @@ final class RejectedDevicesTests: XCTestCase {
         XCTAssertTrue(String(decoding: pty.readAvailable(), as: UTF8.self).contains("(1 device)"), "the breakdown drawn")
         withExtendedLifetime(terminal) {}
     }
+
+    /// A new poll starts with no rejected devices: the last poll's are not counted on its question numbers.
+    func testANewPollForgetsTheLastPollsRejectedDevices() async throws {
+        let c = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: nil)
+        for d in 1...3 { await c.ingest(try forged(voter: UInt32(d), sequence: 1, address: 0xC000_0000_0000 + UInt64(d))) }
+        var model = try await c.viewModel(status: nil)
+        XCTAssertEqual(model.rejectedDevices, 3)
+        _ = try await c.newPoll()
+        model = try await c.viewModel(status: nil)
+        XCTAssertEqual(model.rejectedDevices, 0)
+        XCTAssertEqual(model.rejectedTotal, 0)
+        await c.ingest(try forged(voter: 9, sequence: 1, address: 0xC000_0000_0009))
+        model = try await c.viewModel(status: nil)
+        XCTAssertEqual(model.rejectedDevices, 1, "\(model.rejections)")
+    }
 }
