@@ -56,14 +56,14 @@ public actor PollController {
     private var scanWaiters: [CheckedContinuation<Void, Never>] = []
     public private(set) var radio = RadioStatus(adapter: "-", state: .starting)
     var radioErrors = 0
+    /// Whether the store takes writes: counting stops while it does not.
+    var storage = StorageHealth()
     /// Why counting has stopped: the store's error while commits fail (nil while they succeed).
-    public internal(set) var storageError: String?
+    public var storageError: String? { storage.error }
     /// The first storage error of this run, kept after counting resumed: the run then failed.
-    public internal(set) var storageFailure: String?
+    public var storageFailure: String? { storage.firstFailure }
     /// Ballots counted but undone because they could not be saved (each counts when heard again).
-    public internal(set) var notSaved = 0
-    /// When a stopped store is tried again.
-    var storageRetryAt: Date?
+    public var notSaved: Int { storage.notSaved }
     /// GATT reads that verified the ballot read (ok), and reads that failed or verified nothing.
     public internal(set) var gattReads = (ok: 0, failed: 0)
     /// When GATT reads may start: at most 5 % of the radio's time while ballots are arriving.

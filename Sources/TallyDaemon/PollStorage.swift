@@ -21,13 +21,13 @@ extension PollController {
     /// whether they were saved. Ballots that fail are not kept: the caller undoes them in the tally
     /// (`notSaved`), so that nothing unsaved is shown, exported or acknowledged, and the voter, never
     /// acknowledged, keeps sending. Once a commit failed, counting has stopped: a commit is tried
-    /// again at most once per `storageRetryInterval` (or by `flush()`), and the first that succeeds
-    /// resumes counting.
+    /// again at most once per `StorageHealth.retryInterval` (or by `flush()`), and the first that
+    /// succeeds resumes counting.
     @discardableResult
     func commit(_ ballots: [BallotRecord], force: Bool = false) -> Bool {
         guard let store, let pollID else { verification.newBindings.removeAll(); return true }
         let now = clock()
-        if storageError != nil, !force, let due = storageRetryAt, now < due { return false }
+        guard storage.mayCommit(at: now, force: force) else { return false }
         let counts = rejections.pendingCounts.map {
             RejectionCount(poll: pollID, question: Int($0.key.question), reason: $0.key.reason, count: $0.count)
         }
@@ -44,9 +44,7 @@ extension PollController {
             committed[q, default: [:]][key] = seq
         }
         rejections.committed()
-        if let stopped = storageError {
-            storageError = nil
-            storageRetryAt = nil
+        if let stopped = storage.succeeded() {
             logger.notice("counting resumed: the database accepts writes again (it failed: \(stopped))")
             version &+= 1
         }
@@ -56,26 +54,20 @@ extension PollController {
     /// A commit failed: counting stops until one succeeds (said once in the log, shown in the view).
     func storageStopped(_ error: any Error, at now: Date) {
         let reason = "\(error)"
-        if storageError == nil {
+        if storage.failed(reason, at: now) {
             logger.error("""
                 counting stopped: votes cannot be saved (\(reason)); they are not shown or acknowledged, \
                 and count when heard again once the database accepts writes
                 """)
         }
-        storageError = reason
-        storageFailure = storageFailure ?? reason
-        storageRetryAt = now.addingTimeInterval(Self.storageRetryInterval)
         version &+= 1
     }
-
-    /// How often a stopped store is tried again while ballots arrive.
-    static let storageRetryInterval: TimeInterval = 1
 
     /// Undoes in the tally a ballot that was counted but not saved: the voter's record becomes what
     /// was saved before, and the ballot counts when it is heard again and saved.
     func notSaved(_ b: Ballot, _ r: IngestResult) {
         pipeline.tally.restore(question: b.question, voter: VoterKey(mode: b.mode, voterID: b.voterID), to: r.previous)
-        notSaved &+= 1
+        storage.undidBallot()
         version &+= 1
     }
 
