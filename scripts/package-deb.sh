@@ -140,7 +140,7 @@ common clicker-tally
 R=$W/clicker-tally
 sed -e 's|/usr/local/bin/|/usr/bin/|g' \
     -e 's|^Documentation=.*|Documentation=man:clicker-tally(1) file:///usr/share/doc/clicker-tally/GUIDE.md.gz|' \
-    -e 's|^# Install: /etc/systemd/system/clicker-tally.service.*|# Installed by the Debian package clicker-tally (scripts/package-deb.sh), with the sysusers.d file|' \
+    -e '/^# Install: /{N;s|.*|# Installed by the Debian package clicker-tally (scripts/package-deb.sh).|}' \
     systemd/clicker-tally.service > "$W/unit"
 grep -q '^ExecStart=/usr/bin/clicker-tally daemon$' "$W/unit" || { echo "package-deb: the unit's ExecStart= was not rewritten" >&2; exit 1; }
 install -D -m 0644 "$W/unit" "$R/usr/lib/systemd/system/clicker-tally.service"

@@ -23,7 +23,8 @@ start=$(date +%s)
 step() { echo "== $* ($(( $(date +%s) - start )) s)"; }
 
 need=()
-for t in debootstrap:debootstrap dpkg-shlibdeps:dpkg-dev lintian:lintian strip:binutils unshare:util-linux; do
+for t in debootstrap:debootstrap dpkg-shlibdeps:dpkg-dev lintian:lintian strip:binutils unshare:util-linux \
+         systemd-analyze:systemd man:man-db; do
   command -v "${t%%:*}" >/dev/null || need+=("${t#*:}")
 done
 if [ ${#need[@]} -gt 0 ]; then
@@ -60,6 +61,23 @@ else
   echo "ok: lintian (--pedantic) reports no tag the overrides do not explain"; lintian_failed=0
 fi
 
+step "the packaged unit"
+# As scripts/check-unit.sh checks the repository's unit: verify (its ExecStart= pointed at the packaged
+# binary, its Documentation= man page found in the package) and the sandbox's exposure.
+X=$W/extracted; mkdir -p "$X/unit"
+dpkg-deb -x "$W"/pkgs/clicker-tally_*-1_*.deb "$X"
+sed "s|^ExecStart=/usr/bin/clicker-tally|ExecStart=$X/usr/bin/clicker-tally|" "$X/usr/lib/systemd/system/clicker-tally.service" \
+  > "$X/unit/clicker-tally.service"
+unit_failed=0
+if MANPATH=$X/usr/share/man systemd-analyze verify "$X/unit/clicker-tally.service"; then
+  echo "ok: systemd-analyze verify passes the packaged unit"
+else echo "FAIL: systemd-analyze verify of the packaged unit"; unit_failed=1; fi
+exposure=$(systemd-analyze security --offline=true --root="$X" /usr/lib/systemd/system/clicker-tally.service 2>/dev/null \
+           | sed -n 's/.*Overall exposure level for clicker-tally.service: \([0-9.]*\).*/\1/p')
+if [ -n "$exposure" ] && awk -v e="$exposure" 'BEGIN { exit !(e <= 2.0) }'; then
+  echo "ok: the packaged unit's exposure is $exposure (at most 2.0)"
+else echo "FAIL: the packaged unit's exposure is '${exposure:-unknown}'"; unit_failed=1; fi
+
 step "clean Debian 12 root"
 MIRROR=${MIRROR:-$({ grep -hE '^URIs:' /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '{print $2}'
                      grep -hE '^deb ' /etc/apt/sources.list 2>/dev/null | awk '{print $2}'; true; } \
@@ -91,5 +109,6 @@ set -e
 passed=$(grep -c '^ok: ' "$W/inroot.log" || true); failed=$(grep -c '^FAIL: ' "$W/inroot.log" || true)
 [ $rc = 0 ] || [ "$failed" -gt 0 ] || failed=1   # the root's script ended before its checks
 step "done"
-echo "package test: $((passed + 1 - lintian_failed)) passed, $((failed + lintian_failed)) failed"
-[ $rc = 0 ] && [ $lintian_failed = 0 ]
+host_failed=$((lintian_failed + unit_failed))
+echo "package test: $((passed + 3 - host_failed)) passed, $((failed + host_failed)) failed"
+[ $rc = 0 ] && [ $host_failed = 0 ]
