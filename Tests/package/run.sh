@@ -50,6 +50,9 @@ if [ -z "$BIN_DIR" ]; then
 fi
 for rev in 1 2; do
   "$ROOT/scripts/package-deb.sh" --bin-dir "$BIN_DIR" --out "$W/pkgs" --revision $rev --compression gzip
+  # The man page tool the first build built: the second need not ask SwiftPM again.
+  MANUAL_TOOL=${MANUAL_TOOL:-$(find "$ROOT/.build" -path '*/debug/generate-manual-tool' -type f -perm -u+x | head -1)}
+  export MANUAL_TOOL
 done
 
 step "lintian"
