@@ -29,7 +29,7 @@ while [ $# -gt 0 ]; do
 done
 case $COMPRESSION in xz|gzip) ;; *) echo "package-deb: --compression xz or gzip" >&2; exit 2 ;; esac
 case $REVISION in ''|*[!0-9a-z.+~]*) echo "package-deb: bad revision '$REVISION'" >&2; exit 2 ;; esac
-for tool in dpkg-deb dpkg-shlibdeps strip gzip; do
+for tool in dpkg-deb dpkg-shlibdeps strip readelf gzip; do
   command -v $tool >/dev/null || { echo "package-deb: $tool is missing (apt-get install dpkg-dev binutils)" >&2; exit 1; }
 done
 SWIFT=${SWIFT:-$(command -v swift || echo /opt/swift/usr/bin/swift)}
@@ -99,13 +99,24 @@ common() {
   install -D -m 0644 "packaging/debian/$pkg.lintian-overrides" "$R/usr/share/lintian/overrides/$pkg"
 }
 
-# Depends: from the libraries the binary links (dpkg-shlibdeps wants a debian/control to read).
+# Depends: from the libraries the binary links (dpkg-shlibdeps wants a debian/control to read). A binary
+# with packed relative relocations (Package.swift links them where glibc has them) needs the version
+# GLIBC_ABI_DT_RELR, glibc 2.36, which Debian 12's libc6 symbols file does not map: dpkg-shlibdeps
+# would say libc6 (>= 2.35), and on glibc 2.35 the binary would not load.
 shlibs() {
-  local pkg=$1; local d=$W/shlibs-$pkg
+  local pkg=$1; local d=$W/shlibs-$pkg deps
   mkdir -p "$d/debian"
   printf 'Source: clicker\n\nPackage: %s\nArchitecture: any\n' "$pkg" > "$d/debian/control"
-  (cd "$d" && dpkg-shlibdeps -O "$W/$pkg/usr/bin/$pkg" 2>"$d/log") | sed -n 's/^shlibs:Depends=//p' \
+  deps=$( (cd "$d" && dpkg-shlibdeps -O "$W/$pkg/usr/bin/$pkg" 2>"$d/log") | sed -n 's/^shlibs:Depends=//p') \
     || { cat "$d/log" >&2; return 1; }
+  if readelf -V "$W/$pkg/usr/bin/$pkg" | grep -q 'Name: GLIBC_ABI_DT_RELR'; then
+    local libc
+    libc=$(sed -nE 's/(^|.*, )libc6 \(>= ([^)]*)\).*/\2/p' <<<"$deps")
+    if [ -z "$libc" ] || dpkg --compare-versions "$libc" lt 2.36; then
+      deps=$(sed -E 's/libc6( \(>= [^)]*\))?/libc6 (>= 2.36)/' <<<"$deps")
+    fi
+  fi
+  echo "$deps"
 }
 
 # DEBIAN/control, md5sums and maintainer scripts, then the archive.

@@ -21,9 +21,12 @@ done
 [ "$(id -u)" = 0 ] || { echo "package test: needs root (debootstrap, chroot)" >&2; exit 2; }
 start=$(date +%s)
 step() { echo "== $* ($(( $(date +%s) - start )) s)"; }
+host_passed=0; host_failed=0
+ok() { echo "ok: $*"; host_passed=$((host_passed + 1)); }
+fail() { echo "FAIL: $*"; host_failed=$((host_failed + 1)); }
 
 need=()
-for t in debootstrap:debootstrap dpkg-shlibdeps:dpkg-dev lintian:lintian strip:binutils unshare:util-linux \
+for t in debootstrap:debootstrap dpkg-shlibdeps:dpkg-dev lintian:lintian strip:binutils readelf:binutils unshare:util-linux \
          systemd-analyze:systemd man:man-db; do
   command -v "${t%%:*}" >/dev/null || need+=("${t#*:}")
 done
@@ -59,10 +62,22 @@ step "lintian"
 # Every tag is either fixed or explained in packaging/debian/*.lintian-overrides.
 if lintian --tag-display-limit 0 -I -E --pedantic --fail-on error,warning,info,pedantic "$W"/pkgs/*-1_*.deb 2>&1 \
      | grep -v '^running with root privileges'; then
-  echo "FAIL: lintian reports the tags above"; lintian_failed=1
+  fail "lintian reports the tags above"
 else
-  echo "ok: lintian (--pedantic) reports no tag the overrides do not explain"; lintian_failed=0
+  ok "lintian (--pedantic) reports no tag the overrides do not explain"
 fi
+
+step "Depends: and glibc"
+# libc6 (>= V) must cover every glibc version the binary needs, GLIBC_ABI_DT_RELR (2.36) included.
+for p in clicker-tally clicker-vote; do
+  deb=$(ls "$W"/pkgs/${p}_*-1_*.deb)
+  dpkg-deb -x "$deb" "$W/dep-$p"
+  versions=$(readelf -V "$W/dep-$p/usr/bin/$p" | sed -nE 's/.*Name: GLIBC_([0-9][0-9.]*).*/\1/p; s/.*Name: GLIBC_ABI_DT_RELR.*/2.36/p')
+  need=$(printf '%s\n' $versions | sort -V | tail -1)
+  have=$(dpkg-deb -f "$deb" Depends | sed -nE 's/(^|.*, )libc6 \(>= ([^)]*)\).*/\2/p')
+  if [ -n "$have" ] && dpkg --compare-versions "$have" ge "$need"; then ok "$p: Depends libc6 (>= $have), the binary needs glibc $need"
+  else fail "$p: Depends libc6 (>= ${have:-none}), the binary needs glibc $need"; fi
+done
 
 step "the packaged unit"
 # As scripts/check-unit.sh checks the repository's unit: verify (its ExecStart= pointed at the packaged
@@ -71,15 +86,14 @@ X=$W/extracted; mkdir -p "$X/unit"
 dpkg-deb -x "$W"/pkgs/clicker-tally_*-1_*.deb "$X"
 sed "s|^ExecStart=/usr/bin/clicker-tally|ExecStart=$X/usr/bin/clicker-tally|" "$X/usr/lib/systemd/system/clicker-tally.service" \
   > "$X/unit/clicker-tally.service"
-unit_failed=0
 if MANPATH=$X/usr/share/man systemd-analyze verify "$X/unit/clicker-tally.service"; then
-  echo "ok: systemd-analyze verify passes the packaged unit"
-else echo "FAIL: systemd-analyze verify of the packaged unit"; unit_failed=1; fi
+  ok "systemd-analyze verify passes the packaged unit"
+else fail "systemd-analyze verify of the packaged unit"; fi
 exposure=$(systemd-analyze security --offline=true --root="$X" /usr/lib/systemd/system/clicker-tally.service 2>/dev/null \
            | sed -n 's/.*Overall exposure level for clicker-tally.service: \([0-9.]*\).*/\1/p')
 if [ -n "$exposure" ] && awk -v e="$exposure" 'BEGIN { exit !(e <= 2.0) }'; then
-  echo "ok: the packaged unit's exposure is $exposure (at most 2.0)"
-else echo "FAIL: the packaged unit's exposure is '${exposure:-unknown}'"; unit_failed=1; fi
+  ok "the packaged unit's exposure is $exposure (at most 2.0)"
+else fail "the packaged unit's exposure is '${exposure:-unknown}'"; fi
 
 step "clean Debian 12 root"
 MIRROR=${MIRROR:-$({ grep -hE '^URIs:' /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '{print $2}'
@@ -112,6 +126,5 @@ set -e
 passed=$(grep -c '^ok: ' "$W/inroot.log" || true); failed=$(grep -c '^FAIL: ' "$W/inroot.log" || true)
 [ $rc = 0 ] || [ "$failed" -gt 0 ] || failed=1   # the root's script ended before its checks
 step "done"
-host_failed=$((lintian_failed + unit_failed))
-echo "package test: $((passed + 3 - host_failed)) passed, $((failed + host_failed)) failed"
+echo "package test: $((passed + host_passed)) passed, $((failed + host_failed)) failed"
 [ $rc = 0 ] && [ $host_failed = 0 ]
