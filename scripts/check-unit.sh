@@ -20,7 +20,7 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 mkdir -p "$tmp/bin"
 printf '#!/bin/sh\nexit 0\n' > "$tmp/bin/clicker-tally"
 chmod 0755 "$tmp/bin/clicker-tally"
-grep -q '^ExecStart=/usr/local/bin/clicker-tally daemon$' "$unit" || { echo "FAIL: unexpected ExecStart= line" >&2; exit 1; }
+grep -q '^ExecStart=/usr/local/bin/clicker-tally daemon --resume-open$' "$unit" || { echo "FAIL: unexpected ExecStart= line" >&2; exit 1; }
 # A memory cap: exactly one MemoryMax= line, a size (digits and an optional K/M/G/T suffix), not infinity.
 [ "$(grep -c '^MemoryMax=' "$unit")" = 1 ] && grep -Eq '^MemoryMax=[1-9][0-9]*[KMGT]?$' "$unit" \
     || { echo "FAIL: the unit must set MemoryMax= to a size" >&2; exit 1; }

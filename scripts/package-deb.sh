@@ -153,7 +153,7 @@ sed -e 's|/usr/local/bin/|/usr/bin/|g' \
     -e 's|^Documentation=.*|Documentation=man:clicker-tally(1) file:///usr/share/doc/clicker-tally/GUIDE.md.gz|' \
     -e '/^# Install: /{N;s|.*|# Installed by the Debian package clicker-tally (scripts/package-deb.sh).|}' \
     systemd/clicker-tally.service > "$W/unit"
-grep -q '^ExecStart=/usr/bin/clicker-tally daemon$' "$W/unit" || { echo "package-deb: the unit's ExecStart= was not rewritten" >&2; exit 1; }
+grep -q '^ExecStart=/usr/bin/clicker-tally daemon --resume-open$' "$W/unit" || { echo "package-deb: the unit's ExecStart= was not rewritten" >&2; exit 1; }
 install -D -m 0644 "$W/unit" "$R/usr/lib/systemd/system/clicker-tally.service"
 install -D -m 0644 systemd/clicker-tally.sysusers.conf "$R/usr/lib/sysusers.d/clicker-tally.conf"
 install -D -m 0644 dbus-policy/org.clicker.Tally1.conf "$R/usr/share/dbus-1/system.d/org.clicker.Tally1.conf"

@@ -110,6 +110,27 @@ extension PollController {
         return s
     }
 
+    /// The open poll of `store` continued (`start` a `.resume`), as a service does when it starts
+    /// again: nil when there is none, or none that `start` may take (too old, another mode, or
+    /// contradicted by what the command line states), which the log says; the caller then starts a
+    /// new poll, which closes the open one. Any other failure (an unreadable poll) is thrown.
+    public static func continuing(options: PollOptions, store: ClickerStore, start: PollStart,
+                                  logger: Logger) throws -> PollController? {
+        do {
+            return try PollController(options: options, store: store, start: start, logger: logger)
+        } catch PollError.nothingToResume {
+            return nil
+        } catch let e as PollError {
+            switch e {
+            case .pollTooOld, .resumeModeMismatch, .resumeContradicts:
+                logger.notice("the open poll cannot be continued (\(e)): it is closed and a new poll starts")
+                return nil
+            default:
+                throw e
+            }
+        }
+    }
+
     /// The open poll of `store`, as stored: its join code, counting rule, mode (a roster poll takes
     /// the stored roster when `options` has none) and the current question's definition replace
     /// what `options` says. What the command line `stated` must agree with the stored poll.

@@ -41,12 +41,19 @@ struct Daemon: AsyncParsableCommand {
     @OptionGroup var room: SimulationArguments
     @OptionGroup var webArguments: WebArguments
 
+    @Flag(help: ArgumentHelp("Continue the poll left open when --resume would take it (as after a restart or an upgrade), else close it and start a new one. The unit starts the daemon so."))
+    var resumeOpen = false
+
     @Option(help: ArgumentHelp("Log a line of resource counters (tables, mirror, reports) every this many seconds; 0 never.",
                                visibility: .hidden))
     var logStatistics: Double = 0
 
     func validate() throws {
         if poll.noStore { throw ValidationError("the daemon always keeps its polls in the database: leave out --no-store") }
+        if resumeOpen && poll.resume { throw ValidationError("--resume-open already continues the open poll when it can: leave out --resume") }
+        if resumeOpen && poll.joinCode != nil {
+            throw ValidationError("--resume-open continues the open poll with its own join code: leave out --join-code")
+        }
     }
 
     func run() async throws {
@@ -65,12 +72,22 @@ struct Daemon: AsyncParsableCommand {
         let kind: RadioKind = room.simulate != nil ? .sim : radio.radio
         // A poll left open (a crash, a daemon stopped without closing it): the new poll closes it, and
         // the journal says which and how to read it, as a run's stderr does.
-        let previousNote = poll.previousPollNote(in: store)
+        var previousNote = poll.previousPollNote(in: store)
         let controller: PollController
         do {
             let questionSet = try await poll.questionSet()
-            controller = try PollController(options: try poll.pollOptions(store: store, questionSet: questionSet, radio: kind), store: store,
-                                            start: poll.start(questionSet: questionSet), logger: logger)
+            let options = try poll.pollOptions(store: store, questionSet: questionSet, radio: kind)
+            var resuming = poll
+            resuming.resume = true
+            if resumeOpen, let resumed = try PollController.continuing(options: options, store: store,
+                                                                        start: resuming.start(questionSet: questionSet), logger: logger) {
+                controller = resumed
+                previousNote = nil
+                let (voteID, question) = (await resumed.joinCode.voteID, await resumed.question)
+                logger.notice("continued the open poll \(IDText.vote(voteID)) at question \(question)")
+            } else {
+                controller = try PollController(options: options, store: store, start: poll.start(questionSet: questionSet), logger: logger)
+            }
         } catch {
             connection.close()
             throw Failure("\(error)")

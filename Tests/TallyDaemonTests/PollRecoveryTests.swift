@@ -90,21 +90,16 @@ final class PollRecoveryTests: XCTestCase {
         XCTAssertEqual(listed.stdout.split(separator: "\n").count, 2, listed.stdout)
     }
 
-    /// The daemon closes a poll left open as a run does, and its journal says which and how to read it.
-    func testTheDaemonSaysWhichOpenPollItClosed() throws {
+    /// Runs the built daemon on `db` with `extra` arguments until it serves its bus name, stops it, and
+    /// returns its journal; skips when the tally is not built.
+    func daemonJournal(db: String, runtime dir: String, _ extra: [String] = []) throws -> String {
         let bin = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("clicker-tally").path
         guard FileManager.default.isExecutableFile(atPath: bin) else { throw XCTSkip("\(bin) not built") }
-        let dir = NSTemporaryDirectory() + "clicker-recovery-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        addTeardownBlock { try? FileManager.default.removeItem(atPath: dir) }
-        let db = dir + "/clicker.sqlite"
-        let id = String(try leftOpen(db).voteID)
         let bus = try PrivateBus()
         defer { bus.stop() }
-
         let p = Process()
         p.executableURL = URL(fileURLWithPath: bin)
-        p.arguments = ["daemon", "--bus", bus.address, "--db", db, "--radio", "sim", "--no-gatt-confirm"]
+        p.arguments = ["daemon", "--bus", bus.address, "--db", db, "--radio", "sim", "--no-gatt-confirm"] + extra
         p.environment = ["XDG_RUNTIME_DIR": dir, "PATH": "/usr/bin:/bin"]
         let err = Pipe()
         p.standardError = err
@@ -118,13 +113,60 @@ final class PollRecoveryTests: XCTestCase {
         p.terminate()
         p.waitUntilExit()
         err.fileHandleForReading.readabilityHandler = nil
-        let text = log.text
+        return log.text
+    }
+
+    func scratch() throws -> String {
+        let dir = NSTemporaryDirectory() + "clicker-recovery-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: dir) }
+        return dir
+    }
+
+    /// The daemon closes a poll left open as a run does, and its journal says which and how to read it.
+    func testTheDaemonSaysWhichOpenPollItClosed() throws {
+        let dir = try scratch()
+        let db = dir + "/clicker.sqlite"
+        let id = String(try leftOpen(db).voteID)
+        let text = try daemonJournal(db: db, runtime: dir)
         XCTAssertTrue(text.contains("the previous poll (vote \(id), started "), text)
         XCTAssertTrue(text.contains("was still open: closed now, votes kept"), text)
         XCTAssertTrue(text.contains("clicker-tally results --db \(db) --poll \(id)"), text)
         let polls = try ClickerStore(path: db).polls().sorted { $0.createdAt < $1.createdAt }
         XCTAssertEqual(polls.count, 2, "the daemon's own poll beside the one it closed")
         XCTAssertNotNil(polls.first?.closedAt, "the poll left open is closed")
+    }
+
+    /// `--resume-open` (the unit's start): a restart continues the open poll, its join code and votes;
+    /// a poll too old to resume is closed and a new one starts, as without it; with no poll left
+    /// open, a new one starts.
+    func testTheDaemonStartedAgainContinuesTheOpenPoll() throws {
+        let dir = try scratch()
+        let db = dir + "/clicker.sqlite"
+        let code = try leftOpen(db)
+        var text = try daemonJournal(db: db, runtime: dir, ["--resume-open"])
+        XCTAssertTrue(text.contains("continued the open poll \(IDText.vote(code.voteID)) at question 2"), text)
+        XCTAssertFalse(text.contains("was still open"), text)
+        var polls = try ClickerStore(path: db).polls()
+        XCTAssertEqual(polls.count, 1, "no new poll")
+        XCTAssertNil(polls.first?.closedAt, "the daemon stopped by SIGTERM leaves its poll open for the next start")
+        XCTAssertEqual(try ClickerStore(path: db).resume()?.ballots.filter { $0.question == 2 }.count, 2, "its votes kept")
+
+        // Too old for --resume-limit: closed, and a new poll starts.
+        Thread.sleep(forTimeInterval: 1.1)  // the limit below is 0.36 s: the poll is older whatever the load
+        text = try daemonJournal(db: db, runtime: dir, ["--resume-open", "--resume-limit", "0.0001"])
+        XCTAssertTrue(text.contains("the open poll cannot be continued ("), text)
+        XCTAssertTrue(text.contains("was still open: closed now, votes kept"), text)
+        polls = try ClickerStore(path: db).polls().sorted { $0.createdAt < $1.createdAt }
+        XCTAssertEqual(polls.count, 2)
+        XCTAssertNotNil(polls.first?.closedAt)
+
+        // The new poll was left open by SIGTERM; close it by hand: with nothing open, a new poll starts.
+        let store = try ClickerStore(path: db)
+        if let open = try store.resume() { try store.closePoll(open.poll.id, at: Date()) }
+        text = try daemonJournal(db: db, runtime: dir, ["--resume-open"])
+        XCTAssertFalse(text.contains("continued the open poll"), text)
+        XCTAssertEqual(try ClickerStore(path: db).polls().count, 3)
     }
 }
 
