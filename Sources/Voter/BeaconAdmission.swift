@@ -14,10 +14,15 @@ import Synchronization
 ///   checked per ``anchorCheckEvery`` (a flood of made-up keys costs one scrypt a second, and the
 ///   key heard most often goes first: the tally's, which every one of its STATE frames carries).
 /// - The same signed advertisement is heard again and again: a frame verified lately is not verified
-///   again (the last ``verifiedCacheSize``).
+///   again (the last ``verifiedCacheSize``). Nor is a tagged frame's tag checked again while tagged frames
+///   are taken (the last ``openedCacheSize``): the same bytes carry the same tag, so a repeat is admitted
+///   exactly as the first was, by the same rules (a tagged frame is refused once the key is known).
+///   A follower hears the tally's few frames over and over while nothing changes (each about ten times a
+///   second); opening each again was most of its own work.
 public struct BeaconAdmission: Sendable {
     public static let anchorCheckEvery: Duration = .seconds(1)
     public static let verifiedCacheSize = 64
+    public static let openedCacheSize = 16
     /// Keys waiting for their anchor check, the least recently offered dropped first: the tally's key,
     /// offered by each of its STATE frames (several a second), stays unless a forger offers more than
     /// this many new keys between two of them.
@@ -49,9 +54,15 @@ public struct BeaconAdmission: Sendable {
     public private(set) var anchorChecks = 0
     /// Signature verifications run (cache misses).
     public private(set) var verifications = 0
+    /// Frames opened (tag checked and decoded, ``BeaconCodec/envelope(_:key:)``): every frame heard that
+    /// neither cache holds.
+    public private(set) var framesOpened = 0
 
     var verified: [[UInt8]: BeaconFrame] = [:]
     var verifiedOrder: [[UInt8]] = []
+    /// Tagged frames whose tag checked, while the poll's key is unknown.
+    var opened: [[UInt8]: BeaconFrame] = [:]
+    var openedOrder: [[UInt8]] = []
     var refusedKeys: Set<[UInt8]> = []
     /// Per key waiting: the frames that offered it, and the serial number of the last one.
     var candidates: [[UInt8]: (count: Int, last: Int)] = [:]
@@ -71,10 +82,13 @@ public struct BeaconAdmission: Sendable {
     /// Opens and admits `bytes` heard at `now` (the voter's monotonic clock).
     public mutating func admit(_ bytes: [UInt8], at now: Duration) -> Outcome {
         if let frame = verified[bytes] { return take(frame, signed: true, at: now) }
+        if publicKey == nil, let frame = opened[bytes] { return take(frame, signed: false, at: now) }
+        framesOpened += 1
         guard case .success(let e) = BeaconCodec.envelope(bytes, key: key) else { return .refused }
         guard e.isSigned else {
             // A tagged frame: taken only while the poll's key is unknown.
             guard publicKey == nil else { forgeriesRefused += 1; return .refused }
+            rememberOpened(bytes, e.frame)
             return take(e.frame, signed: false, at: now)
         }
         if let pk = publicKey {
@@ -110,6 +124,8 @@ public struct BeaconAdmission: Sendable {
         }
         publicKey = candidate
         candidates = [:]
+        opened = [:]
+        openedOrder = []
         guard best == pk.bytes else { return .heard }
         remember(bytes, e.frame)
         return take(e.frame, signed: true, at: now)
@@ -134,6 +150,13 @@ public struct BeaconAdmission: Sendable {
         verified[bytes] = frame
         verifiedOrder.append(bytes)
         if verifiedOrder.count > Self.verifiedCacheSize { verified[verifiedOrder.removeFirst()] = nil }
+    }
+
+    private mutating func rememberOpened(_ bytes: [UInt8], _ frame: BeaconFrame) {
+        guard opened[bytes] == nil else { return }
+        opened[bytes] = frame
+        openedOrder.append(bytes)
+        if openedOrder.count > Self.openedCacheSize { opened[openedOrder.removeFirst()] = nil }
     }
 
     private mutating func insertRefused(_ pk: [UInt8]) {

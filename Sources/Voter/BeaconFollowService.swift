@@ -35,6 +35,7 @@ public struct BeaconFollowService: Service {
     let now: @Sendable () -> Duration
     let tick: Duration
     let start: StaggeredStart
+    let sleep: @Sendable (Duration) async throws -> Void
 
     /// - Parameters:
     ///   - lines: answers, one a line; read with the open question's ``AnswerForm``.
@@ -45,15 +46,20 @@ public struct BeaconFollowService: Service {
     ///   - notSending: why the answer is not on the air, shown in place of "sending" (once; the
     ///     status is reported again once it is on the air).
     ///   - now: the monotonic clock the follower runs on.
-    ///   - tick: how often the clock is looked at when nothing is heard (for ``BeaconFollower/Status/noBeacon``).
+    ///   - tick: how often the clock is looked at while something waits for time to pass (no STATE yet:
+    ///     ``BeaconFollower/Status/noBeacon``; sending: backing off; a question's text; the roster hint;
+    ///     a ballot that cannot go on the air), and only then: an idle follower (counted, question closed,
+    ///     poll closed) has no timer, and wakes only for what it hears and reads.
     ///   - start: when a ballot goes on the air: at a random moment of its interval (``StaggeredStart``).
+    ///   - sleep: waits on the clock of `now` (ticks, the start of a ballot, listening again).
     public init(secret: PollSecret, identity: DeviceKey, roster: Bool, transport: any PeripheralTransport,
                 state: StateDirectory?, lines: AsyncStream<String>, first: String? = nil,
                 report: @escaping @Sendable (FollowReport) -> Void,
                 notSending: @escaping @Sendable (NotSending) -> Void = { _ in },
                 logger: Logger = Logger(label: "clicker.voter"),
                 now: @escaping @Sendable () -> Duration = { ContinuousClock.now - BeaconFollowService.origin },
-                tick: Duration = .milliseconds(500), start: StaggeredStart = .random()) {
+                tick: Duration = .milliseconds(500), start: StaggeredStart = .random(),
+                sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }) {
         self.secret = secret
         self.identity = identity
         self.roster = roster
@@ -67,6 +73,7 @@ public struct BeaconFollowService: Service {
         self.now = now
         self.tick = tick
         self.start = start
+        self.sleep = sleep
     }
 
     public static let origin = ContinuousClock.now
@@ -88,7 +95,7 @@ public struct BeaconFollowService: Service {
     public func run() async throws {
         guard let listener = transport as? any ListenerTransport else { throw VoterError.cannotListen }
         let (events, sink) = AsyncStream<Event>.makeStream()
-        let logger = self.logger, tick = self.tick, lines = self.lines
+        let logger = self.logger, tick = self.tick, lines = self.lines, sleep = self.sleep
         let listening = Task {
             var failures = 0
             while !Task.isCancelled {
@@ -104,19 +111,13 @@ public struct BeaconFollowService: Service {
                         \(Self.relistenDelay(after: failures).components.seconds) s
                         """)
                 }
-                try? await Task.sleep(for: Self.relistenDelay(after: failures))
+                try? await sleep(Self.relistenDelay(after: failures))
             }
         }
         let reading = Task {
             for await line in lines { sink.yield(.line(line)) }
         }
-        let ticking = Task {
-            while !Task.isCancelled {
-                try? await Task.sleep(for: tick)
-                sink.yield(.tick)
-            }
-        }
-        defer { listening.cancel(); reading.cancel(); ticking.cancel() }
+        defer { listening.cancel(); reading.cancel() }
 
         let mode: BallotMode = roster ? .roster : .anonymous
         let sessionsSeed = Sessions(secret: secret, identity: identity, roster: roster, transport: transport, state: state,
@@ -135,6 +136,22 @@ public struct BeaconFollowService: Service {
             var hintAt: Duration? = nil
             var relistens = 0
             var signedSaid = false
+            // Ticks while something waits for time to pass, none otherwise (``tick``).
+            var ticking: Task<Void, Never>?
+            func tickWhile(_ needed: Bool) {
+                if needed, ticking == nil {
+                    ticking = Task {
+                        while !Task.isCancelled {
+                            guard (try? await sleep(tick)) != nil else { return }
+                            sink.yield(.tick)
+                        }
+                    }
+                } else if !needed, let t = ticking {
+                    t.cancel()
+                    ticking = nil
+                }
+            }
+            tickWhile(follower.awaitsTime)
             for await event in events {
                 switch event {
                 case .heard(let bytes): follower.hear(bytes, at: now())
@@ -162,7 +179,7 @@ public struct BeaconFollowService: Service {
                 }
                 let shows = screen.update(&follower, at: now()) { text, q in try? Self.parse(text, for: q) }
                 fault = await Self.apply(&sessions, &follower, at: now(), failing: fault, logger: logger)
-                sessions.wake(now: now(), sleep: { try await Task.sleep(for: $0) }, fire: { sink.yield(.tick) })
+                sessions.wake(now: now(), sleep: sleep, fire: { sink.yield(.tick) })
                 if !signedSaid, follower.admission.publicKey != nil {
                     // Once: from now on only frames signed by the tally count (docs/SECURITY.md).
                     signedSaid = true
@@ -207,7 +224,9 @@ public struct BeaconFollowService: Service {
                                  + "devices on the class list: if this goes on, ask the instructor whether this device's "
                                  + "enrollment code (clicker-vote enroll) was imported."))
                 }
+                tickWhile(follower.awaitsTime || screen.awaitsTime || hintAt != nil || fault != nil)
             }
+            ticking?.cancel()
             await sessions.stop()
         }
     }

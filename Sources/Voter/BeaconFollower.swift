@@ -172,6 +172,16 @@ public struct BeaconFollower: Sendable {
         }
     }
 
+    /// Whether ``tick(at:)`` can change anything now: before the first STATE (``Status/noBeacon``), while
+    /// sending (backing off) and while listening again. Otherwise only frames and answers change the
+    /// follower, and its caller needs no clock: a voter whose answer was counted, or whose question
+    /// closed, wakes for nothing but what it hears.
+    public var awaitsTime: Bool {
+        if freshness.relistenUntil != nil { return true }
+        if case .sending = status { return true }
+        return !heardState && status == .waiting
+    }
+
     /// The student's answer. Checked against the open question; while none is open it waits for the next.
     public mutating func answer(_ a: Answer) {
         guard let q = question, phase == .open, !q.awaitsForm else {

@@ -82,6 +82,9 @@ struct FollowScreen {
     /// The question whose text is awaited, since when.
     private var awaiting: (question: BeaconQuestion, since: Duration)?
 
+    /// Whether a question waits for its text: ``update(_:at:parse:)`` shows it without once the wait is over.
+    var awaitsTime: Bool { awaiting != nil }
+
     init(first: String?, wait: Duration, status: BeaconFollower.Status) {
         self.first = first
         self.wait = wait

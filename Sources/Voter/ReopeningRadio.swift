@@ -65,21 +65,52 @@ public final class ReopeningRadio: PeripheralTransport, ListenerTransport {
 
     public func status() -> AsyncStream<RadioStatus> { current.status() }
 
+    /// The current radio's listen stream, read in the caller's task: no task of its own relays each
+    /// report (a follower hears the beacon about ten times a second, and each relay was one more
+    /// wake-up of a thread). A failure marks the radio for opening again.
     public func listen(companyID: UInt16, dutyCycle: ScanDutyCycle) -> AsyncThrowingStream<AdvertisementReport, any Error> {
-        AsyncThrowingStream { continuation in
-            let task = Task {
-                do {
-                    let radio = try await self.usable()
-                    for try await report in radio.listen(companyID: companyID, dutyCycle: dutyCycle) {
-                        continuation.yield(report)
-                    }
-                    continuation.finish()
-                } catch {
-                    if !Task.isCancelled { self.state.withLock { $0.broken = true } }
-                    continuation.finish(throwing: error)
+        let source = ListenSource(radio: self, companyID: companyID, dutyCycle: dutyCycle)
+        return AsyncThrowingStream(unfolding: { try await source.next() })
+    }
+
+    /// One listen stream's reading end. `@unchecked Sendable`: its mutable state (the inner iterator)
+    /// is used only by `next()`, which `AsyncThrowingStream(unfolding:)` calls for its one consumer, one
+    /// call at a time (the next call comes after the previous one returned), so it is never touched
+    /// from two threads at once.
+    private final class ListenSource: @unchecked Sendable {
+        let radio: ReopeningRadio
+        let companyID: UInt16
+        let dutyCycle: ScanDutyCycle
+        var iterator: AsyncThrowingStream<AdvertisementReport, any Error>.AsyncIterator?
+        var done = false
+
+        init(radio: ReopeningRadio, companyID: UInt16, dutyCycle: ScanDutyCycle) {
+            self.radio = radio
+            self.companyID = companyID
+            self.dutyCycle = dutyCycle
+        }
+
+        func next() async throws -> AdvertisementReport? {
+            guard !done else { return nil }
+            do {
+                if iterator == nil {
+                    iterator = try await radio.usable().listen(companyID: companyID, dutyCycle: dutyCycle).makeAsyncIterator()
                 }
+                var it = iterator
+                let report = try await it?.next()
+                iterator = it
+                guard let report else {
+                    done = true
+                    iterator = nil
+                    return nil
+                }
+                return report
+            } catch {
+                done = true
+                iterator = nil
+                if !Task.isCancelled { radio.state.withLock { $0.broken = true } }
+                throw error
             }
-            continuation.onTermination = { _ in task.cancel() }
         }
     }
 

@@ -198,8 +198,11 @@ final class BeaconFollowServiceTests: XCTestCase {
                 // next STATE set its interval again.
                 repeat { seen = await log.waitFor(seen.count + 1) } while seen.last != "counted B" && seen.count < 12
                 XCTAssertEqual(Array(seen.suffix(4)), ["advertise 200 ms", "advertise 100 ms", "advertise 10240 ms", "counted B"])
+                // Counted: no more ticks; a frame at 60 s is looked at (the clock read) and nothing is said.
                 clock.set(.seconds(60))
-                await clock.waitForReads(clock.reads + 3)
+                let reads = clock.reads
+                radio.air(state())
+                await clock.waitForReads(reads + 3)
                 shutdown.triggerGracefulShutdown()
                 try await run.value
             }
