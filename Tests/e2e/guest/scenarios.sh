@@ -581,9 +581,10 @@ bluez_ad_limits() {
     adlen 222 1M | grep -q refused; check "bluetoothd $v refuses any extended broadcast over 31 bytes (222)" is 0 echo $?
   fi
   # The virtual controllers: an extended advertisement heard by a scanning controller (hci1). btvirt
-  # reports it once, when hci0 switches advertising on. 229 bytes is the most one report event holds;
-  # btvirt does not fragment a longer one (Tests/e2e/btvirt/btdev-ext-adv-report.patch), so 238 is
-  # only noted.
+  # reports it when hci0 switches advertising on (adlen.py removes it right after). One report event holds 229 bytes of data:
+  # 222 of manufacturer data with Flags and the manufacturer header. btvirt does not split a longer
+  # one into several reports (Tests/e2e/btvirt/btdev-ext-adv-report.patch): the scanner's kernel
+  # drops the truncated event ("Malformed LE Event"), so 229 and 238 are only noted (not heard).
   mkfifo c.in
   bluetoothctl < c.in >> c.out 2>&1 & echo $! >> pids; exec 4> c.in
   echo "select $A1" >&4; echo "scan le" >&4
