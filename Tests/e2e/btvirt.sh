@@ -2,16 +2,18 @@
 #
 # Debian 13's btvirt (bluez-test-tools 5.82) aborts as soon as a scanning controller hears an
 # extended advertisement of more than 31 bytes, which takes every virtual controller with it
-# (btvirt/btdev-ext-adv-report.patch says where and why; upstream fixed it in bluez 5.84). So the
-# trixie image replaces /usr/bin/btvirt with one built from Debian's own 5.82 source (the version
-# the guest has installed, fetched with `apt-get source`) plus that patch, with Debian's compiler
-# and hardening flags. Only the virtual controller changes: bluetoothd, bluetoothctl, btmgmt and
+# (btvirt/btdev-ext-adv-report.patch says where and why; upstream fixed it in bluez 5.84), and its
+# main loop can call through a timer entry it has just freed, which kills it under the beacon's
+# frequent advertising updates (btvirt/mainloop-removed-entries.patch). So the trixie image
+# replaces /usr/bin/btvirt with one built from Debian's own 5.82 source (the version the guest has
+# installed, fetched with `apt-get source`) plus those patches, with Debian's compiler and
+# hardening flags. Only the virtual controller changes: bluetoothd, bluetoothctl, btmgmt and
 # btmon stay Debian's 5.82.
 #
 # The build runs in a throw-away copy of the guest's root with the build tools installed, so the
 # guest image gets nothing but the binary. The build's .deb files are kept in DEBCACHE/btvirt-build.
 
-E2E_BTVIRT_PATCHES="$HERE/btvirt/btdev-ext-adv-report.patch"
+E2E_BTVIRT_PATCHES="$HERE/btvirt/btdev-ext-adv-report.patch $HERE/btvirt/mainloop-removed-entries.patch"
 
 # e2e_build_btvirt ROOT WORK DEBCACHE MIRROR: builds btvirt for ROOT (a debootstrapped trixie
 # root) in WORK, installs it as ROOT/usr/bin/btvirt, writes what it built to
