@@ -8,10 +8,15 @@
 # libdbus-1-3, libbluetooth3, libsqlite3-0 (GRDB), libstdc++6 (swift-crypto). Root and modules are packed as one uncompressed
 # initramfs, so there is no disk image and no guest initrd tooling.
 #
-# The cache directory is keyed by a hash of this file: change the recipe or the
-# package list and the next run builds a fresh image.
+# The trixie image replaces Debian's btvirt with one built from Debian's 5.82 source plus a fix
+# for extended advertisements over 31 bytes (btvirt.sh, btvirt/*.patch); bluetoothd stays Debian's.
+#
+# The cache directory is keyed by a hash of this file, btvirt.sh and btvirt/*.patch: change the
+# recipe or the package list and the next run builds a fresh image.
 #
 # Needs: root, a Debian 12 host with apt sources, debootstrap, cpio, dpkg, apt.
+
+. "$HERE/btvirt.sh"
 
 E2E_SUITE=${E2E_GUEST:-bookworm}
 case $E2E_SUITE in bookworm|trixie) ;; *) echo "e2e: E2E_GUEST must be bookworm or trixie" >&2; return 2 ;; esac
@@ -52,6 +57,11 @@ e2e_build_image() {
     return 1
   fi
   chroot "$R" dpkg-query -W -f '${Package}=${Version}\n' > "$tmp/packages"
+  if [ "$E2E_SUITE" = trixie ]; then
+    local t0=$SECONDS
+    e2e_build_btvirt "$R" "$tmp" "$debcache" "$mirror" >> "$tmp/packages" || return 1
+    echo "e2e: btvirt built in $((SECONDS - t0)) s"
+  fi
   rm -rf "$R"/var/cache/apt/archives/*.deb "$R"/var/cache/apt/*.bin "$R"/var/lib/apt/lists/* \
          "$R"/usr/share/doc/* "$R"/usr/share/man/* "$R"/usr/share/locale/* "$R"/usr/share/info/* \
          "$R"/usr/lib/udev/hwdb.d "$R"/usr/lib/udev/hwdb.bin

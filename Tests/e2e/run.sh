@@ -12,7 +12,7 @@
 #   E2E_GUEST     bookworm (Debian 12, bluez 5.66, kernel 6.1; the default) or trixie (Debian 13,
 #                 bluez 5.82, kernel 6.12); --guest NAME says the same
 #   E2E_CACHE     guest image cache (default ${XDG_CACHE_HOME:-/var/cache}/clicker-e2e),
-#                 keyed by a hash of image.sh; built from scratch when absent
+#                 keyed by a hash of image.sh, btvirt.sh and btvirt/*.patch; built from scratch when absent
 #   E2E_OUT       logs and the 9p share (default <repo>/.build/e2e)
 #   E2E_BIN_DIR   use clicker-tally/clicker-vote from this directory instead of building
 #   E2E_SCENARIO_TIMEOUT  seconds per scenario inside the guest (default 420)
@@ -118,7 +118,7 @@ timing "build" "$(dt "$t")"
 
 # ---- 2. guest image (cached) ---------------------------------------------------------
 t=$(now)
-KEY=$( { cat "$HERE/image.sh"; echo "$E2E_SUITE"; } | sha256sum | cut -c1-16)
+KEY=$( { cat "$HERE/image.sh" "$HERE/btvirt.sh" "$HERE"/btvirt/*.patch; echo "$E2E_SUITE"; } | sha256sum | cut -c1-16)
 IMG=$CACHE/img-$E2E_SUITE-$KEY
 mkdir -p "$CACHE"
 exec 9> "$CACHE/.lock"

@@ -563,12 +563,16 @@ adlen() {  # N [SECONDARY]: the RESULT line of one registration on hci0; a bluet
   fi
   echo "$out"
 }
+# heard ADAPTER N: the observer saw ADAPTER's bluetoothd hold exactly N zero bytes under company 0xffff
+# from some device (adlen.py's data; each broadcast may come from a new address).
+heard() { grep -qE " $1 [0-9A-F:]+ +ManufacturerData=\{\"65535\": \"(00){$2}\"\}" "$D/events"; }
 bluez_ad_limits() {
   local v max n
+  start_observers
   v=$(/usr/libexec/bluetooth/bluetoothd --version)
   max=$(busctl get-property org.bluez /org/bluez/hci0 org.bluez.LEAdvertisingManager1 SupportedCapabilities 2>/dev/null \
         | grep -o '"MaxAdvLen" y [0-9]*' | awk '{print $3}')
-  note "bluetoothd $v, MaxAdvLen ${max:-not listed}"
+  note "bluetoothd $v, MaxAdvLen ${max:-not listed}; btvirt: $(cat /etc/clicker-e2e-btvirt 2>/dev/null || echo "Debian's")"
   if extended_bluez; then
     adlen 222 1M | grep -q accepted; check "bluetoothd $v takes 222 bytes with SecondaryChannel 1M" is 0 echo $?
     adlen 238 1M | grep -q accepted; check "bluetoothd $v takes 238 bytes (MaxAdvLen 251 less 13)" is 0 echo $?
@@ -576,22 +580,30 @@ bluez_ad_limits() {
   else
     adlen 222 1M | grep -q refused; check "bluetoothd $v refuses any extended broadcast over 31 bytes (222)" is 0 echo $?
   fi
-  # The virtual controllers: an extended advertisement heard by a scanning controller (hci1).
+  # The virtual controllers: an extended advertisement heard by a scanning controller (hci1). btvirt
+  # reports it when hci0 switches advertising on (adlen.py removes it right after). One report event holds 229 bytes of data:
+  # 222 of manufacturer data with Flags and the manufacturer header. btvirt does not split a longer
+  # one into several reports (Tests/e2e/btvirt/btdev-ext-adv-report.patch): the scanner's kernel
+  # drops the truncated event ("Malformed LE Event"), so 229 and 238 are only noted (not heard).
   mkfifo c.in
   bluetoothctl < c.in >> c.out 2>&1 & echo $! >> pids; exec 4> c.in
   echo "select $A1" >&4; echo "scan le" >&4
   wait_until 60 "hci1 discovering" sh -c "sed 's/\x1b\[[0-9;]*[A-Za-z]//g' c.out | grep -aq 'Discovering: yes'"
-  for n in 27 50; do
-    adlen $n 1M > /dev/null; sleep 2
+  for n in 27 50 200 222 229 238; do
+    adlen $n 1M > /dev/null
+    if wait_until 10 "hci1 to hold $n bytes" heard hci1 $n; then echo "HEARD $n bytes on hci1" >> adlen.out
+    else echo "NOT HEARD $n bytes on hci1" >> adlen.out; fi
+    sleep 1
     if pgrep -x btvirt > /dev/null; then echo "BTVIRT alive after $n bytes heard by a scanner" >> adlen.out
     else echo "BTVIRT gone after $n bytes heard by a scanner" >> adlen.out; break; fi
   done
   echo quit >&4; exec 4>&-
   if extended_bluez; then
-    # Why beacon scenarios cannot carry extended frames in this guest (Tests/e2e/README.md); this check
-    # fails, and says so, once the guest's btvirt carries them.
-    check "btvirt carries a 27-byte extended advertisement to a scanning controller" grep -q "alive after 27" adlen.out
-    check "btvirt aborts when a scanning controller hears a 50-byte extended advertisement" grep -q "gone after 50" adlen.out
+    for n in 27 50 200 222; do
+      check "btvirt carries a $n-byte extended advertisement to a scanning controller (hci1 holds it)" \
+        grep -x "HEARD $n bytes on hci1" adlen.out
+    done
+    check "btvirt still runs after a scanner heard 222 bytes" grep -x "BTVIRT alive after 222 bytes heard by a scanner" adlen.out
   fi
   while read -r l; do note "$l"; done < adlen.out
 }
