@@ -147,8 +147,13 @@ actor BeaconAdvertiser {
     var advertisementPath: DBusObjectPath { (try? options.beaconObjectPath.appending("beacon0")) ?? options.beaconObjectPath }
     var probePath: DBusObjectPath { (try? options.beaconObjectPath.appending("probe")) ?? options.beaconObjectPath }
 
+    /// The failure last logged: the caller's retries of the same failure are not logged again until a
+    /// broadcast went out in between.
+    var failureLogged: BlueZError?
+
     func fail(_ e: BlueZError) -> BlueZError {
-        logger.error("beacon: \(e)")
+        if failureLogged != e { logger.error("beacon: \(e)") }
+        failureLogged = e
         status.update { $0.lastError = e.description }
         return e
     }
@@ -206,6 +211,7 @@ actor BeaconAdvertiser {
         }
         payload = p
         frameIndex = 0
+        failureLogged = nil
         startRotation()
     }
 
