@@ -243,12 +243,19 @@ extension PollController {
     /// sealed long ago as its newest, or the tally's next frames would look ahead of its clock.
     static let stateRefresh: Duration = .seconds(1)
 
+    /// A payload went out (`error` nil) or did not. A failure is logged once, with the back-off, and again
+    /// only when the radio says something else; the first payload out after failures says so.
     func beaconSent(_ error: (any Error)?) {
         if let error {
             let text = "\(error)"
-            if beacon.lastError != text { logger.warning("beacon: \(text)") }
+            if beacon.lastError == nil {
+                logger.warning("beacon: \(text); trying again after \(BeaconBackoff.first), then less and less often (every \(BeaconBackoff.longest) at most)")
+            } else if beacon.lastError != text {
+                logger.warning("beacon: \(text)")
+            }
             beacon.lastError = text
         } else {
+            if beacon.lastError != nil { logger.notice("beacon: on the air again") }
             beacon.payloads += 1
             beacon.lastError = nil
         }
@@ -272,6 +279,14 @@ extension PollController {
     /// fast, and at least every ``stateRefresh``; at most one payload per `gap`.
     nonisolated func runBeacon(_ radio: any BroadcasterTransport, gap: Duration = .milliseconds(100),
                                refresh: Duration = .milliseconds(250)) async {
+        await runBeacon(radio, gap: gap, refresh: refresh, clock: ContinuousClock())
+    }
+
+    /// ``runBeacon(_:gap:refresh:)`` on `clock`. While the radio refuses payloads, the next try waits for
+    /// ``BeaconBackoff`` (news that comes meanwhile goes out with it): a radio that cannot broadcast costs
+    /// the actor that takes the reports a payload every few seconds, not four a second.
+    nonisolated func runBeacon<C: Clock>(_ radio: any BroadcasterTransport, gap: Duration, refresh: Duration,
+                                         clock: C) async where C.Duration == Duration {
         let caps = (try? await radio.broadcastCapabilities()) ?? .legacy
         if !caps.whileScanning, await options.beacon == .whenPossible {
             await beaconUnavailable()
@@ -280,23 +295,25 @@ extension PollController {
         let (wakes, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         await startBeacon(caps, wake: wake)
         defer { wake.finish() }
-        let clock = ContinuousClock()
         let ticks = AsyncTimerSequence(interval: refresh, clock: clock).map { _ in () }
-        var last: ContinuousClock.Instant?
+        var last: C.Instant?
         var lastInterval: Duration?
+        var backoff = BeaconBackoff()
         for await _ in merge(wakes, ticks) {
             if Task.isCancelled { break }
-            if let l = last, clock.now < l.advanced(by: gap) {
-                try? await clock.sleep(until: l.advanced(by: gap))
+            if let l = last, clock.now < l.advanced(by: backoff.delay ?? gap) {
+                try? await clock.sleep(until: l.advanced(by: backoff.delay ?? gap), tolerance: nil)
                 if Task.isCancelled { break }
             }
-            let refreshing = await beaconRefreshDue(lastInterval: lastInterval, sinceLast: last.map { clock.now - $0 } ?? .zero)
-            guard await beaconNeedsPayload() || refreshing || last == nil, var payload = await beaconPayload() else { continue }
+            let refreshing = await beaconRefreshDue(lastInterval: lastInterval, sinceLast: last.map { $0.duration(to: clock.now) } ?? .zero)
+            guard await beaconNeedsPayload() || refreshing || last == nil || backoff.delay != nil,
+                  var payload = await beaconPayload() else { continue }
             // Signed here, off the actor that takes the reports.
             if let s = await beaconSigning { BeaconSigning.sign(&payload, signer: s.0, voteID: s.1) }
             var failure: (any Error)?
             do { try await radio.broadcast(payload) } catch { failure = error }
             await beaconSent(failure)
+            if failure != nil { backoff.failed() } else { backoff.succeeded() }
             last = clock.now
             lastInterval = payload.interval
         }
