@@ -131,6 +131,8 @@ actor BeaconAdvertiser {
     var stops: UInt64 = 0
     var rotation: Task<Void, Never>?
     var cachedCapabilities: BroadcastCapabilities?
+    /// Whether an extended registration went through (kept when bluetoothd restarts, unlike the capabilities).
+    var broadcastExtended = false
     var ownerWatch: Task<Void, Never>?
     var closed = false
     /// Whether the adapter is powered, as the scanning engine last saw it (nil: not known).
@@ -176,6 +178,10 @@ actor BeaconAdvertiser {
             // Short frames (the closing STATE) keep the registration's extended shape: the same advertising set,
             // on the same secondary channel, and no registration again for a shape that changed.
             extended = true
+        } else if broadcastExtended, (try? await capabilities())?.extended == true {
+            // The same after bluetoothd came back (it forgot the capabilities): a closing STATE registered
+            // then goes out as the frames before it did, with SecondaryChannel.
+            extended = true
         }
         wanted = p
         let (conn, adapter) = try await ensureReady()
@@ -212,6 +218,7 @@ actor BeaconAdvertiser {
         payload = p
         frameIndex = 0
         failureLogged = nil
+        if shape.extended { broadcastExtended = true }
         startRotation()
     }
 
