@@ -178,9 +178,9 @@ actor BeaconAdvertiser {
             // Short frames (the closing STATE) keep the registration's extended shape: the same advertising set,
             // on the same secondary channel, and no registration again for a shape that changed.
             extended = true
-        } else if broadcastExtended, (try? await capabilities())?.extended == true {
+        } else if broadcastExtended {
             // The same after bluetoothd came back (it forgot the capabilities): a closing STATE registered
-            // then goes out as the frames before it did, with SecondaryChannel.
+            // then goes out as the frames before it did, with SecondaryChannel, on the adapter that took them.
             extended = true
         }
         wanted = p
