@@ -53,9 +53,14 @@ public enum BlueZError: Error, Sendable, Equatable, CustomStringConvertible {
 }
 
 extension DBusError {
-    /// Whether this error means `org.bluez` (or the object) is gone: bluetoothd stopped or restarting.
+    /// Whether this error means `org.bluez` (or the object) is gone: bluetoothd stopped or restarting, or
+    /// the bus tried to start it on demand and could not (`org.freedesktop.DBus.Error.Spawn.*`: a service
+    /// file names bluetoothd, but its Exec fails or, without systemd, `SystemdService` cannot be started).
     var meansBluetoothdGone: Bool {
         name == DBusError.serviceUnknown || name == DBusError.nameHasNoOwner || name == DBusError.disconnected
-            || name == DBusError.unknownObject
+            || name == DBusError.unknownObject || name.hasPrefix(Self.spawnErrorPrefix)
     }
+
+    /// The prefix of the errors the bus daemon answers when it cannot start a service on demand.
+    static let spawnErrorPrefix = "org.freedesktop.DBus.Error.Spawn."
 }

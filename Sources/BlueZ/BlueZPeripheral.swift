@@ -82,9 +82,12 @@ actor PeripheralEngine {
     var adapterInterfaces: [String: [String: DBusValue]] = [:]
     var advertisement: DBusExportedObject?
     var advertisementRegistered = false
+    /// A registration went unanswered or bluetoothd said it holds our path: it may be registered.
+    var advertisementUncertain = false
     var payload: AdvertisingPayload?
     var gattObjects: [DBusExportedObject] = []
     var gattRegistered = false
+    var gattUncertain = false
     var gattKey: (UUID128, UUID128)?
     var ownerWatch: Task<Void, Never>?
     var closed = false
@@ -99,6 +102,8 @@ actor PeripheralEngine {
 
     var advertisementPath: DBusObjectPath { (try? options.objectPath.appending("advertisement0")) ?? options.objectPath }
     var applicationPath: DBusObjectPath { (try? options.objectPath.appending("app")) ?? options.objectPath }
+
+    static let alreadyExists = "org.bluez.Error.AlreadyExists"
 
     func fail(_ e: BlueZError) -> BlueZError {
         logger.error("\(e)")
@@ -154,6 +159,8 @@ actor PeripheralEngine {
         guard !closed else { return }
         advertisementRegistered = false
         gattRegistered = false
+        advertisementUncertain = false
+        gattUncertain = false
         adapterPath = nil
         if newOwner.isEmpty {
             let e = BlueZError.bluetoothdNotRunning

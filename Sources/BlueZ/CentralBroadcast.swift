@@ -131,6 +131,8 @@ actor BeaconAdvertiser {
     var stops: UInt64 = 0
     var rotation: Task<Void, Never>?
     var cachedCapabilities: BroadcastCapabilities?
+    /// Whether an extended registration went through (kept when bluetoothd restarts, unlike the capabilities).
+    var broadcastExtended = false
     var ownerWatch: Task<Void, Never>?
     var closed = false
     /// Whether the adapter is powered, as the scanning engine last saw it (nil: not known).
@@ -147,8 +149,13 @@ actor BeaconAdvertiser {
     var advertisementPath: DBusObjectPath { (try? options.beaconObjectPath.appending("beacon0")) ?? options.beaconObjectPath }
     var probePath: DBusObjectPath { (try? options.beaconObjectPath.appending("probe")) ?? options.beaconObjectPath }
 
+    /// The failure last logged: the caller's retries of the same failure are not logged again until a
+    /// broadcast went out in between.
+    var failureLogged: BlueZError?
+
     func fail(_ e: BlueZError) -> BlueZError {
-        logger.error("beacon: \(e)")
+        if failureLogged != e { logger.error("beacon: \(e)") }
+        failureLogged = e
         status.update { $0.lastError = e.description }
         return e
     }
@@ -170,6 +177,10 @@ actor BeaconAdvertiser {
         } else if cachedCapabilities?.extended == true {
             // Short frames (the closing STATE) keep the registration's extended shape: the same advertising set,
             // on the same secondary channel, and no registration again for a shape that changed.
+            extended = true
+        } else if broadcastExtended {
+            // The same after bluetoothd came back (it forgot the capabilities): a closing STATE registered
+            // then goes out as the frames before it did, with SecondaryChannel, on the adapter that took them.
             extended = true
         }
         wanted = p
@@ -206,6 +217,8 @@ actor BeaconAdvertiser {
         }
         payload = p
         frameIndex = 0
+        failureLogged = nil
+        if shape.extended { broadcastExtended = true }
         startRotation()
     }
 

@@ -76,6 +76,9 @@ final class CentralEngine: Sendable {
         var startupError: BlueZError?
         /// With `endStreamsOnRadioLoss`: why the radio is gone (new streams end with it at once), until it is back.
         var radioLost: BlueZError?
+        /// The trouble last logged: the same trouble again (each retry while bluetoothd stays away) is not
+        /// logged again until the radio was ready in between.
+        var troubleLogged: BlueZError?
         var shutDown = false
         var stats = BlueZCentralStatistics(reports: 0, staleDevicesRemoved: 0, discoveryRestarts: 0, acquisitions: 0,
                                            mirroredObjects: 0)
@@ -190,7 +193,11 @@ final class CentralEngine: Sendable {
     func updateStatus(_ change: (inout RadioStatus) -> Void) { statusHub.update(change) }
 
     func noteTrouble(_ e: BlueZError) {
-        logger.warning("\(e)")
+        let again = state.withLock { s in
+            defer { s.troubleLogged = e }
+            return s.troubleLogged == e
+        }
+        if !again { logger.warning("\(e)") }
         updateStatus {
             $0.state = .recovering
             $0.lastError = e.description

@@ -142,6 +142,7 @@ extension CentralEngine {
                     state.withLock { s in
                         s.adapterPowered = true
                         s.radioLost = nil
+                        s.troubleLogged = nil
                     }
                     await syncDiscovery(conn)
                 } else {
@@ -220,6 +221,7 @@ extension CentralEngine {
             if chosen.powered {
                 s.everReady = true
                 s.radioLost = nil
+                s.troubleLogged = nil
             }
             // Devices already known before we scan were not caused by us.
             s.caused = s.caused.filter { mirror.properties($0.key, BlueZ.device) != nil }

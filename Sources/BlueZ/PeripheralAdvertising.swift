@@ -16,7 +16,7 @@ extension PeripheralEngine {
                 return
             }
         }
-        if advertisementRegistered { await unregisterAdvertisement(conn, adapter) }
+        if advertisementRegistered || advertisementUncertain { await unregisterAdvertisement(conn, adapter) }
         advertisement?.unexport()
         advertisement = nil
 
@@ -46,8 +46,13 @@ extension PeripheralEngine {
                                     method: "RegisterAdvertisement",
                                     arguments: [.objectPath(advertisementPath), .stringVariantDictionary([:])],
                                     timeout: options.callTimeout)
-        } catch let e as DBusError {
+        } catch {
             object.unexport()
+            // As for the GATT application: an unanswered registration may have been taken; withdrawn first next time.
+            if !(error is DBusError) || (error as? DBusError).map({ $0.isTimeout || $0.name == Self.alreadyExists }) == true {
+                advertisementUncertain = true
+            }
+            guard let e = error as? DBusError else { throw error }
             switch e.name {
             case "org.bluez.Error.NotPermitted": throw fail(.noFreeAdvertisingInstance(adapterName))
             case "org.bluez.Error.InvalidLength": throw fail(.advertisementTooLong(payload.data.count))
@@ -105,6 +110,7 @@ extension PeripheralEngine {
             logger.debug("UnregisterAdvertisement: \(error)")
         }
         advertisementRegistered = false
+        advertisementUncertain = false
     }
 
     func stopAdvertising() async throws {

@@ -18,7 +18,7 @@ extension PeripheralEngine {
         }
         let (conn, adapter) = try await ensureReady()
         guard adapterInterfaces[BlueZ.gattManager] != nil else { throw fail(.gattUnsupported(adapterName)) }
-        if gattRegistered { await unregisterApplication(conn, adapter) }
+        if gattRegistered || gattUncertain { await unregisterApplication(conn, adapter) }
         for o in gattObjects { o.unexport() }
         gattObjects = []
 
@@ -64,9 +64,16 @@ extension PeripheralEngine {
             _ = try await conn.call(destination: BlueZ.service, path: adapter, interface: BlueZ.gattManager,
                                     method: "RegisterApplication", arguments: [.objectPath(app), .stringVariantDictionary([:])],
                                     timeout: options.callTimeout)
-        } catch let e as DBusError {
+        } catch {
             for o in gattObjects { o.unexport() }
             gattObjects = []
+            // No answer (a timeout, or the call was cancelled), or bluetoothd holds our path already: it may
+            // have registered the application, and would refuse every later registration of the path
+            // (AlreadyExists). The next try withdraws it first.
+            if !(error is DBusError) || (error as? DBusError).map({ $0.isTimeout || $0.name == Self.alreadyExists }) == true {
+                gattUncertain = true
+            }
+            guard let e = error as? DBusError else { throw error }
             if e.meansBluetoothdGone { throw fail(.bluetoothdNotRunning) }
             throw fail(.rejected("RegisterApplication", e))
         }
@@ -83,5 +90,6 @@ extension PeripheralEngine {
             logger.debug("UnregisterApplication: \(error)")
         }
         gattRegistered = false
+        gattUncertain = false
     }
 }

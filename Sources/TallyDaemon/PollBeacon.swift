@@ -6,58 +6,6 @@ import ClickerWire
 import Foundation
 import Synchronization
 
-/// The controller's beacon (docs/PROTOCOL.md §11.11): what it broadcasts while the radio can, and the
-/// beacon frames its own scanner hears.
-struct BeaconRuntime: Sendable {
-    /// The poll's beacon key (derived with the poll's other keys; cheap, no scrypt).
-    var key: BeaconKey
-    /// The poll's beacon key pair (version 4), which signs extended frames; nil: tagged frames only.
-    var signer: BeaconSigner?
-    /// Acknowledgements, load estimate, composer: set while the radio broadcasts.
-    var tally: TallyBeacon?
-    /// STATE frames this tally sealed lately, oldest first (heard again, they are not forgeries).
-    var sealed: [[UInt8]] = []
-    var sealedSet: Set<[UInt8]> = []
-    static let sealedLimit = 256
-    /// Authentic STATE frames of this poll that this tally did not seal, when the last one came, and
-    /// the question the tally showed then.
-    var forgeries = 0
-    var lastForgery: Date?
-    var forgedDuring: UInt8?
-    /// Beacon frames heard by the scanner (own, another tally's, forged): none of them is a ballot.
-    var framesHeard = 0
-    /// Tag checks of STATE frames left in this second (a flood of frames with our vote ID costs at most
-    /// this many HMACs a second), and the second they are for.
-    var checksLeft = 0
-    var checkSecond: UInt64 = .max
-    static let checksPerSecond = 200
-    /// Something the voters must hear at once changed (question, phase): compose now.
-    var changed = true
-    /// Wakes the broadcasting task.
-    var wake: AsyncStream<Void>.Continuation?
-    /// The radio that broadcasts, and what it can.
-    var radio: (any BroadcasterTransport)?
-    var capabilities: BroadcastCapabilities?
-    /// The closed STATE frame of the poll this one replaced, sent along until `until`.
-    var farewell: (frame: [UInt8], until: Date)?
-    /// Payloads handed to the radio, and the last broadcast error.
-    var payloads = 0
-    var lastError: String?
-    /// Why the beacon stays off although it was wanted (the radio cannot broadcast while it scans).
-    var off: String?
-
-    init(secret: PollSecret, signer: BeaconSigner? = nil) {
-        key = BeaconKey(secret)
-        self.signer = signer
-    }
-
-    mutating func remember(_ state: [UInt8]) {
-        guard sealedSet.insert(state).inserted else { return }
-        sealed.append(state)
-        if sealed.count > Self.sealedLimit { sealedSet.remove(sealed.removeFirst()) }
-    }
-}
-
 /// How long the tally keeps telling voters that the poll closed before it stops broadcasting.
 public let beaconClosingTime: Duration = .seconds(3)
 
@@ -78,7 +26,11 @@ extension PollController {
         guard beacon.checksLeft > 0 else { return }
         beacon.checksLeft -= 1
         guard case .success(let e) = BeaconCodec.envelope(d, key: beacon.key), case .state = e.frame else { return }
-        if e.isSigned, let pk = beacon.signer?.publicKey, e.verify(pk) { return }
+        if e.isSigned, let pk = beacon.signer?.publicKey {
+            // Its own frames are known by their bytes (``beaconSigned(_:)``): only another's costs a verification.
+            beacon.signatureChecks += 1
+            if e.verify(pk) { return }
+        }
         if beacon.forgeries == 0 || beacon.lastForgery.map({ clock().timeIntervalSince($0) > 60 }) ?? true {
             logger.warning("forged beacon: an authentic STATE frame of this poll that this tally did not send (someone with the join code); \(Self.forgeryEffects)")
         }
@@ -87,6 +39,9 @@ extension PollController {
         beacon.forgedDuring = question
         version &+= 1
     }
+
+    /// Signed STATE frames of this poll that the scanner heard and the actor verified (not known as its own).
+    var beaconSignatureChecks: Int { beacon.signatureChecks }
 
     /// Forged STATE frames heard so far in this poll.
     public var beaconForgeries: Int { beacon.forgeries }
@@ -210,7 +165,7 @@ extension PollController {
         // Mutated in place (a copy would duplicate its tables at every payload).
         guard var p = beacon.tally?.payload(phase, tick: tick, at: ns) else { return nil }
         beacon.changed = false
-        if let s = beacon.tally?.lastState { beacon.remember(s) }
+        if let s = beacon.tally?.lastState, !BeaconSigning.isDraft(s) { beacon.remember(s) }
         if let f = beacon.farewell {
             if now < f.until { p.frames.insert(f.frame, at: min(1, p.frames.count)) } else { beacon.farewell = nil }
         }
@@ -221,8 +176,17 @@ extension PollController {
     func closedPayload() -> BroadcastPayload? {
         let tick = beaconTick(clock()), ns = radioNow.nanoseconds
         guard let p = beacon.tally?.payload(.closed, tick: tick, at: ns) else { return nil }
-        if let s = beacon.tally?.lastState { beacon.remember(s) }
+        if let s = beacon.tally?.lastState, !BeaconSigning.isDraft(s) { beacon.remember(s) }
         return p
+    }
+
+    /// The STATE frames of `payload`, signed off the actor, are this tally's own: heard again by its
+    /// scanner, they are known by their bytes, without a signature verification on this actor.
+    func beaconSigned(_ payload: BroadcastPayload) {
+        for f in payload.frames where f.count == BeaconFormat.signedStateLength
+            && f[1] == BeaconFrameKind.state.typeByte(signed: true) {
+            beacon.remember(f)
+        }
     }
 
     /// The key pair that signs the payloads' frames, and the vote ID their signatures bind.
@@ -243,12 +207,19 @@ extension PollController {
     /// sealed long ago as its newest, or the tally's next frames would look ahead of its clock.
     static let stateRefresh: Duration = .seconds(1)
 
+    /// A payload went out (`error` nil) or did not. A failure is logged once, with the back-off, and again
+    /// only when the radio says something else; the first payload out after failures says so.
     func beaconSent(_ error: (any Error)?) {
         if let error {
             let text = "\(error)"
-            if beacon.lastError != text { logger.warning("beacon: \(text)") }
+            if beacon.lastError == nil {
+                logger.warning("beacon: \(text); trying again after \(BeaconBackoff.first), then less and less often (every \(BeaconBackoff.longest) at most)")
+            } else if beacon.lastError != text {
+                logger.warning("beacon: \(text)")
+            }
             beacon.lastError = text
         } else {
+            if beacon.lastError != nil { logger.notice("beacon: on the air again") }
             beacon.payloads += 1
             beacon.lastError = nil
         }
@@ -272,6 +243,14 @@ extension PollController {
     /// fast, and at least every ``stateRefresh``; at most one payload per `gap`.
     nonisolated func runBeacon(_ radio: any BroadcasterTransport, gap: Duration = .milliseconds(100),
                                refresh: Duration = .milliseconds(250)) async {
+        await runBeacon(radio, gap: gap, refresh: refresh, clock: ContinuousClock())
+    }
+
+    /// ``runBeacon(_:gap:refresh:)`` on `clock`. While the radio refuses payloads, the next try waits for
+    /// ``BeaconBackoff`` (news that comes meanwhile goes out with it): a radio that cannot broadcast costs
+    /// the actor that takes the reports a payload every few seconds, not four a second.
+    nonisolated func runBeacon<C: Clock>(_ radio: any BroadcasterTransport, gap: Duration, refresh: Duration,
+                                         clock: C) async where C.Duration == Duration {
         let caps = (try? await radio.broadcastCapabilities()) ?? .legacy
         if !caps.whileScanning, await options.beacon == .whenPossible {
             await beaconUnavailable()
@@ -280,23 +259,28 @@ extension PollController {
         let (wakes, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         await startBeacon(caps, wake: wake)
         defer { wake.finish() }
-        let clock = ContinuousClock()
         let ticks = AsyncTimerSequence(interval: refresh, clock: clock).map { _ in () }
-        var last: ContinuousClock.Instant?
+        var last: C.Instant?
         var lastInterval: Duration?
+        var backoff = BeaconBackoff()
         for await _ in merge(wakes, ticks) {
             if Task.isCancelled { break }
-            if let l = last, clock.now < l.advanced(by: gap) {
-                try? await clock.sleep(until: l.advanced(by: gap))
+            if let l = last, clock.now < l.advanced(by: backoff.delay ?? gap) {
+                try? await clock.sleep(until: l.advanced(by: backoff.delay ?? gap), tolerance: nil)
                 if Task.isCancelled { break }
             }
-            let refreshing = await beaconRefreshDue(lastInterval: lastInterval, sinceLast: last.map { clock.now - $0 } ?? .zero)
-            guard await beaconNeedsPayload() || refreshing || last == nil, var payload = await beaconPayload() else { continue }
+            let refreshing = await beaconRefreshDue(lastInterval: lastInterval, sinceLast: last.map { $0.duration(to: clock.now) } ?? .zero)
+            guard await beaconNeedsPayload() || refreshing || last == nil || backoff.delay != nil,
+                  var payload = await beaconPayload() else { continue }
             // Signed here, off the actor that takes the reports.
-            if let s = await beaconSigning { BeaconSigning.sign(&payload, signer: s.0, voteID: s.1) }
+            if let s = await beaconSigning {
+                BeaconSigning.sign(&payload, signer: s.0, voteID: s.1)
+                await beaconSigned(payload)
+            }
             var failure: (any Error)?
             do { try await radio.broadcast(payload) } catch { failure = error }
             await beaconSent(failure)
+            if failure != nil { backoff.failed() } else { backoff.succeeded() }
             last = clock.now
             lastInterval = payload.interval
         }
@@ -307,7 +291,10 @@ extension PollController {
     /// whether or not the calling task is cancelled.
     nonisolated func closeBeacon(_ radio: any BroadcasterTransport, closing: Duration) async {
         guard var draft = await closedPayload() else { return }
-        if let s = await beaconSigning { BeaconSigning.sign(&draft, signer: s.0, voteID: s.1) }
+        if let s = await beaconSigning {
+            BeaconSigning.sign(&draft, signer: s.0, voteID: s.1)
+            await beaconSigned(draft)
+        }
         let payload = draft
         // Bounded whatever the radio does: a radio that hangs costs `closing` plus a second, no more.
         let sent = await Self.within(closing + .seconds(1)) {

@@ -152,6 +152,10 @@ public struct BeaconFollowService: Service {
                 }
             }
             tickWhile(follower.awaitsTime)
+            // Tries of the radio after it refused, backing off, and the wake-up for the next one.
+            var retry = RadioRetry()
+            var retryWake: Task<Void, Never>?
+            defer { retryWake?.cancel() }
             for await event in events {
                 switch event {
                 case .heard(let bytes): follower.hear(bytes, at: now())
@@ -178,7 +182,21 @@ public struct BeaconFollowService: Service {
                     }
                 }
                 let shows = screen.update(&follower, at: now()) { text, q in try? Self.parse(text, for: q) }
-                fault = await Self.apply(&sessions, &follower, at: now(), failing: fault, logger: logger)
+                // A loop that is being cancelled asks the radio nothing (each call would end at once in a
+                // CancellationError, and bluetoothd would still get the registration).
+                if !Task.isCancelled, retry.due(at: now()) {
+                    fault = await Self.apply(&sessions, &follower, at: now(), failing: fault, logger: logger)
+                    if fault != nil {
+                        let wait = retry.failed(at: now())
+                        retryWake?.cancel()
+                        retryWake = Task {
+                            guard (try? await sleep(wait)) != nil else { return }
+                            sink.yield(.tick)
+                        }
+                    } else {
+                        retry.succeeded()
+                    }
+                }
                 sessions.wake(now: now(), sleep: sleep, fire: { sink.yield(.tick) })
                 if !signedSaid, follower.admission.publicKey != nil {
                     // Once: from now on only frames signed by the tally count (docs/SECURITY.md).

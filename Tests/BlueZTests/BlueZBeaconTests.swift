@@ -287,6 +287,31 @@ final class BlueZBeaconTests: XCTestCase {
         XCTAssertEqual(shown, Self.frames(1, length: 24, seed: 9)[0])
     }
 
+    func testAClosingFrameRegisteredAfterABluetoothdRestartIsExtendedLikeTheFramesBefore() async throws {
+        // bluetoothd restarts, and the tally's closing STATE (24 bytes) is what it registers then: extended, as
+        // the frames before it were, not a legacy advertisement without SecondaryChannel.
+        try await startMock(#"{"ext_ad_len": 251}"#)
+        let central = makeCentral()
+        let status = Collector(central.broadcastStatus())
+        try await central.broadcast(BroadcastPayload(companyID: 0xFFFF, frames: Self.frames(2, length: 132)))
+        let before = try await mock.advertisements().first?.2 ?? [:]
+        XCTAssertEqual(before["SecondaryChannel"]?.unwrapped, .string("1M"))
+        mock.kill()
+        try await status.wait("recovering") { $0.last?.state == .recovering }
+        let closing = Self.frames(1, length: 24, seed: 7)
+        do {
+            try await central.broadcast(BroadcastPayload(companyID: 0xFFFF, frames: closing))
+            XCTFail("no bluetoothd")
+        } catch {}
+        try await startMock(#"{"ext_ad_len": 251}"#)
+        try await eventually("the closing frame registered again") {
+            let ads = try await self.mock.advertisements()
+            return ads.count == 1 && BlueZPeripheralTests.manufacturerData(ads.first?.2 ?? [:]) == [0xFFFF: closing[0]]
+        }
+        let props = try await mock.advertisements().first?.2 ?? [:]
+        XCTAssertEqual(props["SecondaryChannel"]?.unwrapped, .string("1M"), "the closing frame went out legacy")
+    }
+
     func testABluetooth4AdapterCannotBroadcastWhileItScans() async throws {
         // No SupportedSecondaryChannels: the kernel has no LE Extended Advertising for this controller, and (as in
         // the QEMU guest with bluetoothd 5.66) a broadcast registered while it discovers fails.

@@ -147,12 +147,13 @@ final class PrivateBus: @unchecked Sendable {
     let address: String
     private let daemon: Subprocess
 
-    init() throws {
+    /// `serviceDirectory`: where the daemon finds service files to start services on demand (none: it starts none).
+    init(serviceDirectory: URL? = nil) throws {
         try HarnessFiles.checkTools()
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("clicker-bus-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        daemon = try Subprocess(HarnessFiles.directory.appendingPathComponent("private-bus.sh").path, [directory.path],
-                                captureOutput: true)
+        daemon = try Subprocess(HarnessFiles.directory.appendingPathComponent("private-bus.sh").path,
+                                [directory.path] + (serviceDirectory.map { [$0.path] } ?? []), captureOutput: true)
         address = try daemon.firstLine(timeout: .seconds(10))
         guard address.hasPrefix("unix:") else { throw HarnessError.startFailed("dbus-daemon printed '\(address)'") }
     }

@@ -22,7 +22,9 @@ clicker needs and the stock template lacks:
   kernel makes it fail (it needs a new random address, which the controller refuses during a scan:
   "Failed to register advertisement", seen with bluetoothd 5.66 in the QEMU guest).
 - org.bluez.GattManager1 on every adapter. RegisterApplication calls GetManagedObjects on the
-  caller's application before replying and records the tree.
+  caller's application before replying and records the tree; AlreadyExists for a path registered
+  already. SetRegisterApplicationFailures makes the next N registrations fail, optionally after
+  registering (bluetoothd took it, but its answer said otherwise or never reached the caller).
 - Device GATT objects (GattService1 / GattCharacteristic1 with ReadValue), Connect that
   resolves services after a delay (or never), and helpers to push advertisement data.
 
@@ -232,6 +234,14 @@ def RegisterApplication(adapter, path, options, sender=None, ok=None, err=None):
             if 'UUID' not in props or 'Flags' not in props:
                 err(_error('Failed', f'Characteristic {cpath} lacks UUID or Flags'))
                 return
+        failures = getattr(adapter, 'forced_app_failures', None)
+        if failures and failures[1] > 0:
+            name, count, register_anyway = failures
+            adapter.forced_app_failures = (name, count - 1, register_anyway)
+            if register_anyway:
+                adapter.applications[key] = objects
+            err(_error(name, 'Forced by test'))
+            return
         adapter.applications[key] = objects
         ok()
 
@@ -522,6 +532,14 @@ def SetRegisterAdvertisementError(_self, adapter_device_name, error_name):
     '''Makes every RegisterAdvertisement fail with org.bluez.Error.<error_name> ("" to stop).'''
     adapter = _adapter(adapter_device_name)
     adapter.forced_register_error = (str(error_name), 'Forced by test') if error_name else None
+
+
+@dbus.service.method(MOCK_IFACE, in_signature='ssub', out_signature='')
+def SetRegisterApplicationFailures(_self, adapter_device_name, error_name, count, register_anyway):
+    '''Makes the next `count` RegisterApplication calls fail with org.bluez.Error.<error_name>; with
+    `register_anyway` each is registered first, so that the caller's next try finds its path taken.'''
+    adapter = _adapter(adapter_device_name)
+    adapter.forced_app_failures = (str(error_name), int(count), bool(register_anyway))
 
 
 @dbus.service.method(MOCK_IFACE, in_signature='s', out_signature='u', async_callbacks=('ok', 'err'))

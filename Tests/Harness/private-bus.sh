@@ -1,10 +1,13 @@
 #!/bin/sh
 # Starts a private dbus-daemon for tier-2 tests and benchmarks.
-# Usage: private-bus.sh DIR    (DIR: an empty temporary directory)
+# Usage: private-bus.sh DIR [SERVICEDIR]    (DIR: an empty temporary directory)
 # Writes DIR/bus.conf, listens on DIR/bus, prints the bus address on the first line of stdout,
-# then stays in the foreground as the daemon (kill it to stop the bus).
+# then stays in the foreground as the daemon (kill it to stop the bus). SERVICEDIR: a directory of
+# D-Bus service files the daemon starts services from on demand (none without it).
 set -eu
-dir=${1:?usage: private-bus.sh DIR}
+dir=${1:?usage: private-bus.sh DIR [SERVICEDIR]}
+servicedir=""
+if [ -n "${2:-}" ]; then servicedir="<servicedir>$2</servicedir>"; fi
 if ! command -v dbus-daemon >/dev/null 2>&1; then
     echo "private-bus.sh: dbus-daemon not found; install it: apt-get install dbus-daemon" >&2
     exit 127
@@ -16,6 +19,7 @@ cat > "$dir/bus.conf" <<CONF
   <type>session</type>
   <listen>unix:path=$dir/bus</listen>
   <auth>EXTERNAL</auth>
+  $servicedir
   <policy context="default">
     <allow user="*"/>
     <allow send_destination="*" eavesdrop="true"/>

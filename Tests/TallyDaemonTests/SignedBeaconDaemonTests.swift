@@ -55,6 +55,42 @@ final class SignedBeaconDaemonTests: XCTestCase {
         _ = try? await run.value
     }
 
+    /// The tally's own signed STATE frames, heard again by its scanner, are known by their bytes: the actor
+    /// that takes the reports verifies no signature for them (it verified each before the signed frames were
+    /// remembered); a classmate's signed STATE is still verified there and counted as a forgery.
+    func testItsOwnSignedFramesHeardAgainCostTheReportPathNoSignatureCheck() async throws {
+        let (code, signer) = try PollController.unusedAnchoredJoinCode(store: nil)
+        var options = PollOptions(joinCode: code, confirmByGATT: false)
+        options.beaconSigner = signer
+        let radio = RecordingBroadcaster(capabilities: .extended)
+        let controller = try PollController(options: options, store: nil)
+        let run = Task { try await controller.run(central: radio) }
+        try await eventually("two payloads out") { radio.payloads.count >= 2 }
+        let own = radio.payloads.flatMap(\.frames).filter { $0[1] == BeaconFrameKind.state.typeByte(signed: true) }
+        XCTAssertGreaterThanOrEqual(own.count, 2)
+        for (i, f) in own.enumerated() {
+            await controller.ingest(AdvertisementReport(address: DeviceAddress(rawValue: 1), rssi: -50, companyID: BallotFormat.companyID,
+                                                        data: f, timestamp: RadioInstant(nanoseconds: UInt64(i + 1) * 1_000_000)))
+        }
+        var checks = await controller.beaconSignatureChecks
+        var forged = await controller.beaconForgeries
+        XCTAssertEqual(checks, 0, "its own frames were verified on the report path")
+        XCTAssertEqual(forged, 0)
+        let key = BeaconKey(pollSecret(code))
+        let classmate = try XCTUnwrap(BeaconSigner(seed: [UInt8](repeating: 7, count: 32)))
+        let forgery = try BeaconCodec.seal(.state(BeaconState(voteID: code.voteID, counter: 5, mode: .anonymous, poll: .closed,
+                                                              interval: .stop, hiddenKey: key.hide(signer.publicKey))),
+                                           key: key, signer: classmate)
+        await controller.ingest(AdvertisementReport(address: DeviceAddress(rawValue: 2), rssi: -50, companyID: BallotFormat.companyID,
+                                                    data: forgery, timestamp: RadioInstant(nanoseconds: 900_000_000)))
+        checks = await controller.beaconSignatureChecks
+        forged = await controller.beaconForgeries
+        XCTAssertEqual(checks, 1)
+        XCTAssertEqual(forged, 1)
+        run.cancel()
+        _ = try? await run.value
+    }
+
     /// A join code given by hand commits to no key: extended frames go out tagged, and the view says so.
     func testAJoinCodeGivenByHandSendsTaggedFramesAndSaysSo() async throws {
         let code = try JoinCode(parsing: "4821-K7QXM-3PF9A")

@@ -8,7 +8,7 @@ import PrivateFiles
 import ServiceLifecycle
 import ServiceLifecycleTestKit
 import Synchronization
-import Voter
+@testable import Voter
 import XCTest
 
 /// A radio whose advertising fails while `failing` is set (the radio went away).
@@ -81,6 +81,18 @@ final class NotSendingTests: XCTestCase {
         }
         let errors = logged.entries.filter { $0.level == .error }.map { "\($0.message)" }
         XCTAssertEqual(errors, ["not sending: the radio went away"], "said once, not at every frame")
+    }
+
+    func testTheRadioIsAskedAgainAfterAQuarterSecondDoublingToEightSeconds() {
+        var r = RadioRetry()
+        XCTAssertTrue(r.due(at: .zero))
+        var waits: [Duration] = []
+        for i in 0..<7 { waits.append(r.failed(at: .seconds(i))) }
+        XCTAssertEqual(waits, [.milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2), .seconds(4), .seconds(8), .seconds(8)])
+        XCTAssertFalse(r.due(at: .seconds(6) + .seconds(7)))
+        XCTAssertTrue(r.due(at: .seconds(6) + .seconds(8)))
+        r.succeeded()
+        XCTAssertTrue(r.due(at: .zero))
     }
 
     /// A sequence file that cannot be written (here its path is a directory): the ballot is never

@@ -1,0 +1,81 @@
+@testable import BlueZ
+import ClickerTransport
+import ClickerWire
+import DBus
+import Foundation
+import Voter
+import XCTest
+
+/// Tier 2: a voter following the beacon whose GATT registrations bluetoothd refuses. While it refuses, the
+/// voter asks again backing off (0.25 s, doubling), not at every beacon frame, and says it is not sending.
+/// Then bluetoothd takes a registration but answers an error (as when the answer is lost on a loaded
+/// machine), so every later registration of the path would be refused (AlreadyExists): the voter withdraws
+/// it before trying again, and goes on the air.
+final class BlueZVoterRetryTests: XCTestCase {
+    var bus: PrivateBus!
+    var mock: BlueZMock!
+
+    static let tally = "00:BB:02:00:00:01"
+
+    override func setUp() async throws {
+        bus = try PrivateBus()
+        mock = try await BlueZMock(bus: bus)
+        try await mock.addAdapter()
+        try await mock.addDevice(Self.tally)
+    }
+
+    override func tearDown() async throws {
+        mock?.kill()
+        mock = nil
+        bus?.stop()
+        bus = nil
+    }
+
+    func testARegistrationTakenButNotAnsweredIsWithdrawnAndTriedAgainWithBackOff() async throws {
+        let code = try JoinCode(parsing: "4821-ABCDE-FGHJK")
+        let secret = PollSecret(deriving: code)
+        let key = BeaconKey(secret)
+        func state(counter: UInt32) throws -> [UInt8] {
+            try BeaconCodec.seal(BeaconState(voteID: key.voteID, counter: counter, mode: .anonymous,
+                                             poll: .open(BeaconQuestion(number: 1, kind: .single, options: 4)),
+                                             interval: BeaconInterval(milliseconds: 100) ?? .stop), key: key)
+        }
+        // bluetoothd refuses every registration for now.
+        _ = try await mock.mock("SetRegisterApplicationFailures", [.string("hci0"), .string("Failed"), .uint32(100_000), .boolean(false)])
+        let voter = BlueZPeripheral(options: BlueZPeripheralOptions(bus: bus.target, callTimeout: .seconds(5)))
+        let (shown, sink) = AsyncStream<String>.makeStream()
+        let lines = Collector(shown)
+        let service = BeaconFollowService(secret: secret, identity: DeviceKey.generate(), roster: false, transport: voter,
+                                          state: nil, lines: AsyncStream { _ in }, first: "B", report: { sink.yield($0.line) },
+                                          notSending: { sink.yield($0.line) }, tick: .seconds(3600), start: .immediate)
+        let run = Task { try await service.run() }
+        defer { run.cancel() }
+        let status = Collector(voter.listenerStatus())
+        try await status.wait("scanning") { $0.last?.state == .scanning }
+
+        let clock = ContinuousClock(), started = clock.now
+        try await mock.advertise(Self.tally, data: try state(counter: 10))
+        try await lines.wait("not sending") { $0.contains("not-sending radio-unavailable") }
+        // The beacon goes on: each frame used to send the registrations again.
+        for i in 0..<60 { try await mock.advertise(Self.tally, data: try state(counter: 11 + UInt32(i))) }
+        let took = clock.now - started
+        var registrations = try await mock.calls("/org/bluez/hci0").filter { $0 == "RegisterApplication" }.count
+        // Tries at 0, 0.25, 0.75, 1.75, 3.75 s, …: one more per doubling of the time since the first frame.
+        let most = 2 + Int(log2(max(1, took / .milliseconds(250))))
+        XCTAssertLessThanOrEqual(registrations, most, "asked \(registrations) times in \(took), at the frames' pace")
+        // The next registration is taken but its answer is an error (as when the answer is lost), so bluetoothd
+        // holds the path: the try after it must withdraw it first.
+        _ = try await mock.mock("SetRegisterApplicationFailures", [.string("hci0"), .string("Failed"), .uint32(1), .boolean(true)])
+        let seen = try await lines.wait("sending B once on the air", timeout: .seconds(40)) { $0.last == "sending B" }
+        XCTAssertFalse(seen.dropLast().contains("sending B"), "'sending B' shown while off the air: \(seen)")
+        registrations = try await mock.calls("/org/bluez/hci0").filter { $0 == "RegisterApplication" }.count
+        XCTAssertLessThanOrEqual(registrations, most + 4, "the radio was asked again at every beacon frame")
+        let apps = try await mock.applications()
+        XCTAssertEqual(apps.count, 1)
+        let ads = try await mock.advertisements()
+        XCTAssertEqual(ads.count, 1, "the ballot is on the air")
+        run.cancel()
+        _ = try? await run.value
+        await voter.shutdown()
+    }
+}
