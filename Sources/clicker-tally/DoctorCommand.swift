@@ -15,7 +15,7 @@ struct Doctor: AsyncParsableCommand {
             Lists the Bluetooth adapters, bluetoothd's version and whether this user may use them, then tries \
             the adapter the tally would use: a broadcast while it scans (a frame no voter takes for a vote) and \
             the beacon's extended-frame probe. Prints which beacon the tally will use, the simulated time to \
-            count rooms of 300 and 1,000 with it, and what would make it better. Takes a few seconds.
+            count rooms of 40, 300 and 1,000 with it, and what would make it better. Takes a few seconds.
 
             Exit status: 0 the tally can run here (perhaps without its beacon: see the report); 3 it cannot \
             (no bluetoothd, no adapter, adapter off, access refused).
