@@ -97,6 +97,8 @@ let package = Package(
                                               .product(name: "_CryptoExtras", package: "swift-crypto")]),
         .target(name: "ClickerTally", dependencies: ["ClickerWire", "ClickerTransport"]),
         .target(name: "ClickerTransport"),
+        // `doctor`: what a report of this machine's radio concludes (can the tally run, which beacon, the room's figures).
+        .target(name: "ClickerDoctor"),
         // Question definitions from text: the question file (YAML) and ad-hoc kinds, options and ranges.
         .target(name: "ClickerQuestions", dependencies: ["ClickerTally", "ClickerWire", .product(name: "Yams", package: "Yams")]),
 
@@ -108,8 +110,8 @@ let package = Package(
         // Test targets only: poll secrets derived once per test process (scrypt is slow on purpose), a clock
         // tests move (TestClock), and `eventually` for states that announce no event.
         .target(name: "ClickerTestSupport", dependencies: ["ClickerWire"]),
-        .target(name: "BlueZ", dependencies: ["DBus", "ClickerTransport", .product(name: "Logging", package: "swift-log")]),
-        .target(name: "HCI", dependencies: ["CBluetooth", "ClickerTransport", "OSThreads", .product(name: "Logging", package: "swift-log")]),
+        .target(name: "BlueZ", dependencies: ["DBus", "ClickerTransport", "ClickerDoctor", "OSThreads", .product(name: "Logging", package: "swift-log")]),
+        .target(name: "HCI", dependencies: ["CBluetooth", "ClickerTransport", "ClickerDoctor", "OSThreads", .product(name: "Logging", package: "swift-log")]),
 
         // The one thread starter: OS threads for blocking work kept off the cooperative pool.
         .target(name: "OSThreads"),
@@ -161,14 +163,14 @@ let package = Package(
 
         // Executables only wire things together
         .executableTarget(name: "clicker-tally", dependencies: [
-            "ClickerCommandLine", "TallyDaemon", "ClickerQuestions", "ClickerSim", "BlueZ", "HCI", "Voter", "DBus", "ClickerStore", "TerminalView",
+            "ClickerCommandLine", "TallyDaemon", "ClickerQuestions", "ClickerSim", "BlueZ", "HCI", "Voter", "DBus", "ClickerStore", "TerminalView", "ClickerDoctor",
             "ProjectorWeb", "PrivateFiles", "DemoRoom", "ICUData",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ], linkerSettings: lean + tallyLayout),
         .executableTarget(name: "clicker-vote", dependencies: [
-            "ClickerCommandLine", "Voter", "ClickerSim", "BlueZ", "HCI", "OSThreads",
+            "ClickerCommandLine", "Voter", "ClickerSim", "BlueZ", "HCI", "OSThreads", "ClickerDoctor",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -180,12 +182,13 @@ let package = Package(
         .testTarget(name: "ClickerTallyTests", dependencies: ["ClickerTestSupport", "ClickerTally", "ClickerWire", "ClickerTransport", "ClickerSim"]),
         .testTarget(name: "ClickerSimTests", dependencies: ["ClickerTestSupport", "ClickerSim", "ClickerTransport", "ClickerWire", "ClickerTally",
                                                           "OSThreads"]),
+        .testTarget(name: "ClickerDoctorTests", dependencies: ["ClickerDoctor"]),
         .testTarget(name: "HCITests", dependencies: ["HCI", "CBluetooth", "ClickerTransport", "ClickerSim"]),
         .testTarget(name: "ClickerStoreTests", dependencies: ["ClickerStore", "ClickerSim", "ClickerWire", "ClickerTally", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "TerminalViewTests", dependencies: ["TerminalView", "TerminalTestSupport", "ClickerWire", "ClickerSim"], exclude: ["Snapshots"]),
         // Tier 2: real dbus-daemon + python-dbusmock standing in for bluetoothd
         .testTarget(name: "DBusTests", dependencies: ["ClickerTestSupport", "DBus", "DBusTestSupport"]),
-        .testTarget(name: "BlueZTests", dependencies: ["ClickerTestSupport", "BlueZ", "DBus", "ClickerWire", "ClickerTally", "TallyDaemon", "Voter",
+        .testTarget(name: "BlueZTests", dependencies: ["ClickerTestSupport", "BlueZ", "DBus", "ClickerWire", "ClickerTally", "TallyDaemon", "Voter", "ClickerDoctor",
                                                        .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "TallyDaemonTests", dependencies: ["ClickerTestSupport", "TallyDaemon", "ClickerQuestions", "TerminalView", "TerminalTestSupport", "ClickerSim", "ClickerWire", "Voter", "DemoRoom", "DBus", "DBusTestSupport",
                                                              .product(name: "Crypto", package: "swift-crypto"),

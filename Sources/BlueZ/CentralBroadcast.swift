@@ -43,8 +43,8 @@ extension BlueZCentral: BroadcasterTransport {
     /// `SupportedSecondaryChannels` and a probe registration of an extended frame is accepted: BlueZ before
     /// 5.69 caps every advertisement at 31 bytes of AD (`BT_AD_MAX_DATA_LEN`) whatever the controller
     /// offers, and only trying tells.
-    /// The probe is a broadcast registered and withdrawn at once (a STATE-shaped frame with an all-zero
-    /// tag that no poll's key authenticates); its result is kept until bluetoothd restarts.
+    /// The probe is a broadcast registered and withdrawn at once (``BlueZBeacon/probeFrame(length:)``: zero
+    /// bytes, which every decoder takes for someone else's data); its result is kept until bluetoothd restarts.
     public func broadcastCapabilities() async throws -> BroadcastCapabilities { try await beacon.capabilities() }
 
     public func broadcast(_ payload: BroadcastPayload) async throws { try await beacon.broadcast(payload) }

@@ -132,6 +132,13 @@ public enum BeaconCodec {
         }
     }
 
+    /// Whether `bytes` look like a beacon frame of this format, of any poll (the magic, the beacon version, a
+    /// frame kind; nothing checked that needs the join code): what `clicker-vote doctor` listens for.
+    public static func isBeaconFrame(_ bytes: [UInt8]) -> Bool {
+        bytes.count >= 2 && bytes[0] == BallotFormat.magic && bytes[1] >> 4 == BeaconFormat.version
+            && BeaconFrameKind(typeNibble: bytes[1] & 0x0F) != nil
+    }
+
     /// The cheap checks, in order (§11.6, 1–8): magic, ballot, version, frame kind, size, vote ID. No
     /// cryptography. The kind, and whether the frame is signed.
     public static func kind(of p: UnsafeRawBufferPointer, voteID: UInt16) -> Result<(BeaconFrameKind, signed: Bool), BeaconRejection> {

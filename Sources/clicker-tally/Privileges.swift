@@ -10,6 +10,11 @@ enum ClickerTallyMain {
         Allocator.configure()
         do {
             var command = try ClickerTallyCommand.parseAsRoot()
+            // The doctor reports what the program may do on raw HCI: what it held before the drop.
+            if command is Doctor {
+                let held = try? ProcessCapabilities.current()
+                Doctor.capabilitiesAtStart.withLock { $0 = held }
+            }
             do {
                 try PreboundHCI.bindThenDropCapabilities(adapter: hciAdapter(of: command), program: "clicker-tally")
             } catch { throw Failure("\(error)") }

@@ -39,7 +39,7 @@ struct ClickerVoteCommand: AsyncParsableCommand {
 
             """ + "\n" + castOptionsHelp,
         version: ClickerVersion.text(program: "clicker-vote"),
-        subcommands: [Cast.self, Enroll.self],
+        subcommands: [Cast.self, Enroll.self, Doctor.self],
         defaultSubcommand: Cast.self
     )
 

@@ -10,6 +10,11 @@ enum ClickerVoteMain {
         Allocator.configure()
         do {
             var command = try ClickerVoteCommand.parseAsRoot()
+            // The doctor reports what the program may do on raw HCI: what it held before the drop.
+            if command is Doctor {
+                let held = try? ProcessCapabilities.current()
+                Doctor.capabilitiesAtStart.withLock { $0 = held }
+            }
             let adapter = (command as? Cast).flatMap { $0.radio.radio == .hci ? $0.radio.adapter ?? "hci0" : nil }
             do {
                 try PreboundHCI.bindThenDropCapabilities(adapter: adapter, program: "clicker-vote")
