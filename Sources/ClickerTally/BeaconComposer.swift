@@ -282,9 +282,11 @@ public struct BeaconComposer: Sendable {
         previous = nil
     }
 
+    /// `d` in milliseconds, to the microsecond (whole milliseconds exactly: 25 ms is 25, not 25.000000000000004,
+    /// so that a spacing of 10 frames of 25 ms is 10 frames).
     static func milliseconds(_ d: Duration) -> Double {
         let (s, atto) = d.components
-        return Double(s) * 1000 + Double(atto) * 1e-15
+        return Double(s) * 1000 + Double(atto / 1_000_000_000_000) / 1000
     }
 
     mutating func expire(at now: UInt32) {

@@ -6,17 +6,17 @@ import ClickerWire
 /// its evidence faded, the room's 720 ms, then 350 ms, within a few seconds. Pure.
 ///
 /// The rule. A new choice replaces the announced interval only when it differs from it by more than
-/// ``Tuning/margin`` (a fifth), no sooner than ``Tuning/hold`` after the last change, and, when it goes
-/// the other way than the last change (longer after shorter, or shorter after longer), no sooner than
-/// ``Tuning/reversalHold`` after it. So the interval follows the room down as it is counted, one step
-/// per hold at most, and turns back only when the evidence still says so two seconds later. The first
-/// choice of a question is taken at once.
+/// ``Tuning/margin`` (a fifth), and, when it goes the other way than the last change (longer after
+/// shorter, or shorter after longer), no sooner than ``Tuning/reversalHold`` after it (and no change
+/// sooner than ``Tuning/hold``, none by default). So the interval follows a room down as it is counted,
+/// or up as it grows, at once, and turns back only when the evidence still says so two seconds later.
+/// A question's first change waits for nothing.
 public struct IntervalDamping: Sendable {
     public struct Tuning: Sendable, Hashable {
         /// The share of the announced interval by which a new choice must differ to replace it.
         public var margin = 0.2
-        /// The least time between two changes.
-        public var hold: Duration = .milliseconds(250)
+        /// The least time between two changes in the same direction.
+        public var hold: Duration = .zero
         /// The least time between a change and one in the other direction.
         public var reversalHold: Duration = .seconds(2)
         public init() {}

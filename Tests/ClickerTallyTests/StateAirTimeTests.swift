@@ -145,7 +145,6 @@ final class StateAirTimeTests: XCTestCase {
         let shown = r.intervals.map { "\($0.at) ms: \($0.interval)" }.joined(separator: ", ")
         XCTAssertLessThanOrEqual(changes, 4, shown)
         var undamped = TallyBeacon.Tuning()
-        undamped.damping.hold = .zero
         undamped.damping.reversalHold = .zero
         let control = run(voters: 600, frameTime: 150, capabilities: legacy, tuning: undamped)
         XCTAssertGreaterThan(control.changes(within: 5000), changes,
