@@ -170,6 +170,7 @@ final class BeaconLoadTests: XCTestCase {
             // The room, not the damping: a reversal goes out at once here.
             var tuning = TallyBeacon.Tuning()
             tuning.damping.reversalHold = .zero
+            tuning.damping.hold = .zero
             var t = TallyBeacon(key: key, mode: .roster, capabilities: capabilities, roomLimit: 150, tuning: tuning)
             let broadcast = BeaconAirModel.Broadcast(interval: t.tuning.composer.fastInterval)
             func forRoom(_ n: Int) -> Int? { BeaconAirModel.stateInterval(unacknowledged: n, acknowledged: 0, broadcast: broadcast).milliseconds }

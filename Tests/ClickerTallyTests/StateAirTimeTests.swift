@@ -129,8 +129,13 @@ final class StateAirTimeTests: XCTestCase {
             XCTAssertGreaterThanOrEqual(r.acksFrames + r.textFrames, r.frames / 2,
                                         "STATE took \(r.stateFrames) of \(r.frames) frames (\(caps.extended ? "extended" : "legacy"))")
         }
-        // Control: the same room with the frame time stated as one 20 ms event (what the tally assumed before).
-        let control = run(voters: 600, frameTime: 150, capabilities: BroadcastCapabilities(maxFrameLength: 24, extended: false))
+        // Control: the same room with the frame time stated as one 20 ms event and the interval undamped (what
+        // the tally did before).
+        var before = TallyBeacon.Tuning()
+        before.damping.hold = .zero
+        before.damping.reversalHold = .zero
+        let control = run(voters: 600, frameTime: 150, capabilities: BroadcastCapabilities(maxFrameLength: 24, extended: false),
+                          tuning: before)
         XCTAssertGreaterThan(control.stateGaps.max() ?? 0, 1000,
                              "the scenario no longer starves STATE when the frame time is wrong: \(control.stateFrames) STATE of \(control.frames), gaps \(control.stateGaps)")
     }
@@ -146,6 +151,7 @@ final class StateAirTimeTests: XCTestCase {
         XCTAssertLessThanOrEqual(changes, 4, shown)
         var undamped = TallyBeacon.Tuning()
         undamped.damping.reversalHold = .zero
+        undamped.damping.hold = .zero
         let control = run(voters: 600, frameTime: 150, capabilities: legacy, tuning: undamped)
         XCTAssertGreaterThan(control.changes(within: 5000), changes,
                              control.intervals.map { "\($0.at) ms: \($0.interval)" }.joined(separator: ", "))
