@@ -76,6 +76,13 @@ public enum BlueZBeacon {
     /// (``ClickerTransport/BroadcastCapabilities/singleReportData``, 229) less Flags (3) and the manufacturer
     /// AD header (4).
     public static let singleReportFrameLength = BroadcastCapabilities.singleReportData - 7
+    /// What putting a frame on the air costs besides the rotation's dwell (`max(interval, beaconMinimumDwell)`):
+    /// bluetoothd parses the property change and asks the kernel to refresh the advertising instance, and the
+    /// controller's next event follows. An independent listener saw the frames 100–150 ms apart through
+    /// bluetoothd 5.66 (issue 39), so the beacon states 50 ms: its frames cost `interval + 50 ms`, at least
+    /// 150 ms (``ClickerTransport/BroadcastCapabilities/frameTime(interval:)``). Stated long rather than short:
+    /// the tally then puts STATE frames closer together than needed, never further apart.
+    public static let frameChangeCost: Duration = .milliseconds(50)
 
     /// The manufacturer data of the probe that learns whether extended frames go through: all zero bytes, so
     /// it lacks the clicker magic (`CB`, PROTOCOL.md §1) and every decoder, the voters' and the tally's, takes

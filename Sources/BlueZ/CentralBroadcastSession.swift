@@ -93,7 +93,8 @@ extension BeaconAdvertiser {
         // advertising set has its own random address. Without it (Bluetooth 4), a broadcast needs the
         // controller's one random address changed, which the controller refuses while it scans.
         let legacy = BroadcastCapabilities(maxFrameLength: BlueZBeacon.legacyFrameLength, extended: false,
-                                           whileScanning: !channels.isEmpty)
+                                           whileScanning: !channels.isEmpty).withFrameTime(slack: BlueZBeacon.frameChangeCost,
+                                                                                           minimum: frameTime)
         var result = legacy
         if channels.contains("1M") {
             var adLength = 251
@@ -108,7 +109,9 @@ extension BeaconAdvertiser {
             let length = min(BlueZBeacon.singleReportFrameLength, adLength - BlueZBeacon.extendedOverhead)
             if length > BlueZBeacon.legacyFrameLength {
                 switch try await probe(conn, adapter, length: length) {
-                case .accepted: result = BroadcastCapabilities(maxFrameLength: length, extended: true)
+                case .accepted:
+                    result = BroadcastCapabilities(maxFrameLength: length, extended: true)
+                        .withFrameTime(slack: BlueZBeacon.frameChangeCost, minimum: frameTime)
                 case .refused: break
                 case .inconclusive: return legacy  // no free instance to try with: ask again later
                 }
@@ -120,6 +123,9 @@ extension BeaconAdvertiser {
         logger.info("beacon on \(adapterName): \(mode) advertising, \(result.maxFrameLength) bytes per frame\(scanning)")
         return result
     }
+
+    /// The least a frame holds the air here: the rotation's dwell plus what a frame change costs.
+    var frameTime: Duration { options.beaconMinimumDwell + BlueZBeacon.frameChangeCost }
 
     enum ProbeResult { case accepted, refused, inconclusive }
 

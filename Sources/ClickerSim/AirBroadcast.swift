@@ -62,8 +62,16 @@ extension AirCore {
 
     func broadcastEvent(generation g: UInt64) {
         guard g == broadcastGeneration, let b = broadcast else { return }
+        if let dwell = config.broadcast.frameDwell {
+            // The host changes the frame: the same one until it held the air for the dwell.
+            if let since = b.shownSince, now >= since + dwell.clampedNanoseconds {
+                b.next = (b.next + 1) % b.frames.count
+                b.shownSince = nil
+            }
+            if b.shownSince == nil { b.shownSince = now }
+        }
         let frame = b.frames[b.next % b.frames.count]
-        b.next = (b.next + 1) % b.frames.count
+        if config.broadcast.frameDwell == nil { b.next = (b.next + 1) % b.frames.count }
         stats.broadcastEvents += 1
         centralDeaf.removeAll { $0.end.adding(3_000_000) < now }  // no event lasts 3 ms: older ones matter no more
         let channels = (config.broadcast.channels.isEmpty ? [37, 38, 39] : config.broadcast.channels).filter { (37...39).contains($0) }

@@ -81,6 +81,8 @@ final class BroadcastState {
     let interval: UInt64
     /// The frame the next advertising event sends.
     var next = 0
+    /// When the frame at `next` first went out (with `BroadcastConfiguration.frameDwell`).
+    var shownSince: UInt64?
 
     init(companyID: UInt16, frames: [PDUSnapshot], interval: UInt64) {
         self.companyID = companyID

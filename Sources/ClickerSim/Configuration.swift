@@ -113,11 +113,19 @@ public struct BroadcastConfiguration: Sendable, Hashable {
     /// a busy host's receiver misses frames (which repeat on the air). Nil (the default): without
     /// bound, so that virtual-clock tests and benchmarks get every frame the air delivered.
     public var listenBuffer: Int?
+    /// When set, the central keeps each frame on the air for at least this long, repeating it at every
+    /// event meanwhile, and moves to the next at the first event after: the beacon of a host that changes
+    /// the frame itself, as bluetoothd's does (one property change per frame, 100–150 ms apart). A
+    /// replaced payload still starts at its first frame, at the next event. Nil (the default): one frame
+    /// per event, as a controller that rotates them.
+    public var frameDwell: Duration?
 
     public init(centralAddress: DeviceAddress = DeviceAddress(rawValue: 0xC0_00_00_00_00_00),
                 channels: [UInt8] = [37, 38, 39], broadcastingScanner: Int? = 0,
                 deafness: BroadcastDeafness = .packets, listenChannels: [UInt8] = [37, 38, 39],
-                listenDutyCycle: ScanDutyCycle? = nil, extended: Bool = false, listenBuffer: Int? = nil) {
+                listenDutyCycle: ScanDutyCycle? = nil, extended: Bool = false, listenBuffer: Int? = nil,
+                frameDwell: Duration? = nil) {
+        self.frameDwell = frameDwell
         self.extended = extended
         self.listenBuffer = listenBuffer
         self.centralAddress = centralAddress

@@ -229,9 +229,14 @@ public struct SimulatedCentral: CentralTransport, BroadcasterTransport {
     // MARK: Broadcasting (BroadcasterTransport)
 
     /// Legacy non-connectable advertising (27 bytes of manufacturer data per frame), or extended
-    /// advertising (247) when `BroadcastConfiguration.extended`.
+    /// advertising (247) when `BroadcastConfiguration.extended`. A frame holds the air for one event
+    /// (interval + 5 ms mean advDelay), or with `BroadcastConfiguration.frameDwell` for the dwell and
+    /// the event after it (dwell + 25 ms, an event at 20 ms).
     public func broadcastCapabilities() async throws -> BroadcastCapabilities {
-        air.configuration.broadcast.extended ? .extended : .legacy
+        let b = air.configuration.broadcast
+        let caps: BroadcastCapabilities = b.extended ? .extended : .legacy
+        guard let dwell = b.frameDwell else { return caps }
+        return caps.withFrameTime(slack: .milliseconds(5), minimum: dwell + .milliseconds(25))
     }
 
     /// Starts or replaces the central's broadcast (see `BroadcastConfiguration` for its physics).

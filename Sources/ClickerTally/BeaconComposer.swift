@@ -40,16 +40,19 @@ public enum BeaconPhase: Sendable, Hashable {
 /// - the acknowledgements in rotation, each with an estimate of how often it has been on air: the
 ///   radio restarts a replaced payload at its first frame, so a payload replaced every 100 ms sends
 ///   only its first few frames. The composer credits the frames the previous payload had time to send
-///   (one per mean advertising event) and puts the least-sent first: new fingerprints first (newest
+///   (one per frame time of the radio) and puts the least-sent first: new fingerprints first (newest
 ///   first among equals), then those sent least. A fingerprint leaves the rotation once it is older
 ///   than ``Tuning/ackExposure`` and was sent ``Tuning/minimumSends`` times, or after
 ///   ``Tuning/maximumAge`` in any case (a voter that missed it keeps sending and is acknowledged again);
 /// - the TEXT pages of the question, sealed once, rotated by the same least-sent rule.
 ///
-/// A STATE frame goes out every ``Tuning/stateEvery`` frames, counted across payloads: a payload
-/// that replaces one whose STATE says the same starts where the previous one's cadence left off
-/// (acknowledgements first), and one whose STATE says something new (phase, question, interval)
-/// starts with it. Every payload holds a STATE frame.
+/// STATE goes out by time on the air, across payloads: the radio says what a frame costs on its air
+/// (``ClickerTransport/BroadcastCapabilities/frameTime(interval:)``: one advertising event on a
+/// controller that rotates the frames, 150 ms or more through bluetoothd), and STATE frames are placed
+/// at most ``Tuning/stateSpacing`` apart, and at most ``Tuning/stateEvery`` frames apart where frames
+/// are short. A payload that replaces one whose STATE says the same places its first STATE where the
+/// previous one's left off (acknowledgements first); one whose STATE says something new (phase,
+/// question, interval) starts with it. Every payload holds a STATE frame.
 public struct BeaconComposer: Sendable {
     /// The knobs of the rotation.
     public struct Tuning: Sendable, Hashable {
@@ -64,15 +67,18 @@ public struct BeaconComposer: Sendable {
         public var minimumSends = 3
         /// A fingerprint leaves the rotation after this long whatever its sends.
         public var maximumAge: Duration = .seconds(3)
-        /// A STATE frame every this many frames on air. Replaced every 100 ms at 20 ms, a payload sends
-        /// about 4 frames: when each one opened with STATE, a quarter of the frames went to it, and 98.2 %
-        /// of 1,000 voters saw their acknowledgement within a second; one frame in ten, 99.6 %
-        /// (TimeToCollect `--beacon`, 20 seeds). Voters need STATE only for a change, which goes first.
+        /// The longest time on the air between two STATE frames while the radio broadcasts: a voter that
+        /// starts following needs one, and says "no beacon" after 5 s without (PROTOCOL.md §11.10).
+        /// Through bluetoothd, whose frames hold the air 150 ms or more, STATE takes every third frame.
+        public var stateSpacing: Duration = .milliseconds(500)
+        /// At most this many frames between two STATE frames (where frames are short, this comes first:
+        /// 250 ms at 20 ms + advDelay). Replaced every 100 ms at 20 ms, a payload sends about 4 frames:
+        /// when each one opened with STATE, a quarter of the frames went to it, and 98.2 % of 1,000
+        /// voters saw their acknowledgement within a second; one frame in ten, 99.6 % (TimeToCollect
+        /// `--beacon`, 20 seeds). Voters need STATE only for a change, which goes first.
         public var stateEvery = 10
         /// Most frames in one payload.
         public var maxFrames = 64
-        /// The radio's mean advDelay, added to its interval to estimate the frames a payload sent.
-        public var meanAdvertisingDelay: Duration = .milliseconds(5)
 
         public init() {}
     }
@@ -122,9 +128,10 @@ public struct BeaconComposer: Sendable {
     var acks: [Ack] = []
     var ackQuestion: UInt8?
     var text: Text?
-    var previous: (items: [Item], at: UInt32, interval: Duration)?
-    /// Frames credited as sent since the last STATE frame credited.
-    var sinceState = 0
+    /// The last payload: its frames, when it was composed, and each frame's time on the air (ms).
+    var previous: (items: [Item], at: UInt32, frameTime: Double)?
+    /// When the last STATE frame credited as sent went on the air (ms on the counter clock).
+    var stateOnAirAt: Double?
     /// What the last payload's STATE said (phase and interval asked).
     var stateSaid: (phase: BeaconPhase, interval: BeaconInterval)?
 
@@ -208,11 +215,19 @@ public struct BeaconComposer: Sendable {
             for (n, s) in t.sends.enumerated() { order.append((s, order.count, .text(n))) }
         }
         order.sort { $0.sends != $1.sends ? $0.sends < $1.sends : $0.rank < $1.rank }
-        // STATE where its cadence falls: first when it says something new, else after the frames the
-        // cadence still allows; and at least once, last, in a payload too short to reach it.
-        let every = max(1, tuning.stateEvery)
+        let fast = !acks.isEmpty || ticks(now, since: phaseChangedAt) < Self.ticks(tuning.fastAfterChange)
+        let broadcastInterval = fast ? tuning.fastInterval : tuning.slowInterval
+        let frameTime = Self.milliseconds(capabilities.frameTime(interval: broadcastInterval))
+        // STATE where its spacing falls: first when it says something new, else at the last frame that
+        // starts within the spacing of the last STATE on air (frame k starts k frame times from now), then
+        // every `every` frames; and at least once, last, in a payload too short to reach it.
+        let every = stateEvery(frameTime: frameTime)
         let asked = Self.asked(phase, interval)
-        let first = stateSaid?.phase == phase && stateSaid?.interval == asked ? max(0, every - 1 - sinceState) : 0
+        var first = 0
+        if stateSaid?.phase == phase, stateSaid?.interval == asked, let last = stateOnAirAt {
+            let due = last + Double(every) * frameTime - Double(now) * 10
+            first = due > 0 ? Int(min(Double(tuning.maxFrames), (due / frameTime).rounded(.down))) : 0
+        }
         stateSaid = (phase, asked)
         var items: [Item] = []
         var rest = order.makeIterator()
@@ -236,30 +251,42 @@ public struct BeaconComposer: Sendable {
                 if let page = text?.pages[n] { frames.append(page) }
             }
         }
-        let fast = !acks.isEmpty || ticks(now, since: phaseChangedAt) < Self.ticks(tuning.fastAfterChange)
-        let broadcastInterval = fast ? tuning.fastInterval : tuning.slowInterval
-        previous = (items, now, broadcastInterval)
+        previous = (items, now, frameTime)
         return BroadcastPayload(companyID: BallotFormat.companyID, frames: frames, interval: broadcastInterval)
     }
 
-    /// Credits the frames the previous payload had time to send since it was composed.
+    /// Frames between two STATE frames for frames of `frameTime` ms: as many as fit in
+    /// ``Tuning/stateSpacing``, at most ``Tuning/stateEvery``, at least 1.
+    func stateEvery(frameTime: Double) -> Int {
+        let fit = (Self.milliseconds(tuning.stateSpacing) / max(1, frameTime)).rounded(.down)
+        return max(1, min(tuning.stateEvery, Int(min(Double(tuning.maxFrames), fit))))
+    }
+
+    /// Credits the frames the previous payload had time to send since it was composed: frame k holds the
+    /// air from k frame times after it to k + 1, and counts as sent once it held it for half its time.
     mutating func credit(at now: UInt32) {
         guard let p = previous, !p.items.isEmpty else { return }
         // 10 ms ticks, and an event every 25 ms at 20 ms: whole ticks would credit 5 frames a 100 ms.
-        let elapsed = Duration.milliseconds(10) * Int(ticks(now, since: p.at))
-        let period = max(.milliseconds(1), p.interval + tuning.meanAdvertisingDelay)
-        let sent = Int(min(Double(4 * tuning.maxFrames), elapsed / period))
+        let elapsed = Double(ticks(now, since: p.at)) * 10
+        let sent = Int(min(Double(4 * tuning.maxFrames), (elapsed / p.frameTime + 0.5).rounded(.down)))
         guard sent > 0 else { return }
         var index: [UInt32: Int] = [:]
         for (n, a) in acks.enumerated() { index[a.fingerprint.value] = n }
         for s in 0..<sent {
             switch p.items[s % p.items.count] {
-            case .state: sinceState = 0
-            case .acks(let values): sinceState += 1; for v in values { if let n = index[v] { acks[n].sends += 1 } }
-            case .text(let n): sinceState += 1; if text?.sends.indices.contains(n) == true { text?.sends[n] += 1 }
+            case .state: stateOnAirAt = Double(p.at) * 10 + Double(s) * p.frameTime
+            case .acks(let values): for v in values { if let n = index[v] { acks[n].sends += 1 } }
+            case .text(let n): if text?.sends.indices.contains(n) == true { text?.sends[n] += 1 }
             }
         }
         previous = nil
+    }
+
+    /// `d` in milliseconds, to the microsecond (whole milliseconds exactly: 25 ms is 25, not 25.000000000000004,
+    /// so that a spacing of 10 frames of 25 ms is 10 frames).
+    static func milliseconds(_ d: Duration) -> Double {
+        let (s, atto) = d.components
+        return Double(s) * 1000 + Double(atto / 1_000_000_000_000) / 1000
     }
 
     mutating func expire(at now: UInt32) {

@@ -43,6 +43,8 @@ public struct TallyBeacon: Sendable {
         /// (``AckFingerprint/maxHeardPerQuestion``, PROTOCOL.md §11.4). Lower only in tests.
         public var acknowledgementLimit = AckFingerprint.maxHeardPerQuestion
         public var composer = BeaconComposer.Tuning()
+        /// How far and how often the announced interval may move (``IntervalDamping``).
+        public var damping = IntervalDamping.Tuning()
 
         public init() {}
     }
@@ -74,6 +76,8 @@ public struct TallyBeacon: Sendable {
     public private(set) var likelihood = RoomLikelihood()
     /// The STATE interval announced last.
     public private(set) var interval = BeaconInterval(milliseconds: 20) ?? .stop
+    /// What keeps the announced interval from swinging; its `changes` count the open question's.
+    public private(set) var damping: IntervalDamping
     /// Voters counted in the largest question so far (the room, for the next question's start).
     public private(set) var room: Int?
     var question: UInt8?
@@ -110,6 +114,7 @@ public struct TallyBeacon: Sendable {
         composer = BeaconComposer(key: key, mode: mode, capabilities: capabilities, tuning: tuning.composer,
                                   signer: signer, deferSignatures: deferSignatures)
         broadcastInterval = tuning.composer.fastInterval
+        damping = IntervalDamping(tuning: tuning.damping)
     }
 
     /// Whether ballots were counted since the last payload.
@@ -209,6 +214,7 @@ public struct TallyBeacon: Sendable {
         question = q
         estimator = BeaconLoadEstimator()
         likelihood = RoomLikelihood()
+        damping.reset()
         windowStart = nil
         loudRepeats = 0
         arrivals = 0
@@ -343,10 +349,9 @@ public struct TallyBeacon: Sendable {
         }
         let loud = min(estimate ?? .max, room)
         let best = BeaconAirModel.stateInterval(unacknowledged: loud, acknowledged: quiet, broadcast: broadcast)
-        // Voters restart their advertising for a new interval: it changes only when it is off by a fifth.
-        guard let now = interval.milliseconds, let new = best.milliseconds,
-              Double(abs(new - now)) <= 0.2 * Double(now) else { return best }
-        return interval
+        // Voters restart their advertising for a new interval: it changes only when it is off by a fifth,
+        // not too often, and turns back only on lasting evidence.
+        return damping.next(current: interval, best: best, at: ns)
     }
 
     /// Repeats the evidence must hold before their reading bounds the load from above.

@@ -37,11 +37,36 @@ public struct BroadcastCapabilities: Sendable, Hashable {
     /// refuses while it scans (LE Set Random Address: Command Disallowed). A central that must keep
     /// scanning then does not broadcast unless told to.
     public var whileScanning: Bool
+    /// What a frame costs on this radio's air: each frame of a payload holds the air for the payload's
+    /// interval plus `frameSlack`, and at least `minimumFrameTime`, before the radio moves to the next
+    /// (``frameTime(interval:)``). A controller that sends one frame per advertising event takes the
+    /// interval plus its mean advDelay (5 ms, the default); a radio whose host changes the frame says what
+    /// its rotation costs (BlueZ: a property change and a refresh per frame). The tally's beacon places
+    /// its STATE frames by this time on air (docs/PROTOCOL.md §11.11).
+    public var frameSlack: Duration
+    public var minimumFrameTime: Duration
 
-    public init(maxFrameLength: Int, extended: Bool, whileScanning: Bool = true) {
+    public init(maxFrameLength: Int, extended: Bool, whileScanning: Bool = true,
+                frameSlack: Duration = .milliseconds(5), minimumFrameTime: Duration = .zero) {
         self.maxFrameLength = maxFrameLength
         self.extended = extended
         self.whileScanning = whileScanning
+        self.frameSlack = frameSlack
+        self.minimumFrameTime = minimumFrameTime
+    }
+
+    /// How long each frame of a payload broadcast at `interval` holds the air: `interval + frameSlack`,
+    /// at least `minimumFrameTime` (and at least 1 ms).
+    public func frameTime(interval: Duration) -> Duration {
+        Swift.max(.milliseconds(1), minimumFrameTime, interval + frameSlack)
+    }
+
+    /// The same capabilities with frames that cost `slack` over the interval and at least `minimum`.
+    public func withFrameTime(slack: Duration, minimum: Duration = .zero) -> BroadcastCapabilities {
+        var c = self
+        c.frameSlack = slack
+        c.minimumFrameTime = minimum
+        return c
     }
 
     /// The most advertising data one LE Extended Advertising Report carries to a scanner's host (an HCI

@@ -68,11 +68,20 @@ public enum HCIAdvertisingMode: Sendable, Hashable {
     /// carries (``BroadcastCapabilities/singleReportData`` − 4 = 225), so that voters behind BlueZ hear
     /// every frame (our own scanner joins the pieces of longer ones). A set of 31 octets sends
     /// legacy PDUs, which every scanner hears.
+    ///
+    /// Frame time: the host rotates the frames, one every interval + ``HCICentral/rotationSlack``
+    /// (CentralBroadcast.swift). In legacy mode (a controller without LE Extended Advertising, so
+    /// before Bluetooth 5) at least 100 ms + the slack: such a controller may refuse non-connectable
+    /// intervals under 100 ms, and then advertises at 100 ms.
     public var broadcastCapabilities: BroadcastCapabilities {
         switch self {
         case .extended(let max) where max > AdvertisingData.legacyMaximumLength:
             BroadcastCapabilities(maxFrameLength: Swift.min(max, BroadcastCapabilities.singleReportData) - 4, extended: true)
-        case .legacy, .extended: .legacy
+                .withFrameTime(slack: HCICentral.rotationSlack)
+        case .extended: BroadcastCapabilities.legacy.withFrameTime(slack: HCICentral.rotationSlack)
+        case .legacy:
+            BroadcastCapabilities.legacy.withFrameTime(slack: HCICentral.rotationSlack,
+                                                       minimum: .milliseconds(100) + HCICentral.rotationSlack)
         }
     }
 }

@@ -37,6 +37,9 @@ final class BlueZBeaconTests: XCTestCase {
         try await mock.addAdapter()
     }
 
+    /// What a frame costs through these centrals: their 20 ms dwell and bluetoothd's refresh.
+    static let frameTime: Duration = .milliseconds(20) + BlueZBeacon.frameChangeCost
+
     func makeCentral() -> BlueZCentral {
         var o = BlueZCentralOptions(bus: bus.target, discoveryRestartInterval: nil, staleDeviceTimeout: nil,
                                     callTimeout: .seconds(5), retryInterval: .milliseconds(200))
@@ -64,7 +67,7 @@ final class BlueZBeaconTests: XCTestCase {
         try await status.wait("scanning") { $0.last?.state == .scanning }
 
         let caps = try await central.broadcastCapabilities()
-        XCTAssertEqual(caps, BroadcastCapabilities(maxFrameLength: 24, extended: false))
+        XCTAssertEqual(caps, BroadcastCapabilities(maxFrameLength: 24, extended: false).withFrameTime(slack: BlueZBeacon.frameChangeCost, minimum: Self.frameTime))
         let probes = try await mock.calls("/org/bluez/hci0").filter { $0 == "RegisterAdvertisement" }.count
         XCTAssertEqual(probes, 1, "an extended frame was tried (and refused, as by BlueZ 5.66)")
 
@@ -220,7 +223,7 @@ final class BlueZBeaconTests: XCTestCase {
         // What one extended advertising report carries to a voter behind BlueZ (229 bytes of AD): 222, within
         // the 238 that bluetoothd 5.82 and Linux 6.12 take of MaxAdvLen 251 (244 was refused there, and the
         // refusal killed bluetoothd).
-        XCTAssertEqual(caps, BroadcastCapabilities(maxFrameLength: 222, extended: true))
+        XCTAssertEqual(caps, BroadcastCapabilities(maxFrameLength: 222, extended: true).withFrameTime(slack: BlueZBeacon.frameChangeCost, minimum: Self.frameTime))
         // The probe registration is gone again.
         var ads = try await mock.advertisements()
         XCTAssertTrue(ads.isEmpty)
@@ -247,7 +250,7 @@ final class BlueZBeaconTests: XCTestCase {
         // MaxAdvLen 200: 200 less what bluetoothd and the kernel keep (13), below one report's 222.
         try await startMock(#"{"ext_ad_len": 200, "experimental": true}"#)
         let caps = try await makeCentral().broadcastCapabilities()
-        XCTAssertEqual(caps, BroadcastCapabilities(maxFrameLength: 187, extended: true))
+        XCTAssertEqual(caps, BroadcastCapabilities(maxFrameLength: 187, extended: true).withFrameTime(slack: BlueZBeacon.frameChangeCost, minimum: Self.frameTime))
     }
 
     func testTheProbeIsNoFrameThatAVoterOrTheTallyTakesForOurs() async throws {
@@ -321,7 +324,7 @@ final class BlueZBeaconTests: XCTestCase {
         let reports = Collector(central.advertisements(companyID: 0xFFFF))
         try await status.wait("scanning") { $0.last?.state == .scanning }
         let caps = try await central.broadcastCapabilities()
-        XCTAssertEqual(caps, BroadcastCapabilities(maxFrameLength: 24, extended: false, whileScanning: false))
+        XCTAssertEqual(caps, BroadcastCapabilities(maxFrameLength: 24, extended: false, whileScanning: false).withFrameTime(slack: BlueZBeacon.frameChangeCost, minimum: Self.frameTime))
         let calls = try await mock.calls("/org/bluez/hci0")
         XCTAssertEqual(calls.filter { $0 == "RegisterAdvertisement" }.count, 0, "no extended probe without secondary channels")
         do {
@@ -336,7 +339,7 @@ final class BlueZBeaconTests: XCTestCase {
         try await startMock(#"{"experimental": true}"#)
         let central = makeCentral()
         let caps = try await central.broadcastCapabilities()
-        XCTAssertEqual(caps, BroadcastCapabilities(maxFrameLength: 24, extended: false))
+        XCTAssertEqual(caps, BroadcastCapabilities(maxFrameLength: 24, extended: false).withFrameTime(slack: BlueZBeacon.frameChangeCost, minimum: Self.frameTime))
         let calls = try await mock.calls("/org/bluez/hci0")
         XCTAssertEqual(calls.filter { $0 == "RegisterAdvertisement" }.count, 1, "the probe was tried")
         do {

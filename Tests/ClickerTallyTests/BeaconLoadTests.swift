@@ -167,7 +167,11 @@ final class BeaconLoadTests: XCTestCase {
     func testDevicesNotOnTheRosterAreInTheRoomUpToWhatAPollWithoutOneAssumes() {
         let ms: UInt64 = 1_000_000
         for capabilities in [BroadcastCapabilities.legacy, .extended] {
-            var t = TallyBeacon(key: key, mode: .roster, capabilities: capabilities, roomLimit: 150)
+            // The room, not the damping: a reversal goes out at once here.
+            var tuning = TallyBeacon.Tuning()
+            tuning.damping.reversalHold = .zero
+            tuning.damping.hold = .zero
+            var t = TallyBeacon(key: key, mode: .roster, capabilities: capabilities, roomLimit: 150, tuning: tuning)
             let broadcast = BeaconAirModel.Broadcast(interval: t.tuning.composer.fastInterval)
             func forRoom(_ n: Int) -> Int? { BeaconAirModel.stateInterval(unacknowledged: n, acknowledged: 0, broadcast: broadcast).milliseconds }
             XCTAssertEqual(interval(t.payload(.open(q), tick: 1, at: 0)), forRoom(150))

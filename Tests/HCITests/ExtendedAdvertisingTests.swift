@@ -80,15 +80,21 @@ final class ExtendedAdvertisingTests: XCTestCase {
                        .legacy, "every bit but 12")
         XCTAssertEqual(HCIAdvertisingMode.decide(leFeatures: bit12, maximumDataLength: nil), .extended(maximumDataLength: 31),
                        "the feature bit without an answer to the length read: extended commands, 31 octets, as Linux does")
-        XCTAssertEqual(HCIAdvertisingMode.extended(maximumDataLength: 31).broadcastCapabilities, .legacy,
+        XCTAssertEqual(HCIAdvertisingMode.extended(maximumDataLength: 31).broadcastCapabilities, .legacy.withFrameTime(slack: .milliseconds(10)),
                        "31 octets: legacy PDUs through the set")
         XCTAssertEqual(HCIAdvertisingMode.decide(leFeatures: bit12, maximumDataLength: 30), .legacy)
         XCTAssertEqual(HCIAdvertisingMode.decide(leFeatures: bit12, maximumDataLength: 31), .extended(maximumDataLength: 31))
         XCTAssertEqual(HCIAdvertisingMode.decide(leFeatures: bit12, maximumDataLength: 1650), .extended(maximumDataLength: 251))
-        XCTAssertEqual(HCIAdvertisingMode.legacy.broadcastCapabilities, BroadcastCapabilities(maxFrameLength: 27, extended: false))
+        // The host rotates the frames every interval + 10 ms; a controller before Bluetooth 5 may hold 100 ms.
+        XCTAssertEqual(HCIAdvertisingMode.legacy.broadcastCapabilities,
+                       BroadcastCapabilities(maxFrameLength: 27, extended: false, frameSlack: .milliseconds(10),
+                                             minimumFrameTime: .milliseconds(110)))
+        XCTAssertEqual(HCIAdvertisingMode.legacy.broadcastCapabilities.frameTime(interval: .milliseconds(20)), .milliseconds(110))
+        XCTAssertEqual(HCIAdvertisingMode.extended(maximumDataLength: 251).broadcastCapabilities.frameTime(interval: .milliseconds(20)),
+                       .milliseconds(30))
         // 251 octets of a set, but one report carries 229 to a scanner: a voter behind BlueZ hears frames of 225 whole.
         XCTAssertEqual(HCIAdvertisingMode.extended(maximumDataLength: 251).broadcastCapabilities,
-                       BroadcastCapabilities(maxFrameLength: 225, extended: true))
+                       BroadcastCapabilities(maxFrameLength: 225, extended: true, frameSlack: .milliseconds(10)))
         XCTAssertEqual(HCIAdvertisingMode.extended(maximumDataLength: 100).broadcastCapabilities.maxFrameLength, 96)
     }
 

@@ -31,7 +31,8 @@ final class HCIBeaconBackendTests: XCTestCase {
             try await timer.sleep(d)
         }))
         let caps = try await central.broadcastCapabilities()
-        XCTAssertEqual(caps, BroadcastCapabilities(maxFrameLength: 27, extended: false))
+        XCTAssertEqual(caps, BroadcastCapabilities(maxFrameLength: 27, extended: false, frameSlack: .milliseconds(10),
+                                                   minimumFrameTime: .milliseconds(110)))
         XCTAssertEqual(fake.commandOpcodes, initSequence, "features read once; no extended bit, so no length read")
 
         // A frame too long for legacy advertising is refused before the controller hears of it.
@@ -188,7 +189,8 @@ final class HCIBeaconBackendTests: XCTestCase {
                        "passive, 1M, 100 ms window = interval")
         XCTAssertEqual(fake.written[7], [0x01, 0x42, 0x20, 0x06, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00])
         let caps = try await central.broadcastCapabilities()
-        XCTAssertEqual(caps, BroadcastCapabilities(maxFrameLength: 225, extended: true), "what one extended report carries")
+        XCTAssertEqual(caps, BroadcastCapabilities(maxFrameLength: 225, extended: true, frameSlack: .milliseconds(10)),
+                       "what one extended report carries")
         XCTAssertEqual(central.advertisingMode, .extended(maximumDataLength: 251))
 
         let big = (0..<225).map { UInt8(truncatingIfNeeded: $0) }
@@ -254,7 +256,7 @@ final class HCIBeaconBackendTests: XCTestCase {
         fake.state.withLock { $0.statusFor = { op, _ in op == 0x203A ? 0x01 : 0 } }   // Unknown HCI Command
         let central = HCICentral(channel: fake, adapter: "hci0")
         let caps = try await central.broadcastCapabilities()
-        XCTAssertEqual(caps, .legacy, "27-byte frames")
+        XCTAssertEqual(caps, .legacy.withFrameTime(slack: .milliseconds(10)), "27-byte frames")
         XCTAssertEqual(central.advertisingMode, .extended(maximumDataLength: 31))
         let before = fake.written.count
         try await central.broadcast(BroadcastPayload(companyID: 0xFFFF, frames: [[1]]))

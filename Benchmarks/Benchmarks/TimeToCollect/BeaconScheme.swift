@@ -16,9 +16,12 @@ final class BeaconScheme: TallyScheme {
     /// The tally broadcasts extended advertising (58 fingerprints a frame) instead of legacy frames.
     let extendedBroadcast: Bool
     let key: BeaconKey
-    /// The poll's beacon key pair (signed extended frames, version 4).
+    /// The poll's beacon key pair (signed extended frames, version 4); nil: tagged frames (version 3).
     let signer: BeaconSigner?
     var tally: TallyBeacon
+    let roster: Int?
+    /// The interval each payload announced, and when (to count the changes: each restarts the voters).
+    var announced: [(at: UInt64, interval: BeaconInterval)] = []
     /// The question counted: number 1, or 2 after a question of ``priorRoom`` voters.
     let question: BeaconQuestionInfo
     /// Voters counted on an earlier question of the poll (the tally's room when this one opens).
@@ -59,7 +62,8 @@ final class BeaconScheme: TallyScheme {
     /// stay anonymous here otherwise, since a roster changes nothing else the beacon does.
     /// `staggered`: each voter starts a ballot at a random moment of its interval, as clicker-vote does
     /// (``StaggeredStart``); false: at once, on the STATE frame that asked for it.
-    init(secret: PollSecret, extended: Bool = false, priorRoom: Int = 0, roster: Int? = nil, staggered: Bool = true) {
+    init(secret: PollSecret, extended: Bool = false, priorRoom: Int = 0, roster: Int? = nil, staggered: Bool = true,
+         signed: Bool = true) {
         self.staggered = staggered
         key = BeaconKey(secret)
         extendedBroadcast = extended
@@ -68,9 +72,16 @@ final class BeaconScheme: TallyScheme {
         question = BeaconQuestionInfo(number: priorRoom > 0 ? 2 : 1, kind: .single, options: 4)
         // Version 4: extended frames are signed by the poll's key pair. The voters are handed its public
         // key (each would check it against the join code once, one scrypt, before its first signed STATE).
-        signer = BeaconSigner(seed: (0..<32).map { UInt8($0) })
+        signer = signed ? BeaconSigner(seed: (0..<32).map { UInt8($0) }) : nil
+        self.roster = roster
         tally = TallyBeacon(key: key, mode: .anonymous, capabilities: extended ? .extended : .legacy, roomLimit: roster,
                             signer: signer)
+    }
+
+    /// The tally for the radio's capabilities (what a frame costs on its air), with question 1 behind it
+    /// when there is one.
+    func startTally(_ capabilities: BroadcastCapabilities) {
+        tally = TallyBeacon(key: key, mode: .anonymous, capabilities: capabilities, roomLimit: roster, signer: signer)
         guard priorRoom > 0 else { return }
         // Question 1, before t = 0: `priorRoom` other voters counted and acknowledged.
         let first = BeaconQuestionInfo(number: 1, kind: .single, options: 4)
@@ -87,6 +98,7 @@ final class BeaconScheme: TallyScheme {
     func start(air: SimulatedAir, central: SimulatedCentral, voters: [SimulatedPeripheral], castAt: [Double]) async throws {
         radios = voters
         self.castAt = castAt
+        startTally(try await central.broadcastCapabilities())
         shownAt = [Double?](repeating: nil, count: voters.count)
         followers = voters.indices.map {
             BeaconFollower(key: key, mode: .anonymous, voterID: Self.fingerprintVoterID($0), now: .zero,
@@ -188,6 +200,12 @@ final class BeaconScheme: TallyScheme {
         }
         lastPayload = now
         lastInterval = p.interval
+        if announced.last?.interval != tally.interval { announced.append((now, tally.interval)) }
+    }
+
+    /// Changes of the announced interval within the first `seconds` (the first announcement is none).
+    func intervalChanges(within seconds: Double) -> Int {
+        max(0, announced.filter { Double($0.at) / 1e9 <= seconds }.count - 1)
     }
 
     func finish() {

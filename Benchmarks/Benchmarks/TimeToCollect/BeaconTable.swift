@@ -15,20 +15,30 @@ func beaconTable(_ options: Options) async throws {
     let best = BeaconAirModel.bestThroughput(airTime: a)
     let bestWithBeacon = BeaconAirModel.bestThroughput(broadcast: .init(interval: .milliseconds(20)), airTime: a)
     let horizon = 30.0
+    let changesWithin = 3.0
     // --synchronized: the voters start the moment they hear the STATE, without clicker-vote's StaggeredStart.
     let staggered = !options.synchronized
     /// `options.seeds` rounds of `n` voters casting at t = 0, each with a new scheme from `make`, and
     /// what following the beacon cost their voters.
-    func atOnce(_ n: Int, _ make: () -> any TallyScheme) async throws -> (results: [RoundResult], cost: VoterCost) {
-        var results: [RoundResult] = [], cost = VoterCost()
+    func atOnce(_ n: Int, _ make: () -> any TallyScheme) async throws -> (results: [RoundResult], cost: VoterCost, changes: [Int]) {
+        var results: [RoundResult] = [], cost = VoterCost(), changes: [Int] = []
         for s in 0..<options.seeds {
             let scheme = make()
             results.append(try await runRound(voters: n, interval: .milliseconds(100), seed: UInt64(n * 1000 + s),
                                               horizon: horizon, options: options,
                                               detector: PayloadIndexDetector(voters: n), scheme: scheme))
-            if let b = scheme as? BeaconScheme { cost = cost + b.cost }
+            if let b = scheme as? BeaconScheme {
+                cost = cost + b.cost
+                changes.append(b.intervalChanges(within: changesWithin))
+            }
         }
-        return (results, cost)
+        return (results, cost, changes)
+    }
+    /// The interval changes of some rounds within their first 3 s, as a cell: median and most.
+    func changesCell(_ changes: [Int]) -> String {
+        guard !changes.isEmpty else { return "-" }
+        let sorted = changes.sorted()
+        return "\(sorted[sorted.count / 2])/\(sorted[sorted.count - 1])"
     }
     /// The t99 %, t100 % and counted cells of some rounds (medians over the seeds).
     func countedCells(_ results: [RoundResult]) -> [String] {
@@ -47,15 +57,19 @@ func beaconTable(_ options: Options) async throws {
     print("medians. bound: the channel at its best throughput, 1/(2a·e) = \(Int(best)) voters/s for a = \(a)"
           + " (\(Int(bestWithBeacon))/s with a 20 ms beacon): 0.99·N and N voters need at least this long.")
     print("shown ≤ 1 s: voters (all seeds) whose \"counted\" showed within 1.0 s of being counted; p99: 99th percentile of that delay.")
-    print("'>\(Int(horizon))': not reached within \(Int(horizon)) s.")
+    print("'>\(Int(horizon))': not reached within \(Int(horizon)) s. beacon+ext: signed frames (version 4, 42 fingerprints);"
+          + " ext-unsig: the same unsigned (version 3, 58 fingerprints).")
+    print("changes: times the announced interval changed in the first \(Int(changesWithin)) s (each restarts the voters"
+          + " advertising at it), median/most over the seeds."
+          + (options.frameDwell.map { " The tally's radio holds each frame \($0) (--frame-dwell), as bluetoothd's beacon does." } ?? ""))
     print("")
     print([pad("N", 5), pad("scheme", 10), pad("t50 %", 7), pad("t99 %", 7), pad("t100 %", 7), pad("bound99", 8),
-           pad("bound100", 9), pad("counted", 8), pad("shown≤1s", 9), pad("p99 shown", 10)].joined(separator: " "))
+           pad("bound100", 9), pad("counted", 8), pad("shown≤1s", 9), pad("p99 shown", 10), pad("changes", 8)].joined(separator: " "))
     var costs: [(n: Int, variant: Variant, cost: VoterCost)] = []
     for n in options.rooms ?? (options.quick ? [300] : [300, 1000]) {
         for variant in Variant.allCases {
             let beacon = variant != .today
-            let (results, cost) = try await atOnce(n) { variant.scheme(secret, staggered: staggered) }
+            let (results, cost, changes) = try await atOnce(n) { variant.scheme(secret, staggered: staggered) }
             var row = [pad(String(n), 5), pad(variant.rawValue, 10)]
             for xs in [results.map(\.t50), results.map(\.t99), results.map(\.t100)] {
                 row.append(pad(fmt(median(xs), horizon: horizon), 7))
@@ -64,9 +78,10 @@ func beaconTable(_ options: Options) async throws {
                     pad(format1(100 * results.map(\.heardFraction).sorted()[results.count / 2]) + " %", 8)]
             if beacon {
                 let shown = Shown(results)
-                row += [pad(shown.withinOneSecond, 9), pad(shown.p99.flatMap { $0.isFinite ? format1($0) : nil } ?? "never", 10)]
+                row += [pad(shown.withinOneSecond, 9), pad(shown.p99.flatMap { $0.isFinite ? format1($0) : nil } ?? "never", 10),
+                        pad(changesCell(changes), 8)]
             } else {
-                row += [pad("-", 9), pad("-", 10)]
+                row += [pad("-", 9), pad("-", 10), pad("-", 8)]
             }
             print(row.joined(separator: " "))
             if beacon { costs.append((n, variant, cost)) }
@@ -89,11 +104,12 @@ func beaconTable(_ options: Options) async throws {
     // A room that grows: question 1 counted 30 voters, question 2 opens to 300 (latecomers).
     print("")
     print("300 voters on question 2 after a question of 30 (the tally's room is 30 when it opens), everyone casting at t = 0.")
-    print([pad("scheme", 10), pad("t99 %", 7), pad("t100 %", 7), pad("counted", 8)].joined(separator: " "))
+    print([pad("scheme", 10), pad("t99 %", 7), pad("t100 %", 7), pad("counted", 8), pad("changes", 8)].joined(separator: " "))
     for extended in [false, true] {
-        let results = try await atOnce(300) { BeaconScheme(secret: secret, extended: extended, priorRoom: 30, staggered: staggered) }.results
-        print(([pad(schemeName(extended: extended), 10)] + countedCells(results)).joined(separator: " "))
+        let r = try await atOnce(300) { BeaconScheme(secret: secret, extended: extended, priorRoom: 30, staggered: staggered) }
+        print(([pad(schemeName(extended: extended), 10)] + countedCells(r.results) + [pad(changesCell(r.changes), 8)]).joined(separator: " "))
     }
+    if options.short { return }
     // A roster poll: its room is its roster, not 1,000 voters (TallyBeacon.roomLimit). The rows with
     // fewer students than devices: the devices beyond the roster follow the beacon, but the tally
     // rejects their ballots, so they are never counted nor acknowledged and stay loud (BeaconScheme).
@@ -180,14 +196,17 @@ enum Variant: String, CaseIterable {
     case today
     /// The beacon in legacy frames (3 fingerprints each).
     case beacon
-    /// The beacon in extended advertising (58 fingerprints a frame, collision-free secondary channel).
+    /// The beacon in extended advertising, signed (42 fingerprints a frame, collision-free secondary channel).
     case beaconExtended = "beacon+ext"
+    /// The same, unsigned (version 3's tagged frames, 58 fingerprints a frame).
+    case beaconExtendedUnsigned = "ext-unsig"
 
     func scheme(_ secret: PollSecret, staggered: Bool) -> any TallyScheme {
         switch self {
         case .today: ScanOnly()
         case .beacon: BeaconScheme(secret: secret, staggered: staggered)
         case .beaconExtended: BeaconScheme(secret: secret, extended: true, staggered: staggered)
+        case .beaconExtendedUnsigned: BeaconScheme(secret: secret, extended: true, staggered: staggered, signed: false)
         }
     }
 }

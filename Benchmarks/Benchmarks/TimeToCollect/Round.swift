@@ -151,7 +151,8 @@ func runRound(voters n: Int, interval: Duration, seed: UInt64, horizon: Double, 
     // unrelated moments, unless --synchronized.
     let phase: FirstEventPhase = scheme.votersFollowBeacon || options.synchronized ? .immediate : .randomWithinInterval
     let air = SimulatedAir(AirConfiguration(seed: seed, firstEventPhase: phase,
-                                            broadcast: BroadcastConfiguration(extended: scheme.extendedBroadcast)))
+                                            broadcast: BroadcastConfiguration(extended: scheme.extendedBroadcast,
+                                                                              frameDwell: options.frameDwell)))
     let central = air.central()
     var reports = central.advertisements(companyID: 0xFFFF).makeAsyncIterator()
     var addresses: [DeviceAddress] = []

@@ -40,6 +40,11 @@ struct Options {
     var beacon = false
     /// --rooms: the voters of --beacon's first table (default 300 and 1,000; --quick: 300).
     var rooms: [Int]? = nil
+    /// --frame-dwell MS: the tally's radio holds each frame this long, as bluetoothd's beacon does
+    /// (`BroadcastConfiguration.frameDwell`); the tally is told so through its capabilities.
+    var frameDwell: Duration? = nil
+    /// --short: --beacon's first table and the question-2 rows only.
+    var short = false
 }
 
 func parseOptions() -> Options {
@@ -53,11 +58,13 @@ func parseOptions() -> Options {
         case "--quiet-when-heard": o.quietWhenHeard = true
         case "--pipeline": o.pipeline = true
         case "--beacon": o.beacon = true
+        case "--frame-dwell": if let v = args.popFirst().flatMap({ Int($0) }), v > 0 { o.frameDwell = .milliseconds(v) }
+        case "--short": o.short = true
         case "--rooms":
             let rooms = args.popFirst().map { $0.split(separator: ",").compactMap { Int($0) }.filter { $0 > 0 } } ?? []
             if !rooms.isEmpty { o.rooms = rooms }
         default:
-            print("usage: TimeToCollect [--seeds N] [--quick] [--synchronized] [--quiet-when-heard] [--pipeline] [--beacon [--rooms N,N...]]")
+            print("usage: TimeToCollect [--seeds N] [--quick] [--synchronized] [--quiet-when-heard] [--pipeline] [--beacon [--rooms N,N...] [--frame-dwell MS] [--short]]")
             exit(2)
         }
     }
