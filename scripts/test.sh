@@ -84,6 +84,8 @@ if [ "${SKIP_E2E:-0}" != 1 ]; then
   stage code-layout scripts/check-layout.sh   # builds the release binaries the end-to-end suite runs
   # docs/REFERENCE.md is what the release binaries' --help says (clicker-vote built here; the suite below reuses it)
   stage reference sh -c 'scripts/release-build.sh --product clicker-vote > /dev/null && scripts/reference.sh --check "$(scripts/release-build.sh --show-bin-path)"'
+  # The Debian packages from that release build: built, linted, installed, upgraded and purged in a clean Debian 12 root
+  stage debian-packages sh -c 'Tests/package/run.sh --bin-dir "$(scripts/release-build.sh --show-bin-path)"'
   stage icu-data scripts/check-icu.sh
   stage binary-size scripts/check-size.sh
   stage e2e-bluez Tests/e2e/run.sh all hci
