@@ -10,8 +10,10 @@
 public struct BroadcastPayload: Sendable, Hashable {
     public var companyID: UInt16
     /// The frames, each the manufacturer data (after the company ID) of one advertising PDU. The radio
-    /// sends one frame per advertising event, in order, starting again after the last; a payload of
-    /// one frame is a plain repeated advertisement.
+    /// sends them in order, starting again after the last, each for its frame time
+    /// (``BroadcastCapabilities/frameTime(interval:)``: one advertising event on a controller that
+    /// rotates the frames, several through bluetoothd); a payload of one frame is a plain repeated
+    /// advertisement.
     public var frames: [[UInt8]]
     /// Requested advertising interval (BLE allows 20 ms to 10.24 s); each event comes this long after
     /// the previous one plus the controller's random 0–10 ms advDelay.
@@ -86,8 +88,9 @@ public struct BroadcastCapabilities: Sendable, Hashable {
 /// `CentralTransport` goes on while it broadcasts.
 ///
 /// Promises, and their limits:
-/// - Frames go out in the order given, at most one per advertising event, each on every primary
-///   advertising channel the radio uses. Nothing tells the caller that any listener heard any frame.
+/// - Frames go out in the order given, each for at least one advertising event (its frame time,
+///   ``BroadcastCapabilities/frameTime(interval:)``), each on every primary advertising channel the
+///   radio uses. Nothing tells the caller that any listener heard any frame.
 /// - A single-radio controller does not receive while it transmits: every broadcast PDU costs the
 ///   scan its airtime on all channels (about 3 × 376 µs per event for full legacy frames), and the
 ///   broadcast's PDUs collide with the peripherals' on the same channel. Broadcasting is paid for in
