@@ -96,7 +96,7 @@ class Advertisement(dbus.service.Object):
         pass
 
 
-current = {'ad': None, 'busy': False}
+current = {'ad': None, 'busy': False, 'since': 0.0, 'late': False}
 AHEAD = [100, 200, 300, 400]   # ticks of 10 ms ahead of the tally's counter
 
 
@@ -107,6 +107,9 @@ def forge():
         finish()
         return False
     if current['busy']:
+        if now - current['since'] > 5 and not current['late']:
+            current['late'] = True
+            print('REGISTER no reply after 5 s', flush=True)
         return True
     drop_current()
     k = stats['forged']
@@ -115,7 +118,7 @@ def forge():
     frame = vectors.seal_state(code, tally_now + ahead, 'anonymous', 'open', 9, 'multi', 3, 100, None)
     ad = Advertisement('/e2e/forger%d' % k, frame)
     stats['forged'] += 1
-    current['busy'] = True
+    current['busy'], current['since'] = True, now
 
     def accepted():
         current['ad'], current['busy'] = ad, False
@@ -133,15 +136,18 @@ def forge():
     return True
 
 
+# Every call to bluetoothd is asynchronous: a blocking call here held this loop for seconds under TCG,
+# and the replies it held back were never handled.
+def ignore(*args):
+    pass
+
+
 def drop_current():
     ad = current['ad']
     if ad is not None:
         current['ad'] = None
-        try:
-            manager.UnregisterAdvertisement(ad._object_path)
-        except dbus.DBusException as e:
-            print('UNREGISTER failed', e.get_dbus_name(), flush=True)
-        ad.remove_from_connection()
+        manager.UnregisterAdvertisement(ad._object_path, reply_handler=lambda: ad.remove_from_connection(),
+                                        error_handler=lambda e: print('UNREGISTER failed', e.get_dbus_name(), flush=True))
 
 
 def finish():
@@ -153,14 +159,9 @@ def finish():
 def restart_discovery():
     # btvirt reports an advertisement when scanning or advertising is switched on: restarting the scan
     # brings the tally's current frame again.
-    try:
-        disc.StopDiscovery()
-    except dbus.DBusException:
-        pass
-    try:
-        disc.StartDiscovery()
-    except dbus.DBusException as e:
-        print('DISCOVERY failed', e.get_dbus_name(), flush=True)
+    def start(*args):
+        disc.StartDiscovery(reply_handler=ignore, error_handler=ignore)
+    disc.StopDiscovery(reply_handler=start, error_handler=start)
     return True
 
 
