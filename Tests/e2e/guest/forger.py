@@ -5,13 +5,12 @@ Discovers on ADAPTER through bluetoothd and reads the tally's STATE frames from 
 ManufacturerData of company 0xFFFF (frames starting CB 4B, tagged, or CB 43, signed; checked with the
 join code's beacon key, docs/vectors.py). From the newest counter heard it seals tagged STATE frames
 "question 9, multi-select, 3 options, open" with the join code, their counters 1 to 4 s (100 to 400
-ticks of 10 ms) ahead of the tally's, and broadcasts them from ADAPTER for SECONDS: a new frame every
-0.5 s, each registered as a new broadcast advertisement (btvirt reports an advertisement when
-advertising is switched on), with SecondaryChannel SECONDARY (extended advertising) when given.
-Prints one line per event:
+ticks of 10 ms) ahead of the tally's, and broadcasts them from ADAPTER for SECONDS: one broadcast
+advertisement (SecondaryChannel SECONDARY, extended advertising, when given) whose ManufacturerData
+changes to a new frame every 0.5 s. Prints one line per event:
   HEARD counter C question Q signed yes|no   (the first tally STATE, then every 20th)
-  FORGED counter C ahead A accepted|refused NAME
-  RESULT heard H forged F accepted K refused R   (last line)
+  FORGED counter C ahead A accepted|refused NAME|changed
+  RESULT heard H forged F registered K refused R   (last line; F frames sealed)
 The beacon-forger scenario (scenarios.sh) runs it."""
 import sys
 import time
@@ -95,12 +94,32 @@ class Advertisement(dbus.service.Object):
     def Release(self):
         pass
 
+    @dbus.service.signal('org.freedesktop.DBus.Properties', signature='sa{sv}as')
+    def PropertiesChanged(self, interface, changed, invalidated):
+        pass
+
+    def set_frame(self, frame):
+        md = dbus.Dictionary({dbus.UInt16(0xFFFF): dbus.Array([dbus.Byte(b) for b in frame], signature='y')}, signature='qv')
+        self.props['ManufacturerData'] = md
+        self.PropertiesChanged('org.bluez.LEAdvertisement1', {'ManufacturerData': md}, [])
+
 
 current = {'ad': None, 'busy': False, 'since': 0.0, 'late': False}
 AHEAD = [100, 200, 300, 400]   # ticks of 10 ms ahead of the tally's counter
 
 
+def next_frame():
+    k = stats['forged']
+    ahead = AHEAD[k % len(AHEAD)]
+    counter = heard['counter'] + int((time.monotonic() - heard['at']) * 100) + ahead
+    stats['forged'] += 1
+    return counter, ahead, vectors.seal_state(code, counter, 'anonymous', 'open', 9, 'multi', 3, 100, None)
+
+
 def forge():
+    # One broadcast registered once; its ManufacturerData changes every 0.5 s (PropertiesChanged), which
+    # bluetoothd follows by setting the new data (as it does for the tally's beacon). Registering anew
+    # each time cost bluetoothd seconds per frame under TCG.
     now = time.monotonic()
     if now - stats['started'] >= seconds:
         drop_current()
@@ -111,25 +130,25 @@ def forge():
             current['late'] = True
             print('REGISTER no reply after 5 s', flush=True)
         return True
-    drop_current()
-    k = stats['forged']
-    ahead = AHEAD[k % len(AHEAD)]
-    tally_now = heard['counter'] + int((now - heard['at']) * 100)
-    frame = vectors.seal_state(code, tally_now + ahead, 'anonymous', 'open', 9, 'multi', 3, 100, None)
-    ad = Advertisement('/e2e/forger%d' % k, frame)
-    stats['forged'] += 1
+    if current['ad'] is not None:
+        counter, ahead, frame = next_frame()
+        current['ad'].set_frame(frame)
+        print('FORGED counter %d ahead %d changed' % (counter, ahead), flush=True)
+        return True
+    counter, ahead, frame = next_frame()
+    ad = Advertisement('/e2e/forger%d' % stats['forged'], frame)
     current['busy'], current['since'] = True, now
 
     def accepted():
         current['ad'], current['busy'] = ad, False
         stats['accepted'] += 1
-        print('FORGED counter %d ahead %d accepted' % (tally_now + ahead, ahead), flush=True)
+        print('FORGED counter %d ahead %d accepted' % (counter, ahead), flush=True)
 
     def refused(e):
         current['busy'] = False
         ad.remove_from_connection()
         stats['refused'] += 1
-        print('FORGED counter %d ahead %d refused %s %s' % (tally_now + ahead, ahead, e.get_dbus_name(), e.get_dbus_message()),
+        print('FORGED counter %d ahead %d refused %s %s' % (counter, ahead, e.get_dbus_name(), e.get_dbus_message()),
               flush=True)
 
     manager.RegisterAdvertisement(ad._object_path, {}, reply_handler=accepted, error_handler=refused)
@@ -151,12 +170,15 @@ def drop_current():
 
 
 def finish():
-    print('RESULT heard %d forged %d accepted %d refused %d' % (heard['n'], stats['forged'], stats['accepted'], stats['refused']),
+    print('RESULT heard %d forged %d registered %d refused %d' % (heard['n'], stats['forged'], stats['accepted'], stats['refused']),
           flush=True)
     loop.quit()
 
 
 def restart_discovery():
+    if stats['started'] is not None:   # forging: the counter runs on from the last one heard
+        disc.StopDiscovery(reply_handler=ignore, error_handler=ignore)
+        return False
     # btvirt reports an advertisement when scanning or advertising is switched on: restarting the scan
     # brings the tally's current frame again.
     def start(*args):
@@ -177,7 +199,7 @@ def wait_for_tally():
 
 def give_up():
     if heard['counter'] is None:
-        print('RESULT heard 0 forged 0 accepted 0 refused 0 (no tally STATE heard)', flush=True)
+        print('RESULT heard 0 forged 0 registered 0 refused 0 (no tally STATE heard)', flush=True)
         loop.quit()
     return False
 
