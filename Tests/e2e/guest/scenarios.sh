@@ -467,6 +467,9 @@ beacon_signed() {
 forged_held() {  # ADAPTER: how many distinct forged STATE frames (question 9, multi, 3 options, open) its bluetoothd held
   grep -E "^ *[0-9.]+ $1 .*ManufacturerData=" "$D/events" | grep -oE 'cb4b[0-9a-f]{12}0943030a[0-9a-f]{24}' | sort -u | wc -l
 }
+back_counted() {  # NAME: the last question the follower showed is question 1, and it showed counted after it
+  awk '/^question/ { q = $0; c = "" } /^counted/ { c = $0 } END { print q " / " c; exit !(q == "question 1 single 4" && c != "") }' "$D/$1.out"
+}
 at_least() { local v; v=$("${@:2}"); echo "$v"; [ "$v" -ge "$1" ]; }   # N CMD...: CMD prints a number >= N
 beacon_forger() {
   start_observers
@@ -515,6 +518,12 @@ beacon_forger() {
   else
     note "followers that showed the forged question 9 (legacy frames allow it): $(grep -l '^question 9' "$D/v1.out" "$D/v2.out" | xargs -r -n1 basename | tr '\n' ' ')"
   fi
+  # No ratchet (docs/SECURITY.md): once the forger stops, a follower it moved is back on the tally's
+  # question, and the answer it kept is sent again and counted.
+  for n in 1 2; do
+    wait_until 60 "v$n back on question 1 and counted" back_counted v$n
+    check "v$n is on question 1 and counted after the forger stopped" back_counted v$n
+  done
   check "question 1 counts exactly the followers' A and B" results_of 1 'j["counts"] == {"A":1,"B":1,"C":0,"D":0}'
   stop tally TERM 60
   check "the daemon exits 0 on SIGTERM" is 0 echo "$RC"
