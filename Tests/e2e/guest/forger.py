@@ -122,8 +122,10 @@ def forge():
     # each time cost bluetoothd seconds per frame under TCG.
     now = time.monotonic()
     if now - stats['started'] >= seconds:
-        drop_current()
-        finish()
+        # bluetoothd 5.66 died (its log: "Refreshing advertisement data:" with a freed client's path) when
+        # this client went away while the refresh of its last change was still under way: leave the last
+        # frame 3 s, unregister, and exit only when bluetoothd has answered.
+        GLib.timeout_add(3000, lambda: drop_current(then=finish) and False)
         return False
     if current['busy']:
         if now - current['since'] > 5 and not current['late']:
@@ -161,12 +163,21 @@ def ignore(*args):
     pass
 
 
-def drop_current():
+def drop_current(then=ignore):
     ad = current['ad']
-    if ad is not None:
-        current['ad'] = None
-        manager.UnregisterAdvertisement(ad._object_path, reply_handler=lambda: ad.remove_from_connection(),
-                                        error_handler=lambda e: print('UNREGISTER failed', e.get_dbus_name(), flush=True))
+    if ad is None:
+        then()
+        return
+
+    def done():
+        ad.remove_from_connection()
+        then()
+
+    def failed(e):
+        print('UNREGISTER failed', e.get_dbus_name(), flush=True)
+        then()
+    current['ad'] = None
+    manager.UnregisterAdvertisement(ad._object_path, reply_handler=done, error_handler=failed)
 
 
 def finish():

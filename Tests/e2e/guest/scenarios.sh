@@ -501,6 +501,8 @@ beacon_forger() {
     await_line v2 '^counted B$' "counted B (while the forger sends)"
   fi
   wait_until 120 "the forger to finish" grep -q '^RESULT' "$D/forger.out" || fail "the forger did not finish"
+  sleep 2
+  check "bluetoothd still runs after the forger unregistered and exited" sh -c "kill -0 \$(cat /run/bluetoothd.pid) && echo running"
   note "forger: $(grep -E '^(HEARD|FORGING|RESULT)' "$D/forger.out" | head -n4) (started $(since "$t0") s ago)"
   note "forger refusals: $(grep -c 'refused org' "$D/forger.out") $(grep -m1 'refused org' "$D/forger.out")"
   check "the forger heard the tally's STATE through bluetoothd on hci3 and checked its tag with the join code" \
