@@ -124,8 +124,8 @@ def forge():
     if now - stats['started'] >= seconds:
         # bluetoothd 5.66 died (its log: "Refreshing advertisement data:" with a freed client's path) when
         # this client went away while the refresh of its last change was still under way: leave the last
-        # frame 3 s, unregister, and exit only when bluetoothd has answered.
-        GLib.timeout_add(3000, lambda: drop_current(then=finish) and False)
+        # frame 10 s (3 s were not enough for 5.82 under TCG), unregister, and exit only when bluetoothd has answered.
+        GLib.timeout_add(10000, lambda: drop_current(then=finish) and False)
         return False
     if current['busy']:
         if now - current['since'] > 5 and not current['late']:
