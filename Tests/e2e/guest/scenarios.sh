@@ -458,6 +458,80 @@ beacon_signed() {
   for n in 1 2; do said v$n; stop v$n TERM 30; done
 }
 
+# A classmate with the join code forges the beacon from another adapter (hci3): guest/forger.py hears the
+# tally's STATE through bluetoothd, then broadcasts tagged STATE frames "question 9, multi-select, 3
+# options" sealed with the join code, their counters 1 to 4 s ahead of the tally's, from one broadcast whose data
+# changes every 0.5 s for 20 s. Signed extended frames (bluetoothd 5.69+): the followers refuse them and are counted
+# on question 1 while the forger sends. Legacy frames (5.66) keep what docs/SECURITY.md says: the tally
+# raises the forged-beacon alert, and the answers it counted stay counted.
+forged_held() {  # ADAPTER: how many distinct forged STATE frames (question 9, multi, 3 options, open) its bluetoothd held
+  grep -E "^ *[0-9.]+ $1 .*ManufacturerData=" "$D/events" | grep -oE 'cb4b[0-9a-f]{12}0943030a[0-9a-f]{24}' | sort -u | wc -l
+}
+back_counted() {  # NAME: the last question the follower showed is question 1, and it showed counted after it
+  awk '/^question/ { q = $0; c = "" } /^counted/ { c = $0 } END { print q " / " c; exit !(q == "question 1 single 4" && c != "") }' "$D/$1.out"
+}
+at_least() { local v; v=$("${@:2}"); echo "$v"; [ "$v" -ge "$1" ]; }   # N CMD...: CMD prints a number >= N
+beacon_forger() {
+  start_observers
+  start_tally tally daemon --radio bluez --adapter hci0 --question 1 --discovery-restart "$RESTART" --no-gatt-confirm
+  wait_until 90 "the daemon on the system bus" tally_cli status --json || fail "the daemon never answered status"
+  local code ext="" secondary=""
+  code=$(dbus-send --system --print-reply=literal --dest=org.clicker.Tally1 /org/clicker/Tally1 \
+    org.clicker.Tally1.JoinCode 2>&1 | tr -d ' ')
+  check "the daemon drew its own join code" sh -c "echo '$code' | grep -Eq '^[0-9]{4}-[0-9A-Z]{5}-[0-9A-Z]{5}\$' && echo '$code' | cut -c1-4"
+  extended_bluez && { ext=1; secondary=1M; }
+  follower v1 hci1 "$code"; follower v2 hci2 "$code"
+  await_line v1 '^question 1 single 4$' "question 1"
+  await_line v2 '^question 1 single 4$' "question 1"
+  if [ -z "$ext" ]; then
+    # Legacy frames: a forged STATE can show another question, so the answers go out before the forger.
+    revote v1 A; revote v2 B
+    await_line v1 '^counted A$' "counted A (before the forger)"
+    await_line v2 '^counted B$' "counted B (before the forger)"
+  fi
+  local t0; t0=$(up)
+  python3 /e2e/forger.py hci3 "$code" 20 $secondary > "$D/forger.out" 2> "$D/forger.err" &
+  echo $! >> "$D/pids"
+  wait_until 150 "the forger to hear the tally's STATE on hci3" grep -q '^FORGING' "$D/forger.out" \
+    || fail "the forger never heard the tally: $(tail -n3 "$D/forger.out" "$D/forger.err" | tr '\n' ' ')"
+  if [ -n "$ext" ]; then
+    # Signed frames: the followers answer while the forger sends.
+    revote v1 A; revote v2 B
+    await_line v1 '^counted A$' "counted A (while the forger sends)"
+    await_line v2 '^counted B$' "counted B (while the forger sends)"
+  fi
+  wait_until 120 "the forger to finish" grep -q '^RESULT' "$D/forger.out" || fail "the forger did not finish"
+  sleep 2
+  check "bluetoothd still runs after the forger unregistered and exited" sh -c "kill -0 \$(cat /run/bluetoothd.pid) && echo running"
+  note "forger: $(grep -E '^(HEARD|FORGING|RESULT)' "$D/forger.out" | head -n4) (started $(since "$t0") s ago)"
+  note "forger refusals: $(grep -c 'refused org' "$D/forger.out") $(grep -m1 'refused org' "$D/forger.out")"
+  check "the forger heard the tally's STATE through bluetoothd on hci3 and checked its tag with the join code" \
+    grep -m1 '^HEARD counter' "$D/forger.out"
+  check "bluetoothd on hci3 took the forger's broadcast ($( [ -n "$ext" ] && echo 'SecondaryChannel 1M' || echo 'legacy')) and 20 or more forged frames were set on it (one every 0.5 s asked; timers slip under TCG)" \
+    awk '/^RESULT/ { print $5 " frames, registered " $7 ", refused " $9; ok = $5 >= 20 && $7 == 1 && $9 == 0 } END { exit !ok }' "$D/forger.out"
+  check "hci1's bluetoothd held at least 3 distinct forged frames (question 9)" at_least 3 forged_held hci1
+  check "hci2's bluetoothd held at least 3 distinct forged frames (question 9)" at_least 3 forged_held hci2
+  check "the tally heard the forged STATE frames and raised the forged-beacon alert" \
+    grep -m1 'forged beacon: an authentic STATE frame of this poll that this tally did not send' "$D/tally.err"
+  if [ -n "$ext" ]; then
+    check "v1 verified the tally's key against the join code: only signed frames count" grep -m1 'the beacon is signed' "$D/v1.err"
+    check "v2 verified the tally's key against the join code: only signed frames count" grep -m1 'the beacon is signed' "$D/v2.err"
+    check "no follower ever showed the forged question 9" sh -c "! grep -h '^question 9' '$D/v1.out' '$D/v2.out'"
+  else
+    note "followers that showed the forged question 9 (legacy frames allow it): $(grep -l '^question 9' "$D/v1.out" "$D/v2.out" | xargs -r -n1 basename | tr '\n' ' ')"
+  fi
+  # No ratchet (docs/SECURITY.md): once the forger stops, a follower it moved is back on the tally's
+  # question, and the answer it kept is sent again and counted.
+  for n in 1 2; do
+    wait_until 60 "v$n back on question 1 and counted" back_counted v$n
+    check "v$n is on question 1 and counted after the forger stopped" back_counted v$n
+  done
+  check "question 1 counts exactly the followers' A and B" results_of 1 'j["counts"] == {"A":1,"B":1,"C":0,"D":0}'
+  stop tally TERM 60
+  check "the daemon exits 0 on SIGTERM" is 0 echo "$RC"
+  for n in 1 2; do said v$n; stop v$n TERM 30; done
+}
+
 beacon_wrong_code() {
   start_observers
   start_tally tally $(tally_args) --no-gatt-confirm
