@@ -109,7 +109,7 @@ let package = Package(
         .target(name: "DBusTestSupport", dependencies: ["DBus"]),
         // Test targets only: poll secrets derived once per test process (scrypt is slow on purpose), a clock
         // tests move (TestClock), and `eventually` for states that announce no event.
-        .target(name: "ClickerTestSupport", dependencies: ["ClickerWire"]),
+        .target(name: "ClickerTestSupport", dependencies: ["ClickerWire", .product(name: "Logging", package: "swift-log")]),
         .target(name: "BlueZ", dependencies: ["DBus", "ClickerTransport", "ClickerDoctor", "OSThreads", .product(name: "Logging", package: "swift-log")]),
         .target(name: "HCI", dependencies: ["CBluetooth", "ClickerTransport", "ClickerDoctor", "OSThreads", .product(name: "Logging", package: "swift-log")]),
 

@@ -1,3 +1,4 @@
+import ClickerTestSupport
 @testable import BlueZ
 import ClickerTransport
 import DBus

@@ -1,3 +1,4 @@
+import ClickerTestSupport
 @testable import BlueZ
 import ClickerTally
 import ClickerTransport
@@ -205,25 +206,3 @@ final class Count: Sendable {
     func add() { n.withLock { $0 += 1 } }
 }
 
-/// The messages a logger was given.
-final class LogLines: LogHandler, Sendable {
-    private let lines = Mutex<[String]>([])
-    var messages: [String] { lines.withLock { $0 } }
-
-    func log(event: LogEvent) { lines.withLock { $0.append("\(event.message)") } }
-
-    subscript(metadataKey _: String) -> Logger.Metadata.Value? {
-        get { nil }
-        set {}
-    }
-
-    var metadata: Logger.Metadata {
-        get { [:] }
-        set {}
-    }
-
-    var logLevel: Logger.Level {
-        get { .trace }
-        set {}
-    }
-}

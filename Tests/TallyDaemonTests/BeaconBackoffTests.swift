@@ -29,7 +29,7 @@ final class BeaconBackoffTests: XCTestCase {
     }
 
     func testARadioThatRefusesIsTriedLessAndLessOftenLoggedOnceAndRecovers() async throws {
-        let logged = BeaconLogLines()
+        let logged = LogLines()
         let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: nil,
                                             logger: Logger(label: "test", factory: { _ in logged }))
         let radio = RefusingBroadcaster()
@@ -95,25 +95,3 @@ final class RefusingBroadcaster: CentralTransport, BroadcasterTransport {
     func stopBroadcasting() async throws {}
 }
 
-/// The messages a logger was given.
-final class BeaconLogLines: LogHandler, Sendable {
-    private let lines = Mutex<[String]>([])
-    var messages: [String] { lines.withLock { $0 } }
-
-    func log(event: LogEvent) { lines.withLock { $0.append("\(event.message)") } }
-
-    subscript(metadataKey _: String) -> Logger.Metadata.Value? {
-        get { nil }
-        set {}
-    }
-
-    var metadata: Logger.Metadata {
-        get { [:] }
-        set {}
-    }
-
-    var logLevel: Logger.Level {
-        get { .trace }
-        set {}
-    }
-}
