@@ -78,6 +78,7 @@ if [ $needs_radio = 1 ]; then
     # -enable-testing: the harness builds a DBusMessage from demarshalled bytes (an internal initialiser).
     module OSThreads Sources/OSThreads/*.swift
     module DBus -enable-testing Sources/DBus/*.swift
+    module ClickerDoctor Sources/ClickerDoctor/*.swift
     module HCI Sources/HCI/*.swift
 fi
 
@@ -92,7 +93,7 @@ for t in "${targets[@]}"; do
         gatt) inputs=("${wire[@]}" fuzz/FuzzGATT.swift) ;;
         text) inputs=("${wire[@]}" fuzz/FuzzText.swift) ;;
         beacon) inputs=("${wire[@]}" fuzz/FuzzBeacon.swift) ;;
-        radio-input) inputs=(Sources/BlueZ/*.swift fuzz/FuzzRadioInput.swift "$OUT/libDBus.a" "$OUT/libHCI.a" "$OUT/libOSThreads.a"
+        radio-input) inputs=(Sources/BlueZ/*.swift fuzz/FuzzRadioInput.swift "$OUT/libDBus.a" "$OUT/libHCI.a" "$OUT/libClickerDoctor.a" "$OUT/libOSThreads.a"
                              "$OUT/libClickerTransport.a" "${LOG_OBJS[@]}" -ldbus-1 -lbluetooth) ;;
     esac
     echo "== building fuzz-$t"
