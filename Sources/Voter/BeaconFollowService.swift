@@ -42,7 +42,7 @@ public struct BeaconFollowService: Service {
     ///   - first: the answer given on the command line: cast, once shown, for the first question
     ///     that opens and takes it; an answer typed before then replaces it.
     ///   - report: every new status, once; each open question once, with its title when its text
-    ///     arrives within ``textWait`` (``FollowReport``).
+    ///     arrives within ``textWait``, and once more when its title arrives later (``FollowReport``).
     ///   - notSending: why the answer is not on the air, shown in place of "sending" (once; the
     ///     status is reported again once it is on the air).
     ///   - now: the monotonic clock the follower runs on.
@@ -83,7 +83,8 @@ public struct BeaconFollowService: Service {
     /// (the tally cannot authenticate its ballots, PROTOCOL.md §8).
     public static let rosterHintAfter: Duration = .seconds(15)
     /// How long a new question's title and options may take to arrive (TEXT pages, sent before
-    /// acknowledgements once a question opens) before the question is shown without them.
+    /// acknowledgements once a question opens) before the question is shown without them; it is shown
+    /// again once they arrive.
     public static let textWait: Duration = .seconds(3)
 
     enum Event: Sendable {

@@ -70,8 +70,9 @@ public enum FollowReport: Sendable, Hashable {
 }
 
 /// What a following voter has shown, and what it shows next (pure): each open question once, with
-/// its title when its text arrives within the wait, before the statuses that concern it; the answer
-/// given on the command line, cast for the first question shown that takes it.
+/// its title when its text arrives within the wait, before the statuses that concern it, and once more
+/// when its title arrives after the wait; the answer given on the command line, cast for the first
+/// question shown that takes it.
 struct FollowScreen {
     /// The answer given on the command line, not yet cast.
     var first: String?
@@ -81,6 +82,8 @@ struct FollowScreen {
     private var shownQuestion: BeaconQuestion?
     /// The question whose text is awaited, since when.
     private var awaiting: (question: BeaconQuestion, since: Duration)?
+    /// The shown question when it was shown without the title it has (its text arrived after the wait).
+    private var untitled: BeaconQuestion?
 
     /// Whether a question waits for its text: ``update(_:at:parse:)`` shows it without once the wait is over.
     var awaitsTime: Bool { awaiting != nil }
@@ -113,6 +116,7 @@ struct FollowScreen {
             }
             awaiting = nil
             shownQuestion = q.beacon
+            untitled = q.text == nil && q.beacon.textDigest != nil ? q.beacon : nil
             switch follower.status {
             case .open:
                 if let text = first, let a = parse(text, q) {
@@ -133,8 +137,16 @@ struct FollowScreen {
                 out.append(.question(q))
             }
         }
+        // Its title arriving after the wait (pages lost on a busy air): the question again, with it, then the
+        // status that holds, so that a script's last line is still the status.
+        if let q = follower.question, q.text != nil, let u = untitled, u == q.beacon, shownQuestion == u {
+            untitled = nil
+            if case .open = follower.status {} else { out.append(.question(q)) }
+            shownStatus = follower.status
+            out.append(.status(follower.status, question: q))
+        }
         if follower.status != shownStatus {
-            // The shown question's text arriving late, or the question again after a refused answer (the
+            // The shown question's text arriving (shown above), or the question again after a refused answer (the
             // next STATE frame ends "not offered"): the question is not shown twice.
             var again = false
             if case .open(let q) = follower.status, case .open(let p) = shownStatus, q.beacon == p.beacon { again = true }
