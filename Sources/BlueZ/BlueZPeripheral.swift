@@ -13,13 +13,21 @@ public struct BlueZPeripheralOptions: Sendable {
     public var objectPath: DBusObjectPath
     /// Timeout of each call to bluetoothd.
     public var callTimeout: Duration
+    /// How long a registration (RegisterAdvertisement, RegisterApplication) may go unanswered; never
+    /// shorter than ``callTimeout``. Long, because withdrawing a registration that bluetoothd is still
+    /// carrying out is what crashes it: bluetoothd 5.82 frees the advertisement, then its kernel request
+    /// completes on freed memory (`add_adv_params_callback`, seen in the Debian 13 guest when a loaded host
+    /// left a registration unanswered for 10 s and the voter withdrew it and registered again).
+    public var registrationTimeout: Duration
 
     public init(bus: DBusBusTarget = .system, adapter: AdapterSelection = .firstPowered,
-                objectPath: DBusObjectPath = "/org/clicker/peripheral", callTimeout: Duration = .seconds(10)) {
+                objectPath: DBusObjectPath = "/org/clicker/peripheral", callTimeout: Duration = .seconds(10),
+                registrationTimeout: Duration = .seconds(60)) {
         self.bus = bus
         self.adapter = adapter
         self.objectPath = objectPath
         self.callTimeout = callTimeout
+        self.registrationTimeout = max(callTimeout, registrationTimeout)
     }
 }
 

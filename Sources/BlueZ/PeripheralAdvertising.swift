@@ -45,7 +45,7 @@ extension PeripheralEngine {
             _ = try await conn.call(destination: BlueZ.service, path: adapter, interface: BlueZ.advertisingManager,
                                     method: "RegisterAdvertisement",
                                     arguments: [.objectPath(advertisementPath), .stringVariantDictionary([:])],
-                                    timeout: options.callTimeout)
+                                    timeout: options.registrationTimeout)
         } catch {
             object.unexport()
             // As for the GATT application: an unanswered registration may have been taken; withdrawn first next time.

@@ -63,7 +63,7 @@ extension PeripheralEngine {
         do {
             _ = try await conn.call(destination: BlueZ.service, path: adapter, interface: BlueZ.gattManager,
                                     method: "RegisterApplication", arguments: [.objectPath(app), .stringVariantDictionary([:])],
-                                    timeout: options.callTimeout)
+                                    timeout: options.registrationTimeout)
         } catch {
             for o in gattObjects { o.unexport() }
             gattObjects = []

@@ -25,6 +25,10 @@ clicker needs and the stock template lacks:
   caller's application before replying and records the tree; AlreadyExists for a path registered
   already. SetRegisterApplicationFailures makes the next N registrations fail, optionally after
   registering (bluetoothd took it, but its answer said otherwise or never reached the caller).
+- SetRegisterAdvertisementDelay: RegisterAdvertisement is carried out (and answered) only after a
+  delay, as by a bluetoothd on a loaded host. An UnregisterAdvertisement of a registration still
+  being carried out is what crashes bluetoothd 5.82 (`add_adv_params_callback` on the freed
+  advertisement): the stand-in counts it (GetWithdrawnInFlight) and then refuses the registration.
 - Device GATT objects (GattService1 / GattCharacteristic1 with ReadValue), Connect that
   resolves services after a delay (or never), and helpers to push advertisement data.
 
@@ -103,9 +107,27 @@ def RegisterAdvertisement(adapter, path, options, sender=None, ok=None, err=None
     adapter.log(f'RegisterAdvertisement {sender} {path}')
     adapter.call_log.append((0, 'RegisterAdvertisement', [path]))
     key = (str(sender), str(path))
-    if key in adapter.advertisements:
+    if key in adapter.advertisements or key in adapter.pending_advertisements:
         err(_error('AlreadyExists', 'Advertisement already registered'))
         return
+    if adapter.register_delay_ms > 0:
+        token = object()
+        adapter.pending_advertisements[key] = token
+
+        def carry_out():
+            if adapter.pending_advertisements.get(key) is not token:   # withdrawn meanwhile (counted there)
+                err(_error('Failed', 'Advertisement withdrawn while it was being registered'))
+                return False
+            del adapter.pending_advertisements[key]
+            _register_advertisement(adapter, key, path, ok, err)
+            return False
+        GLib.timeout_add(adapter.register_delay_ms, carry_out)
+        return
+    _register_advertisement(adapter, key, path, ok, err)
+
+
+def _register_advertisement(adapter, key, path, ok, err):
+    sender = key[0]
     if adapter.forced_register_error:
         name, text = adapter.forced_register_error
         err(_error(name, text))
@@ -204,6 +226,10 @@ def _forget_advertisement(adapter, key):
 def UnregisterAdvertisement(adapter, path, sender=None):
     adapter.call_log.append((0, 'UnregisterAdvertisement', [path]))
     key = (str(sender), str(path))
+    if key in adapter.pending_advertisements:
+        del adapter.pending_advertisements[key]
+        adapter.withdrawn_in_flight += 1
+        return
     if key not in adapter.advertisements:
         raise _error('DoesNotExist', 'Advertisement not registered')
     _forget_advertisement(adapter, key)
@@ -336,6 +362,9 @@ def AddAdapter(self, device_name, system_name):
     adapter.adv_watches = {}
     adapter.applications = {}
     adapter.forced_register_error = None
+    adapter.register_delay_ms = 0
+    adapter.pending_advertisements = {}
+    adapter.withdrawn_in_flight = 0
     _install(adapter, ADV_MANAGER_IFACE, 'RegisterAdvertisement', RegisterAdvertisement)
     _install(adapter, ADV_MANAGER_IFACE, 'UnregisterAdvertisement', UnregisterAdvertisement)
     _install(adapter, GATT_MANAGER_IFACE, 'RegisterApplication', RegisterApplication)
@@ -532,6 +561,18 @@ def SetRegisterAdvertisementError(_self, adapter_device_name, error_name):
     '''Makes every RegisterAdvertisement fail with org.bluez.Error.<error_name> ("" to stop).'''
     adapter = _adapter(adapter_device_name)
     adapter.forced_register_error = (str(error_name), 'Forced by test') if error_name else None
+
+
+@dbus.service.method(MOCK_IFACE, in_signature='su', out_signature='')
+def SetRegisterAdvertisementDelay(_self, adapter_device_name, delay_ms):
+    '''Carries out (and answers) every later RegisterAdvertisement after delay_ms (0: at once).'''
+    _adapter(adapter_device_name).register_delay_ms = int(delay_ms)
+
+
+@dbus.service.method(MOCK_IFACE, in_signature='s', out_signature='u')
+def GetWithdrawnInFlight(_self, adapter_device_name):
+    '''UnregisterAdvertisement calls for a registration still being carried out (what crashes 5.82).'''
+    return dbus.UInt32(_adapter(adapter_device_name).withdrawn_in_flight)
 
 
 @dbus.service.method(MOCK_IFACE, in_signature='ssub', out_signature='')
