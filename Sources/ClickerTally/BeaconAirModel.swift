@@ -5,7 +5,8 @@ import Darwin
 #endif
 import ClickerWire
 
-/// The interval a tally announces to voters not yet acknowledged (docs/PROTOCOL.md §11.11): the one
+/// The interval a tally announces to voters not yet acknowledged (docs/DESIGN.md, "The STATE interval
+/// this tally announces"; PROTOCOL.md §11.11 leaves it to the tally): the one
 /// that lets its scanner hear them fastest, from the physics the simulator uses
 /// (`ClickerSim.Physics`, `AirModel`). Pure.
 ///

@@ -32,7 +32,8 @@ public enum BeaconPhase: Sendable, Hashable {
     }
 }
 
-/// Builds what the tally broadcasts (docs/PROTOCOL.md §11.11) from the poll's state: pure, no I/O,
+/// Builds what the tally broadcasts (docs/PROTOCOL.md §11.11; its payloads, cadence and rotation:
+/// docs/DESIGN.md, "Sending the beacon: this tally") from the poll's state: pure, no I/O,
 /// time given by the caller as the poll's counter clock (10 ms ticks since the poll was created).
 ///
 /// One composer per poll. Between two payloads it keeps:
@@ -68,7 +69,8 @@ public struct BeaconComposer: Sendable {
         /// A fingerprint leaves the rotation after this long whatever its sends.
         public var maximumAge: Duration = .seconds(3)
         /// The longest time on the air between two STATE frames while the radio broadcasts: a voter that
-        /// starts following needs one, and says "no beacon" after 5 s without (PROTOCOL.md §11.10).
+        /// starts following needs one (PROTOCOL.md §11.11: at most 1 s apart), and `clicker-vote` says
+        /// "no beacon" after 5 s without (DESIGN.md, "Following the beacon: this voter").
         /// Through bluetoothd, whose frames hold the air 150 ms or more, STATE takes every third frame.
         public var stateSpacing: Duration = .milliseconds(500)
         /// At most this many frames between two STATE frames (where frames are short, this comes first:

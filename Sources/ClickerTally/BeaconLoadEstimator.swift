@@ -6,7 +6,7 @@ import Darwin
 import ClickerWire
 
 /// How many voters advertise at the STATE interval now, estimated from what the tally hears
-/// (docs/PROTOCOL.md §11.11). Pure.
+/// (docs/DESIGN.md, "The STATE interval this tally announces"). Pure.
 ///
 /// The tally cannot count voters it has not heard, and a scanner reports no collisions. But it hears
 /// how often a voter it has just counted is heard *again* before its acknowledgement can have reached

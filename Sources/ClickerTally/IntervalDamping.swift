@@ -1,6 +1,7 @@
 import ClickerWire
 
-/// Keeps the STATE interval a tally announces from swinging (docs/PROTOCOL.md §11.11). Every change
+/// Keeps the STATE interval a tally announces from swinging (docs/DESIGN.md, "The STATE interval this
+/// tally announces", "Damping the interval"). Every change
 /// restarts the advertising of every voter not yet acknowledged (a new interval, a new random start),
 /// and the estimate the interval comes from is noisy: read from the repeats it may say 70 ms, then,
 /// its evidence faded, the room's 720 ms, then 350 ms, within a few seconds. Pure.

@@ -6,7 +6,7 @@ import Darwin
 import ClickerWire
 
 /// How many voters the tally has not yet counted, read from the rate at which it counts new ones
-/// (docs/PROTOCOL.md §11.11, "With extended acknowledgements"). Pure.
+/// (docs/DESIGN.md, "The STATE interval this tally announces", "With extended acknowledgements"). Pure.
 ///
 /// Between two payloads (a *window*) the tally counts `n` voters for the first time. With `U` voters
 /// not yet counted and `c` counted but not yet quiet, all at the STATE period `P = I + δ`, and `k`

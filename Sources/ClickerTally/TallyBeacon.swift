@@ -1,7 +1,8 @@
 import ClickerTransport
 import ClickerWire
 
-/// What a tally's beacon knows between payloads (docs/PROTOCOL.md §11.11): the ballots of the open
+/// What a tally's beacon knows between payloads (docs/PROTOCOL.md §11.11; this tally's choices in
+/// docs/DESIGN.md, "Sending the beacon: this tally" and "The STATE interval this tally announces"): the ballots of the open
 /// question it counted and whether they were acknowledged, the load estimate, the composer. Pure: the
 /// caller says what was counted and heard, on the radio's clock, and asks for payloads on the
 /// poll's counter clock. The tally daemon and the TimeToCollect benchmark both run this.

@@ -44,7 +44,7 @@ public struct BroadcastCapabilities: Sendable, Hashable {
     /// (``frameTime(interval:)``). A controller that sends one frame per advertising event takes the
     /// interval plus its mean advDelay (5 ms, the default); a radio whose host changes the frame says what
     /// its rotation costs (BlueZ: a property change and a refresh per frame). The tally's beacon places
-    /// its STATE frames by this time on air (docs/PROTOCOL.md §11.11).
+    /// its STATE frames by this time on air (docs/DESIGN.md, "Sending the beacon: this tally", "Frame time").
     public var frameSlack: Duration
     public var minimumFrameTime: Duration
 

@@ -1,4 +1,4 @@
-/// A question's title and option texts as the beacon carries them (docs/PROTOCOL.md §11.7): the
+/// A question's title and option texts as the beacon carries them (docs/PROTOCOL.md §11.5): the
 /// *text block* is the UTF-8 title, then for each option a 0x00 byte and the option's UTF-8 text.
 /// TEXT frames carry it in pages; its digest (``BeaconKey/textDigest(_:)``) is in the STATE frame.
 ///

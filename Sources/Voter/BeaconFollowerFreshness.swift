@@ -1,7 +1,8 @@
 import ClickerWire
 
 /// Whether the STATE frames a follower took are contradicted by authentic STATE frames it refuses
-/// (docs/PROTOCOL.md §11.10, "Listening again").
+/// (docs/PROTOCOL.md §11.10, "Listening again"; the counts and waits: docs/DESIGN.md, "Following the
+/// beacon: this voter", "Listening again").
 ///
 /// The replay guard (``BeaconReplayGuard``) takes the first authentic STATE frame a follower hears and
 /// then only frames newer than it, at most its lead ahead of the follower's clock. An outsider who

@@ -4,7 +4,7 @@ import ClickerTransport
 import ClickerWire
 import XCTest
 
-/// The tally's beacon composer (docs/PROTOCOL.md §11.11): properties that hold whatever the vectors.
+/// The tally's beacon composer (docs/DESIGN.md, "Sending the beacon: this tally"): properties that hold whatever the vectors.
 final class BeaconComposerTests: XCTestCase {
     let poll = TestPoll()
     var key: BeaconKey { BeaconKey(poll.secret) }

@@ -4,7 +4,8 @@ import ClickerTransport
 import ClickerWire
 import XCTest
 
-/// The STATE interval a tally announces (``BeaconAirModel``, docs/PROTOCOL.md §11.11).
+/// The STATE interval a tally announces (``BeaconAirModel``, docs/DESIGN.md, "The STATE interval this tally
+/// announces").
 final class BeaconIntervalTests: XCTestCase {
     let a = BeaconAirModel.ballotAirTime
 

@@ -6,7 +6,8 @@ import ClickerWire
 import XCTest
 
 /// The tally's estimate of the voters at the STATE interval, and its acknowledgement bookkeeping
-/// (``BeaconLoadEstimator``, ``TallyBeacon``; docs/PROTOCOL.md §11.11).
+/// (``BeaconLoadEstimator``, ``TallyBeacon``; docs/DESIGN.md, "The STATE interval this tally
+/// announces").
 final class BeaconLoadTests: XCTestCase {
     let poll = TestPoll()
     var key: BeaconKey { BeaconKey(poll.secret) }

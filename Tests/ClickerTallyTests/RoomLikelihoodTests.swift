@@ -7,7 +7,7 @@ import XCTest
 import struct ClickerTransport.SplitMix64
 
 /// The voters not yet counted, read from the arrivals (``RoomLikelihood``; ``TallyBeacon`` with
-/// extended acknowledgements; docs/PROTOCOL.md §11.11). The rooms here follow the model the tally
+/// extended acknowledgements; docs/DESIGN.md, "The STATE interval this tally announces"). The rooms here follow the model the tally
 /// assumes, with seeded Poisson arrivals; TimeToCollect `--beacon` runs it on the simulated air.
 final class RoomLikelihoodTests: XCTestCase {
     let poll = TestPoll()

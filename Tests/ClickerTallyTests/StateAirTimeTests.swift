@@ -4,7 +4,7 @@ import ClickerTransport
 import ClickerWire
 import XCTest
 
-/// STATE by time on the air (docs/PROTOCOL.md §11.11): whatever a frame costs on the radio's air, no
+/// STATE by time on the air (docs/DESIGN.md, "Sending the beacon: this tally", "The payload"): whatever a frame costs on the radio's air, no
 /// more than ``BeaconComposer/Tuning/stateSpacing`` passes between STATE frames while a question is open,
 /// and the ACKS and TEXT frames share the rest.
 final class StateAirTimeTests: XCTestCase {

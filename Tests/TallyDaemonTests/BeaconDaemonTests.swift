@@ -232,7 +232,7 @@ final class BeaconDaemonTests: XCTestCase {
 
     /// Devices not on the roster are heard (their ballots rejected as `unknownVoter`) and counted in the
     /// beacon's load: 300 of them beside a roster of one student, and the STATE interval is the one for 300
-    /// voters, not for one (docs/PROTOCOL.md §11.11).
+    /// voters, not for one (docs/DESIGN.md, "The STATE interval this tally announces").
     func testDevicesNotOnTheRosterLengthenTheIntervalAsVotersWould() async throws {
         let roster = try Roster(entries: [RosterEntry(name: "Ada", studentID: "s1", enrollment: DeviceKey.generate().enrollmentCode)])
         let radio = RecordingBroadcaster()
@@ -305,7 +305,8 @@ final class BeaconDaemonTests: XCTestCase {
     }
 
     /// A roster poll opens its question at the interval for its roster (here 40 students, 20 ms), an
-    /// anonymous poll at the interval for 1,000 voters (docs/PROTOCOL.md §11.11).
+    /// anonymous poll at the interval for 1,000 voters (docs/DESIGN.md, "The STATE interval this tally
+    /// announces").
     func testARosterPollOpensAtTheIntervalForItsRoster() async throws {
         let roster = try Roster(entries: (0..<40).map {
             RosterEntry(name: "Student \($0)", studentID: "s\($0)", enrollment: DeviceKey.generate().enrollmentCode)

@@ -102,7 +102,7 @@ let benchmarks: @Sendable () -> Void = {
     }
 
     // (e) The memory-hard step, once per poll on each side: S = scrypt(N = 2^15, r = 8, p = 1) of the
-    // join code (PROTOCOL.md §2 quotes this figure).
+    // join code (docs/DESIGN.md, "The poll secret's cost, measured", quotes this figure).
     Benchmark("Poll secret derivation, scrypt N=2^15 r=8 (derivations)",
               configuration: .init(metrics: [.wallClock, .peakMemoryResident], scalingFactor: .one,
                                    maxDuration: .seconds(10), maxIterations: 30)) { benchmark in
