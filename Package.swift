@@ -34,7 +34,7 @@ let lean: [LinkerSetting] = [
 
 /// The tally's code layout, for resident memory (docs/PERFORMANCE-daemon.md, "Code layout"): in a
 /// release build, lld puts first the functions a daemon at work runs (`Linker/clicker-tally.order`,
-/// written by scripts/order-tally.sh from a profile) and gathers the compiler's private helper
+/// written by tools/order-tally.sh from a profile) and gathers the compiler's private helper
 /// functions, which have no symbol to order by, in one place (`Linker/private-text.ld`, added to lld's
 /// default layout). A fault on code maps the 64 KiB around it, so code that runs spread over the binary
 /// keeps most of it resident. It works per section: scripts/release-build.sh compiles every module,

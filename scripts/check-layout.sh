@@ -33,7 +33,7 @@ listed = [l.strip() for l in open(order_path) if l.strip() and not l.startswith(
 found = sorted(first[n] for n in listed if n in first)
 problems = []
 if len(found) < 0.8 * len(listed):
-    problems.append(f"only {len(found)} of {len(listed)} listed functions are in the binary: run scripts/order-tally.sh")
+    problems.append(f"only {len(found)} of {len(listed)} listed functions are in the binary: run tools/order-tally.sh")
 span = found[int(len(found) * 0.99) - 1] - text_start if found else text_size
 if span > text_size / 3:
     problems.append(f"99 % of the listed functions spread over {span / 1e6:.1f} MB of {text_size / 1e6:.1f} MB: not laid out by the "

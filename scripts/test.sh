@@ -72,14 +72,14 @@ stage cited-tests python3 scripts/check-claims.py   # every test the documents c
 stage build swift build --build-tests
 stage module-layers python3 scripts/check-layers.py   # no module depends on a later layer of docs/ARCHITECTURE.md
 stage unit-and-dbus swift test --skip-build --disable-swift-testing
-stage dbus-leaks scripts/leakcheck-dbus.sh
+stage dbus-leaks Tests/leaks/run.sh
 stage dbus-policy Tests/policy/run.sh
 stage systemd-unit scripts/check-unit.sh
 stage fuzz-short fuzz/run.sh --short
-stage crash-safety scripts/crash-test.sh --small
-stage live-view-tmux scripts/tmux-smoke.sh
+stage crash-safety Tests/crash/run.sh --small
+stage live-view-tmux Tests/tmux/run.sh
 stage projector-browser Tests/browser/run.sh
-stage soak-short scripts/soak.sh --short
+stage soak-short Tests/soak/run.sh --short
 if [ "${SKIP_E2E:-0}" != 1 ]; then
   stage code-layout scripts/check-layout.sh   # builds the release binaries the end-to-end suite runs
   # docs/REFERENCE.md is what the release binaries' --help says (clicker-vote built here; the suite below reuses it)

@@ -137,7 +137,7 @@ struct Daemon: AsyncParsableCommand {
     }
 
     /// The `--log-statistics` companion: one `statistics {...}` line (JSON) per interval, read by
-    /// scripts/soak.sh to follow the tables that must not grow with time.
+    /// Tests/soak/run.sh to follow the tables that must not grow with time.
     func statisticsLog(_ controller: PollController, _ central: any CentralTransport,
                        _ logger: Logger) -> [@Sendable () async -> Void] {
         guard logStatistics > 0 else { return [] }

@@ -150,7 +150,7 @@ final class InstantRunoffTests: XCTestCase {
     }
 
     /// 10,000 seeded random elections (3–8 options, 1–200 ballots, partial rankings) counted here
-    /// and by pyrankvote 2.0.6 (`scripts/irv-compare.py`, which documents the classes of expected
+    /// and by pyrankvote 2.0.6 (`tools/irv-compare.py`, which documents the classes of expected
     /// differences). Needs `python3 -m pip install pyrankvote==2.0.6` (scripts/setup.sh --test).
     func testAgreesWithPyrankvote() throws {
         var rng = SplitMix64(seed: 2026)
@@ -182,7 +182,7 @@ final class InstantRunoffTests: XCTestCase {
             .deletingLastPathComponent()
         let python = Process()
         python.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        python.arguments = ["python3", root.appendingPathComponent("scripts/irv-compare.py").path, file.path]
+        python.arguments = ["python3", root.appendingPathComponent("tools/irv-compare.py").path, file.path]
         let out = Pipe()
         python.standardOutput = out
         try python.run()

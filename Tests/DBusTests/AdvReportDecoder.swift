@@ -1,4 +1,4 @@
-// The fast-path decoder of the receive-cost test, also compiled into scripts/dbus-receive-cost
+// The fast-path decoder of the receive-cost test, also compiled into tools/dbus-receive-cost
 // (there the DBus sources and this file form one module, so DBus is not imported).
 #if canImport(DBus)
 import DBus

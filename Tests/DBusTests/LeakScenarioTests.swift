@@ -8,7 +8,7 @@ import Glibc
 
 /// Exercises every resource-owning path (connections, calls, replies, errors, timeouts, cancellation,
 /// signal subscriptions, exports, Unix fds, closing with work in flight), then checks that every
-/// connection and dispatch thread is gone. `scripts/leakcheck-dbus.sh` runs this under valgrind memcheck,
+/// connection and dispatch thread is gone. `Tests/leaks/run.sh` runs this under valgrind memcheck,
 /// which additionally fails on any definitely-lost block or memory error (leaked libdbus messages,
 /// connections or pending replies would show up there).
 final class LeakScenarioTests: XCTestCase {
@@ -16,7 +16,7 @@ final class LeakScenarioTests: XCTestCase {
         // Other test cases keep their (closed) connections in instance properties until the run ends,
         // so compare against the counts before the scenario.
         let before = DBusConnection.liveInstances
-        // Under valgrind, child processes cannot be spawned, so scripts/leakcheck-dbus.sh starts the
+        // Under valgrind, child processes cannot be spawned, so Tests/leaks/run.sh starts the
         // daemon itself and passes its address.
         if let external = getenv("DBUS_LEAKCHECK_BUS_ADDRESS") {
             try await runScenario(String(cString: external))

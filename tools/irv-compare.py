@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Compares clicker's instant-runoff counts with pyrankvote's, election by election.
 
-    python3 scripts/irv-compare.py ELECTIONS.json
+    python3 tools/irv-compare.py ELECTIONS.json
 
 ELECTIONS.json is written by ClickerTallyTests.InstantRunoffTests.testAgreesWithPyrankvote: a list
 of {"options": n, "ballots": [[option index, ...], ...], "rounds": [{"votes": [n or null, ...],

@@ -4,7 +4,7 @@
 # queues N signals in a private dbus-daemon, then resumed, so it drains them at full speed: the
 # figure is the dispatch thread's CPU time (read + libdbus parse/validate + routing + decode +
 # batching) divided by N, plus the consumer's per-signal CPU.
-# Usage: scripts/dbus-receive-cost.sh [N=100000] [runs=3]
+# Usage: tools/dbus-receive-cost.sh [N=100000] [runs=3]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N="${1:-100000}"
@@ -21,9 +21,9 @@ trap cleanup EXIT
 SWIFTC="$(command -v swiftc || echo /opt/swift/usr/bin/swiftc)"
 "$SWIFTC" -O -swift-version 6 -module-name exp -package-name clicker -I Sources/CDBus \
     $(pkg-config --cflags dbus-1 | sed 's/-I/-Xcc -I/g') \
-    Sources/DBus/*.swift Tests/DBusTests/AdvReportDecoder.swift scripts/dbus-receive-cost/main.swift -ldbus-1 -o "$WORK/exp"
+    Sources/DBus/*.swift Tests/DBusTests/AdvReportDecoder.swift tools/dbus-receive-cost/main.swift -ldbus-1 -o "$WORK/exp"
 
-cc -O2 scripts/dbus-receive-cost/libdbus-floor.c $(pkg-config --cflags --libs dbus-1) -o "$WORK/floor"
+cc -O2 tools/dbus-receive-cost/libdbus-floor.c $(pkg-config --cflags --libs dbus-1) -o "$WORK/floor"
 
 Tests/Harness/private-bus.sh "$WORK" > "$WORK/bus.addr" 2>/dev/null &
 DAEMON=$!

@@ -3,12 +3,12 @@
 # 100 votes/s, and no vote slower to commit). Starts a private dbus-daemon and
 #     clicker-tally daemon --simulate 300 --simulate-speed 10 --simulate-churn 100 --no-gatt-confirm \
 #                          --air SOCK --web 127.0.0.1:0 --bus system
-# then scripts/measure-web.py alternates windows with 0 and 200 event-stream clients on loopback
+# then tools/measure-web.py alternates windows with 0 and 200 event-stream clients on loopback
 # and prints the daemon's CPU per window, the added CPU, and commit latency with and without them
 # (the method is described at the top of measure-web.py). A measurement, not a test: not in test.sh.
 #
-#   scripts/measure-web.sh                               release build (as scripts/install.sh builds)
-#   CONFIG=debug REPEATS=3 WINDOW=20 PROBES=10 CLIENTS=200 scripts/measure-web.sh
+#   tools/measure-web.sh                               release build (as scripts/install.sh builds)
+#   CONFIG=debug REPEATS=3 WINDOW=20 PROBES=10 CLIENTS=200 tools/measure-web.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 for tool in dbus-daemon /usr/bin/python3; do
@@ -49,4 +49,4 @@ done
 echo "measure-web: $CONFIG build, daemon pid $DPID, page $URL, $(nproc) cores"
 # Warm-up: every simulated student has voted and the churn is running.
 sleep "${WARMUP:-8}"
-/usr/bin/python3 scripts/measure-web.py "$DPID" "$BINDIR/clicker-vote" "$W/air.sock" "$CODE" "$URL" "$W/probe-state"
+/usr/bin/python3 tools/measure-web.py "$DPID" "$BINDIR/clicker-vote" "$W/air.sock" "$CODE" "$URL" "$W/probe-state"

@@ -1,4 +1,4 @@
-// Receive-cost experiment for the DBus binding (built by scripts/dbus-receive-cost.sh together with
+// Receive-cost experiment for the DBus binding (built by tools/dbus-receive-cost.sh together with
 // Sources/DBus and the test's decoder, Tests/DBusTests/AdvReportDecoder.swift, optimised). Modes:
 //   recv N [null]  subscribe to BlueZ-shaped PropertiesChanged through the batched fast path, print the
 //                  dispatch thread's CPU per signal once N signals arrived ("null": skip decoding)

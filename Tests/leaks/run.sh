@@ -4,7 +4,7 @@
 # checks (all connections and dispatch threads released) fail.
 # Needs: valgrind, dbus-daemon, binutils (Debian packages 'valgrind', 'dbus-daemon', 'binutils').
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 for tool in valgrind dbus-daemon objcopy; do
     if ! command -v "$tool" >/dev/null 2>&1; then
@@ -35,7 +35,7 @@ set +e
 DBUS_LEAKCHECK_BUS_ADDRESS="unix:path=$WORK/bus" \
 valgrind --tool=memcheck --leak-check=full --show-leak-kinds=definite --errors-for-leak-kinds=definite \
     --error-exitcode=99 --num-callers=40 \
-    --suppressions="$PWD/scripts/valgrind-swift.supp" \
+    --suppressions="$PWD/Tests/leaks/valgrind-swift.supp" \
     "$WORK/tests.xctest" DBusTests.LeakScenarioTests >"$LOG" 2>&1
 rc=$?
 set -e

@@ -1,5 +1,5 @@
 // libdbus alone: demarshal + validate one BlueZ-shaped PropertiesChanged (288 bytes), no I/O.
-// Built and run by scripts/dbus-receive-cost.sh as a floor for the receive path.
+// Built and run by tools/dbus-receive-cost.sh as a floor for the receive path.
 #include <dbus/dbus.h>
 #include <stdio.h>
 #include <time.h>

@@ -9,7 +9,7 @@
 # each is a wake-up) and its read() calls (/proc/PID/io syscr: reports from the air, timer and
 # eventfd reads). Not part of the CI run (a few minutes).
 #
-#   scripts/measure-follower.sh [--voters 40] [--seconds 60] [--bin-dir DIR]
+#   tools/measure-follower.sh [--voters 40] [--seconds 60] [--bin-dir DIR]
 # DIR holds release binaries of clicker-tally and clicker-vote (default: the directory
 # `scripts/release-build.sh --show-bin-path` prints; build them first).
 set -euo pipefail

@@ -8,7 +8,7 @@
 # 1. scripts/release-build.sh builds the tally, with a link map.
 # 2. A copy without debug information (valgrind cannot read the Swift debug information) runs under
 #    callgrind: the daemon counting 1,000 loadgen voters on a private bus, exactly as
-#    `scripts/measure-daemon.sh --rss` measures it (that script runs it, RSS_REPEATS=1), then a
+#    `tools/measure-daemon.sh --rss` measures it (that script runs it, RSS_REPEATS=1), then a
 #    simulated poll with a database (`--simulate 50 --duration 4 --json --db`).
 # 3. The functions callgrind saw in the binary, by their own instruction count, go to the file, except
 #    a name that is also the name of a local function inside a large section that nothing else in the
@@ -16,7 +16,7 @@
 #    section of the prebuilt regex parser): lld orders every section that defines a listed name, so
 #    such a name would drag that whole section into the ordered code.
 #
-#   scripts/order-tally.sh            (about 2 minutes after a release build; needs valgrind)
+#   tools/order-tally.sh            (about 2 minutes after a release build; needs valgrind)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v valgrind >/dev/null || { echo "valgrind is missing (apt-get install valgrind)"; exit 1; }
@@ -28,7 +28,7 @@ objcopy --strip-debug "$BIN" "$W/clicker-tally"
 CG=(valgrind --tool=callgrind --demangle=no)
 echo "profiling the daemon (callgrind, 1,000 voters and 1)"
 TALLY_BIN=$W/clicker-tally RSS_REPEATS=1 STALL=60 DAEMON_PREFIX="${CG[*]} --callgrind-out-file=$W/callgrind.daemon.%p" \
-  scripts/measure-daemon.sh --rss | sed 's/^/  /'
+  tools/measure-daemon.sh --rss | sed 's/^/  /'
 echo "profiling a simulated poll"
 XDG_STATE_HOME=$W/state "${CG[@]}" --callgrind-out-file="$W/callgrind.simulate" \
   "$W/clicker-tally" --simulate 50 --duration 4 --json --db "$W/poll.sqlite" > /dev/null 2> "$W/simulate.err" \
@@ -96,7 +96,7 @@ dragged = {s for n in names if len(sections_of[n]) > 1 for s in sections_of[n]
            if s not in needed and size_of[s] > 4096}
 kept = [n for n in names if not sections_of[n] & dragged]
 with open(out_path, "w") as f:
-    f.write("# The tally's functions that run, most executed first: written by scripts/order-tally.sh, read by lld\n")
+    f.write("# The tally's functions that run, most executed first: written by tools/order-tally.sh, read by lld\n")
     f.write("# (Package.swift, tallyLayout). Do not edit; run the script again.\n")
     f.write("\n".join(kept) + "\n")
 print(f"{out_path}: {len(kept)} functions ({len(names) - len(kept)} left out: their names would drag in "

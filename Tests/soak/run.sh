@@ -2,12 +2,12 @@
 # Soak benchmark: the tally daemon and the voter through a three-hour lecture, time accelerated
 # (docs/PERFORMANCE.md, docs/PERFORMANCE-daemon.md "Soak"). Separate from the tests.
 #
-#   scripts/soak.sh            300 voters, 40 questions, 180 lecture minutes at x30 (about 15 minutes):
+#   Tests/soak/run.sh            300 voters, 40 questions, 180 lecture minutes at x30 (about 15 minutes):
 #                              the simulated air, then D-Bus against bluez-loadgen, then clicker-vote
-#   scripts/soak.sh --short    the same at x60 over 90 lecture minutes, 18 questions, growth checked over the
+#   Tests/soak/run.sh --short    the same at x60 over 90 lecture minutes, 18 questions, growth checked over the
 #                              last 40 (CI, about 5 minutes)
-#   scripts/soak.sh --only dbus [--only sim|voter]   some scenarios
-#   CONFIG=release|debug OUT=DIR scripts/soak.sh ...
+#   Tests/soak/run.sh --only dbus [--only sim|voter]   some scenarios
+#   CONFIG=release|debug OUT=DIR Tests/soak/run.sh ...
 #
 # The full run measures the installed build (release, static Swift runtime, as scripts/install.sh
 # builds it); --short uses the debug build the test stages already built (CONFIG=release to change
@@ -15,7 +15,7 @@
 # (default: a temporary directory, printed), prints the figures and one line per check, and ends
 # with "soak: N passed, M failed"; exits non-zero when a check failed.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 SHORT=0
 for a in "$@"; do [ "$a" = --short ] && SHORT=1; done
 fail() { echo "soak: $1"; echo "soak: 0 passed, 1 failed"; exit 1; }
@@ -42,5 +42,5 @@ OUT=${OUT:-$(mktemp -d /tmp/soak.XXXXXX)}
 cp "$BIN/clicker-tally" "$BIN/clicker-vote" "$W/"
 gcc -O2 -o "$W/bluez-loadgen" Benchmarks/Benchmarks/BlueZLoadGen/loadgen.c $(pkg-config --cflags --libs dbus-1) \
   || fail "cannot build bluez-loadgen"
-python3 scripts/soak/soak.py --tally "$W/clicker-tally" --vote "$W/clicker-vote" --loadgen "$W/bluez-loadgen" \
+python3 Tests/soak/soak.py --tally "$W/clicker-tally" --vote "$W/clicker-vote" --loadgen "$W/bluez-loadgen" \
   --config "$CONFIG" --work "$W" --out "$OUT" "$@"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Soak benchmark of the tally daemon and the voter: a lecture of hours, time accelerated.
 
-Run through scripts/soak.sh (it builds the binaries and the bluetoothd stand-in). Scenarios:
+Run through Tests/soak/run.sh (it builds the binaries and the bluetoothd stand-in). Scenarios:
 
   sim    `clicker-tally daemon --simulate N`: the simulated air and room inside the daemon; the room
          answers every question the daemon opens, changing answers at 10x the realistic rate

@@ -2,7 +2,7 @@
 # Smoke test of the live view as a person sees it: clicker-tally --simulate 40 runs in a tmux
 # pane of 80x24; keys are sent; the captured screen is checked. Prints "N passed, M failed".
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 command -v tmux >/dev/null || { echo "tmux is missing: apt-get install tmux"; echo "0 passed, 1 failed"; exit 1; }
 swift build --product clicker-tally >/dev/null 2>&1 || { echo "build failed"; echo "0 passed, 1 failed"; exit 1; }
 BIN=$(swift build --show-bin-path)/clicker-tally

@@ -3,13 +3,13 @@
 # and restart it with --resume. Every ballot that `clicker-tally results` reported before a kill must
 # still be there afterwards (same voter, same or higher sequence).
 #
-#   scripts/crash-test.sh            300 voters, 20 kills (the figure in README.md and docs/PERFORMANCE.md)
-#   scripts/crash-test.sh --small    60 voters, 5 kills (CI)
+#   Tests/crash/run.sh            300 voters, 20 kills (the figure in README.md and docs/PERFORMANCE.md)
+#   Tests/crash/run.sh --small    60 voters, 5 kills (CI)
 #
 # Runs on a private dbus-daemon; the daemon's database lives in a temporary directory.
 # Prints "crash-safety: N passed, M failed" (one test per kill) and the totals.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 VOTERS=300; KILLS=20; SEED=${SEED:-$RANDOM}
 [ "${1:-}" = "--small" ] && { VOTERS=60; KILLS=5; }
 command -v dbus-daemon >/dev/null || { echo "dbus-daemon missing: apt-get install dbus-daemon"; echo "crash-safety: 0 passed, 1 failed"; exit 1; }

@@ -28,10 +28,10 @@
 #    With --rss-sim, the same daemon counts a simulated room (--simulate 1000) instead: the simulated
 #    air and the 1,000 simulated students then live in the daemon's process (an upper bound).
 #
-#   scripts/measure-daemon.sh                 both (about 8 minutes)
-#   scripts/measure-daemon.sh --view|--rss|--rss-sim    one of them
-#   REPEATS=5 WINDOW=20 WARMUP=8 RSS_REPEATS=3 CONFIG=release scripts/measure-daemon.sh
-#   TALLY_BIN=BINARY scripts/measure-daemon.sh --rss    that binary, not built (to compare two builds)
+#   tools/measure-daemon.sh                 both (about 8 minutes)
+#   tools/measure-daemon.sh --view|--rss|--rss-sim    one of them
+#   REPEATS=5 WINDOW=20 WARMUP=8 RSS_REPEATS=3 CONFIG=release tools/measure-daemon.sh
+#   TALLY_BIN=BINARY tools/measure-daemon.sh --rss    that binary, not built (to compare two builds)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 REPEATS=${REPEATS:-5}; WINDOW=${WINDOW:-20}; WARMUP=${WARMUP:-8}; RSS_REPEATS=${RSS_REPEATS:-3}
@@ -44,7 +44,7 @@ CONFIG=${CONFIG:-release}   # figures are for the release build; CONFIG=debug fo
 if [ "$CONFIG" = release ]; then BUILD=(scripts/release-build.sh)   # as scripts/install.sh builds it
 else BUILD=(swift build -c "$CONFIG" --static-swift-stdlib); fi
 # TALLY_BIN: measure that binary instead of building one; DAEMON_PREFIX: a command that runs the
-# daemon (scripts/order-tally.sh profiles it under valgrind this way).
+# daemon (tools/order-tally.sh profiles it under valgrind this way).
 if [ -n "${TALLY_BIN:-}" ]; then BIN=$TALLY_BIN
 else
   "${BUILD[@]}" --product clicker-tally >/dev/null 2>&1 || { echo "build failed: ${BUILD[*]} --product clicker-tally"; exit 1; }

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """The projector server's cost: the tally daemon's added CPU with 200 SSE clients, and vote commit
 latency with and without them, under the same vote load in the same run. Started by
-scripts/measure-web.sh, which builds, starts a private bus and the daemon:
+tools/measure-web.sh, which builds, starts a private bus and the daemon:
 
     clicker-tally daemon --simulate 300 --simulate-speed 10 --simulate-churn 100 --no-gatt-confirm \
                          --air SOCK --web 127.0.0.1:0 --bus system
