@@ -110,6 +110,10 @@ public struct BeaconComposer: Sendable {
         var fingerprint: AckFingerprint
         var countedAt: UInt32
         var sends: Int
+        /// Sent again for a ballot acknowledged before (its voter may or may not have missed it): goes
+        /// after the acknowledgements sent for the first time, and after TEXT pages not yet sent
+        /// ``Tuning/minimumSends`` times.
+        var again = false
     }
 
     struct Text {
@@ -171,17 +175,19 @@ public struct BeaconComposer: Sendable {
         return c
     }
 
-    /// Adds acknowledgements of ballots of `question` counted at `now` (oldest first). Fingerprints of
-    /// another question than the one in rotation replace the rotation; a fingerprint already in
-    /// rotation is put back as new (its ballot was heard again, so its voter missed it).
-    public mutating func acknowledge(_ fingerprints: some Sequence<AckFingerprint>, question: UInt8, at now: UInt32) {
+    /// Adds acknowledgements of ballots of `question` counted at `now` (oldest first), and `again` those of
+    /// ballots acknowledged before and heard loud since (their voters may have missed them). Fingerprints
+    /// of another question than the one in rotation replace the rotation; a fingerprint already in
+    /// rotation is put back as new.
+    public mutating func acknowledge(_ fingerprints: some Sequence<AckFingerprint>, again: some Sequence<AckFingerprint> = [],
+                                     question: UInt8, at now: UInt32) {
         if ackQuestion != question {
             acks.removeAll()
             ackQuestion = question
         }
-        for f in fingerprints {
+        for (f, isAgain) in fingerprints.lazy.map({ ($0, false) }) + again.lazy.map({ ($0, true) }) {
             acks.removeAll { $0.fingerprint == f }
-            acks.append(Ack(fingerprint: f, countedAt: now, sends: 0))
+            acks.append(Ack(fingerprint: f, countedAt: now, sends: 0, again: isAgain))
         }
     }
 
@@ -200,18 +206,22 @@ public struct BeaconComposer: Sendable {
             phaseChangedAt = now
         }
         expire(at: now)
-        // The least-sent first: acknowledgements (newest first among equals), then text pages.
+        // The least-sent first: acknowledgements (newest first among equals), then text pages. An
+        // acknowledgement sent again counts ``Tuning/minimumSends`` more sends than it has.
         var order: [(sends: Int, rank: Int, item: Item)] = []
-        let sortedAcks = acks.enumerated().sorted { a, b in
-            a.element.sends != b.element.sends ? a.element.sends < b.element.sends
-                : (a.element.countedAt != b.element.countedAt ? a.element.countedAt > b.element.countedAt : a.offset > b.offset)
-        }.map(\.element)
         let k = fingerprintsPerFrame
-        var i = 0
-        while i < sortedAcks.count {
-            let page = sortedAcks[i..<min(i + k, sortedAcks.count)]
-            order.append((page.map(\.sends).min() ?? 0, order.count, .acks(page.map(\.fingerprint.value))))
-            i += k
+        for again in [false, true] {
+            let sortedAcks = acks.enumerated().filter { $0.element.again == again }.sorted { a, b in
+                a.element.sends != b.element.sends ? a.element.sends < b.element.sends
+                    : (a.element.countedAt != b.element.countedAt ? a.element.countedAt > b.element.countedAt : a.offset > b.offset)
+            }.map(\.element)
+            var i = 0
+            while i < sortedAcks.count {
+                let page = sortedAcks[i..<min(i + k, sortedAcks.count)]
+                let sends = (page.map(\.sends).min() ?? 0) + (again ? tuning.minimumSends : 0)
+                order.append((sends, order.count, .acks(page.map(\.fingerprint.value))))
+                i += k
+            }
         }
         if let t = text {
             for (n, s) in t.sends.enumerated() { order.append((s, order.count, .text(n))) }

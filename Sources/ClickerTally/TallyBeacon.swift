@@ -15,10 +15,21 @@ public struct TallyBeacon: Sendable {
         /// So a small question does not lower it: the next one may have latecomers (30 voters, then 300,
         /// at the interval for 30, were 11 % counted after 30 s in the TimeToCollect benchmark).
         public var expectedVoters = 1000
-        /// A ballot acknowledged longer ago than this and heard twice within ``loudGap`` is
+        /// A ballot acknowledged longer ago than this and heard twice within ``reacknowledgeGap`` is
         /// acknowledged again: its voter missed the acknowledgement and still advertises at the STATE
-        /// interval (a voter at the keep-alive is heard every 10.24 s at most).
+        /// interval. Each further time for the same ballot waits twice as long, up to
+        /// ``reacknowledgeLongest``: where bluetoothd ignores intervals (no experimental features) every
+        /// voter advertises at the kernel's 1.28 s, acknowledged or not, and the tally cannot tell them
+        /// apart, so a voter that heard its acknowledgement is acknowledged again at 1.5, 3, 6, 12, 24 s,
+        /// then every 30 s (and after the voters not yet acknowledged: ``BeaconComposer``).
         public var reacknowledgeAfter: Duration = .milliseconds(1500)
+        public var reacknowledgeLongest: Duration = .seconds(30)
+        /// Two hearings of a ballot this close say its voter is loud: the STATE interval (2.55 s at most)
+        /// with one advertisement lost between, or bluetoothd's 1.28 s; a voter at the keep-alive is heard
+        /// every 10.24 s at most.
+        public var reacknowledgeGap: Duration = .seconds(6)
+        /// With extended acknowledgements, a counted voter not heard for this long after its
+        /// acknowledgement settled is taken to be quiet (``quietCount(at:)``).
         public var loudGap: Duration = .seconds(1)
         /// An acknowledgement in rotation this long is taken to have reached its voter (the load model
         /// counts the voter at the keep-alive).
@@ -60,6 +71,8 @@ public struct TallyBeacon: Sendable {
         var ballotsAcknowledged: Int = 0
         var lastBallotAcknowledgedAt: UInt64?
         var acknowledgedSequence: UInt16?
+        /// Times this ballot was acknowledged again (``Tuning/reacknowledgeAfter``).
+        var reacknowledged = 0
         /// Counted but held back (the voter used its ``Tuning/ballotsPerVoter``): acknowledged once its
         /// spacing is over and it is heard again.
         var heldUntil: UInt64?
@@ -131,7 +144,8 @@ public struct TallyBeacon: Sendable {
         startQuestion(q)
         // The common case, a ballot heard again: one lookup, updated in place.
         if let i = ballots.index(forKey: voter), ballots.values[i].sequence == sequence {
-            let reacknowledge = Self.ns(tuning.reacknowledgeAfter), loud = Self.ns(tuning.loudGap)
+            let gap = Self.ns(tuning.reacknowledgeGap), longest = Self.ns(tuning.reacknowledgeLongest)
+            let first = Self.ns(tuning.reacknowledgeAfter)
             let settle = loudWindow
             var again = false, evidence = false
             Self.modify(&ballots.values[i]) { c in
@@ -145,10 +159,11 @@ public struct TallyBeacon: Sendable {
                 } else if let at = c.acknowledgedAt {
                     if ns < at &+ settle {
                         evidence = true
-                    } else if ns >= at &+ reacknowledge, ns < c.lastHeard &+ loud {
+                    } else if ns >= at &+ min(longest, first << UInt64(min(c.reacknowledged, 16))), ns < c.lastHeard &+ gap {
                         // Loud long after its acknowledgement: it missed it. Acknowledge again.
                         c.acknowledgedAt = nil
                         c.countedAt = ns
+                        c.reacknowledged += 1
                         again = true
                     }
                 } else {
@@ -230,24 +245,27 @@ public struct TallyBeacon: Sendable {
     /// acknowledged, the STATE interval chosen for the voters not yet acknowledged.
     public mutating func payload(_ phase: BeaconPhase, tick: UInt32, at ns: UInt64) -> BroadcastPayload {
         if case .open(let q) = phase { startQuestion(q.number) }
-        var fingerprints: [AckFingerprint] = []
+        var fingerprints: [AckFingerprint] = [], again: [AckFingerprint] = []
         var quiet = 0, stuck = 0
         if let q = question {
             for v in pending {
                 guard var c = ballots[v], c.acknowledgedAt == nil, c.heldUntil == nil else { continue }
                 // Past the bound no new fingerprint goes out (an acknowledgement sent again is no new one).
                 guard c.acknowledgedSequence == c.sequence || acknowledged < tuning.acknowledgementLimit else { continue }
-                fingerprints.append(composer.key.fingerprint(voterID: v.voterID, question: q, sequence: c.sequence))
+                let f = composer.key.fingerprint(voterID: v.voterID, question: q, sequence: c.sequence)
                 if c.acknowledgedSequence != c.sequence {
+                    fingerprints.append(f)
                     acknowledged += 1
                     c.ballotsAcknowledged += 1
+                } else {
+                    again.append(f)
                 }
                 c.acknowledgedAt = ns
                 c.lastBallotAcknowledgedAt = ns
                 c.acknowledgedSequence = c.sequence
                 ballots[v] = c
             }
-            if !fingerprints.isEmpty { composer.acknowledge(fingerprints, question: q, at: tick) }
+            if !fingerprints.isEmpty || !again.isEmpty { composer.acknowledge(fingerprints, again: again, question: q, at: tick) }
             observeRepeats(at: ns)
             quiet = quietCount(at: ns)
             stuck = pruneUncountable(at: ns)

@@ -64,17 +64,72 @@ final class BeaconLoadTests: XCTestCase {
                                          key.fingerprint(voterID: 2, question: 1, sequence: 9)])
         p = t.payload(.open(q), tick: 500, at: 5000 * ms)  // the rotation has moved on
         XCTAssertTrue(fingerprints(p).isEmpty)
-        // The loud one is heard twice within a second, 2 s after; the quiet one once (its keep-alive).
+        // The loud one is heard twice within a second, 2 s after; the quiet one at its keep-alive, 10.24 s
+        // after it was last heard loud.
         t.counted(loud, question: 1, sequence: 4, at: 2000 * ms)
         t.counted(loud, question: 1, sequence: 4, at: 2100 * ms)
-        t.counted(quiet, question: 1, sequence: 9, at: 2050 * ms)
         XCTAssertTrue(t.hasPending)
         p = t.payload(.open(q), tick: 510, at: 5100 * ms)
         XCTAssertEqual(fingerprints(p), [key.fingerprint(voterID: 1, question: 1, sequence: 4)])
+        t.counted(quiet, question: 1, sequence: 9, at: 10_250 * ms)
+        XCTAssertFalse(t.hasPending)
         // A new ballot (new sequence) is acknowledged at once.
-        t.counted(quiet, question: 1, sequence: 10, at: 5200 * ms)
-        p = t.payload(.open(q), tick: 520, at: 5200 * ms)
+        t.counted(quiet, question: 1, sequence: 10, at: 10_300 * ms)
+        p = t.payload(.open(q), tick: 1030, at: 10_300 * ms)
         XCTAssertTrue(fingerprints(p).contains(key.fingerprint(voterID: 2, question: 1, sequence: 10)))
+    }
+
+    /// Where bluetoothd ignores the requested interval (no experimental features), a voter advertises at
+    /// the kernel's 1.28 s whatever it asks: one that missed its acknowledgement must be acknowledged
+    /// again (hearings 1.28 s apart used to be too far apart to count as loud, so it never was), and
+    /// one that heard it, which the tally cannot tell apart, costs an acknowledgement at 1.5, 3, 6, 12,
+    /// 24 s and then every 30 s, not every 1.5 s. A voter at the keep-alive (10.24 s) never.
+    func testAVoterHeardEvery1280msIsAcknowledgedAgainBackingOff() {
+        var t = TallyBeacon(key: key, mode: .anonymous, capabilities: .legacy)
+        let v = VoterKey(mode: .anonymous, voterID: 7), kept = VoterKey(mode: .anonymous, voterID: 8)
+        let ms: UInt64 = 1_000_000
+        t.counted(v, question: 1, sequence: 3, at: 0)
+        t.counted(kept, question: 1, sequence: 5, at: 0)
+        _ = t.payload(.open(q), tick: 1, at: 10 * ms)
+        var again: [Double] = [], keptAgain = 0
+        var heard: UInt64 = 0
+        while heard < 120_000 * ms {
+            heard += 1280 * ms
+            t.counted(v, question: 1, sequence: 3, at: heard)
+            if heard % (10_240 * ms) < 1280 * ms {
+                t.counted(kept, question: 1, sequence: 5, at: heard)
+            }
+            if t.hasPending {
+                let p = t.payload(.open(q), tick: UInt32(heard / (10 * ms)), at: heard)
+                if fingerprints(p).contains(key.fingerprint(voterID: 7, question: 1, sequence: 3)) { again.append(Double(heard) / 1e9) }
+                if fingerprints(p).contains(key.fingerprint(voterID: 8, question: 1, sequence: 5)) { keptAgain += 1 }
+            }
+        }
+        XCTAssertEqual(keptAgain, 0, "the voter at the keep-alive was acknowledged again")
+        XCTAssertFalse(again.isEmpty, "never acknowledged again")
+        XCTAssertLessThanOrEqual(again.first ?? 99, 2.6, "first again at \(again)")
+        // The spacings double: 1.5, 3, 6, 12, 24, then 30 s (each to the next hearing, 1.28 s apart).
+        let spacings = zip(again.dropFirst(), again).map { $0 - $1 }
+        for (n, d) in spacings.enumerated() {
+            let expected = min(30, 1.5 * Double(1 << (n + 1)))
+            XCTAssertEqual(d, expected, accuracy: 1.3, "spacing \(n + 1) of \(again)")
+        }
+        XCTAssertGreaterThanOrEqual(again.count, 6, "\(again)")
+        XCTAssertLessThanOrEqual(again.count, 8, "\(again)")
+    }
+
+    /// An acknowledgement sent again waits behind those sent for the first time.
+    func testAnAcknowledgementSentAgainGoesAfterNewOnes() throws {
+        var c = BeaconComposer(key: key, mode: .anonymous, capabilities: .legacy)
+        let fresh = (1...3).map { key.fingerprint(voterID: $0, question: 1, sequence: 1) }
+        let old = (4...6).map { key.fingerprint(voterID: $0, question: 1, sequence: 1) }
+        c.acknowledge(fresh, again: old, question: 1, at: 100)
+        let p = c.compose(.open(q), interval: BeaconInterval(milliseconds: 100) ?? .stop, at: 100)
+        let pages = p.frames.compactMap { f -> [AckFingerprint]? in
+            if case .success(.acks(let a)) = BeaconCodec.open(f, key: key) { a.fingerprints } else { nil }
+        }
+        XCTAssertEqual(pages.first.map(Set.init), Set(fresh), "\(pages)")
+        XCTAssertEqual(pages.dropFirst().first.map(Set.init), Set(old), "\(pages)")
     }
 
     /// Every question opens assuming at least 1,000 voters, or the largest room so far when larger: a
