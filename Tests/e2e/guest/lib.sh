@@ -91,6 +91,9 @@ adapters_ready() {  # all NCTRL adapters known to bluetoothd and powered
 # The bookworm-systemd guest runs systemd as PID 1: dbus and bluetoothd are its units there
 # (Debian's dbus.service and bluetooth.service), as on an instructor's laptop.
 systemd_guest() { [ -d /run/systemd/system ]; }
+# There the suite is a unit, whose stdin is /dev/null: BlueZ's shell tools then print nothing and exit.
+# They get the console, as /init's children do in the other guests (opened here, it controls nothing).
+if systemd_guest; then btmgmt() { command btmgmt "$@" < /dev/console; }; fi
 start_bluetoothd() {  # [TIMEOUT_S, default 120]
   if systemd_guest; then
     systemctl start bluetooth.service || { log "systemctl start bluetooth.service failed"; return 1; }

@@ -26,7 +26,7 @@ counted() {
   tally_as instructor results --question "$1" --json > "$D/results-$1.json" || { cat "$D/results-$1.json"; return 1; }
   py json "$D/results-$1.json" "$2"
 }
-journal() { journalctl -b --no-pager -o cat -u "$SVC"; }
+continued_lines() { journalctl -b --no-pager -o cat -u "$SVC" | grep -c 'continued the open poll'; }
 # restarted_from PID: the unit is active again under another main PID.
 restarted_from() { local p; p=$(main_pid); [ "$(active)" = active ] && [ -n "$p" ] && [ "$p" != 0 ] && [ "$p" != "$1" ]; }
 # mounted PID MOUNTPOINT ro|rw: in PID's mount namespace the last mount at MOUNTPOINT (the one on top)
@@ -44,6 +44,12 @@ refused_write() {
   local out; out=$(in_sandbox "$1" sh -c "echo probe > '$2'" 2>&1) && { echo "written: $2"; rm -f "$2"; return 1; }
   echo "$out"; echo "$out" | grep -qE "$3" && [ ! -e "$2" ]
 }
+# diagnose NAME: the units' state and journal, into NAME.* beside the checks.
+diagnose() {
+  systemctl status --no-pager "$SVC" dbus.service bluetooth.service > "$D/$1.status" 2>&1
+  journalctl -b --no-pager -o short-monotonic -u "$SVC" -u dbus.service > "$D/$1.journal" 2>&1
+  ps -ef > "$D/$1.ps" 2>&1
+}
 poll_is() {  # CODE QUESTION: the daemon shows that join code, and that question open
   local c; c=$(join_code) || { echo "no join code shown"; return 1; }
   echo "join code $c"; [ "$c" = "$1" ] && status_json "j['question']['number'] == $2 and j['question']['isOpen']"
@@ -59,12 +65,20 @@ systemd_unit() {
 
   # Installing: apt resolves Depends: and Recommends: from the packages the image holds (no network).
   cp /mnt/host/deb/clicker-tally_*.deb /mnt/host/deb/clicker-vote_*.deb "$D/"
+  ( sleep 150; ps -ef > "$D/ps-150s.txt"; systemctl list-jobs --no-pager > "$D/jobs-150s.txt" 2>&1 ) &
   check "apt-get install ./clicker-tally_*.deb ./clicker-vote_*.deb, offline" sh -c \
-    "cd '$D' && DEBIAN_FRONTEND=noninteractive apt-get install -y ./clicker-tally_*.deb ./clicker-vote_*.deb > apt.log 2>&1; \
-     rc=\$?; grep -E '^(Setting up|E:)' apt.log; exit \$rc"
+    "cd '$D' && DEBIAN_FRONTEND=noninteractive timeout 300 apt-get install -y ./clicker-tally_*.deb ./clicker-vote_*.deb \
+       < /dev/null > apt.log 2>&1; rc=\$?; grep -E '^(Setting up|E:)' apt.log; exit \$rc"
+  diagnose after-install
   check "the postinst enabled the unit" is enabled systemctl is-enabled "$SVC"
-  check "systemctl start clicker-tally" systemctl start "$SVC"
+  # The postinst starts the unit where systemd runs (deb-systemd-invoke); `systemctl start` is then a no-op.
   wait_until 90 "the unit to be active" is active active
+  check "installing started it: active before any systemctl start" sh -c "systemctl show -p ActiveState,SubState,ExecMainStartTimestamp $SVC | tr '\n' ' '; [ \"\$(systemctl is-active $SVC)\" = active ]" \
+    || { diagnose not-active; journalctl -b --no-pager -o cat -u "$SVC" | tail -n 15; return 1; }
+  # ... at the first attempt: the bus had the policy's rules for the new accounts (the postinst reloads it).
+  check "the first start succeeded: no restart, no failure in the journal" sh -c \
+    "n=\$(systemctl show -p NRestarts --value $SVC); echo \"NRestarts=\$n\"; journalctl -b --no-pager -o cat -u $SVC | grep -E 'Failed|not allowed to own'; [ \"\$n\" = 0 ] && ! journalctl -b --no-pager -o cat -u $SVC | grep -q 'Failed to start'"
+  check "systemctl start clicker-tally" systemctl start "$SVC"
   check "systemctl is-active clicker-tally" is active active
   local pid; pid=$(main_pid)
   check "the daemon runs as the system user clicker-tally" is clicker-tally stat -c %U "/proc/$pid"
@@ -95,13 +109,15 @@ systemd_unit() {
     'j["questions"][0]["number"] == 1 and j["questions"][0]["state"] == "open" and j["questions"][0]["counts"]["B"] == 1'
 
   # systemctl restart: --resume-open continues the same poll, question 1 still open, its vote kept.
+  local continued; continued=$(continued_lines)
   check "systemctl restart clicker-tally" systemctl restart "$SVC"
   wait_until 90 "the unit active under a new PID" restarted_from "$pid"
   check "restarted: active under a new main PID" restarted_from "$pid"
   wait_until 60 "the daemon to answer again" join_code
   check "after restart: the same poll (join code) and question 1 open" poll_is "$code" 1
   check "after restart: B still counted" counted 1 'j["counts"] == {"A":0,"B":1,"C":0,"D":0}'
-  check "the journal says the open poll was continued" sh -c "journalctl -b --no-pager -o cat -u $SVC | grep -m1 'continued the open poll'"
+  check "the journal says the open poll was continued" sh -c \
+    "journalctl -b --no-pager -o cat -u $SVC | grep 'continued the open poll' | tail -n1; [ \$(journalctl -b --no-pager -o cat -u $SVC | grep -c 'continued the open poll') -gt $continued ]"
 
   # kill -9 of the main process: Restart=on-failure brings it back with nothing lost (the voter is gone:
   # its vote can only come from the database).
@@ -146,6 +162,6 @@ systemd_unit() {
 
   check "systemctl stop clicker-tally" systemctl stop "$SVC"
   check "the unit is inactive, not failed" is inactive active
-  journal > "$D/clicker-tally.journal" 2>&1
-  note "journal: $(wc -l < "$D/clicker-tally.journal") lines"
+  diagnose end
+  note "journal: $(wc -l < "$D/end.journal") lines"
 }
