@@ -65,7 +65,7 @@ systemd_unit() {
 
   # Installing: apt resolves Depends: and Recommends: from the packages the image holds (no network).
   cp /mnt/host/deb/clicker-tally_*.deb /mnt/host/deb/clicker-vote_*.deb "$D/"
-  ( sleep 150; ps -ef > "$D/ps-150s.txt"; systemctl list-jobs --no-pager > "$D/jobs-150s.txt" 2>&1 ) &
+  ( sleep 150; ps -ef > "$D/ps-150s.txt"; systemctl list-jobs --no-pager > "$D/jobs-150s.txt" 2>&1 ) < /dev/null > /dev/null 2>&1 &
   check "apt-get install ./clicker-tally_*.deb ./clicker-vote_*.deb, offline" sh -c \
     "cd '$D' && DEBIAN_FRONTEND=noninteractive timeout 300 apt-get install -y ./clicker-tally_*.deb ./clicker-vote_*.deb \
        < /dev/null > apt.log 2>&1; rc=\$?; grep -E '^(Setting up|E:)' apt.log; exit \$rc"
@@ -77,7 +77,7 @@ systemd_unit() {
     || { diagnose not-active; journalctl -b --no-pager -o cat -u "$SVC" | tail -n 15; return 1; }
   # ... at the first attempt: the bus had the policy's rules for the new accounts (the postinst reloads it).
   check "the first start succeeded: no restart, no failure in the journal" sh -c \
-    "n=\$(systemctl show -p NRestarts --value $SVC); echo \"NRestarts=\$n\"; journalctl -b --no-pager -o cat -u $SVC | grep -E 'Failed|not allowed to own'; [ \"\$n\" = 0 ] && ! journalctl -b --no-pager -o cat -u $SVC | grep -q 'Failed to start'"
+    "n=\$(systemctl show -p NRestarts --value $SVC); echo \"NRestarts=\$n\"; journalctl -b --no-pager -o cat -u $SVC | grep -E 'Failed to start|not allowed to own'; [ \"\$n\" = 0 ] && ! journalctl -b --no-pager -o cat -u $SVC | grep -q 'Failed to start'"
   check "systemctl start clicker-tally" systemctl start "$SVC"
   check "systemctl is-active clicker-tally" is active active
   local pid; pid=$(main_pid)
