@@ -65,7 +65,6 @@ systemd_unit() {
 
   # Installing: apt resolves Depends: and Recommends: from the packages the image holds (no network).
   cp /mnt/host/deb/clicker-tally_*.deb /mnt/host/deb/clicker-vote_*.deb "$D/"
-  ( sleep 150; ps -ef > "$D/ps-150s.txt"; systemctl list-jobs --no-pager > "$D/jobs-150s.txt" 2>&1 ) < /dev/null > /dev/null 2>&1 &
   check "apt-get install ./clicker-tally_*.deb ./clicker-vote_*.deb, offline" sh -c \
     "cd '$D' && DEBIAN_FRONTEND=noninteractive timeout 300 apt-get install -y ./clicker-tally_*.deb ./clicker-vote_*.deb \
        < /dev/null > apt.log 2>&1; rc=\$?; grep -E '^(Setting up|E:)' apt.log; exit \$rc"
