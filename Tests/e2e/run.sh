@@ -9,8 +9,11 @@
 # and cpio when missing. One QEMU boot runs every selected scenario in sequence.
 #
 # Environment:
-#   E2E_GUEST     bookworm (Debian 12, bluez 5.66, kernel 6.1; the default) or trixie (Debian 13,
-#                 bluez 5.82, kernel 6.12); --guest NAME says the same
+#   E2E_GUEST     bookworm (Debian 12, bluez 5.66, kernel 6.1; the default), trixie (Debian 13,
+#                 bluez 5.82, kernel 6.12) or bookworm-systemd (Debian 12 booting systemd as PID 1,
+#                 for the set `systemd`: the Debian package under a real systemd); --guest NAME says the same
+#   E2E_DEB_DIR   (bookworm-systemd) take clicker-tally_*.deb from this directory instead of running
+#                 scripts/package-deb.sh on the binaries under test
 #   E2E_CACHE     guest image cache (default ${XDG_CACHE_HOME:-/var/cache}/clicker-e2e),
 #                 keyed by a hash of image.sh, btvirt.sh and btvirt/*.patch; built from scratch when absent
 #   E2E_OUT       logs and the 9p share (default <repo>/.build/e2e)
@@ -28,10 +31,15 @@ set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 for a in "$@"; do [ "${prev:-}" = --guest ] && export E2E_GUEST=$a; prev=$a; done   # before image.sh reads it
+# bookworm-systemd: the bookworm image plus systemd (systemd/image.sh), booted with systemd as PID 1.
+E2E_INIT=shell
+if [ "${E2E_GUEST:-}" = bookworm-systemd ]; then E2E_INIT=systemd; E2E_GUEST=bookworm; fi
 . "$HERE/image.sh"
+[ $E2E_INIT = shell ] || . "$HERE/systemd/image.sh"
+E2E_NAME=$E2E_SUITE$([ $E2E_INIT = shell ] || echo "-$E2E_INIT")
 
 CACHE=${E2E_CACHE:-${XDG_CACHE_HOME:-/var/cache}/clicker-e2e}
-OUT=${E2E_OUT:-$ROOT/.build/e2e$([ "$E2E_SUITE" = bookworm ] || echo "-$E2E_SUITE")}
+OUT=${E2E_OUT:-$ROOT/.build/e2e$([ "$E2E_NAME" = bookworm ] || echo "-$E2E_NAME")}
 STO=${E2E_SCENARIO_TIMEOUT:-420}
 ACCEL=${ACCEL:-auto}
 MEM=${MEM:-1024}
@@ -58,20 +66,21 @@ die() {
 while [ $# -gt 0 ]; do
   case $1 in
     --no-build) BUILD=0 ;;
-    --guest) shift; export E2E_GUEST=${1:-} ;;
+    --guest) shift ;;   # read above
     --list) catalogue; exit 0 ;;
     -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     all|default) mapfile -t -O "${#SELECT[@]}" SELECT < <(names_in_set default) ;;
     hci) mapfile -t -O "${#SELECT[@]}" SELECT < <(names_in_set hci) ;;
     -*) echo "unknown option $1" >&2; exit 2 ;;
-    *) catalogue | awk '{print $1}' | grep -qx -- "$1" || { echo "unknown scenario $1 (see --list)" >&2; exit 2; }
-       SELECT+=("$1") ;;
+    *) if catalogue | awk '{print $1}' | grep -qx -- "$1"; then SELECT+=("$1")
+       elif catalogue | awk '{print $2}' | grep -qx -- "$1"; then mapfile -t -O "${#SELECT[@]}" SELECT < <(names_in_set "$1")
+       else echo "unknown scenario or set $1 (see --list)" >&2; exit 2; fi ;;
   esac
   shift
 done
 [ ${#SELECT[@]} -gt 0 ] || mapfile -t SELECT < <(names_in_set default)
 N_SELECTED=${#SELECT[@]}
-log "guest: Debian $E2E_SUITE; scenarios: ${SELECT[*]}"
+log "guest: Debian $E2E_SUITE$([ $E2E_INIT = shell ] || echo ", $E2E_INIT as PID 1"); scenarios: ${SELECT[*]}"
 
 [ "$(id -u)" = 0 ] || die "must run as root (debootstrap, chroot, 9p share)"
 T_ALL=$(now)
@@ -115,11 +124,24 @@ for p in clicker-tally clicker-vote; do
   cp "$BIN/$p" "$OUT/share/bin/$p"
 done
 timing "build" "$(dt "$t")"
+# The systemd guest installs the Debian packages of these binaries (guest/systemd.sh).
+if [ $E2E_INIT = systemd ]; then
+  t=$(now)
+  rm -rf "$OUT/share/deb"; mkdir -p "$OUT/share/deb"
+  if [ -n "${E2E_DEB_DIR:-}" ]; then
+    cp "$E2E_DEB_DIR"/clicker-tally_*.deb "$E2E_DEB_DIR"/clicker-vote_*.deb "$OUT/share/deb/" || die "no packages in E2E_DEB_DIR=$E2E_DEB_DIR"
+  else
+    "$ROOT/scripts/package-deb.sh" --bin-dir "$OUT/share/bin" --out "$OUT/share/deb" --compression gzip \
+      || die "scripts/package-deb.sh failed"
+  fi
+  timing "packages" "$(dt "$t")"
+fi
 
 # ---- 2. guest image (cached) ---------------------------------------------------------
 t=$(now)
-KEY=$( { cat "$HERE/image.sh" "$HERE/btvirt.sh" "$HERE"/btvirt/*.patch; echo "$E2E_SUITE"; } | sha256sum | cut -c1-16)
-IMG=$CACHE/img-$E2E_SUITE-$KEY
+KEY=$( { cat "$HERE/image.sh" "$HERE/btvirt.sh" "$HERE"/btvirt/*.patch; echo "$E2E_SUITE"
+         [ $E2E_INIT = shell ] || { cat "$HERE/systemd/image.sh"; echo "$E2E_INIT $E2E_PKGS"; }; } | sha256sum | cut -c1-16)
+IMG=$CACHE/img-$E2E_NAME-$KEY
 mkdir -p "$CACHE"
 exec 9> "$CACHE/.lock"
 flock 9
@@ -128,7 +150,7 @@ if [ -f "$IMG/.complete" ]; then
 else
   log "building the guest image in $IMG (no cache for key $KEY)"
   e2e_build_image "$IMG" "$CACHE/debcache" || die "guest image build failed"
-  for old in "$CACHE"/img-"$E2E_SUITE"-* "$CACHE"/img-????????????????; do [ "$old" = "$IMG" ] || rm -rf "$old"; done
+  for old in "$CACHE"/img-"$E2E_NAME"-???????????????? "$CACHE"/img-????????????????; do [ "$old" = "$IMG" ] || rm -rf "$old"; done
   timing "image build" "$(dt "$t")"
 fi
 flock -u 9
@@ -138,15 +160,28 @@ t=$(now)
 OV=$OUT/overlay
 rm -rf "$OV"; mkdir -p "$OV/e2e" "$OV/etc/bluetooth"
 cp "$HERE/guest/init" "$OV/init"
-cp "$HERE/guest/main.sh" "$HERE/guest/lib.sh" "$HERE/guest/scenarios.sh" "$HERE/guest/e2e.py" "$HERE/guest/adlen.py" "$HERE/guest/forger.py" "$HERE/../../docs/vectors.py" "$HERE/scenarios.txt" "$OV/e2e/"
+cp "$HERE/guest/main.sh" "$HERE/guest/lib.sh" "$HERE/guest/scenarios.sh" "$HERE/guest/e2e.py" "$HERE/guest/adlen.py" "$HERE/guest/forger.py" "$HERE/guest/systemd.sh" "$HERE/../../docs/vectors.py" "$HERE/scenarios.txt" "$OV/e2e/"
 chmod +x "$OV/init" "$OV/e2e/e2e.py"
 # Adapters come up powered, as on a desktop.
 printf '[Policy]\nAutoEnable=true\n' > "$OV/etc/bluetooth/main.conf"
 # The daemon scenarios run clicker-tally daemon and its clients as root on the guest's system bus:
 # root may own and call org.clicker.Tally1 there (the installed policy grants that to the service
 # user and the instructors' group instead; Tests/policy checks that policy).
+# Not in the systemd guest: there the packaged policy alone decides (guest/systemd.sh).
 mkdir -p "$OV/etc/dbus-1/system.d"
-cp "$HERE/guest/clicker-e2e.conf" "$OV/etc/dbus-1/system.d/"
+[ $E2E_INIT = systemd ] || cp "$HERE/guest/clicker-e2e.conf" "$OV/etc/dbus-1/system.d/"
+# The systemd guest: its own /init (mounts the share, then execs systemd), the suite as a unit that
+# powers the guest off, and no login prompts or timers.
+if [ $E2E_INIT = systemd ]; then
+  cp "$HERE/systemd/init" "$OV/init"
+  S=$OV/etc/systemd/system
+  mkdir -p "$S/multi-user.target.wants"
+  cp "$HERE/systemd/clicker-e2e.service" "$S/"
+  ln -s ../clicker-e2e.service "$S/multi-user.target.wants/clicker-e2e.service"
+  ln -s /lib/systemd/system/multi-user.target "$S/default.target"
+  for u in serial-getty@ttyS0.service getty@tty1.service apt-daily.timer apt-daily-upgrade.timer \
+           dpkg-db-backup.timer e2scrub_all.timer fstrim.timer; do ln -s /dev/null "$S/$u"; done
+fi
 (cd "$OV" && find . -print0 | cpio --null -o -H newc -R 0:0 --quiet) > "$OUT/overlay.cpio"
 cat "$IMG/base.cpio" "$OUT/overlay.cpio" > "$OUT/initrd.cpio"
 timing "overlay" "$(dt "$t")"

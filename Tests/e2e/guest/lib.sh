@@ -88,9 +88,20 @@ adapters_ready() {  # all NCTRL adapters known to bluetoothd and powered
 # start_bluetoothd: starts it and waits until it has all NCTRL adapters powered. On a loaded
 # host btvirt may answer an HCI command after the kernel's 2 s timeout and an adapter stays
 # down; adapters still down are powered on again every 15 s.
+# The bookworm-systemd guest runs systemd as PID 1: dbus and bluetoothd are its units there
+# (Debian's dbus.service and bluetooth.service), as on an instructor's laptop.
+systemd_guest() { [ -d /run/systemd/system ]; }
+# There the suite is a unit, whose stdin is /dev/null: BlueZ's shell tools then print nothing and exit.
+# They get the console, as /init's children do in the other guests (opened here, it controls nothing).
+if systemd_guest; then btmgmt() { command btmgmt "$@" < /dev/console; }; fi
 start_bluetoothd() {  # [TIMEOUT_S, default 120]
-  /usr/libexec/bluetooth/bluetoothd -n -d >> /tmp/e2e/bluetoothd.log 2>&1 &
-  echo $! > /run/bluetoothd.pid
+  if systemd_guest; then
+    systemctl start bluetooth.service || { log "systemctl start bluetooth.service failed"; return 1; }
+    systemctl show -p MainPID --value bluetooth.service > /run/bluetoothd.pid
+  else
+    /usr/libexec/bluetooth/bluetoothd -n -d >> /tmp/e2e/bluetoothd.log 2>&1 &
+    echo $! > /run/bluetoothd.pid
+  fi
   local t=${1:-120} i
   local end=$(( SECONDS + t )) next=$(( SECONDS + 15 ))
   until adapters_ready; do
@@ -107,6 +118,10 @@ start_bluetoothd() {  # [TIMEOUT_S, default 120]
 }
 stop_bluetoothd() {  # SIG (default TERM)
   local pid; pid=$(cat /run/bluetoothd.pid 2>/dev/null) || return 0
+  if systemd_guest; then
+    [ "${1:-TERM}" = TERM ] || systemctl kill -s "${1}" bluetooth.service
+    systemctl stop bluetooth.service; rm -f /run/bluetoothd.pid; return 0
+  fi
   kill -"${1:-TERM}" "$pid" 2>/dev/null
   local i; for i in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
   kill -0 "$pid" 2>/dev/null && { kill -KILL "$pid"; sleep 0.5; }
@@ -155,8 +170,12 @@ bring_up() {
 stack_setup() {
   mkdir -p /tmp/e2e /var/lib/bluetooth /etc/bluetooth
   modprobe hci_vhci || { log "modprobe hci_vhci failed"; return 1; }
-  dbus-uuidgen --ensure; mkdir -p /run/dbus
-  dbus-daemon --system --fork || { log "dbus-daemon failed"; return 1; }
+  if systemd_guest; then
+    systemctl start dbus.service || { log "systemctl start dbus.service failed"; return 1; }
+  else
+    dbus-uuidgen --ensure; mkdir -p /run/dbus
+    dbus-daemon --system --fork || { log "dbus-daemon failed"; return 1; }
+  fi
   if [ "${E2E_BTMON:-0}" = 1 ]; then btmon -w /tmp/e2e/hci.btsnoop > /dev/null 2>&1 & fi
   bring_up || { tail -30 /tmp/e2e/bluetoothd.log; return 1; }
   local i; for i in $(seq 0 $((NCTRL - 1))); do log "hci$i = $(adapter_addr hci$i)"; done

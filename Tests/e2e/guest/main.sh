@@ -46,6 +46,7 @@ for s in $SCENARIOS; do
   if [ "$rc" = 0 ] && [ "$ok" -gt 0 ] && [ "$bad" = 0 ]; then verdict=PASS; else verdict=FAIL; fi
   why="$ok checks ok, $bad failed, exit $rc"
   [ "$ok" = 0 ] && [ "$bad" = 0 ] && why="no checks ran (exit $rc)"
+  systemd_guest && journalctl -b -o short-monotonic -u bluetooth.service > /tmp/e2e/bluetoothd.log 2>&1
   cp /tmp/e2e/bluetoothd.log "$D/" 2>/dev/null
   # regular files only: 9p refuses FIFOs
   (cd "$D" && find . -type f) | while read -r f; do mkdir -p "$OUT/$s/$(dirname "$f")"; cp "$D/$f" "$OUT/$s/$f"; done

@@ -719,6 +719,8 @@ doctor() {
   note "doctor scenario took $(since "$t0") s"
 }
 
+. /e2e/systemd.sh   # the set `systemd` (the bookworm-systemd guest)
+
 fn=$(echo "$SCN" | tr '-' '_')
 if ! grep -qE "^$SCN " /e2e/scenarios.txt || [ "$(type -t "$fn")" != function ]; then
   fail "unknown scenario $SCN"; exit 2
