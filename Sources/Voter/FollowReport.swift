@@ -82,7 +82,7 @@ struct FollowScreen {
     private var shownQuestion: BeaconQuestion?
     /// The question whose text is awaited, since when.
     private var awaiting: (question: BeaconQuestion, since: Duration)?
-    /// The shown question when it was shown without the title it has (its text arrived after the wait).
+    /// The shown question, when it was shown before its title arrived (the title is then shown on arrival).
     private var untitled: BeaconQuestion?
 
     /// Whether a question waits for its text: ``update(_:at:parse:)`` shows it without once the wait is over.
