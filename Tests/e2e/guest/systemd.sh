@@ -15,10 +15,11 @@ as() {
 # tally_as USER ARGS...: the installed clicker-tally as USER on the system bus; stdout and stderr.
 tally_as() { local u=$1; shift; as "$u" /usr/bin/clicker-tally "$@" 2>&1; }
 # watch_shows TEXT: `clicker-tally watch` as the instructor in a 100x30 pseudo-terminal, who presses q
-# after 8 s; its screen showed TEXT and it exited 0 (killed after 20 s if q did not end it).
+# every 3 s from 6 s on (a key typed before the view takes the terminal is discarded); its screen
+# showed TEXT and it exited 0 (killed after 40 s if q never ended it).
 watch_shows() {
-  { sleep 8; printf q; sleep 3; } | as instructor env TERM=xterm-256color script -qfec \
-    "stty cols 100 rows 30; timeout -k 2 20 /usr/bin/clicker-tally watch" /dev/null > "$D/watch.out" 2>&1
+  { for _ in $(seq 12); do sleep 3; printf q; done; } 2>/dev/null | as instructor env TERM=xterm-256color script -qfec \
+    "stty cols 100 rows 30; timeout -k 2 40 /usr/bin/clicker-tally watch" /dev/null > "$D/watch.out" 2>&1
   local rc=$?
   grep -a -o -m1 -- "$1" "$D/watch.out" || { tail -c 600 "$D/watch.out" | tr -d '\033'; return 1; }
   [ $rc = 0 ] || { echo "watch exited $rc"; return 1; }
