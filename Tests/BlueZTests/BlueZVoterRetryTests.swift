@@ -31,6 +31,21 @@ final class BlueZVoterRetryTests: XCTestCase {
         bus = nil
     }
 
+    /// A follower of the beacon on `voter` that casts `first`, its status lines collected; it is listening
+    /// when this returns.
+    func follow(_ voter: BlueZPeripheral, secret: PollSecret, first: String) async throws
+        -> (lines: Collector<String>, run: Task<Void, any Error>) {
+        let (shown, sink) = AsyncStream<String>.makeStream()
+        let service = BeaconFollowService(secret: secret, identity: DeviceKey.generate(), roster: false, transport: voter,
+                                          state: nil, lines: AsyncStream { _ in }, first: first, report: { sink.yield($0.line) },
+                                          notSending: { sink.yield($0.line) }, tick: .seconds(3600), start: .immediate)
+        let lines = Collector(shown)
+        let run = Task { try await service.run() }
+        let status = Collector(voter.listenerStatus())
+        try await status.wait("scanning") { $0.last?.state == .scanning }
+        return (lines, run)
+    }
+
     func testARegistrationTakenButNotAnsweredIsWithdrawnAndTriedAgainWithBackOff() async throws {
         let code = try JoinCode(parsing: "4821-ABCDE-FGHJK")
         let secret = PollSecret(deriving: code)
@@ -43,15 +58,8 @@ final class BlueZVoterRetryTests: XCTestCase {
         // bluetoothd refuses every registration for now.
         _ = try await mock.mock("SetRegisterApplicationFailures", [.string("hci0"), .string("Failed"), .uint32(100_000), .boolean(false)])
         let voter = BlueZPeripheral(options: BlueZPeripheralOptions(bus: bus.target, callTimeout: .seconds(5)))
-        let (shown, sink) = AsyncStream<String>.makeStream()
-        let lines = Collector(shown)
-        let service = BeaconFollowService(secret: secret, identity: DeviceKey.generate(), roster: false, transport: voter,
-                                          state: nil, lines: AsyncStream { _ in }, first: "B", report: { sink.yield($0.line) },
-                                          notSending: { sink.yield($0.line) }, tick: .seconds(3600), start: .immediate)
-        let run = Task { try await service.run() }
+        let (lines, run) = try await follow(voter, secret: secret, first: "B")
         defer { run.cancel() }
-        let status = Collector(voter.listenerStatus())
-        try await status.wait("scanning") { $0.last?.state == .scanning }
 
         let clock = ContinuousClock(), started = clock.now
         try await mock.advertise(Self.tally, data: try state(counter: 10))
@@ -93,15 +101,8 @@ final class BlueZVoterRetryTests: XCTestCase {
         _ = try await mock.mock("SetRegisterAdvertisementDelay", [.string("hci0"), .uint32(3_000)])
         let voter = BlueZPeripheral(options: BlueZPeripheralOptions(bus: bus.target, callTimeout: .seconds(1),
                                                                     registrationTimeout: .seconds(20)))
-        let (shown, sink) = AsyncStream<String>.makeStream()
-        let lines = Collector(shown)
-        let service = BeaconFollowService(secret: secret, identity: DeviceKey.generate(), roster: false, transport: voter,
-                                          state: nil, lines: AsyncStream { _ in }, first: "C", report: { sink.yield($0.line) },
-                                          notSending: { sink.yield($0.line) }, tick: .seconds(3600), start: .immediate)
-        let run = Task { try await service.run() }
+        let (lines, run) = try await follow(voter, secret: secret, first: "C")
         defer { run.cancel() }
-        let status = Collector(voter.listenerStatus())
-        try await status.wait("scanning") { $0.last?.state == .scanning }
         try await mock.advertise(Self.tally, data: state)
         let seen = try await lines.wait("sending C", timeout: .seconds(30)) { $0.last == "sending C" }
         XCTAssertFalse(seen.contains { $0.hasPrefix("not-sending") }, "\(seen)")
