@@ -3,6 +3,7 @@ import ClickerSim
 import ClickerTransport
 import ClickerWire
 import Foundation
+import Glibc
 import GRDB
 import Logging
 import Synchronization
@@ -10,22 +11,71 @@ import Synchronization
 import Voter
 import XCTest
 
-/// A database that cannot grow (SQLite's `max_page_count`: a write that needs another page fails
-/// with SQLITE_FULL, "database or disk is full", as on a full disk) under a real `PollController`
-/// and its beacon, with real voters (`BeaconFollowService`) following it on the simulated air.
-/// Nothing the store does not hold is shown, exported or acknowledged; the voters keep sending;
-/// once the database grows again their answers count.
+/// A database that cannot grow under a real `PollController` and its beacon, with real voters
+/// (`BeaconFollowService`) following it on the simulated air: SQLite's `max_page_count` (a write
+/// that needs another page fails with SQLITE_FULL, "database or disk is full"), and a real full
+/// disk (a tmpfs filled to ENOSPC). Nothing the store does not hold is shown, exported or
+/// acknowledged; the voters keep sending; once the database grows again their answers count.
 final class FullDiskTests: XCTestCase {
     let code = try! JoinCode(parsing: "4821-K7QXM-3PF9A")  // test constant
     let letters = ["A", "B", "C", "D"]
 
     func testAFullDatabaseStopsCountingAndAcknowledgingAndLosesNothing() async throws {
-        let n = 10
-        let secret = pollSecret(code)
-        let air = SimulatedAir(AirConfiguration(seed: 37, clock: .virtual))
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("full-disk-\(UUID())").path
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
+        try await countWhileTheDiskFills(in: dir, exports: dir + "/exports", fill: { store in
+            let pages = try await store.pool.writeWithoutTransaction { db in
+                let pages = try Int.fetchOne(db, sql: "PRAGMA page_count") ?? 0
+                try db.execute(sql: "PRAGMA max_page_count = \(pages)")
+                return pages
+            }
+            XCTAssertGreaterThan(pages, 0)
+        }, free: { store in
+            try await store.pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA max_page_count = 1073741823") }
+        })
+    }
+
+    /// The database on a real full disk, as issue 37 found it: a 2 MiB tmpfs, filled to ENOSPC by
+    /// another file once the first answers are counted; space returns when that file is removed.
+    /// Mounting needs root (CAP_SYS_ADMIN), as CI runs; elsewhere the test is skipped, saying so.
+    func testADatabaseOnARealFullDiskStopsCountingAndAcknowledgingAndLosesNothing() async throws {
+        let mountPoint = FileManager.default.temporaryDirectory.appendingPathComponent("full-disk-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: false)
+        defer { rmdir(mountPoint) }
+        guard mount("tmpfs", mountPoint, "tmpfs", 0, "size=2m,mode=0700") == 0 else {
+            let e = errno
+            throw XCTSkip("cannot mount a 2 MiB tmpfs at \(mountPoint) (\(String(cString: strerror(e)))): "
+                          + "a real full disk needs root (CAP_SYS_ADMIN)")
+        }
+        defer { umount2(mountPoint, Int32(MNT_DETACH)) }
+        // Exports go elsewhere: this disk is full when the test exports.
+        let exports = mountPoint + "-exports"
+        defer { try? FileManager.default.removeItem(atPath: exports) }
+        let filler = mountPoint + "/filler"
+        try await countWhileTheDiskFills(in: mountPoint, exports: exports, fill: { _ in
+            let fd = open(filler, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+            XCTAssertGreaterThanOrEqual(fd, 0)
+            let block = [UInt8](repeating: 0x5A, count: 4096)
+            var filled = 0, failure: Int32 = 0
+            while failure == 0, filled < 4 << 20 {
+                let n = block.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+                if n < 0 { failure = errno } else { filled += n }
+            }
+            close(fd)
+            XCTAssertEqual(failure, ENOSPC, "the disk is full after \(filled) bytes: \(String(cString: strerror(failure)))")
+        }, free: { _ in
+            XCTAssertEqual(unlink(filler), 0)
+        })
+    }
+
+    /// Ten voters answer A; `fill` stops the database from growing; they change their answers until
+    /// commits fail, twice more; `free` lets it grow; every voter's latest answer is then counted.
+    func countWhileTheDiskFills(in dir: String, exports: String, fill: (ClickerStore) async throws -> Void,
+                                free: (ClickerStore) async throws -> Void) async throws {
+        let n = 10
+        let secret = pollSecret(code)
+        let air = SimulatedAir(AirConfiguration(seed: 37, clock: .virtual))
         let store = try ClickerStore(path: dir + "/clicker.db", durability: .normal)
         // The controller's clock is the air's: its retries of the store follow virtual time.
         let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: store,
@@ -96,12 +146,7 @@ final class FullDiskTests: XCTestCase {
         XCTAssertEqual(try stored(), ["A": n])
 
         // The disk fills: the database can no longer grow.
-        let pages = try await store.pool.writeWithoutTransaction { db in
-            let pages = try Int.fetchOne(db, sql: "PRAGMA page_count") ?? 0
-            try db.execute(sql: "PRAGMA max_page_count = \(pages)")
-            return pages
-        }
-        XCTAssertGreaterThan(pages, 0)
+        try await fill(store)
         // The voters change their answers until a commit fails (the last page fills), then twice more.
         var round = 0
         var answer: [Int: String] = [:]
@@ -143,11 +188,11 @@ final class FullDiskTests: XCTestCase {
         let notSavedAfter = await controller.notSaved
         XCTAssertGreaterThan(ballotsAfter, ballotsBefore + waiting.count, "the voters that were not acknowledged stopped sending")
         XCTAssertGreaterThan(notSavedAfter, notSaved, "no retry of the store in 10 s")
-        let exported = try await controller.export(to: dir + "/exports")
+        let exported = try await controller.export(to: exports)
         XCTAssertFalse(exported.isEmpty)
 
         // Space returns: counting resumes, and every voter's latest answer counts with nothing lost.
-        try await store.pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA max_page_count = 1073741823") }
+        try await free(store)
         try await drive("latest answer counted", for: .seconds(60)) { shownCounted()[$0] == answer[$0] }
         let final = histogram(answer)
         XCTAssertEqual(try stored(), final)
