@@ -169,8 +169,11 @@ final class NotSendingTests: XCTestCase {
                                           sleep: { try await clock.sleep(for: $0) })
         var counter: UInt32 = 1000
         let q2 = BeaconQuestion(number: 2, kind: .single, options: 4)
-        func frame() async throws {
+        func frame(timerWaiting: Bool = false) async throws {
             counter += 1
+            // While the ballot is off the air the follower always waits on a tick: the clock moves
+            // only once it does, so none of its ticks or retries is skipped.
+            if timerWaiting { await yieldUntil { clock.sleeping >= 1 } }
             clock.advance(by: .milliseconds(100))
             radio.inner.air(try BeaconCodec.seal(BeaconState(voteID: key.voteID, counter: counter, mode: .anonymous,
                                                              poll: .open(q2), interval: BeaconInterval(milliseconds: 100) ?? .stop),
@@ -186,7 +189,7 @@ final class NotSendingTests: XCTestCase {
             let seen = await log.waitFor(3)
             XCTAssertEqual(seen.last, "not-sending state-directory-full")
             let woken = clock.woken
-            for _ in 0..<250 { try await frame() }
+            for _ in 0..<250 { try await frame(timerWaiting: true) }
             XCTAssertGreaterThan(clock.woken - woken, 10, "the follower's ticks and retries ran in those 25 s")
             XCTAssertEqual(log.all.count, 3, "nothing more shown while the disk is full: \(log.all.suffix(3))")
             // Space returns: the next retry (at most 8 s later) puts the answer on the air.
