@@ -38,35 +38,107 @@ final class FullDiskTests: XCTestCase {
 
     /// The database on a real full disk, as issue 37 found it: a 2 MiB tmpfs, filled to ENOSPC by
     /// another file once the first answers are counted; space returns when that file is removed.
-    /// Mounting needs root (CAP_SYS_ADMIN), as CI runs; elsewhere the test is skipped, saying so.
     func testADatabaseOnARealFullDiskStopsCountingAndAcknowledgingAndLosesNothing() async throws {
-        let mountPoint = FileManager.default.temporaryDirectory.appendingPathComponent("full-disk-\(UUID())").path
-        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: false)
-        defer { rmdir(mountPoint) }
-        guard mount("tmpfs", mountPoint, "tmpfs", 0, "size=2m,mode=0700") == 0 else {
-            let e = errno
-            throw XCTSkip("cannot mount a 2 MiB tmpfs at \(mountPoint) (\(String(cString: strerror(e)))): "
-                          + "a real full disk needs root (CAP_SYS_ADMIN)")
-        }
-        defer { umount2(mountPoint, Int32(MNT_DETACH)) }
+        let mountPoint = try mountSmallDisk()
+        defer { unmountSmallDisk(mountPoint) }
         // Exports go elsewhere: this disk is full when the test exports.
         let exports = mountPoint + "-exports"
         defer { try? FileManager.default.removeItem(atPath: exports) }
         let filler = mountPoint + "/filler"
         try await countWhileTheDiskFills(in: mountPoint, exports: exports, fill: { _ in
-            let fd = open(filler, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-            XCTAssertGreaterThanOrEqual(fd, 0)
-            let block = [UInt8](repeating: 0x5A, count: 4096)
-            var filled = 0, failure: Int32 = 0
-            while failure == 0, filled < 4 << 20 {
-                let n = block.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-                if n < 0 { failure = errno } else { filled += n }
-            }
-            close(fd)
-            XCTAssertEqual(failure, ENOSPC, "the disk is full after \(filled) bytes: \(String(cString: strerror(failure)))")
+            fillToTheLastBlock(filler)
         }, free: { _ in
             XCTAssertEqual(unlink(filler), 0)
         })
+    }
+
+    /// The built `clicker-tally` with its database on a real full disk exits with status 1 and says
+    /// why, even though space returned before the end: issue 37's daemon exited 0 after commits had
+    /// failed. A simulated room of 20 changes answers (about 20 votes/s) on the simulated air; once
+    /// question 1 is open the disk fills; once the log says counting stopped, space returns.
+    func testTheTallyOnARealFullDiskExitsWithAnErrorSayingWhy() throws {
+        let bin = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+            .appendingPathComponent("clicker-tally").path
+        guard FileManager.default.isExecutableFile(atPath: bin) else {
+            throw XCTSkip("\(bin) not built (swift build --build-tests builds it)")
+        }
+        let mountPoint = try mountSmallDisk()
+        defer { unmountSmallDisk(mountPoint) }
+        let work = mountPoint + "-work"   // the air's socket and stderr, not on the full disk
+        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: false)
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        let filler = mountPoint + "/filler"
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: bin)
+        // No beacon: the end of the run then does not broadcast "closed" for 3 s.
+        p.arguments = ["--radio", "sim", "--air", work + "/air.sock", "--simulate", "20", "--simulate-speed", "20",
+                       "--simulate-churn", "20", "--no-gatt-confirm", "--no-beacon", "--duration", "4",
+                       "--db", mountPoint + "/clicker.sqlite"]
+        p.environment = ["XDG_RUNTIME_DIR": work, "PATH": "/usr/bin:/bin"]
+        let out = Pipe()
+        p.standardOutput = out
+        XCTAssertTrue(FileManager.default.createFile(atPath: work + "/stderr", contents: nil))
+        let errors = try FileHandle(forWritingTo: URL(fileURLWithPath: work + "/stderr"))
+        p.standardError = errors
+        p.standardInput = FileHandle.nullDevice
+        try p.run()
+        try errors.close()
+        // The plain log on stdout says when question 1 is open (the poll is stored) and when counting stopped.
+        var stdout = "", filled = false, stopped = false
+        while true {
+            let chunk = out.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            stdout += String(decoding: chunk, as: UTF8.self)
+            if !filled, stdout.contains("question 1 opened\n") {
+                fillToTheLastBlock(filler)
+                filled = true
+            }
+            if filled, !stopped, stdout.contains("COUNTING STOPPED") {
+                XCTAssertEqual(unlink(filler), 0)
+                stopped = true
+            }
+        }
+        p.waitUntilExit()
+        let stderr = (try? String(contentsOfFile: work + "/stderr", encoding: .utf8)) ?? ""
+        XCTAssertTrue(filled, "question 1 never opened: \(stdout) \(stderr)")
+        XCTAssertTrue(stopped, "no commit failed during the run: \(stdout) \(stderr)")
+        XCTAssertEqual(p.terminationReason, .exit)
+        XCTAssertEqual(p.terminationStatus, 1, "the run's exit status does not say it failed: \(stderr)")
+        XCTAssertTrue(stderr.contains("Error: the database could not be written during this run (SQLite error 13: "
+                                      + "database or disk is full"), stderr)
+    }
+
+    /// A 2 MiB tmpfs at a fresh temporary path. Mounting needs root (CAP_SYS_ADMIN), as CI runs;
+    /// elsewhere the test is skipped, saying so.
+    func mountSmallDisk() throws -> String {
+        let mountPoint = FileManager.default.temporaryDirectory.appendingPathComponent("full-disk-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: false)
+        guard mount("tmpfs", mountPoint, "tmpfs", 0, "size=2m,mode=0700") == 0 else {
+            let e = errno
+            rmdir(mountPoint)
+            throw XCTSkip("cannot mount a 2 MiB tmpfs at \(mountPoint) (\(String(cString: strerror(e)))): "
+                          + "a real full disk needs root (CAP_SYS_ADMIN)")
+        }
+        return mountPoint
+    }
+
+    func unmountSmallDisk(_ mountPoint: String) {
+        umount2(mountPoint, Int32(MNT_DETACH))
+        rmdir(mountPoint)
+    }
+
+    /// Writes `path` until the disk is full: the next write fails with ENOSPC.
+    func fillToTheLastBlock(_ path: String) {
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        XCTAssertGreaterThanOrEqual(fd, 0)
+        let block = [UInt8](repeating: 0x5A, count: 4096)
+        var filled = 0, failure: Int32 = 0
+        while failure == 0, filled < 4 << 20 {
+            let n = block.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            if n < 0 { failure = errno } else { filled += n }
+        }
+        close(fd)
+        XCTAssertEqual(failure, ENOSPC, "the disk is full after \(filled) bytes: \(String(cString: strerror(failure)))")
     }
 
     /// Ten voters answer A; `fill` stops the database from growing; they change their answers until
