@@ -190,10 +190,15 @@ final class FullDiskTests: XCTestCase {
             }
             XCTFail("\(what): not every voter after \(limit): \((0..<n).filter { !done($0) }.map { "\($0): \(lines($0).suffix(3))" })")
         }
-        /// Each voter's answer as it last showed it counted.
+        /// Each voter's answer that it shows counted now: its latest status is "counted". A "counted"
+        /// line followed by "sending" is not: that answer was replaced, and a later one, the same as
+        /// it four rounds on, may not be saved.
         func shownCounted() -> [Int: String] {
             var d: [Int: String] = [:]
-            for i in 0..<n { if let c = lines(i).last(where: { $0.hasPrefix("counted ") }) { d[i] = String(c.dropFirst(8)) } }
+            for i in 0..<n {
+                if let s = lines(i).last(where: { $0.hasPrefix("counted ") || $0.hasPrefix("sending ") }),
+                   s.hasPrefix("counted ") { d[i] = String(s.dropFirst(8)) }
+            }
             return d
         }
         /// Each voter's answer as the store counts it: its highest sequence (latest wins).
