@@ -72,6 +72,10 @@ extension ClickerStore {
             }
             var ids: Set<String> = []
             var codes: [Data: String] = [:]
+            // Prepared once for the whole list: a record's insert would encode it and build its
+            // statement again for every student (more than half of a 100,000-row import's time).
+            let insert = try db.cachedStatement(sql: "INSERT INTO roster (student_id, name, enrollment_key) VALUES (?, ?, ?)")
+            let update = try db.cachedStatement(sql: "UPDATE roster SET name = ?, enrollment_key = ? WHERE student_id = ?")
             for s in students {
                 guard ids.insert(s.studentId).inserted else { throw StoreError.roster(.repeatedStudentID(s.studentId)) }
                 if let key = s.enrollmentKey {
@@ -83,9 +87,9 @@ extension ClickerStore {
                 }
                 if let stored = storedKeys[s.studentId] {
                     guard stored == s.enrollmentKey else { throw StoreError.roster(.studentEnrolledWithAnotherCode(studentID: s.studentId)) }
-                    try s.update(db)
+                    try update.execute(arguments: [s.name, s.enrollmentKey, s.studentId])
                 } else {
-                    try s.insert(db)
+                    try insert.execute(arguments: [s.studentId, s.name, s.enrollmentKey])
                 }
             }
         }

@@ -67,7 +67,10 @@ extension PollController {
             if let used = try store?.poll(joinCode: code.description) {
                 throw PollError.joinCodeUsed(voteID: code.voteID, poll: used.id)
             }
-            // Closed by its ID alone: a row of it that cannot be read does not hold up a new poll.
+            // Closed by its ID alone, its rows not loaded: an unreadable row of a roster poll does not
+            // hold up a new poll, and is kept as it is. An anonymous poll's open questions are sealed
+            // into totals, which reads their ballots: an unreadable one refuses the new poll, naming
+            // --db, and nothing is written.
             if let open = try store?.openPollID() {
                 do { try store?.closePoll(open, at: now) } catch {
                     throw PollError.storage("the open poll \(open) cannot be closed (\(error)): the database is damaged; "

@@ -3,6 +3,7 @@ import ClickerSim
 import ClickerTransport
 import ClickerWire
 import Foundation
+import Glibc
 import GRDB
 import Logging
 import Synchronization
@@ -10,22 +11,143 @@ import Synchronization
 import Voter
 import XCTest
 
-/// A database that cannot grow (SQLite's `max_page_count`: a write that needs another page fails
-/// with SQLITE_FULL, "database or disk is full", as on a full disk) under a real `PollController`
-/// and its beacon, with real voters (`BeaconFollowService`) following it on the simulated air.
-/// Nothing the store does not hold is shown, exported or acknowledged; the voters keep sending;
-/// once the database grows again their answers count.
+/// A database that cannot grow under a real `PollController` and its beacon, with real voters
+/// (`BeaconFollowService`) following it on the simulated air: SQLite's `max_page_count` (a write
+/// that needs another page fails with SQLITE_FULL, "database or disk is full"), and a real full
+/// disk (a tmpfs filled to ENOSPC). Nothing the store does not hold is shown, exported or
+/// acknowledged; the voters keep sending; once the database grows again their answers count.
 final class FullDiskTests: XCTestCase {
     let code = try! JoinCode(parsing: "4821-K7QXM-3PF9A")  // test constant
     let letters = ["A", "B", "C", "D"]
 
     func testAFullDatabaseStopsCountingAndAcknowledgingAndLosesNothing() async throws {
-        let n = 10
-        let secret = pollSecret(code)
-        let air = SimulatedAir(AirConfiguration(seed: 37, clock: .virtual))
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("full-disk-\(UUID())").path
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
+        try await countWhileTheDiskFills(in: dir, exports: dir + "/exports", fill: { store in
+            let pages = try await store.pool.writeWithoutTransaction { db in
+                let pages = try Int.fetchOne(db, sql: "PRAGMA page_count") ?? 0
+                try db.execute(sql: "PRAGMA max_page_count = \(pages)")
+                return pages
+            }
+            XCTAssertGreaterThan(pages, 0)
+        }, free: { store in
+            try await store.pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA max_page_count = 1073741823") }
+        })
+    }
+
+    /// The database on a real full disk, as issue 37 found it: a 2 MiB tmpfs, filled to ENOSPC by
+    /// another file once the first answers are counted; space returns when that file is removed.
+    func testADatabaseOnARealFullDiskStopsCountingAndAcknowledgingAndLosesNothing() async throws {
+        let mountPoint = try mountSmallDisk()
+        defer { unmountSmallDisk(mountPoint) }
+        // Exports go elsewhere: this disk is full when the test exports.
+        let exports = mountPoint + "-exports"
+        defer { try? FileManager.default.removeItem(atPath: exports) }
+        let filler = mountPoint + "/filler"
+        try await countWhileTheDiskFills(in: mountPoint, exports: exports, fill: { _ in
+            fillToTheLastBlock(filler)
+        }, free: { _ in
+            XCTAssertEqual(unlink(filler), 0)
+        })
+    }
+
+    /// The built `clicker-tally` with its database on a real full disk exits with status 1 and says
+    /// why, even though space returned before the end: issue 37's daemon exited 0 after commits had
+    /// failed. A simulated room of 20 changes answers (about 20 votes/s) on the simulated air; once
+    /// question 1 is open the disk fills; once the log says counting stopped, space returns.
+    func testTheTallyOnARealFullDiskExitsWithAnErrorSayingWhy() throws {
+        let bin = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+            .appendingPathComponent("clicker-tally").path
+        guard FileManager.default.isExecutableFile(atPath: bin) else {
+            throw XCTSkip("\(bin) not built (swift build --build-tests builds it)")
+        }
+        let mountPoint = try mountSmallDisk()
+        defer { unmountSmallDisk(mountPoint) }
+        let work = mountPoint + "-work"   // the air's socket and stderr, not on the full disk
+        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: false)
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        let filler = mountPoint + "/filler"
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: bin)
+        // No beacon: the end of the run then does not broadcast "closed" for 3 s.
+        p.arguments = ["--radio", "sim", "--air", work + "/air.sock", "--simulate", "20", "--simulate-speed", "20",
+                       "--simulate-churn", "20", "--no-gatt-confirm", "--no-beacon", "--duration", "4",
+                       "--db", mountPoint + "/clicker.sqlite"]
+        p.environment = ["XDG_RUNTIME_DIR": work, "PATH": "/usr/bin:/bin"]
+        let out = Pipe()
+        p.standardOutput = out
+        XCTAssertTrue(FileManager.default.createFile(atPath: work + "/stderr", contents: nil))
+        let errors = try FileHandle(forWritingTo: URL(fileURLWithPath: work + "/stderr"))
+        p.standardError = errors
+        p.standardInput = FileHandle.nullDevice
+        try p.run()
+        try errors.close()
+        // The plain log on stdout says when question 1 is open (the poll is stored) and when counting stopped.
+        var stdout = "", filled = false, stopped = false
+        while true {
+            let chunk = out.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            stdout += String(decoding: chunk, as: UTF8.self)
+            if !filled, stdout.contains("question 1 opened\n") {
+                fillToTheLastBlock(filler)
+                filled = true
+            }
+            if filled, !stopped, stdout.contains("COUNTING STOPPED") {
+                XCTAssertEqual(unlink(filler), 0)
+                stopped = true
+            }
+        }
+        p.waitUntilExit()
+        let stderr = (try? String(contentsOfFile: work + "/stderr", encoding: .utf8)) ?? ""
+        XCTAssertTrue(filled, "question 1 never opened: \(stdout) \(stderr)")
+        XCTAssertTrue(stopped, "no commit failed during the run: \(stdout) \(stderr)")
+        XCTAssertEqual(p.terminationReason, .exit)
+        XCTAssertEqual(p.terminationStatus, 1, "the run's exit status does not say it failed: \(stderr)")
+        XCTAssertTrue(stderr.contains("Error: the database could not be written during this run (SQLite error 13: "
+                                      + "database or disk is full"), stderr)
+    }
+
+    /// A 2 MiB tmpfs at a fresh temporary path. Mounting needs root (CAP_SYS_ADMIN), as CI runs;
+    /// elsewhere the test is skipped, saying so.
+    func mountSmallDisk() throws -> String {
+        let mountPoint = FileManager.default.temporaryDirectory.appendingPathComponent("full-disk-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: false)
+        guard mount("tmpfs", mountPoint, "tmpfs", 0, "size=2m,mode=0700") == 0 else {
+            let e = errno
+            rmdir(mountPoint)
+            throw XCTSkip("cannot mount a 2 MiB tmpfs at \(mountPoint) (\(String(cString: strerror(e)))): "
+                          + "a real full disk needs root (CAP_SYS_ADMIN)")
+        }
+        return mountPoint
+    }
+
+    func unmountSmallDisk(_ mountPoint: String) {
+        umount2(mountPoint, Int32(MNT_DETACH))
+        rmdir(mountPoint)
+    }
+
+    /// Writes `path` until the disk is full: the next write fails with ENOSPC.
+    func fillToTheLastBlock(_ path: String) {
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        XCTAssertGreaterThanOrEqual(fd, 0)
+        let block = [UInt8](repeating: 0x5A, count: 4096)
+        var filled = 0, failure: Int32 = 0
+        while failure == 0, filled < 4 << 20 {
+            let n = block.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            if n < 0 { failure = errno } else { filled += n }
+        }
+        close(fd)
+        XCTAssertEqual(failure, ENOSPC, "the disk is full after \(filled) bytes: \(String(cString: strerror(failure)))")
+    }
+
+    /// Ten voters answer A; `fill` stops the database from growing; they change their answers until
+    /// commits fail, twice more; `free` lets it grow; every voter's latest answer is then counted.
+    func countWhileTheDiskFills(in dir: String, exports: String, fill: (ClickerStore) async throws -> Void,
+                                free: (ClickerStore) async throws -> Void) async throws {
+        let n = 10
+        let secret = pollSecret(code)
+        let air = SimulatedAir(AirConfiguration(seed: 37, clock: .virtual))
         let store = try ClickerStore(path: dir + "/clicker.db", durability: .normal)
         // The controller's clock is the air's: its retries of the store follow virtual time.
         let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: store,
@@ -68,10 +190,15 @@ final class FullDiskTests: XCTestCase {
             }
             XCTFail("\(what): not every voter after \(limit): \((0..<n).filter { !done($0) }.map { "\($0): \(lines($0).suffix(3))" })")
         }
-        /// Each voter's answer as it last showed it counted.
+        /// Each voter's answer that it shows counted now: its latest status is "counted". A "counted"
+        /// line followed by "sending" is not: that answer was replaced, and a later one, the same as
+        /// it four rounds on, may not be saved.
         func shownCounted() -> [Int: String] {
             var d: [Int: String] = [:]
-            for i in 0..<n { if let c = lines(i).last(where: { $0.hasPrefix("counted ") }) { d[i] = String(c.dropFirst(8)) } }
+            for i in 0..<n {
+                if let s = lines(i).last(where: { $0.hasPrefix("counted ") || $0.hasPrefix("sending ") }),
+                   s.hasPrefix("counted ") { d[i] = String(s.dropFirst(8)) }
+            }
             return d
         }
         /// Each voter's answer as the store counts it: its highest sequence (latest wins).
@@ -96,12 +223,7 @@ final class FullDiskTests: XCTestCase {
         XCTAssertEqual(try stored(), ["A": n])
 
         // The disk fills: the database can no longer grow.
-        let pages = try await store.pool.writeWithoutTransaction { db in
-            let pages = try Int.fetchOne(db, sql: "PRAGMA page_count") ?? 0
-            try db.execute(sql: "PRAGMA max_page_count = \(pages)")
-            return pages
-        }
-        XCTAssertGreaterThan(pages, 0)
+        try await fill(store)
         // The voters change their answers until a commit fails (the last page fills), then twice more.
         var round = 0
         var answer: [Int: String] = [:]
@@ -143,11 +265,11 @@ final class FullDiskTests: XCTestCase {
         let notSavedAfter = await controller.notSaved
         XCTAssertGreaterThan(ballotsAfter, ballotsBefore + waiting.count, "the voters that were not acknowledged stopped sending")
         XCTAssertGreaterThan(notSavedAfter, notSaved, "no retry of the store in 10 s")
-        let exported = try await controller.export(to: dir + "/exports")
+        let exported = try await controller.export(to: exports)
         XCTAssertFalse(exported.isEmpty)
 
         // Space returns: counting resumes, and every voter's latest answer counts with nothing lost.
-        try await store.pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA max_page_count = 1073741823") }
+        try await free(store)
         try await drive("latest answer counted", for: .seconds(60)) { shownCounted()[$0] == answer[$0] }
         let final = histogram(answer)
         XCTAssertEqual(try stored(), final)

@@ -122,6 +122,93 @@ final class NotSendingTests: XCTestCase {
         XCTAssertEqual(logged.entries.filter { $0.level == .error }.count, 1, "\(logged.entries.map(\.message))")
     }
 
+    /// The state directory on a real full disk: a 64 KiB tmpfs filled to ENOSPC by another file. The
+    /// answer's sequence cannot be saved, so the ballot is never sealed. Over 25 s of the beacon's
+    /// frames, ten a second, on the follower's own clock (its ticks and its retries, backing off, run
+    /// on it; issue 37 saw the error 282 times in 25 s, shown as "sending"), the voter says
+    /// "not-sending state-directory-full" once, logs the error once and never shows "sending"; no
+    /// temporary file is left; once space returns the answer goes on the air at the next retry.
+    /// Mounting needs root (CAP_SYS_ADMIN), as CI runs; elsewhere the test is skipped, saying so.
+    func testAStateDirectoryOnAFullDiskIsSaidOnceAndNeverShownAsSending() async throws {
+        let mountPoint = NSTemporaryDirectory() + "clicker-full-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: false)
+        defer { rmdir(mountPoint) }
+        guard mount("tmpfs", mountPoint, "tmpfs", 0, "size=64k,mode=0700") == 0 else {
+            let e = errno
+            throw XCTSkip("cannot mount a 64 KiB tmpfs at \(mountPoint) (\(String(cString: strerror(e)))): "
+                          + "a real full disk needs root (CAP_SYS_ADMIN)")
+        }
+        defer { umount2(mountPoint, Int32(MNT_DETACH)) }
+        let state = StateDirectory(path: mountPoint + "/clicker")
+        try state.create()
+        // Another file takes every block: the next write in the state directory fails with ENOSPC.
+        let filler = mountPoint + "/filler"
+        let fd = open(filler, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        XCTAssertGreaterThanOrEqual(fd, 0)
+        let block = [UInt8](repeating: 0x5A, count: 4096)
+        var filled = 0, failure: Int32 = 0
+        while failure == 0, filled < 1 << 20 {
+            let n = block.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            if n < 0 { failure = errno } else { filled += n }
+        }
+        close(fd)
+        XCTAssertEqual(failure, ENOSPC, "the disk is full after \(filled) bytes: \(String(cString: strerror(failure)))")
+
+        let log = EventLog(), logged = InMemoryLogHandler()
+        let radio = RefusingRadio(log: log)
+        radio.failing.withLock { $0 = false }
+        let clock = SleepClock()
+        let secret = pollSecret(code)
+        let key = BeaconKey(secret)
+        let (lines, input) = AsyncStream<String>.makeStream()
+        let service = BeaconFollowService(secret: secret, identity: DeviceKey.generate(), roster: false, transport: radio,
+                                          state: state, lines: lines, report: { log.add($0.line) },
+                                          notSending: { log.add($0.line) },
+                                          logger: Logger(label: "test", factory: { _ in logged }),
+                                          now: { clock.now }, tick: .milliseconds(500), start: .immediate,
+                                          sleep: { try await clock.sleep(for: $0) })
+        var counter: UInt32 = 1000
+        let q2 = BeaconQuestion(number: 2, kind: .single, options: 4)
+        func frame(timerWaiting: Bool = false) async throws {
+            counter += 1
+            // While the ballot is off the air the follower always waits on a tick: the clock moves
+            // only once it does, so none of its ticks or retries is skipped.
+            if timerWaiting { await yieldUntil { clock.sleeping >= 1 } }
+            clock.advance(by: .milliseconds(100))
+            radio.inner.air(try BeaconCodec.seal(BeaconState(voteID: key.voteID, counter: counter, mode: .anonymous,
+                                                             poll: .open(q2), interval: BeaconInterval(milliseconds: 100) ?? .stop),
+                                                 key: key))
+            try await Task.sleep(for: .milliseconds(2))   // the follower's tasks run on the pool
+        }
+        try await testGracefulShutdown { shutdown in
+            let run = Task { try await service.run() }
+            _ = await radio.inner.listens.waitFor(1)
+            try await frame()
+            _ = await log.waitFor(2)                     // waiting, question 2 single 4
+            input.yield("C")
+            let seen = await log.waitFor(3)
+            XCTAssertEqual(seen.last, "not-sending state-directory-full")
+            let woken = clock.woken
+            for _ in 0..<250 { try await frame(timerWaiting: true) }
+            XCTAssertGreaterThan(clock.woken - woken, 10, "the follower's ticks and retries ran in those 25 s")
+            XCTAssertEqual(log.all.count, 3, "nothing more shown while the disk is full: \(log.all.suffix(3))")
+            // Space returns: the next retry (at most 8 s later) puts the answer on the air.
+            XCTAssertEqual(unlink(filler), 0)
+            for _ in 0..<200 where log.all.count < 5 { try await frame() }
+            let after = await log.waitFor(5)
+            XCTAssertEqual(after, ["waiting", "question 2 single 4", "not-sending state-directory-full",
+                                   "advertise 100 ms", "sending C"])
+            shutdown.triggerGracefulShutdown()
+            try await run.value
+        }
+        XCTAssertEqual(log.all.filter { $0.hasPrefix("sending") }, ["sending C"], "shown as sending only once on the air")
+        let errors = logged.entries.filter { $0.level == .error }.map { "\($0.message)" }
+        XCTAssertEqual(errors.count, 1, "said once, not at every frame or retry: \(errors.prefix(3))")
+        XCTAssertTrue(errors.first?.contains("No space left on device") ?? false, "\(errors)")
+        let left = try FileManager.default.contentsOfDirectory(atPath: state.path).filter { $0.contains(".tmp.") }
+        XCTAssertEqual(left, [], "temporary files left in the state directory")
+    }
+
     /// A full disk (ENOSPC, EDQUOT) is told as such, in a line and a sentence.
     func testAFullDiskIsToldAsAFullDisk() {
         for e in [ENOSPC, EDQUOT] {

@@ -52,6 +52,74 @@ final class StateFileTests: XCTestCase {
         for o in others { XCTAssertTrue(FileManager.default.fileExists(atPath: o), "\(o) is not a leftover of the sequence file") }
     }
 
+    static let killChildEnv = "CLICKER_SEQUENCE_KILL_CHILD_STATE"
+
+    /// The child of `testAVoterKilledWhileItWritesItsSequenceFileLeavesACopyTheNextClaimRemoves`: it
+    /// claims a new sequence in one poll again and again, as a voter whose answer changes, until it
+    /// is killed (at most 20 s, so that it never outlives a parent that failed). Does nothing unless
+    /// started by that test.
+    func testSequenceWriterChildEntryPoint() throws {
+        guard let path = ProcessInfo.processInfo.environment[Self.killChildEnv] else { return }
+        let store = SequenceStore(state: StateDirectory(path: path))
+        _ = try store.claim(poll: "a-7-1", question: 1, answer: [1, 0, 0])
+        FileHandle.standardOutput.write(Data("READY\n".utf8))
+        let end = Date().addingTimeInterval(20)
+        var n: UInt8 = 1
+        while Date() < end {
+            _ = try store.claim(poll: "a-7-1", question: 1, answer: [1, 0, n & 1])
+            n &+= 1
+        }
+    }
+
+    /// A voter process killed with SIGKILL while it writes its sequence file leaves its temporary
+    /// copy (`sequences.tmp.XXXXXX`); the next claim removes it and continues the sequence. The child
+    /// writes in a loop and is killed the moment a copy is in the directory; a kill that lands after
+    /// the rename leaves none, and another child is started (at most 20).
+    func testAVoterKilledWhileItWritesItsSequenceFileLeavesACopyTheNextClaimRemoves() throws {
+        let state = tempState()
+        try state.create()
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: (state.path as NSString).deletingLastPathComponent) }
+        let exe = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+        func copies() -> [String] {
+            ((try? FileManager.default.contentsOfDirectory(atPath: state.path)) ?? []).filter { $0.hasPrefix("sequences.tmp.") }
+        }
+        var left: [String] = []
+        var children = 0
+        while left.isEmpty, children < 20 {
+            children += 1
+            let child = Process()
+            child.executableURL = URL(fileURLWithPath: exe)
+            child.arguments = ["VoterTests.StateFileTests/testSequenceWriterChildEntryPoint"]
+            var env = ProcessInfo.processInfo.environment
+            env[Self.killChildEnv] = state.path
+            child.environment = env
+            let pipe = Pipe()
+            child.standardOutput = pipe
+            child.standardError = FileHandle.nullDevice
+            try child.run()
+            defer { if child.isRunning { kill(child.processIdentifier, SIGKILL) } }
+            var out = Data()
+            while !String(decoding: out, as: UTF8.self).contains("READY\n") {
+                let chunk = pipe.fileHandleForReading.availableData
+                if chunk.isEmpty { break }
+                out.append(chunk)
+            }
+            XCTAssertTrue(child.isRunning, "the writer ended before it was killed (child \(children))")
+            let spin = Date().addingTimeInterval(5)
+            while copies().isEmpty, Date() < spin {}
+            kill(child.processIdentifier, SIGKILL)
+            child.waitUntilExit()
+            XCTAssertEqual(child.terminationReason, .uncaughtSignal)
+            XCTAssertEqual(child.terminationStatus, SIGKILL)
+            left = copies()
+        }
+        XCTAssertFalse(left.isEmpty, "\(children) writers killed, none left a temporary copy")
+        print("killed \(children) writer(s) to leave \(left)")
+        let stored = try XCTUnwrap(SequenceStore(state: state).load().entries.first { $0.poll == "a-7-1" }).sequence
+        XCTAssertEqual(try SequenceStore(state: state).claim(poll: "a-7-1", question: 1, answer: [1, 0, 2]), stored + 1)
+        XCTAssertEqual(copies(), [], "the killed writer's copy is still there")
+    }
+
     /// The sequence file remembers 256 polls: a poll's counter continues after 255 later polls, and
     /// the 256th forgets it, so that a ballot for it would start again at 1.
     func testAPollIsRememberedFor255LaterPollsThenForgotten() throws {
