@@ -577,7 +577,7 @@ beacon_state_gaps() {
   finish_tally tally
   check "the tally counts the changed answers B, C and A once each" json tally '{k: v for k, v in j["counts"].items() if v} == {"A":1,"B":1,"C":1}'
   stop listener TERM 10
-  for n in 1 2 3; do stop v$n TERM 30; done
+  for n in 1 2 3; do stop v$n TERM 30; check "v$n exits 0 on SIGTERM" is 0 echo "$RC"; done
 }
 
 beacon_wrong_code() {
