@@ -158,7 +158,7 @@ let package = Package(
 
         // The command-line layer both executables share: radio choice, errors for people, --version,
         // the allocator's arena cap.
-        .target(name: "ClickerCommandLine", dependencies: ["ClickerSim", "ClickerWire", "TerminalView", "Voter", "CMalloc",
+        .target(name: "ClickerCommandLine", dependencies: ["ClickerSim", "ClickerWire", "TerminalView", "Voter", "CMalloc", "OSThreads",
                                                       .product(name: "ArgumentParser", package: "swift-argument-parser")]),
 
         // Executables only wire things together
@@ -170,7 +170,7 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ], linkerSettings: lean + tallyLayout),
         .executableTarget(name: "clicker-vote", dependencies: [
-            "ClickerCommandLine", "Voter", "ClickerSim", "BlueZ", "HCI", "OSThreads", "ClickerDoctor",
+            "ClickerCommandLine", "Voter", "ClickerSim", "BlueZ", "HCI", "ClickerDoctor",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

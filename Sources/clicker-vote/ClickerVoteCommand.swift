@@ -15,7 +15,6 @@ import Musl
 #endif
 import HCI
 import Logging
-import OSThreads
 import ServiceLifecycle
 import Voter
 
@@ -99,7 +98,7 @@ struct Cast: AsyncParsableCommand {
         let session = VoterSession(secret: secret, question: vote.question, identity: identity, roster: vote.roster,
                                    transport: transport, state: state,
                                    interval: .milliseconds(intervalMs), logger: logger)
-        let service = VoterService(session: session, first: first, lines: StdinLines.stream(), report: say, logger: logger,
+        let service = VoterService(session: session, first: first, lines: InputLines.stream(), report: say, logger: logger,
                                    parse: parse)
         let group = ServiceGroup(configuration: ServiceGroupConfiguration(
             services: [.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup)],
@@ -123,7 +122,7 @@ extension Cast {
         }
         let service = BeaconFollowService(
             secret: secret, identity: identity, roster: vote.roster, transport: radio, state: state,
-            lines: StdinLines.stream(), first: vote.answer,
+            lines: InputLines.stream(), first: vote.answer,
             report: { shown in
                 if terminal {
                     say(shown.sentence)
@@ -139,20 +138,6 @@ extension Cast {
             services: [.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup)],
             gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         do { try await group.run() } catch { throw Failure("\(error)") }
-    }
-}
-
-/// Lines from standard input, read on a thread of their own so the cooperative pool never blocks.
-enum StdinLines {
-    static func stream() -> AsyncStream<String> {
-        AsyncStream { continuation in
-            let started = OSThread.start(name: "clicker-stdin") {
-                while let line = readLine(strippingNewline: true) { continuation.yield(line) }
-                continuation.finish()
-            }
-            // Without a thread for stdin the first answer still stands; no later ones can arrive.
-            if started == nil { continuation.finish() }
-        }
     }
 }
 

@@ -160,7 +160,7 @@ t=$(now)
 OV=$OUT/overlay
 rm -rf "$OV"; mkdir -p "$OV/e2e" "$OV/etc/bluetooth"
 cp "$HERE/guest/init" "$OV/init"
-cp "$HERE/guest/main.sh" "$HERE/guest/lib.sh" "$HERE/guest/scenarios.sh" "$HERE/guest/e2e.py" "$HERE/guest/adlen.py" "$HERE/guest/forger.py" "$HERE/guest/systemd.sh" "$HERE/../../docs/vectors.py" "$HERE/scenarios.txt" "$OV/e2e/"
+cp "$HERE/guest/main.sh" "$HERE/guest/lib.sh" "$HERE/guest/scenarios.sh" "$HERE/guest/e2e.py" "$HERE/guest/adlen.py" "$HERE/guest/forger.py" "$HERE/guest/beacon_listen.py" "$HERE/guest/systemd.sh" "$HERE/../../docs/vectors.py" "$HERE/scenarios.txt" "$OV/e2e/"
 chmod +x "$OV/init" "$OV/e2e/e2e.py"
 # Adapters come up powered, as on a desktop.
 printf '[Policy]\nAutoEnable=true\n' > "$OV/etc/bluetooth/main.conf"

@@ -532,6 +532,54 @@ beacon_forger() {
   for n in 1 2; do said v$n; stop v$n TERM 30; done
 }
 
+# The gaps between the tally's STATE frames as another radio hears them (PROTOCOL.md §11.11: at most 1 s
+# apart while it broadcasts). hci4 listens over the HCI user channel (guest/beacon_listen.py: a passive scan
+# without duplicate filtering, every report timestamped), so the listener is not one more bluetoothd whose
+# discovery stops and starts. Two windows while question 1 is open: 20 s with no voter, then three followers
+# answering and changing their answers (the tally then sends ACKS between the STATE and TEXT frames).
+heard_open_state() {  # the CLOCK_BOOTTIME second of the first STATE frame "question open" hci4 heard
+  awk '($3 == "4b" || $3 == "43") && substr($5, 19, 1) ~ /[4-7]/ { print $1; exit }' "$D/heard" | grep .
+}
+state_gaps() {  # FROM TO: the listener's summary of the open-question STATE gaps in that window; fails over 1 s
+  local r; r=$(python3 /e2e/beacon_listen.py gaps "$D/heard" "$1" "$2"); echo "$r" >> "$D/gaps"
+  echo "$r" | tr '\n' ' '
+  echo "$r" | awk 'NR == 1 { ok = $2 >= 5 && $6 <= 1.0 } END { exit !ok }'
+}
+all_counted() {  # A1 A2 A3: v1..v3 show those answers counted as their last line
+  [ "$(tail -n1 "$D/v1.out")" = "counted $1" ] && [ "$(tail -n1 "$D/v2.out")" = "counted $2" ] && [ "$(tail -n1 "$D/v3.out")" = "counted $3" ]
+}
+beacon_state_gaps() {
+  release hci4
+  wait_until 30 "hci4 powered off" is false bprop /org/bluez/hci4 org.bluez.Adapter1 Powered || note "hci4 still powered"
+  python3 /e2e/beacon_listen.py listen hci4 "$D/heard" > "$D/listener.out" 2> "$D/listener.err" &
+  PID_listener=$!; echo $! >> "$D/pids"
+  wait_until 60 "the listener scanning on hci4" grep -q '^LISTENING' "$D/listener.out" \
+    || fail "the listener did not start: $(tail -n3 "$D/listener.err" | tr '\n' ' ')"
+  note "listener: $(cat "$D/listener.out")"
+  start_tally tally $(tally_args) --no-gatt-confirm --title "Which city is the capital of Norway?" --options "Paris,Rome,Oslo"
+  wait_until 120 "hci4 to hear a STATE frame with question 1 open" heard_open_state || fail "hci4 never heard an open STATE"
+  local t0 t1 t2 t3 n
+  t0=$(heard_open_state); sleep 20; t1=$(up)
+  check "no voter: STATE frames heard at most 1 s apart over 20 s (count, max, p99, p50 in s)" state_gaps "$t0" "$t1"
+  for n in 1 2 3; do follower v$n hci$n; done
+  for n in 1 2 3; do await_line v$n '^question 1 single 3 Which city' "question 1 (hci$n)"; done
+  t2=$(up)
+  local first=(- A B C) second=(- B C A)
+  for n in 1 2 3; do revote v$n "${first[$n]}"; done
+  wait_until 90 "the three voters counted" all_counted "${first[@]:1}" || note "not all counted: $(tail -qn1 v1.out v2.out v3.out | tr '\n' ' ')"
+  for n in 1 2 3; do revote v$n "${second[$n]}"; done
+  wait_until 90 "the three voters counted after a change" all_counted "${second[@]:1}" \
+    || note "not all counted after the change: $(tail -qn1 v1.out v2.out v3.out | tr '\n' ' ')"
+  sleep 3; t3=$(up)
+  check "three voters answering and changing: STATE frames at most 1 s apart (count, max, p99, p50 in s)" state_gaps "$t2" "$t3"
+  note "frames heard: $(awk '{ n[$3]++ } END { for (k in n) printf "%s:%d ", k, n[k] }' "$D/heard")"
+  note "tally: $(grep -E 'beacon on hci0' "$D/tally.err" | head -n1)"
+  finish_tally tally
+  check "the tally counts the changed answers B, C and A once each" json tally '{k: v for k, v in j["counts"].items() if v} == {"A":1,"B":1,"C":1}'
+  stop listener TERM 10
+  for n in 1 2 3; do stop v$n TERM 30; check "v$n exits 0 on SIGTERM" is 0 echo "$RC"; done
+}
+
 beacon_wrong_code() {
   start_observers
   start_tally tally $(tally_args) --no-gatt-confirm
