@@ -50,6 +50,22 @@ struct BeaconRuntime: Sendable {
         self.signer = signer
     }
 
+    /// Notes a counted ballot heard again or for the first time (``TallyBeacon/counted(_:question:sequence:at:)``),
+    /// in place; true when it made the first news since the last payload, so that the broadcaster is woken
+    /// once per payload's worth of news, not per report. A mutating method, so that the report path never
+    /// copies this struct (reading `tally` through the controller's stored property did, for every report).
+    mutating func counted(_ voter: VoterKey, question: UInt8, sequence: UInt16, at ns: UInt64) -> Bool {
+        guard case .some = tally else { return false }
+        let had = tally?.hasPending ?? false
+        tally?.counted(voter, question: question, sequence: sequence, at: ns)
+        return !had && tally?.hasPending == true
+    }
+
+    /// A ballot of this poll whose voter the tally has no key for: counted in the load, in place.
+    mutating func heardUncountable(voterID: UInt32, question: UInt8, at ns: UInt64) {
+        tally?.heardUncountable(voterID: voterID, question: question, at: ns)
+    }
+
     mutating func remember(_ state: [UInt8]) {
         guard sealedSet.insert(state).inserted else { return }
         sealed.append(state)

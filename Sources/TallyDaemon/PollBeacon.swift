@@ -74,21 +74,20 @@ extension PollController {
     /// `b` is now its voter's counted ballot, or was heard again as it: the beacon acknowledges it.
     @inline(__always)
     func beaconCounted(_ b: Ballot, at time: RadioInstant) {
-        guard beacon.tally != nil, isOpen, b.question == question else { return }
-        let had = beacon.tally?.hasPending ?? false
-        beacon.tally?.counted(VoterKey(mode: b.mode, voterID: b.voterID), question: b.question, sequence: b.sequence,
-                              at: time.nanoseconds)
-        // Woken once per payload's worth of news, not per report.
-        if !had, beacon.tally?.hasPending == true { beacon.wake?.yield() }
+        guard isOpen, b.question == question else { return }
+        if beacon.counted(VoterKey(mode: b.mode, voterID: b.voterID), question: b.question, sequence: b.sequence,
+                          at: time.nanoseconds) {
+            beacon.wake?.yield()
+        }
     }
 
     /// A ballot of this poll whose voter ID the tally has no key for (`unknownVoter`: a device not on the
     /// roster). Its device follows the beacon but is never acknowledged: the beacon counts it in the load.
     func beaconHeardUncountable(_ data: [UInt8]) {
-        guard beacon.tally != nil, isOpen else { return }
+        guard case .some = beacon.tally, isOpen else { return }
         let header = data.withUnsafeBytes { BallotCodec.header($0, length: data.count, voteID: joinCode.voteID) }
         guard case .success(let h) = header else { return }
-        beacon.tally?.heardUncountable(voterID: h.voterID, question: h.question, at: radioNow.nanoseconds)
+        beacon.heardUncountable(voterID: h.voterID, question: h.question, at: radioNow.nanoseconds)
     }
 
     // MARK: Broadcasting

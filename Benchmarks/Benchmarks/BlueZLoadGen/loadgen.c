@@ -17,11 +17,16 @@
 // optionally preceded by the device address: "AA:BB:CC:DD:EE:FF 0102ab..." . Device d in round r
 // sends payload[(r * devices + d) % lines]. Without addresses, device d is C0:00:00:00:HH:LL.
 //
+// With --advertising legacy|extended the adapter also offers LEAdvertisingManager1 as bluetoothd 5.66 or
+// 5.82 does (advertising.c), so that a tally's beacon broadcasts while it is measured; the end line then
+// counts the registrations and the frame changes (PropertiesChanged) the beacon sent.
+//
 // Output (stdout, one line each): "ready <unique-name>" once org.bluez is owned, "started" when
 // sending begins, and at the end a JSON line {"sent":..,"seconds":..,"rate":..,"cpu_seconds":..}.
 // It then keeps serving method calls until stdin closes or SIGTERM/SIGINT.
 //
-// SIGHUP re-reads the payload file (same devices; addresses on its lines are ignored) and prints
+// With --reload-first it sends nothing before the first SIGHUP (the ballots of a poll whose join code is
+// known only once the tally runs). SIGHUP re-reads the payload file (same devices; addresses on its lines are ignored) and prints
 // "reloaded <lines>": the soak benchmark moves the room to the next question or answer this way.
 
 #define _GNU_SOURCE
@@ -36,6 +41,8 @@
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "advertising.h"
 
 #define MAX_PAYLOAD 240
 #define BATCH 256
@@ -61,6 +68,8 @@ static volatile sig_atomic_t reload_requested;
 static int discovery_started;  // StartDiscovery calls so far
 static int discoveries_wanted = 1;
 static unsigned long removed_devices;
+static int reload_first; // --reload-first: send nothing before the first SIGHUP
+static int reloaded;
 
 static void die(const char *msg) {
     fprintf(stderr, "bluez-loadgen: %s\n", msg);
@@ -316,6 +325,7 @@ static DBusMessage *managed_objects(DBusMessage *call) {
     append_adapter_props(&props);
     dbus_message_iter_close_container(&iface, &props);
     dbus_message_iter_close_container(&ifaces, &iface);
+    adv_append_manager_interface(&ifaces);
     dbus_message_iter_close_container(&obj, &ifaces);
     dbus_message_iter_close_container(&objs, &obj);
 
@@ -389,6 +399,8 @@ static DBusHandlerResult handle(DBusConnection *conn, DBusMessage *msg, void *da
     if (!iface) iface = "";
     if (!strcmp(member, "GetManagedObjects") && !strcmp(path, "/")) {
         reply = managed_objects(msg);
+    } else if (!strcmp(path, "/org/bluez/hci0") && adv_handle_call(conn, msg)) {
+        return DBUS_HANDLER_RESULT_HANDLED; // answered there (a registration once its properties are read)
     } else if (!strcmp(iface, "org.bluez.Adapter1") && !strcmp(path, "/org/bluez/hci0")) {
         if (!strcmp(member, "StartDiscovery")) discovery_started++;
         if (!strcmp(member, "RemoveDevice")) removed_devices++;
@@ -396,10 +408,16 @@ static DBusHandlerResult handle(DBusConnection *conn, DBusMessage *msg, void *da
     } else if (!strcmp(iface, "org.freedesktop.DBus.Properties") && !strcmp(path, "/org/bluez/hci0")
                && !strcmp(member, "GetAll")) {
         DBusMessageIter it, props;
+        const char *of = "";
+        dbus_message_get_args(msg, NULL, DBUS_TYPE_STRING, &of, DBUS_TYPE_INVALID);
         reply = dbus_message_new_method_return(msg);
         dbus_message_iter_init_append(reply, &it);
         dbus_message_iter_open_container(&it, DBUS_TYPE_ARRAY, "{sv}", &props);
-        append_adapter_props(&props);
+        if (!strcmp(of, "org.bluez.LEAdvertisingManager1")) {
+            if (adv_mode != ADV_NONE) adv_append_manager_props(&props);
+        } else {
+            append_adapter_props(&props);
+        }
         dbus_message_iter_close_container(&it, &props);
     } else {
         reply = dbus_message_new_error(msg, "org.freedesktop.DBus.Error.UnknownMethod", "not served by bluez-loadgen");
@@ -407,6 +425,13 @@ static DBusHandlerResult handle(DBusConnection *conn, DBusMessage *msg, void *da
     dbus_connection_send(conn, reply, NULL);
     dbus_message_unref(reply);
     return DBUS_HANDLER_RESULT_HANDLED;
+}
+
+// Signals from the bus (the advertisements' PropertiesChanged, once registered) go to the advertising manager.
+static DBusHandlerResult on_signal_message(DBusConnection *conn, DBusMessage *msg, void *data) {
+    (void)data;
+    if (dbus_message_get_type(msg) == DBUS_MESSAGE_TYPE_SIGNAL) adv_note_signal(conn, msg);
+    return DBUS_HANDLER_RESULT_NOT_YET_HANDLED;
 }
 
 // Lets libdbus read and answer whatever arrived, then writes its replies out completely.
@@ -445,7 +470,8 @@ static void on_hup(int s) {
 static void usage(void) {
     fprintf(stderr,
             "usage: bluez-loadgen --address BUS --payloads FILE [--devices N] [--rate PER_S (0: as fast as possible)]\n"
-            "                     [--count N | --seconds S] [--company ID] [--discoveries N]\n");
+            "                     [--count N | --seconds S] [--company ID] [--discoveries N]\n"
+            "                     [--advertising none|legacy|extended] [--reload-first]\n");
     exit(2);
 }
 
@@ -456,6 +482,10 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--reload-first")) {
+            reload_first = 1;
+            continue;
+        }
         if (!v) usage();
         if (!strcmp(a, "--address")) address = v;
         else if (!strcmp(a, "--payloads")) payload_file = v;
@@ -465,6 +495,12 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--seconds")) seconds = strtod(v, NULL);
         else if (!strcmp(a, "--company")) company = (uint16_t)strtoul(v, NULL, 0);
         else if (!strcmp(a, "--discoveries")) discoveries_wanted = atoi(v);
+        else if (!strcmp(a, "--advertising")) {
+            if (!strcmp(v, "none")) adv_mode = ADV_NONE;
+            else if (!strcmp(v, "legacy")) adv_mode = ADV_LEGACY;
+            else if (!strcmp(v, "extended")) adv_mode = ADV_EXTENDED;
+            else usage();
+        }
         else usage();
         i++;
     }
@@ -510,15 +546,21 @@ int main(int argc, char **argv) {
     if (r != DBUS_REQUEST_NAME_REPLY_PRIMARY_OWNER) die("cannot own org.bluez");
     DBusObjectPathVTable vt = {.message_function = handle};
     dbus_connection_register_fallback(conn, "/", &vt, NULL);
+    dbus_connection_add_filter(conn, on_signal_message, NULL, NULL);
     int fd = -1;
     if (!dbus_connection_get_unix_fd(conn, &fd)) die("no socket");
     printf("ready %s\n", dbus_bus_get_unique_name(conn));
 
     // Wait for the central(s) to start discovery (each has subscribed and mirrored the tree by then).
-    while (discovery_started < discoveries_wanted && !stop_requested) {
+    while ((discovery_started < discoveries_wanted || (reload_first && !reloaded)) && !stop_requested) {
         struct pollfd p = {fd, POLLIN, 0};
         poll(&p, 1, 50);
         service_libdbus(conn);
+        if (reload_requested) { // the ballots of a poll whose join code is known only now (DBusIngest --mode daemon)
+            reload_requested = 0;
+            reload_payloads(payload_file);
+            reloaded = 1;
+        }
     }
     service_libdbus(conn);
     printf("started\n");
@@ -527,6 +569,7 @@ int main(int argc, char **argv) {
     unsigned long long sent = 0;
     uint32_t serial = 0x40000000u; // away from libdbus's own serials
     double t0 = now_s(), c0 = cpu_s();
+    unsigned long changes0 = adv_changes;
     for (;;) {
         if (stop_requested) break;
         if (reload_requested) {
@@ -562,8 +605,10 @@ int main(int argc, char **argv) {
         if (poll(&p, 1, 0) > 0) service_libdbus(conn);
     }
     double elapsed = now_s() - t0, cpu = cpu_s() - c0;
-    printf("{\"sent\":%llu,\"seconds\":%.6f,\"rate\":%.1f,\"cpu_seconds\":%.6f,\"removed_devices\":%lu}\n", sent,
-           elapsed, elapsed > 0 ? (double)sent / elapsed : 0.0, cpu, removed_devices);
+    printf("{\"sent\":%llu,\"seconds\":%.6f,\"rate\":%.1f,\"cpu_seconds\":%.6f,\"removed_devices\":%lu,"
+           "\"adv_registrations\":%lu,\"adv_refusals\":%lu,\"adv_changes\":%lu,\"adv_changes_while_sending\":%lu}\n",
+           sent, elapsed, elapsed > 0 ? (double)sent / elapsed : 0.0, cpu, removed_devices, adv_registrations,
+           adv_refusals, adv_changes, adv_changes - changes0);
 
     // Keep serving (discovery restarts, RemoveDevice) until told to stop or stdin closes.
     while (!stop_requested) {

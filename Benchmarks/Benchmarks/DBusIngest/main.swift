@@ -14,6 +14,8 @@
 //
 // Run: swift run --package-path Benchmarks -c release DBusIngest [--rates 2000,20000,60000,0]
 //          [--devices 1000] [--seconds 5] [--saturation-count 400000] [--python python3 | --no-bleak]
+//          [--mode bluez | binding | daemon [--tally PATH] [--advertising extended|legacy|none] [--no-beacon]]
+// `--mode daemon` runs the `clicker-tally daemon` binary with its beacon broadcasting (DaemonRun.swift).
 // (rate 0 = as fast as the bus takes them). Needs dbus-daemon, libdbus-1-dev and, for the side by
 // side, `python3 -m pip install bleak==3.1.0`.
 
@@ -41,6 +43,12 @@ struct Options {
     var mode = "bluez"
     /// The Python that runs bleak side by side (`nil`: no bleak).
     var python: String? = "python3"
+    /// `--mode daemon`: the clicker-tally binary to run (default: the release build of this checkout).
+    var tally: String? = nil
+    /// `--mode daemon`: what the generator's adapter offers a broadcaster (none, legacy, extended).
+    var advertising = "extended"
+    /// `--mode daemon`: whether the daemon broadcasts its beacon (its default) or runs with --no-beacon.
+    var beacon = true
 
     init(_ args: [String]) {
         var i = 1
@@ -56,6 +64,9 @@ struct Options {
             case "--mode": mode = v
             case "--python": python = v
             case "--no-bleak": python = nil; i -= 1
+            case "--tally": tally = v
+            case "--advertising": advertising = v
+            case "--no-beacon": beacon = false; i -= 1
             default:
                 FileHandle.standardError.write("unknown option \(a)\n".data(using: .utf8)!)
                 exit(2)
@@ -72,7 +83,8 @@ final class Child: @unchecked Sendable {
     let lines = Lines()
     private var stdinFD: Int32
 
-    init(_ path: String, _ args: [String], environment: [String: String]? = nil) throws {
+    /// `mergeStandardError`: the child's stderr goes into `lines` too (a daemon's log).
+    init(_ path: String, _ args: [String], environment: [String: String]? = nil, mergeStandardError: Bool = false) throws {
         var fa = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&fa)
         defer { posix_spawn_file_actions_destroy(&fa) }
@@ -80,6 +92,7 @@ final class Child: @unchecked Sendable {
         var inp: [Int32] = [-1, -1]
         guard pipe(&out) == 0, pipe(&inp) == 0 else { throw Failure("pipe failed") }
         posix_spawn_file_actions_adddup2(&fa, out[1], 1)
+        if mergeStandardError { posix_spawn_file_actions_adddup2(&fa, out[1], 2) }
         posix_spawn_file_actions_adddup2(&fa, inp[0], 0)
         for fd in [out[0], out[1], inp[0], inp[1]] { posix_spawn_file_actions_addclose(&fa, fd) }
         let argv: [UnsafeMutablePointer<CChar>?] = ([path] + args).map { strdup($0) } + [nil]
@@ -87,7 +100,16 @@ final class Child: @unchecked Sendable {
         var child: pid_t = 0
         let envp: [UnsafeMutablePointer<CChar>?]? = environment.map { $0.map { strdup("\($0.key)=\($0.value)") } + [nil] }
         defer { for e in envp ?? [] { free(e) } }
-        let rc = envp.map { posix_spawnp(&child, path, &fa, nil, argv, $0) } ?? posix_spawnp(&child, path, &fa, nil, argv, environ)
+        // The child starts with no signal blocked: a Swift worker thread may block some, and a spawned child
+        // inherits the mask (bluez-loadgen would never see its SIGHUP or SIGTERM).
+        var attr = posix_spawnattr_t()
+        posix_spawnattr_init(&attr)
+        defer { posix_spawnattr_destroy(&attr) }
+        var none = sigset_t()
+        sigemptyset(&none)
+        posix_spawnattr_setsigmask(&attr, &none)
+        posix_spawnattr_setflags(&attr, Int16(POSIX_SPAWN_SETSIGMASK))
+        let rc = envp.map { posix_spawnp(&child, path, &fa, &attr, argv, $0) } ?? posix_spawnp(&child, path, &fa, &attr, argv, environ)
         close(out[1])
         close(inp[0])
         guard rc == 0 else { throw Failure("cannot start \(path): error \(rc)") }
@@ -113,13 +135,25 @@ final class Child: @unchecked Sendable {
     }
 
     func waitLine(_ prefix: String, timeout: Double, after skipped: Int = 0) throws -> String {
+        try waitLine(timeout: timeout, after: skipped, what: prefix) { $0.hasPrefix(prefix) }
+    }
+
+    /// The first line (after `skipped`) that contains `text`, waiting up to `timeout` seconds.
+    func waitLine(containing text: String, timeout: Double) throws -> String {
+        try waitLine(timeout: timeout, after: 0, what: text) { $0.contains(text) }
+    }
+
+    private func waitLine(timeout: Double, after skipped: Int, what: String, _ match: (String) -> Bool) throws -> String {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
-            if let l = lines.m.withLock({ $0.dropFirst(skipped).first { $0.hasPrefix(prefix) } }) { return l }
+            if let l = lines.m.withLock({ $0.dropFirst(skipped).first(where: match) }) { return l }
             usleep(2000)
         }
-        throw Failure("no '\(prefix)' line from pid \(pid) within \(timeout) s; got \(lines.m.withLock { $0 })")
+        throw Failure("no '\(what)' line from pid \(pid) within \(timeout) s; got \(lines.m.withLock { $0.suffix(40) })")
     }
+
+    /// The last line that contains `text`, if any.
+    func lastLine(containing text: String) -> String? { lines.m.withLock { $0.last { $0.contains(text) } } }
 
     /// Writes one line to the child's stdin.
     func send(_ line: String) {
@@ -229,8 +263,9 @@ let repoRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().delet
     .deletingLastPathComponent().deletingLastPathComponent()
 
 /// One poll, N voters with sealed ballots; returns (hex lines file content, join code, expected answers).
-func makeBallots(devices: Int) throws -> (String, JoinCode, [Answer: Int]) {
-    let code = try JoinCode(voteID: 0x0BEE, secret: 0x2_1234_5678_9ABC)
+/// (`code`: the poll's; by default a fixed one, as `--mode bluez` and `binding` need no tally.)
+func makeBallots(devices: Int, code: JoinCode? = nil) throws -> (String, JoinCode, [Answer: Int]) {
+    let code = try code ?? JoinCode(voteID: 0x0BEE, secret: 0x2_1234_5678_9ABC)
     let secret = PollSecret(deriving: code)
     var lines: [String] = []
     var expected: [Answer: Int] = [:]
@@ -448,9 +483,30 @@ print("rate/s(target)  sent/s(actual)      sent  received  lost  CPU µs/signal 
 var allGood = true
 var ratios: [(String, Double)] = []
 var bleakVersions: Set<String> = []
+// --mode daemon: the clicker-tally binary; by default this checkout's release build.
+let tallyBinary = options.tally ?? repoRoot.appendingPathComponent(".build/release/clicker-tally").path
+if options.mode == "daemon" {
+    guard FileManager.default.isExecutableFile(atPath: tallyBinary) else {
+        print("clicker-tally not found at \(tallyBinary); build it (scripts/release-build.sh --product clicker-tally) or give --tally PATH")
+        exit(2)
+    }
+    print("the daemon: \(tallyBinary), beacon \(options.beacon ? "on" : "off (--no-beacon)"); the generator's adapter "
+          + "offers \(options.advertising == "none" ? "no LE advertising" : options.advertising + " advertising")")
+}
 for rate in options.rates {
-    let r = try await runOnce(rate: rate, options: options, payloadFile: payloadFile, code: code, expected: expected,
+    var r: RunResult
+    if options.mode == "daemon" {
+        let beacon: BeaconActivity
+        (r, beacon) = try await runDaemon(rate: rate, options: options, loadgen: loadgen, tally: tallyBinary,
+                                          bleakScriptFile: bleakScriptFile)
+        let perSecond = r.sendSeconds > 0 ? Double(beacon.framesWhileSending) / r.sendSeconds : 0
+        print("  beacon: \(beacon.registrations) registration(s), \(beacon.framesWhileSending) frames put on the air while "
+              + "sending (\(String(format: "%.1f", perSecond))/s)")
+        if options.beacon && options.advertising != "none" && beacon.framesWhileSending == 0 { allGood = false }
+    } else {
+        r = try await runOnce(rate: rate, options: options, payloadFile: payloadFile, code: code, expected: expected,
                               loadgen: loadgen, bleakScriptFile: bleakScriptFile)
+    }
     let target = rate == 0 ? "saturation" : String(rate)
     let actual = r.sendSeconds > 0 ? Double(r.sent) / r.sendSeconds : 0
     let ratio = r.bleakCPUPerSignalMicros.map { r.cpuPerSignalMicros / $0 }
