@@ -31,6 +31,9 @@ extension PollController {
         let counts = rejections.pendingCounts.map {
             RejectionCount(poll: pollID, question: Int($0.key.question), reason: $0.key.reason, count: $0.count)
         }
+        // An empty transaction succeeds on a full disk too: only a commit that wrote something shows that
+        // the store takes writes again.
+        let wroteSomething = !ballots.isEmpty || !counts.isEmpty || !verification.newBindings.isEmpty
         do {
             try store.record(ballots, rejections: counts, voterKeys: verification.newBindings)
         } catch {
@@ -44,7 +47,7 @@ extension PollController {
             committed[q, default: [:]][key] = seq
         }
         rejections.committed()
-        if let stopped = storage.succeeded() {
+        if wroteSomething, let stopped = storage.succeeded() {
             logger.notice("counting resumed: the database accepts writes again (it failed: \(stopped))")
             version &+= 1
         }
