@@ -555,6 +555,7 @@ int main(int argc, char **argv) {
     while ((discovery_started < discoveries_wanted || (reload_first && !reloaded)) && !stop_requested) {
         struct pollfd p = {fd, POLLIN, 0};
         poll(&p, 1, 50);
+        if (p.revents & (POLLHUP | POLLERR)) die("the bus went away before sending began");
         service_libdbus(conn);
         if (reload_requested) { // the ballots of a poll whose join code is known only now (DBusIngest --mode daemon)
             reload_requested = 0;
