@@ -30,18 +30,6 @@ func processCPUSeconds(_ pid: pid_t) -> Double? {
     return (utime + stime) / Double(sysconf(Int32(_SC_CLK_TCK)))
 }
 
-/// VmRSS and VmHWM of a process, in MB.
-func processRSSMB(_ pid: pid_t) -> (current: Double, peak: Double) {
-    guard let s = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return (0, 0) }
-    func field(_ name: String) -> Double {
-        for line in s.split(separator: "\n") where line.hasPrefix(name) {
-            return (line.split(separator: " ").compactMap { Double($0) }.first ?? 0) / 1024
-        }
-        return 0
-    }
-    return (field("VmRSS:"), field("VmHWM:"))
-}
-
 /// A number from a one-line JSON object ({"sent":N,...} or the daemon's statistics).
 func jsonNumber(_ key: String, in line: String) -> Double? {
     guard let r = line.range(of: "\"\(key)\":") else { return nil }
@@ -149,7 +137,7 @@ func runDaemon(rate: Int, options: Options, loadgen: String, tally: String,
         bleakSeen = bleakNow
     }
     guard let cpu1 = processCPUSeconds(daemon.pid) else { throw Failure("the daemon is gone") }
-    let rss = processRSSMB(daemon.pid)
+    let rss = rssMB(of: daemon.pid)
     let received = reports1 - reports0
 
     // Every device counted once, with its answer.

@@ -195,8 +195,10 @@ func cpuSeconds() -> Double {
         + Double(ru.ru_stime.tv_usec) / 1e6
 }
 
-func rssMB() -> (current: Double, peak: Double) {
-    guard let s = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return (0, 0) }
+/// VmRSS and VmHWM, in MB, of this process or of `pid`.
+func rssMB(of pid: pid_t? = nil) -> (current: Double, peak: Double) {
+    let path = pid.map { "/proc/\($0)/status" } ?? "/proc/self/status"
+    guard let s = try? String(contentsOfFile: path, encoding: .utf8) else { return (0, 0) }
     func field(_ name: String) -> Double {
         for line in s.split(separator: "\n") where line.hasPrefix(name) {
             let kb = line.split(separator: " ").compactMap { Double($0) }.first ?? 0
@@ -405,11 +407,7 @@ func runOnce(rate: Int, options: Options, payloadFile: String, code: JoinCode, e
     let received = counter.count.load(ordering: .relaxed)
 
     // Parse {"sent":N,"seconds":S,...}
-    func number(_ key: String) -> Double {
-        guard let r = summary.range(of: "\"\(key)\":") else { return 0 }
-        let tail = summary[r.upperBound...].prefix { "0123456789.eE+-".contains($0) }
-        return Double(tail) ?? 0
-    }
+    func number(_ key: String) -> Double { jsonNumber(key, in: summary) ?? 0 }
     let sent = Int(number("sent"))
 
     // Verify and tally the last payload of every device (outside the measured CPU).
