@@ -1,4 +1,5 @@
 import ClickerSim
+import ClickerTestSupport
 @testable import ClickerStore
 import ClickerTransport
 import ClickerWire
@@ -112,36 +113,19 @@ final class FullDiskTests: XCTestCase {
                                       + "database or disk is full"), stderr)
     }
 
-    /// A 2 MiB tmpfs at a fresh temporary path. Mounting needs root (CAP_SYS_ADMIN), as CI runs;
-    /// elsewhere the test is skipped, saying so.
+    /// A 2 MiB tmpfs at a fresh temporary path (``SmallDisk``); skipped, saying why, without root.
     func mountSmallDisk() throws -> String {
-        let mountPoint = FileManager.default.temporaryDirectory.appendingPathComponent("full-disk-\(UUID())").path
-        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: false)
-        guard mount("tmpfs", mountPoint, "tmpfs", 0, "size=2m,mode=0700") == 0 else {
-            let e = errno
-            rmdir(mountPoint)
-            throw XCTSkip("cannot mount a 2 MiB tmpfs at \(mountPoint) (\(String(cString: strerror(e)))): "
-                          + "a real full disk needs root (CAP_SYS_ADMIN)")
+        switch SmallDisk.mount(size: "2m") {
+        case .success(let mountPoint): return mountPoint
+        case .failure(let e): throw XCTSkip(e.description)
         }
-        return mountPoint
     }
 
-    func unmountSmallDisk(_ mountPoint: String) {
-        umount2(mountPoint, Int32(MNT_DETACH))
-        rmdir(mountPoint)
-    }
+    func unmountSmallDisk(_ mountPoint: String) { SmallDisk.unmount(mountPoint) }
 
     /// Writes `path` until the disk is full: the next write fails with ENOSPC.
     func fillToTheLastBlock(_ path: String) {
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        XCTAssertGreaterThanOrEqual(fd, 0)
-        let block = [UInt8](repeating: 0x5A, count: 4096)
-        var filled = 0, failure: Int32 = 0
-        while failure == 0, filled < 4 << 20 {
-            let n = block.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-            if n < 0 { failure = errno } else { filled += n }
-        }
-        close(fd)
+        let (filled, failure) = SmallDisk.fill(path, limit: 4 << 20)
         XCTAssertEqual(failure, ENOSPC, "the disk is full after \(filled) bytes: \(String(cString: strerror(failure)))")
     }
 

@@ -1,3 +1,4 @@
+import ClickerTestSupport
 import ClickerTransport
 import ClickerWire
 import Foundation
@@ -130,28 +131,17 @@ final class NotSendingTests: XCTestCase {
     /// temporary file is left; once space returns the answer goes on the air at the next retry.
     /// Mounting needs root (CAP_SYS_ADMIN), as CI runs; elsewhere the test is skipped, saying so.
     func testAStateDirectoryOnAFullDiskIsSaidOnceAndNeverShownAsSending() async throws {
-        let mountPoint = NSTemporaryDirectory() + "clicker-full-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: false)
-        defer { rmdir(mountPoint) }
-        guard mount("tmpfs", mountPoint, "tmpfs", 0, "size=64k,mode=0700") == 0 else {
-            let e = errno
-            throw XCTSkip("cannot mount a 64 KiB tmpfs at \(mountPoint) (\(String(cString: strerror(e)))): "
-                          + "a real full disk needs root (CAP_SYS_ADMIN)")
+        let mountPoint: String
+        switch SmallDisk.mount(size: "64k") {
+        case .success(let m): mountPoint = m
+        case .failure(let e): throw XCTSkip(e.description)
         }
-        defer { umount2(mountPoint, Int32(MNT_DETACH)) }
+        defer { SmallDisk.unmount(mountPoint) }
         let state = StateDirectory(path: mountPoint + "/clicker")
         try state.create()
         // Another file takes every block: the next write in the state directory fails with ENOSPC.
         let filler = mountPoint + "/filler"
-        let fd = open(filler, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        XCTAssertGreaterThanOrEqual(fd, 0)
-        let block = [UInt8](repeating: 0x5A, count: 4096)
-        var filled = 0, failure: Int32 = 0
-        while failure == 0, filled < 1 << 20 {
-            let n = block.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-            if n < 0 { failure = errno } else { filled += n }
-        }
-        close(fd)
+        let (filled, failure) = SmallDisk.fill(filler, limit: 1 << 20)
         XCTAssertEqual(failure, ENOSPC, "the disk is full after \(filled) bytes: \(String(cString: strerror(failure)))")
 
         let log = EventLog(), logged = InMemoryLogHandler()
