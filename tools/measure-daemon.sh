@@ -203,7 +203,7 @@ rss_table() {  # RUN N... -> runs, prints per-run lines and medians
 
 rss() {
   start_bus
-  gcc -O2 -o "$W/bluez-loadgen" Benchmarks/Benchmarks/BlueZLoadGen/loadgen.c $(pkg-config --cflags --libs dbus-1) \
+  gcc -O2 -o "$W/bluez-loadgen" Benchmarks/Benchmarks/BlueZLoadGen/*.c $(pkg-config --cflags --libs dbus-1) \
     || { echo "cannot build bluez-loadgen"; exit 1; }
   echo "daemon RSS: $BIN daemon on the BlueZ backend, bluez-loadgen as bluetoothd (2,000 signals/s), $RSS_REPEATS runs each"
   rss_table rss_run 1000 1

@@ -36,6 +36,7 @@ public struct BeaconFollowService: Service {
     let tick: Duration
     let start: StaggeredStart
     let sleep: @Sendable (Duration) async throws -> Void
+    let handled: @Sendable () -> Void
 
     /// - Parameters:
     ///   - lines: answers, one a line; read with the open question's ``AnswerForm``.
@@ -52,6 +53,9 @@ public struct BeaconFollowService: Service {
     ///     poll closed) has no timer, and wakes only for what it hears and reads.
     ///   - start: when a ballot goes on the air: at a random moment of its interval (``StaggeredStart``).
     ///   - sleep: waits on the clock of `now` (ticks, the start of a ballot, listening again).
+    ///   - handled: called once each event (a frame heard, a line read, a tick) has been handled, in the
+    ///     order they came: a test that moves `now` waits on it, so that every frame is heard at the time
+    ///     it was sent, however far the test could otherwise run ahead of the follower.
     public init(secret: PollSecret, identity: DeviceKey, roster: Bool, transport: any PeripheralTransport,
                 state: StateDirectory?, lines: AsyncStream<String>, first: String? = nil,
                 report: @escaping @Sendable (FollowReport) -> Void,
@@ -59,7 +63,8 @@ public struct BeaconFollowService: Service {
                 logger: Logger = Logger(label: "clicker.voter"),
                 now: @escaping @Sendable () -> Duration = { ContinuousClock.now - BeaconFollowService.origin },
                 tick: Duration = .milliseconds(500), start: StaggeredStart = .random(),
-                sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }) {
+                sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
+                handled: @escaping @Sendable () -> Void = {}) {
         self.secret = secret
         self.identity = identity
         self.roster = roster
@@ -74,6 +79,7 @@ public struct BeaconFollowService: Service {
         self.tick = tick
         self.start = start
         self.sleep = sleep
+        self.handled = handled
     }
 
     public static let origin = ContinuousClock.now
@@ -124,6 +130,7 @@ public struct BeaconFollowService: Service {
         let sessionsSeed = Sessions(secret: secret, identity: identity, roster: roster, transport: transport, state: state,
                                     logger: logger, start: start)
         let key = BeaconKey(secret), report = self.report, notSending = self.notSending, now = self.now, first = self.first
+        let handled = self.handled
         await cancelWhenGracefulShutdown {
             var sessions = sessionsSeed
             var follower = BeaconFollower(key: key, mode: mode, voterID: await sessions.voterID(), now: now())
@@ -158,6 +165,7 @@ public struct BeaconFollowService: Service {
             var retryWake: Task<Void, Never>?
             defer { retryWake?.cancel() }
             for await event in events {
+                defer { handled() }
                 switch event {
                 case .heard(let bytes): follower.hear(bytes, at: now())
                 case .tick: follower.tick(at: now())

@@ -98,13 +98,14 @@ final class IdleFollowerTests: XCTestCase {
         let log = EventLog()
         let radio = ListeningRadio(log: log)
         let clock = SleepClock()
+        let handled = EventLog()
         let identity = DeviceKey.generate()
         let (lines, input) = AsyncStream<String>.makeStream()
         let service = BeaconFollowService(secret: secret, identity: identity, roster: false, transport: radio, state: nil,
                                           lines: lines, report: { log.add($0.line) },
                                           logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }),
                                           now: { clock.now }, tick: .milliseconds(500), start: .immediate,
-                                          sleep: { try await clock.sleep(for: $0) })
+                                          sleep: { try await clock.sleep(for: $0) }, handled: { handled.add("event") })
         func state(_ poll: BeaconPoll, _ counter: UInt32) -> [UInt8] {
             try! BeaconCodec.seal(BeaconState(voteID: key.voteID, counter: counter, mode: .anonymous, poll: poll,  // valid by construction
                                               interval: BeaconInterval(milliseconds: 100) ?? .stop), key: key)
@@ -124,16 +125,24 @@ final class IdleFollowerTests: XCTestCase {
             await yieldUntil { clock.woken > ticking }
             let voterID = await VoterSession(secret: secret, question: 1, identity: identity, transport: radio, state: nil).voterID
             let fp = key.fingerprint(voterID: voterID, question: 1, sequence: 1)
+            // The tally's counter runs with the clock (10 ms ticks), as on the air.
+            func counter() -> UInt32 { 1000 + UInt32(clock.now / BeaconReplayGuard.tick) }
+            // The follower hears each frame before the clock moves on: the test never runs ahead of it, so
+            // every frame is heard at the time it was sent, as on the air, however loaded the machine.
+            func air(_ frame: [UInt8]) async {
+                let before = handled.all.count
+                radio.air(frame)
+                _ = await handled.waitFor(before + 1)
+            }
             func frames(_ poll: BeaconPoll, seconds: ClosedRange<Int>) async {
                 for second in seconds {
-                    let counter = 1000 + UInt32(second) * 100
-                    let pair = [state(poll, counter), try! BeaconCodec.seal(  // valid by construction
-                        .acks(BeaconAcks(counter: counter + 1, question: 1, fingerprints: [fp])), key: key)]
                     // A frame every 10 s here (the air's ten a second would only slow the test down): the
                     // STATE, then the ACKS; the clock moves a second at a time.
                     clock.advance(by: .seconds(1))
-                    if second % 10 == 0 { radio.air(pair[second / 10 % 2]) }
-                    await Task.yield()
+                    let c = counter()
+                    let pair = [state(poll, c), try! BeaconCodec.seal(  // valid by construction
+                        .acks(BeaconAcks(counter: c + 1, question: 1, fingerprints: [fp])), key: key)]
+                    if second % 10 == 0 { await air(pair[second / 10 % 2]) }
                 }
             }
             radio.air(try BeaconCodec.seal(.acks(BeaconAcks(counter: 1001, question: 1, fingerprints: [fp])), key: key))
@@ -142,20 +151,17 @@ final class IdleFollowerTests: XCTestCase {
             // The tick that was waiting is called off (before, it never was: this waits in vain).
             await yieldUntil { clock.sleeping == 0 }
             let counted = clock.woken
-            // A frame the follower's listening did not get (it may be listening again when the test runs far
-            // ahead of it on a loaded machine) comes again, as the tally repeats its STATE.
-            func airUntil(_ frame: [UInt8], shown n: Int) async -> [String] {
-                for _ in 0..<1000 where log.all.count < n {
-                    radio.air(frame)
-                    try? await Task.sleep(for: .milliseconds(20))
-                }
-                return await log.waitFor(n)
-            }
+            // Each change of phase half a second after the last STATE of the phase before (sealed in the
+            // same tick, it would be no newer).
             await frames(.open(q1), seconds: 1...600)
-            seen = await airUntil(state(.questionClosed(q1), 61_050), shown: 8)
+            clock.advance(by: .milliseconds(500))
+            await air(state(.questionClosed(q1), counter()))
+            seen = await log.waitFor(8)
             XCTAssertEqual(Array(seen[6...]), ["stop", "question-closed 1"], "every frame before the close was taken")
             await frames(.questionClosed(q1), seconds: 601...1200)
-            seen = await airUntil(state(.closed, 121_050), shown: 9)
+            clock.advance(by: .milliseconds(500))
+            await air(state(.closed, counter()))
+            seen = await log.waitFor(9)
             XCTAssertEqual(seen.last, "poll-closed")
             XCTAssertEqual(clock.woken - counted, 0, "timer wake-ups in 20 idle minutes")
             XCTAssertEqual(clock.sleeping, 0, "no timer waits")

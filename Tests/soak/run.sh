@@ -40,7 +40,7 @@ trap 'rm -rf "$W"' EXIT
 OUT=${OUT:-$(mktemp -d /tmp/soak.XXXXXX)}
 # Private copies, so a rebuild during the run cannot disturb it.
 cp "$BIN/clicker-tally" "$BIN/clicker-vote" "$W/"
-gcc -O2 -o "$W/bluez-loadgen" Benchmarks/Benchmarks/BlueZLoadGen/loadgen.c $(pkg-config --cflags --libs dbus-1) \
+gcc -O2 -o "$W/bluez-loadgen" Benchmarks/Benchmarks/BlueZLoadGen/*.c $(pkg-config --cflags --libs dbus-1) \
   || fail "cannot build bluez-loadgen"
 python3 Tests/soak/soak.py --tally "$W/clicker-tally" --vote "$W/clicker-vote" --loadgen "$W/bluez-loadgen" \
   --config "$CONFIG" --work "$W" --out "$OUT" "$@"
