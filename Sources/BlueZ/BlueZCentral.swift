@@ -44,7 +44,7 @@ public struct BlueZCentralOptions: Sendable {
     /// How long the beacon waits after its last frame change before it unregisters its advertisement.
     /// bluetoothd 5.66 frees an advertisement on UnregisterAdvertisement while refreshes that frame changes
     /// started are still queued for it, and aborts when they complete (`add_adv_params_callback` on freed
-    /// memory; seen in the QEMU guest). Frame changes are not acknowledged, so the beacon lets them drain.
+    /// memory; seen in the QEMU guest). Not every bluetoothd confirms frame changes, so the beacon lets them drain.
     public var beaconUnregisterSettle: Duration = .seconds(1)
 
     public init(bus: DBusBusTarget = .system, adapter: AdapterSelection = .firstPowered,

@@ -33,9 +33,11 @@ import Synchronization
 /// failure"). So no frame that could be refused is ever sent as a property change: every frame is checked
 /// against what the registration accepted before it goes out, and none is sent while the scanning side
 /// sees the adapter powered off (the frame waits, and goes out at the first tick after power returns).
-/// The object has no TxPower property on purpose too: after each extended refresh 5.66 writes the TX power
-/// the kernel chose back to the advertisement (Properties.Set); an object that took it and signalled the
-/// change would start another refresh, and so on.
+/// TxPower is write-only on the object, and never signalled: after each extended refresh bluetoothd (5.66
+/// to 5.82, `add_adv_params_callback`) writes the TX power the kernel chose back to the advertisement
+/// (Properties.Set). That write is how the beacon learns that a frame change was taken
+/// (`CentralBroadcastPacing.swift`); an object that signalled the change would start another refresh, and
+/// one that listed the property would have bluetoothd with experimental features apply it as a request.
 extension BlueZCentral: BroadcasterTransport {
     /// Legacy: ``BlueZBeacon/legacyFrameLength`` bytes (the host may add Flags). Extended (what one extended
     /// advertising report carries, ``BlueZBeacon/singleReportFrameLength``: 222 bytes, and never more than
@@ -50,6 +52,9 @@ extension BlueZCentral: BroadcasterTransport {
     public func broadcast(_ payload: BroadcastPayload) async throws { try await beacon.broadcast(payload) }
 
     public func stopBroadcasting() async throws { await beacon.stop() }
+
+    /// The frames bluetoothd confirmed it took (`CentralBroadcastPacing.swift`); nothing where it does not confirm.
+    public func framesTaken() -> AsyncStream<[UInt8]> { beacon.taken.stream() }
 
     /// The beacon's state (advertising, stopped, recovering) and its last problem, on every change.
     public func broadcastStatus() -> AsyncStream<RadioStatus> { beacon.status.stream() }
@@ -83,6 +88,11 @@ public enum BlueZBeacon {
     /// 150 ms (``ClickerTransport/BroadcastCapabilities/frameTime(interval:)``). Stated long rather than short:
     /// the tally then puts STATE frames closer together than needed, never further apart.
     public static let frameChangeCost: Duration = .milliseconds(50)
+    /// How long a frame change may wait for bluetoothd's confirmation before the beacon gives it up and
+    /// changes frames again (`CentralBroadcastPacing.swift`): far longer than a refresh takes (tens of ms
+    /// on a laptop, up to a few hundred in the QEMU guests), short enough that a lost confirmation costs
+    /// the followers no STATE gap their "no beacon" wait (5 s) would notice.
+    public static let confirmationTimeout: Duration = .seconds(1)
 
     /// The manufacturer data of the probe that learns whether extended frames go through: all zero bytes, so
     /// it lacks the clicker magic (`CB`, PROTOCOL.md §1) and every decoder, the voters' and the tally's, takes
@@ -100,6 +110,12 @@ public struct BlueZBeaconStatistics: Sendable, Hashable {
     public var intervalChanges = 0
     /// Frame changes held back because the adapter was powered off.
     public var heldWhilePoweredOff = 0
+    /// Frame changes bluetoothd confirmed it took (its TX power write-back after the refresh).
+    public var framesConfirmed = 0
+    /// Frame changes that waited for bluetoothd to take the one before (``framesConfirmed``).
+    public var heldForConfirmation = 0
+    /// Refreshes bluetoothd never confirmed within ``BlueZBeacon/confirmationTimeout``.
+    public var confirmationTimeouts = 0
     public init() {}
 }
 
@@ -133,6 +149,15 @@ actor BeaconAdvertiser {
     /// property change went out.
     var shown: [UInt8]?
     var lastFrameChange: ContinuousClock.Instant?
+    /// The refreshes asked of bluetoothd and not yet confirmed, oldest first: the frame of a frame change
+    /// (or of the registration), nil for an interval change; and since when the oldest waits.
+    var inFlight: [[UInt8]?] = []
+    var inFlightSince: ContinuousClock.Instant?
+    /// Whether bluetoothd confirms refreshes here (a TX power write-back came): frame changes then wait for it.
+    var confirms = false
+    /// A frame change waits for the confirmation of the one before.
+    var held = false
+    nonisolated let taken = FrameTakenFeed()
     var generation: UInt64 = 0
     /// Counts `stop()` calls: a broadcast that was waiting on the bus when one came does not register after it.
     var stops: UInt64 = 0
@@ -236,6 +261,7 @@ actor BeaconAdvertiser {
         stopRotation()
         if registered != nil, let conn = connection, let adapter = adapterPath { await unregister(conn, adapter) }
         registered = nil
+        forgetInFlight()
         object?.unexport()
         object = nil
         status.update { $0.state = .stopped }
@@ -253,6 +279,10 @@ actor BeaconAdvertiser {
         } catch let e as DBusError {
             throw fail(.rejected("exporting the beacon advertisement", e))
         }
+        // bluetoothd refreshes the instance, and confirms it, before it answers.
+        inFlight = [p.frames[0]]
+        inFlightSince = .now
+        held = false
         do {
             _ = try await conn.call(destination: BlueZ.service, path: adapter, interface: BlueZ.advertisingManager,
                                     method: "RegisterAdvertisement",
@@ -260,6 +290,7 @@ actor BeaconAdvertiser {
                                     timeout: options.callTimeout)
         } catch let e as DBusError {
             exported.unexport()
+            forgetInFlight()
             throw fail(Self.registrationError(e, adapter: adapterName, length: p.frames[0].count))
         }
         object = exported
@@ -282,6 +313,10 @@ actor BeaconAdvertiser {
             DBusProperty("MaxInterval", .uint32, value: .uint32(shape.intervalMs)),
         ]
         if shape.extended { properties.append(DBusProperty("SecondaryChannel", .string, value: .string("1M"))) }
+        // Written by bluetoothd after each refresh, read by no one: not listed, never signalled (see the type's comment).
+        properties.append(DBusProperty("TxPower", DBusSignature("n"), access: .write, emitsChanged: .false,
+                                       getter: { throw DBusError(name: DBusError.propertyReadOnly, message: "TxPower is write-only") },
+                                       setter: { [weak self] _ in Task { await self?.confirmed() } }))
         return DBusInterface(BlueZ.advertisement, methods: [
             DBusMethod("Release") { [weak self] _ in
                 await self?.released()
@@ -314,7 +349,10 @@ actor BeaconAdvertiser {
         guard let object else { return }
         let order = new > old ? ["MaxInterval", "MinInterval"] : ["MinInterval", "MaxInterval"]
         do {
-            for name in order { try object.setProperty(name, .uint32(new), interface: BlueZ.advertisement) }
+            for name in order {
+                try object.setProperty(name, .uint32(new), interface: BlueZ.advertisement)
+                inFlight.append(nil)
+            }
             counters.withLock { $0.intervalChanges += 1 }
         } catch {
             logger.warning("beacon interval change not sent: \(error)")
@@ -339,63 +377,12 @@ actor BeaconAdvertiser {
     func released() {
         guard registered != nil else { return }
         registered = nil
+        forgetInFlight()
         stopRotation()
         logger.warning("bluetoothd released the beacon advertisement")
         status.update {
             $0.state = .stopped
             $0.lastError = "bluetoothd released the beacon (adapter reset or removed); the next broadcast registers it again"
         }
-    }
-
-    // MARK: Rotation
-
-    /// Puts the current frame on the air, unless it is there already or the adapter is off: a
-    /// ManufacturerData PropertiesChanged that bluetoothd applies.
-    func apply() {
-        guard let p = payload, registered != nil, let object else { return }
-        let frame = p.frames[frameIndex]
-        guard frame != shown else { return }
-        guard adapterPowered() != false else {
-            counters.withLock { $0.heldWhilePoweredOff += 1 }
-            return
-        }
-        do {
-            try object.setProperty("ManufacturerData", Self.manufacturerData(p.companyID, frame), interface: BlueZ.advertisement)
-            lastFrameChange = .now
-            shown = frame
-            counters.withLock { $0.frameChanges += 1 }
-        } catch {
-            logger.warning("beacon frame change not sent: \(error)")
-        }
-    }
-
-    func stopRotation() {
-        generation &+= 1
-        rotation?.cancel()
-        rotation = nil
-    }
-
-    /// Rotates the payload's frames, one every `max(interval, beaconMinimumDwell)`, from the first (with one
-    /// frame, the tick only puts back a frame held while the adapter was off).
-    func startRotation() {
-        stopRotation()
-        guard let p = payload else { return }
-        let g = generation
-        let dwell = max(p.interval, options.beaconMinimumDwell)
-        rotation = Task { [weak self] in
-            while !Task.isCancelled {
-                try? await Task.sleep(for: dwell)
-                guard let self, await self.advance(g) else { return }
-            }
-        }
-    }
-
-    /// The next frame, if rotation `g` is still the current one (false ends it).
-    func advance(_ g: UInt64) -> Bool {
-        guard g == generation, let p = payload else { return false }
-        guard registered != nil, object != nil else { return true }  // bluetoothd away: hold the place
-        frameIndex = (frameIndex + 1) % p.frames.count
-        apply()
-        return true
     }
 }

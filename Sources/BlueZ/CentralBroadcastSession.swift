@@ -21,6 +21,8 @@ extension BeaconAdvertiser {
             connection = conn
             openConnection.withLock { $0 = conn }
             registered = nil
+            confirms = false  // another bluetoothd may not confirm
+            forgetInFlight()
             watchOwner(conn)
         }
         let (mirror, chosen): (ObjectMirror, BlueZ.Adapter)
@@ -50,6 +52,8 @@ extension BeaconAdvertiser {
     func ownerChanged(_ newOwner: String) async {
         guard !closed else { return }
         registered = nil
+        confirms = false  // a new bluetoothd: whether it confirms is learnt again
+        forgetInFlight()
         adapterPath = nil
         manager = nil
         cachedCapabilities = nil
@@ -193,6 +197,7 @@ extension BeaconAdvertiser {
         connection = nil
         openConnection.withLock { $0 = nil }
         status.close()
+        taken.finish()
     }
 
     /// From a deinit: closing the connection withdraws the advertisement (bluetoothd watches its owner).

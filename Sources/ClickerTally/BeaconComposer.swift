@@ -73,6 +73,11 @@ public struct BeaconComposer: Sendable {
         /// "no beacon" after 5 s without (DESIGN.md, "Following the beacon: this voter").
         /// Through bluetoothd, whose frames hold the air 150 ms or more, STATE takes every third frame.
         public var stateSpacing: Duration = .milliseconds(500)
+        /// The same where the radio reports the frames it took (``BeaconComposer/taken(_:at:)``): then the
+        /// composer knows when STATE went out rather than estimating it, and keeps it within PROTOCOL.md
+        /// §11.11's second less 100 ms (the second management command of a refresh, which follows the
+        /// report). Where frames take longer than half of it, every frame is STATE: the bound goes first.
+        public var reportedStateSpacing: Duration = .milliseconds(900)
         /// At most this many frames between two STATE frames (where frames are short, this comes first:
         /// 250 ms at 20 ms + advDelay). Replaced every 100 ms at 20 ms, a payload sends about 4 frames:
         /// when each one opened with STATE, a quarter of the frames went to it, and 98.2 % of 1,000
@@ -140,6 +145,16 @@ public struct BeaconComposer: Sendable {
     var stateOnAirAt: Double?
     /// What the last payload's STATE said (phase and interval asked).
     var stateSaid: (phase: BeaconPhase, interval: BeaconInterval)?
+    /// Whether the radio reports the frames it took (``taken(_:at:)``): sends are then counted from its
+    /// reports, not estimated from the frame time.
+    var reportsTaken = false
+    /// When the last frame was reported taken, and the time between reports (ms, a moving average): the
+    /// frame time the radio really achieves.
+    var lastTakenAt: UInt32?
+    var takenFrameTime: Double?
+    /// The counter of the first STATE frame that said what the last one says: a STATE taken with a lower
+    /// counter said something older, and does not count as this one on the air.
+    var stateSaidFrom: UInt32 = 0
 
     public init(key: BeaconKey, mode: BallotMode, capabilities: BroadcastCapabilities, tuning: Tuning = Tuning(),
                 signer: BeaconSigner? = nil, deferSignatures: Bool = false) {
@@ -229,7 +244,7 @@ public struct BeaconComposer: Sendable {
         order.sort { $0.sends != $1.sends ? $0.sends < $1.sends : $0.rank < $1.rank }
         let fast = !acks.isEmpty || ticks(now, since: phaseChangedAt) < Self.ticks(tuning.fastAfterChange)
         let broadcastInterval = fast ? tuning.fastInterval : tuning.slowInterval
-        let frameTime = Self.milliseconds(capabilities.frameTime(interval: broadcastInterval))
+        let frameTime = max(Self.milliseconds(capabilities.frameTime(interval: broadcastInterval)), takenFrameTime ?? 0)
         // STATE where its spacing falls: first when it says something new, else at the last frame that
         // starts within the spacing of the last STATE on air (frame k starts k frame times from now), then
         // every `every` frames; and at least once, last, in a payload too short to reach it.
@@ -240,6 +255,7 @@ public struct BeaconComposer: Sendable {
             let due = last + Double(every) * frameTime - Double(now) * 10
             first = due > 0 ? Int(min(Double(tuning.maxFrames), (due / frameTime).rounded(.down))) : 0
         }
+        let news = stateSaid.map { $0.phase != phase || $0.interval != asked } ?? true
         stateSaid = (phase, asked)
         var items: [Item] = []
         var rest = order.makeIterator()
@@ -252,6 +268,7 @@ public struct BeaconComposer: Sendable {
         let question = ackQuestion ?? 0
         var frames: [[UInt8]] = []
         let state = sealState(phase, interval: interval, at: now)
+        if news, let c = counter { stateSaidFrom = c }
         lastState = state
         for item in items {
             switch item {
@@ -268,30 +285,12 @@ public struct BeaconComposer: Sendable {
     }
 
     /// Frames between two STATE frames for frames of `frameTime` ms: as many as fit in
-    /// ``Tuning/stateSpacing``, at most ``Tuning/stateEvery``, at least 1.
+    /// ``Tuning/stateSpacing`` (``Tuning/reportedStateSpacing`` where the radio reports what it took), at
+    /// most ``Tuning/stateEvery``, at least 1.
     func stateEvery(frameTime: Double) -> Int {
-        let fit = (Self.milliseconds(tuning.stateSpacing) / max(1, frameTime)).rounded(.down)
+        let spacing = reportsTaken ? tuning.reportedStateSpacing : tuning.stateSpacing
+        let fit = (Self.milliseconds(spacing) / max(1, frameTime)).rounded(.down)
         return max(1, min(tuning.stateEvery, Int(min(Double(tuning.maxFrames), fit))))
-    }
-
-    /// Credits the frames the previous payload had time to send since it was composed: frame k holds the
-    /// air from k frame times after it to k + 1, and counts as sent once it held it for half its time.
-    mutating func credit(at now: UInt32) {
-        guard let p = previous, !p.items.isEmpty else { return }
-        // 10 ms ticks, and an event every 25 ms at 20 ms: whole ticks would credit 5 frames a 100 ms.
-        let elapsed = Double(ticks(now, since: p.at)) * 10
-        let sent = Int(min(Double(4 * tuning.maxFrames), (elapsed / p.frameTime + 0.5).rounded(.down)))
-        guard sent > 0 else { return }
-        var index: [UInt32: Int] = [:]
-        for (n, a) in acks.enumerated() { index[a.fingerprint.value] = n }
-        for s in 0..<sent {
-            switch p.items[s % p.items.count] {
-            case .state: stateOnAirAt = Double(p.at) * 10 + Double(s) * p.frameTime
-            case .acks(let values): for v in values { if let n = index[v] { acks[n].sends += 1 } }
-            case .text(let n): if text?.sends.indices.contains(n) == true { text?.sends[n] += 1 }
-            }
-        }
-        previous = nil
     }
 
     /// `d` in milliseconds, to the microsecond (whole milliseconds exactly: 25 ms is 25, not 25.000000000000004,

@@ -240,6 +240,9 @@ public struct TallyBeacon: Sendable {
         acknowledged = 0
     }
 
+    /// The radio took `frame` at `tick` (``ClickerTransport/BroadcasterTransport/framesTaken()``).
+    public mutating func taken(_ frame: [UInt8], tick: UInt32) { composer.taken(frame, at: tick) }
+
     /// The payload for `phase` at `tick` (the poll's counter clock) and `ns` (the radio's clock, as
     /// given to ``counted(_:question:sequence:at:)``): the ballots counted since the last payload are
     /// acknowledged, the STATE interval chosen for the voters not yet acknowledged.

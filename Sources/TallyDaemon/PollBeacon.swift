@@ -208,6 +208,12 @@ extension PollController {
 
     /// A payload went out (`error` nil) or did not. A failure is logged once, with the back-off, and again
     /// only when the radio says something else; the first payload out after failures says so.
+    /// The radio took `frame` (a radio that reports it: BlueZ where bluetoothd confirms frame changes).
+    func beaconTaken(_ frame: [UInt8]) {
+        let tick = beaconTick(clock())
+        beacon.tally?.taken(frame, tick: tick)
+    }
+
     func beaconSent(_ error: (any Error)?) {
         if let error {
             let text = "\(error)"
@@ -257,7 +263,15 @@ extension PollController {
         }
         let (wakes, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         await startBeacon(caps, wake: wake)
-        defer { wake.finish() }
+        // What the radio reports it put on the air places the STATE frames (nothing on radios that keep
+        // their stated frame time).
+        let taking = Task { [weak self] in
+            for await frame in radio.framesTaken() { await self?.beaconTaken(frame) }
+        }
+        defer {
+            wake.finish()
+            taking.cancel()
+        }
         let ticks = AsyncTimerSequence(interval: refresh, clock: clock).map { _ in () }
         var last: C.Instant?
         var lastInterval: Duration?

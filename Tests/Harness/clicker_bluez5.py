@@ -14,6 +14,7 @@ clicker needs and the stock template lacks:
   After registering and after each change it applied it writes the chosen TX power back to the
   advertisement (Properties.Set TxPower, result ignored), as 5.66 does after every refresh on a
   kernel with the extended advertising MGMT commands (-p '{"tx_power_write_back": false}' to stop).
+  Refreshes are immediate, or take refresh_delay_ms each, one at a time (-p '{"refresh_delay_ms": 250}').
   Extended data (SecondaryChannel set) fits only with -p '{"ext_ad_len": 251}' (BlueZ >= 5.69), up to
   238 bytes of manufacturer data as with bluetoothd 5.82 on Linux 6.12;
   without it every advertisement is capped like legacy, as BlueZ 5.66's 31-byte bt_ad is.
@@ -209,10 +210,36 @@ def _advertisement_changed(adapter, key, iface, changed):
         if name in ('MinInterval', 'MaxInterval') and 'MinInterval' in props and 'MaxInterval' in props \
                 and int(props['MinInterval']) > int(props['MaxInterval']):
             adapter.refresh_errors = getattr(adapter, 'refresh_errors', 0) + 1
-    if 'ManufacturerData' in changed:
-        adapter.adv_history[key].append(_manufacturer_entries(changed))
-    for _name in changed:
-        _write_back_tx_power(adapter, key)
+    for name, value in changed.items():
+        def refreshed(name=name, value=value):
+            if key not in adapter.advertisements:
+                return
+            if name == 'ManufacturerData':
+                adapter.adv_history[key].append(_manufacturer_entries({name: value}))
+            _write_back_tx_power(adapter, key)
+        _refresh(adapter, refreshed)
+
+
+def _refresh(adapter, done):
+    '''One refresh of an advertising instance. With -p '{"refresh_delay_ms": N}' each takes N ms and they run
+    one at a time, as bluetoothd sends management commands one at a time and each waits for the kernel and
+    the controller (a loaded host, the QEMU guests): changes that come faster queue. GetMaxRefreshQueue
+    tells how deep the queue got.'''
+    delay = int(_params.get('refresh_delay_ms', 0))
+    if delay <= 0:
+        done()
+        return
+    queue = adapter.__dict__.setdefault('refresh_queue', [])
+    queue.append(done)
+    adapter.max_refresh_queue = max(getattr(adapter, 'max_refresh_queue', 0), len(queue))
+
+    def run():
+        queue.pop(0)()
+        if queue:
+            GLib.timeout_add(delay, run)
+        return False
+    if len(queue) == 1:
+        GLib.timeout_add(delay, run)
 
 
 def _forget_advertisement(adapter, key):
@@ -504,6 +531,12 @@ def GetApplications(_self, adapter_device_name):
 def GetTxPowerWrites(_self, adapter_device_name):
     '''How many times the fake bluetoothd wrote TxPower back (one per refresh).'''
     return dbus.UInt32(getattr(_adapter(adapter_device_name), 'tx_power_writes', 0))
+
+
+@dbus.service.method(MOCK_IFACE, in_signature='s', out_signature='u')
+def GetMaxRefreshQueue(_self, adapter_device_name):
+    '''The most refreshes that were waiting at once (with refresh_delay_ms), the one being carried out included.'''
+    return dbus.UInt32(getattr(_adapter(adapter_device_name), 'max_refresh_queue', 0))
 
 
 @dbus.service.method(MOCK_IFACE, in_signature='s', out_signature='u')

@@ -1,0 +1,57 @@
+@testable import BlueZ
+import ClickerTransport
+import DBus
+import XCTest
+
+/// Tier 2: the beacon changes frames at the pace bluetoothd takes them (`CentralBroadcastPacing.swift`).
+/// The fake bluetoothd carries out refreshes one at a time, each taking a set time, as bluetoothd does
+/// with its management commands on a loaded host, and writes the TX power back after each.
+extension BlueZBeaconTests {
+    /// Payloads replaced four times faster than bluetoothd refreshes: without the wait for its write-back
+    /// the refreshes queued (tens deep after a few seconds, the air that far behind). With it at most one
+    /// frame change waits in bluetoothd, every frame it applied is reported taken, in its order, and the
+    /// last payload asked for is what goes out when the replacements stop.
+    func testFrameChangesWaitUntilBluetoothdTookTheOneBefore() async throws {
+        try await startMock(#"{"refresh_delay_ms": 200}"#)
+        let central = makeCentral()
+        let taken = Collector(central.framesTaken())
+        var last: [[UInt8]] = []
+        for round in 0..<40 {
+            last = Self.frames(3, seed: UInt8(round))
+            try await central.broadcast(BroadcastPayload(companyID: 0xFFFF, frames: last, interval: .milliseconds(20)))
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let final = last[0]
+        let applied = try await eventuallyHistory(atLeast: 2) { $0.contains(final) }
+        try await eventually("every applied frame reported") { taken.snapshot.count >= applied.count }
+        let stats = central.broadcastStatistics
+        if stats.confirmationTimeouts == 0 {
+            XCTAssertEqual(Array(taken.snapshot.prefix(applied.count)), applied,
+                           "the frames reported taken are those bluetoothd applied, in order")
+        }
+        try await central.stopBroadcasting()
+        let after = central.broadcastStatistics
+        let deepest = try await mock.mock("GetMaxRefreshQueue", [.string("hci0")]).decode(UInt32.self)
+        XCTAssertGreaterThan(after.heldForConfirmation, 0, "changes came faster than bluetoothd took them")
+        XCTAssertLessThanOrEqual(Int(deepest), 1 + after.confirmationTimeouts,
+                                 "one frame change in bluetoothd at a time (one more per confirmation given up)")
+        XCTAssertLessThanOrEqual(after.frameChanges, after.framesConfirmed + after.confirmationTimeouts,
+                                 "each change but the last waited for the one before (the registration's is confirmed too)")
+    }
+
+    /// Where bluetoothd writes nothing back (a controller that reports no TX power, a Bluetooth 4 adapter),
+    /// nothing is reported taken and the frames rotate at the dwell, as before.
+    func testWithoutWriteBacksTheRotationKeepsItsDwell() async throws {
+        try await startMock(#"{"tx_power_write_back": false}"#)
+        let central = makeCentral()
+        let taken = Collector(central.framesTaken())
+        let frames = Self.frames(3)
+        try await central.broadcast(BroadcastPayload(companyID: 0xFFFF, frames: frames, interval: .milliseconds(20)))
+        let history = try await eventuallyHistory(atLeast: 7)
+        XCTAssertEqual(Array(history.prefix(7)), [frames[0], frames[1], frames[2], frames[0], frames[1], frames[2], frames[0]])
+        try await central.stopBroadcasting()
+        XCTAssertEqual(central.broadcastStatistics.framesConfirmed, 0)
+        XCTAssertEqual(central.broadcastStatistics.heldForConfirmation, 0)
+        XCTAssertEqual(taken.snapshot, [])
+    }
+}
