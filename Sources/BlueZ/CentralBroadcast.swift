@@ -54,7 +54,7 @@ extension BlueZCentral: BroadcasterTransport {
     public func stopBroadcasting() async throws { await beacon.stop() }
 
     /// The frames bluetoothd confirmed it took (`CentralBroadcastPacing.swift`); nothing where it does not confirm.
-    public func framesTaken() -> AsyncStream<[UInt8]> { beacon.taken.stream() }
+    public func framesTaken() -> AsyncStream<FrameTaken> { beacon.taken.stream() }
 
     /// The beacon's state (advertising, stopped, recovering) and its last problem, on every change.
     public func broadcastStatus() -> AsyncStream<RadioStatus> { beacon.status.stream() }
@@ -150,9 +150,8 @@ actor BeaconAdvertiser {
     var shown: [UInt8]?
     var lastFrameChange: ContinuousClock.Instant?
     /// The refreshes asked of bluetoothd and not yet confirmed, oldest first: the frame of a frame change
-    /// (or of the registration), nil for an interval change; and since when the oldest waits.
-    var inFlight: [[UInt8]?] = []
-    var inFlightSince: ContinuousClock.Instant?
+    /// (or of the registration), nil for an interval change, and when each was asked for.
+    var inFlight: [(frame: [UInt8]?, at: ContinuousClock.Instant)] = []
     /// Whether bluetoothd confirms refreshes here (a TX power write-back came): frame changes then wait for it.
     var confirms = false
     /// A frame change waits for the confirmation of the one before.
@@ -280,8 +279,7 @@ actor BeaconAdvertiser {
             throw fail(.rejected("exporting the beacon advertisement", e))
         }
         // bluetoothd refreshes the instance, and confirms it, before it answers.
-        inFlight = [p.frames[0]]
-        inFlightSince = .now
+        inFlight = [(p.frames[0], .now)]
         held = false
         do {
             _ = try await conn.call(destination: BlueZ.service, path: adapter, interface: BlueZ.advertisingManager,
@@ -351,7 +349,7 @@ actor BeaconAdvertiser {
         do {
             for name in order {
                 try object.setProperty(name, .uint32(new), interface: BlueZ.advertisement)
-                inFlight.append(nil)
+                inFlight.append((nil, .now))
             }
             counters.withLock { $0.intervalChanges += 1 }
         } catch {

@@ -43,8 +43,7 @@ extension BeaconAdvertiser {
             lastFrameChange = .now
             shown = frame
             if !confirms { inFlight.removeAll() }
-            if inFlight.isEmpty { inFlightSince = .now }
-            inFlight.append(frame)
+            inFlight.append((frame, .now))
             counters.withLock { $0.frameChanges += 1 }
         } catch {
             logger.warning("beacon frame change not sent: \(error)")
@@ -54,8 +53,8 @@ extension BeaconAdvertiser {
     /// Whether a frame change must wait: bluetoothd confirms refreshes, one is unconfirmed, and it has
     /// not waited ``BlueZBeacon/confirmationTimeout`` yet (after which it is given up).
     func waitsForConfirmation() -> Bool {
-        guard confirms, !inFlight.isEmpty else { return false }
-        if let since = inFlightSince, since.duration(to: .now) >= BlueZBeacon.confirmationTimeout {
+        guard confirms, let oldest = inFlight.first else { return false }
+        if oldest.at.duration(to: .now) >= BlueZBeacon.confirmationTimeout {
             inFlight.removeAll()
             counters.withLock { $0.confirmationTimeouts += 1 }
             return false
@@ -66,13 +65,14 @@ extension BeaconAdvertiser {
     /// bluetoothd wrote the TX power back: it took the oldest refresh asked. A confirmed frame is on the air
     /// from now (reported, and held for the dwell); a frame change that waited goes out.
     func confirmed() {
+        if !confirms { logger.info("beacon: bluetoothd confirms frame changes (TX power written back): frames change at the pace it takes them") }
         confirms = true
         guard !inFlight.isEmpty else { return }
-        let frame = inFlight.removeFirst()
-        inFlightSince = inFlight.isEmpty ? nil : .now
-        guard let frame else { return }
+        let (change, askedAt) = inFlight.removeFirst()
+        guard let frame = change else { return }
         counters.withLock { $0.framesConfirmed += 1 }
-        taken.yield(frame)
+        let dwell = max(payload?.interval ?? .zero, options.beaconMinimumDwell)
+        taken.yield(FrameTaken(frame: frame, frameTime: askedAt.duration(to: .now) + dwell))
         guard inFlight.isEmpty else { return }
         if held { apply() } else if frame == shown { startRotation() }
     }
@@ -80,7 +80,6 @@ extension BeaconAdvertiser {
     /// Nothing is in flight any more (withdrawn, released, registered again).
     func forgetInFlight() {
         inFlight.removeAll()
-        inFlightSince = nil
         held = false
     }
 
@@ -123,14 +122,14 @@ extension BeaconAdvertiser {
 /// The frames bluetoothd confirmed, to every `framesTaken()` stream (the newest 64 for a slow reader).
 final class FrameTakenFeed: Sendable {
     private struct State {
-        var watchers: [Int: AsyncStream<[UInt8]>.Continuation] = [:]
+        var watchers: [Int: AsyncStream<FrameTaken>.Continuation] = [:]
         var nextID = 0
     }
 
     private let state = Mutex(State())
 
-    func stream() -> AsyncStream<[UInt8]> {
-        let (stream, continuation) = AsyncStream<[UInt8]>.makeStream(bufferingPolicy: .bufferingNewest(64))
+    func stream() -> AsyncStream<FrameTaken> {
+        let (stream, continuation) = AsyncStream<FrameTaken>.makeStream(bufferingPolicy: .bufferingNewest(64))
         let id = state.withLock { s in
             defer { s.nextID += 1 }
             s.watchers[s.nextID] = continuation
@@ -140,7 +139,7 @@ final class FrameTakenFeed: Sendable {
         return stream
     }
 
-    func yield(_ frame: [UInt8]) {
+    func yield(_ frame: FrameTaken) {
         for w in state.withLock({ Array($0.watchers.values) }) { w.yield(frame) }
     }
 

@@ -190,6 +190,13 @@ extension BeaconAdvertiser {
 
     func shutdown() async {
         guard !closed else { return }
+        let c = counters.withLock { $0 }
+        if c.registrations > 0 {
+            logger.info("""
+                beacon: \(c.frameChanges) frame changes, \(c.framesConfirmed) frames confirmed by bluetoothd, \(c.heldForConfirmation) \
+                changes waited for a confirmation, \(c.confirmationTimeouts) confirmations given up
+                """)
+        }
         await stop()
         closed = true
         ownerWatch?.cancel()

@@ -54,6 +54,11 @@ public enum BeaconPhase: Sendable, Hashable {
 /// are short. A payload that replaces one whose STATE says the same places its first STATE where the
 /// previous one's left off (acknowledgements first); one whose STATE says something new (phase,
 /// question, interval) starts with it. Every payload holds a STATE frame.
+///
+/// Where the radio reports the frames it took (BlueZ, where bluetoothd confirms each frame change:
+/// ``taken(_:at:)``), nothing is estimated: a STATE is on the air when it is reported taken, an
+/// acknowledgement or a TEXT page is sent once more each time its frame is, and the time between reports
+/// is the frame time STATE is placed by (``Tuning/reportedStateSpacing`` apart).
 public struct BeaconComposer: Sendable {
     /// The knobs of the rotation.
     public struct Tuning: Sendable, Hashable {
@@ -76,7 +81,8 @@ public struct BeaconComposer: Sendable {
         /// The same where the radio reports the frames it took (``BeaconComposer/taken(_:at:)``): then the
         /// composer knows when STATE went out rather than estimating it, and keeps it within PROTOCOL.md
         /// §11.11's second less 100 ms (the second management command of a refresh, which follows the
-        /// report). Where frames take longer than half of it, every frame is STATE: the bound goes first.
+        /// report). Where frames take longer than half of it, STATE takes every other frame: the rest carry
+        /// the acknowledgements and the question's text, and STATE is then as close as the radio allows.
         public var reportedStateSpacing: Duration = .milliseconds(900)
         /// At most this many frames between two STATE frames (where frames are short, this comes first:
         /// 250 ms at 20 ms + advDelay). Replaced every 100 ms at 20 ms, a payload sends about 4 frames:
@@ -148,9 +154,7 @@ public struct BeaconComposer: Sendable {
     /// Whether the radio reports the frames it took (``taken(_:at:)``): sends are then counted from its
     /// reports, not estimated from the frame time.
     var reportsTaken = false
-    /// When the last frame was reported taken, and the time between reports (ms, a moving average): the
-    /// frame time the radio really achieves.
-    var lastTakenAt: UInt32?
+    /// The frame time the radio reports (ms, a moving average): what it really achieves.
     var takenFrameTime: Double?
     /// The counter of the first STATE frame that said what the last one says: a STATE taken with a lower
     /// counter said something older, and does not count as this one on the air.
@@ -248,7 +252,10 @@ public struct BeaconComposer: Sendable {
         // STATE where its spacing falls: first when it says something new, else at the last frame that
         // starts within the spacing of the last STATE on air (frame k starts k frame times from now), then
         // every `every` frames; and at least once, last, in a payload too short to reach it.
-        let every = stateEvery(frameTime: frameTime)
+        // Where frames are so slow that STATE alone would fill the spacing, every other frame is still
+        // something else (acknowledgements, the question's text): without them no voter is ever counted
+        // on screen nor shown the question's title.
+        let every = max(order.isEmpty ? 1 : 2, stateEvery(frameTime: frameTime))
         let asked = Self.asked(phase, interval)
         var first = 0
         if stateSaid?.phase == phase, stateSaid?.interval == asked, let last = stateOnAirAt {

@@ -25,20 +25,17 @@ extension BeaconComposer {
         previous = nil
     }
 
-    /// The radio took `frame` (one of this composer's, as broadcast: signed or not) at `now`: a STATE that
-    /// says what the last payload's says is on the air from now, an ACKS frame's fingerprints and a TEXT
-    /// page were sent once more. From the first report on, sends are counted from reports only, and the
-    /// time between reports, when longer than the stated frame time, is the frame time STATE is placed by.
-    /// A frame this composer cannot open (another poll's, the closing frame of the poll before) is ignored.
-    public mutating func taken(_ frame: [UInt8], at now: UInt32) {
-        guard case .success(let envelope) = BeaconCodec.envelope(frame, key: key) else { return }
+    /// The radio took `taken.frame` (one of this composer's, as broadcast: signed or not) at `now`: a STATE
+    /// that says what the last payload's says is on the air from now, an ACKS frame's fingerprints and a
+    /// TEXT page were sent once more. From the first report on, sends are counted from reports only, and
+    /// the frame time the radio reports (a moving average, at most 2 s), when longer than the stated one,
+    /// is the frame time STATE is placed by. A frame this composer cannot open (another poll's, the closing
+    /// frame of the poll before) is ignored.
+    public mutating func taken(_ taken: FrameTaken, at now: UInt32) {
+        guard case .success(let envelope) = BeaconCodec.envelope(taken.frame, key: key) else { return }
         reportsTaken = true
-        if let last = lastTakenAt, now > last {
-            // At most a second a frame: a payload of one frame changes only when the tally composes again.
-            let gap = min(1000, Double(now - last) * 10)
-            takenFrameTime = takenFrameTime.map { 0.75 * $0 + 0.25 * gap } ?? gap
-        }
-        lastTakenAt = now
+        let ms = min(2000, Self.milliseconds(taken.frameTime))
+        takenFrameTime = takenFrameTime.map { 0.75 * $0 + 0.25 * ms } ?? ms
         switch envelope.frame {
         case .state(let s):
             if s.counter >= stateSaidFrom { stateOnAirAt = Double(now) * 10 }

@@ -241,7 +241,7 @@ public struct TallyBeacon: Sendable {
     }
 
     /// The radio took `frame` at `tick` (``ClickerTransport/BroadcasterTransport/framesTaken()``).
-    public mutating func taken(_ frame: [UInt8], tick: UInt32) { composer.taken(frame, at: tick) }
+    public mutating func taken(_ frame: FrameTaken, tick: UInt32) { composer.taken(frame, at: tick) }
 
     /// The payload for `phase` at `tick` (the poll's counter clock) and `ns` (the radio's clock, as
     /// given to ``counted(_:question:sequence:at:)``): the ballots counted since the last payload are

@@ -113,11 +113,25 @@ public protocol BroadcasterTransport: Sendable {
     /// really went on the air and when, rather than counting on the stated frame time. One stream per
     /// call; it ends when the radio shuts down. Radios that send each frame at its frame time report
     /// nothing (the default: a stream that ends at once).
-    func framesTaken() -> AsyncStream<[UInt8]>
+    func framesTaken() -> AsyncStream<FrameTaken>
 }
 
 extension BroadcasterTransport {
-    public func framesTaken() -> AsyncStream<[UInt8]> { AsyncStream { $0.finish() } }
+    public func framesTaken() -> AsyncStream<FrameTaken> { AsyncStream { $0.finish() } }
+}
+
+/// A frame the radio's stack took (``BroadcasterTransport/framesTaken()``), and what a frame costs there now.
+public struct FrameTaken: Sendable, Hashable {
+    public var frame: [UInt8]
+    /// The time from asking for this frame to the stack taking it, plus the time the radio then holds each
+    /// frame: the frame time this radio achieves now, whatever the frames say (a frame that repeats the one
+    /// before changes nothing and is not reported, so the time between reports is no measure of it).
+    public var frameTime: Duration
+
+    public init(frame: [UInt8], frameTime: Duration) {
+        self.frame = frame
+        self.frameTime = frameTime
+    }
 }
 
 /// How much of its time a listener's receiver is awake: it listens for `window` at the start of every

@@ -209,7 +209,7 @@ extension PollController {
     /// A payload went out (`error` nil) or did not. A failure is logged once, with the back-off, and again
     /// only when the radio says something else; the first payload out after failures says so.
     /// The radio took `frame` (a radio that reports it: BlueZ where bluetoothd confirms frame changes).
-    func beaconTaken(_ frame: [UInt8]) {
+    func beaconTaken(_ frame: FrameTaken) {
         let tick = beaconTick(clock())
         beacon.tally?.taken(frame, tick: tick)
     }

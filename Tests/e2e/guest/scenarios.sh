@@ -575,6 +575,7 @@ beacon_state_gaps() {
   note "frames heard: $(awk '{ n[$3]++ } END { for (k in n) printf "%s:%d ", k, n[k] }' "$D/heard")"
   note "tally: $(grep -E 'beacon on hci0' "$D/tally.err" | head -n1)"
   finish_tally tally
+  note "tally: $(grep -E 'beacon: .*(confirms frame changes|frame changes,)' "$D/tally.err" | tr '\n' ' ')"
   check "the tally counts the changed answers B, C and A once each" json tally '{k: v for k, v in j["counts"].items() if v} == {"A":1,"B":1,"C":1}'
   stop listener TERM 10
   for n in 1 2 3; do stop v$n TERM 30; check "v$n exits 0 on SIGTERM" is 0 echo "$RC"; done
