@@ -156,6 +156,8 @@ actor BeaconAdvertiser {
     var confirms = false
     /// A frame change waits for the confirmation of the one before.
     var held = false
+    /// Confirmations given up in a row (each doubles the next wait).
+    var givenUpInARow = 0
     nonisolated let taken = FrameTakenFeed()
     var generation: UInt64 = 0
     /// Counts `stop()` calls: a broadcast that was waiting on the bus when one came does not register after it.

@@ -50,12 +50,17 @@ extension BeaconAdvertiser {
         }
     }
 
-    /// Whether a frame change must wait: bluetoothd confirms refreshes, one is unconfirmed, and it has
-    /// not waited ``BlueZBeacon/confirmationTimeout`` yet (after which it is given up).
+    /// Whether a frame change must wait: bluetoothd confirms refreshes, one is unconfirmed, and it has not
+    /// waited long enough to be given up: ``BlueZBeacon/confirmationTimeout``, doubled for each one given up
+    /// in a row (at most 8 s). A bluetoothd that stalls (in the QEMU guests, seconds at a time while voters
+    /// register) then gets one more change a wait rather than one a second, each a refresh it must still
+    /// carry out once it moves again.
     func waitsForConfirmation() -> Bool {
         guard confirms, let oldest = inFlight.first else { return false }
-        if oldest.at.duration(to: .now) >= BlueZBeacon.confirmationTimeout {
+        let wait = BlueZBeacon.confirmationTimeout * (1 << min(givenUpInARow, 3))
+        if oldest.at.duration(to: .now) >= wait {
             inFlight.removeAll()
+            givenUpInARow += 1
             counters.withLock { $0.confirmationTimeouts += 1 }
             return false
         }
@@ -69,6 +74,7 @@ extension BeaconAdvertiser {
         confirms = true
         guard !inFlight.isEmpty else { return }
         let (change, askedAt) = inFlight.removeFirst()
+        givenUpInARow = 0
         guard let frame = change else { return }
         counters.withLock { $0.framesConfirmed += 1 }
         let dwell = max(payload?.interval ?? .zero, options.beaconMinimumDwell)

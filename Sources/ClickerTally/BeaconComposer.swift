@@ -58,7 +58,8 @@ public enum BeaconPhase: Sendable, Hashable {
 /// Where the radio reports the frames it took (BlueZ, where bluetoothd confirms each frame change:
 /// ``taken(_:at:)``), nothing is estimated: a STATE is on the air when it is reported taken, an
 /// acknowledgement or a TEXT page is sent once more each time its frame is, and the time between reports
-/// is the frame time STATE is placed by (``Tuning/reportedStateSpacing`` apart).
+/// is the frame time STATE is placed by. Where frames take longer than the spacing, STATE takes every
+/// other frame (not every one): the rest carry the acknowledgements and the question's text.
 public struct BeaconComposer: Sendable {
     /// The knobs of the rotation.
     public struct Tuning: Sendable, Hashable {
@@ -76,14 +77,9 @@ public struct BeaconComposer: Sendable {
         /// The longest time on the air between two STATE frames while the radio broadcasts: a voter that
         /// starts following needs one (PROTOCOL.md §11.11: at most 1 s apart), and `clicker-vote` says
         /// "no beacon" after 5 s without (DESIGN.md, "Following the beacon: this voter").
-        /// Through bluetoothd, whose frames hold the air 150 ms or more, STATE takes every third frame.
+        /// Through bluetoothd, whose frames hold the air 150 ms or more, STATE takes every third frame (or
+        /// every other, where bluetoothd reports frames slower than 250 ms).
         public var stateSpacing: Duration = .milliseconds(500)
-        /// The same where the radio reports the frames it took (``BeaconComposer/taken(_:at:)``): then the
-        /// composer knows when STATE went out rather than estimating it, and keeps it within PROTOCOL.md
-        /// §11.11's second less 100 ms (the second management command of a refresh, which follows the
-        /// report). Where frames take longer than half of it, STATE takes every other frame: the rest carry
-        /// the acknowledgements and the question's text, and STATE is then as close as the radio allows.
-        public var reportedStateSpacing: Duration = .milliseconds(900)
         /// At most this many frames between two STATE frames (where frames are short, this comes first:
         /// 250 ms at 20 ms + advDelay). Replaced every 100 ms at 20 ms, a payload sends about 4 frames:
         /// when each one opened with STATE, a quarter of the frames went to it, and 98.2 % of 1,000
@@ -292,11 +288,9 @@ public struct BeaconComposer: Sendable {
     }
 
     /// Frames between two STATE frames for frames of `frameTime` ms: as many as fit in
-    /// ``Tuning/stateSpacing`` (``Tuning/reportedStateSpacing`` where the radio reports what it took), at
-    /// most ``Tuning/stateEvery``, at least 1.
+    /// ``Tuning/stateSpacing``, at most ``Tuning/stateEvery``, at least 1.
     func stateEvery(frameTime: Double) -> Int {
-        let spacing = reportsTaken ? tuning.reportedStateSpacing : tuning.stateSpacing
-        let fit = (Self.milliseconds(spacing) / max(1, frameTime)).rounded(.down)
+        let fit = (Self.milliseconds(tuning.stateSpacing) / max(1, frameTime)).rounded(.down)
         return max(1, min(tuning.stateEvery, Int(min(Double(tuning.maxFrames), fit))))
     }
 
