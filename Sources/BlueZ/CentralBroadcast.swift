@@ -16,7 +16,8 @@ import Synchronization
 /// Adv Params + Add Ext Adv Data). That is the cheapest way to rotate: one signal per frame, no round trip,
 /// the same instance and registration. Re-registering per frame would cost three round trips (Unregister,
 /// Register, bluetoothd's GetAll) and leave the air empty between them; one instance per frame runs out of
-/// instances (typically 4–5 per controller) long before a page of acknowledgements does.
+/// instances (typically 4–5 per controller) long before a page of acknowledgements does. Frames change no
+/// faster than bluetoothd takes them (`CentralBroadcastPacing.swift`).
 ///
 /// Unregistering is the dangerous call on 5.66: it frees the advertisement while refreshes that frame
 /// changes started may still be queued for it, and bluetoothd aborts when they complete (seen in the

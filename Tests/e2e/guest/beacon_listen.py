@@ -181,7 +181,7 @@ def percentile(xs, q):
 
 
 def gaps(log, t0, t1):
-    states, kinds = [], {'acks': 0, 'text': 0, 'other': 0, 'ballots': 0}
+    states, lags, kinds = [], [], {'acks': 0, 'text': 0, 'other': 0, 'ballots': 0}
     for line in open(log):
         f = line.split()
         if len(f) < 5:
@@ -192,6 +192,8 @@ def gaps(log, t0, t1):
         if typ in STATE and len(frame) > 9:
             if frame[9] >> 6 == 1:
                 states.append(t)
+                # The counter (bytes 4-7, 10 ms ticks of the tally's clock) says when the frame was sealed.
+                lags.append(t - int.from_bytes(frame[4:8], 'big') / 100)
             else:
                 kinds['other'] += 1
         elif typ in ACKS:
@@ -210,6 +212,8 @@ def gaps(log, t0, t1):
     print('states %d gaps %d max %.3f p99 %.3f p50 %.3f over %.1f acks %d text %d other %d ballots %d' % (
         len(states), len(d), max(d) if d else t1 - t0, percentile(d, 0.99), percentile(d, 0.5), t1 - t0,
         kinds['acks'], kinds['text'], kinds['other'], kinds['ballots']))
+    # How far the air fell behind the tally: the spread of (heard - sealed) over the window's STATE frames.
+    print('lag %.3f' % ((max(lags) - min(lags)) if lags else 0))
     for x, a in g:
         if x > 1.0:
             print('gap %.3f at %.3f' % (x, a))
