@@ -57,8 +57,8 @@ public enum BeaconPhase: Sendable, Hashable {
 ///
 /// Where the radio reports the frames it took (BlueZ, where bluetoothd confirms each frame change:
 /// ``taken(_:at:)``), nothing is estimated: a STATE is on the air when it is reported taken, an
-/// acknowledgement or a TEXT page is sent once more each time its frame is, and the time between reports
-/// is the frame time STATE is placed by. Where frames take longer than the spacing, STATE takes every
+/// acknowledgement or a TEXT page is sent once more each time its frame is, and the frame time the radio
+/// reports (the stack's latency plus its dwell) is the one STATE is placed by. Where frames take longer than the spacing, STATE takes every
 /// other frame (not every one): the rest carry the acknowledgements and the question's text.
 public struct BeaconComposer: Sendable {
     /// The knobs of the rotation.
