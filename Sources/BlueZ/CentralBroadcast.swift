@@ -95,6 +95,12 @@ public enum BlueZBeacon {
     /// the followers no STATE gap their "no beacon" wait (5 s) would notice.
     public static let confirmationTimeout: Duration = .seconds(1)
 
+    /// How long a frame change waits for its confirmation after `n` were given up in a row:
+    /// ``confirmationTimeout`` doubled for each, at most 8 s.
+    public static func confirmationWait(afterGivingUp n: Int) -> Duration {
+        confirmationTimeout * (1 << min(max(n, 0), 3))
+    }
+
     /// The manufacturer data of the probe that learns whether extended frames go through: all zero bytes, so
     /// it lacks the clicker magic (`CB`, PROTOCOL.md §1) and every decoder, the voters' and the tally's, takes
     /// it for someone else's data (`notOurs`) rather than a malformed frame of the poll.

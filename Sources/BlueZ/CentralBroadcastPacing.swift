@@ -18,8 +18,8 @@ import Synchronization
 /// holds the air for the rotation's dwell from its confirmation; the confirmed frames are reported
 /// (`framesTaken()`), so the tally places its STATE frames by what went out rather than by a stated frame
 /// time. Where no write comes (a Bluetooth 4 controller, a kernel that reports no power), the rotation keeps
-/// the dwell alone, as before; a confirmation that does not come within ``BlueZBeacon/confirmationTimeout``
-/// is given up (the refresh failed, or bluetoothd restarted), so a lost write never stops the beacon.
+/// the dwell alone, as before; a confirmation that does not come within ``BlueZBeacon/confirmationWait(afterGivingUp:)``
+/// (1 s, doubled for each given up in a row, at most 8 s) is given up (the refresh failed, or bluetoothd restarted), so a lost write never stops the beacon.
 extension BeaconAdvertiser {
     /// Puts the current frame on the air, unless it is there already, the adapter is off, or bluetoothd has
     /// not yet confirmed the change before (the frame then goes out at the confirmation): a ManufacturerData
@@ -57,8 +57,7 @@ extension BeaconAdvertiser {
     /// carry out once it moves again.
     func waitsForConfirmation() -> Bool {
         guard confirms, let oldest = inFlight.first else { return false }
-        let wait = BlueZBeacon.confirmationTimeout * (1 << min(givenUpInARow, 3))
-        if oldest.at.duration(to: .now) >= wait {
+        if oldest.at.duration(to: .now) >= BlueZBeacon.confirmationWait(afterGivingUp: givenUpInARow) {
             inFlight.removeAll()
             givenUpInARow += 1
             counters.withLock { $0.confirmationTimeouts += 1 }
@@ -125,31 +124,18 @@ extension BeaconAdvertiser {
     }
 }
 
-/// The frames bluetoothd confirmed, to every `framesTaken()` stream (the newest 64 for a slow reader).
+/// The frames bluetoothd confirmed, to the newest `framesTaken()` stream (a new call ends the one before;
+/// the newest 64 wait for a slow reader).
 final class FrameTakenFeed: Sendable {
-    private struct State {
-        var watchers: [Int: AsyncStream<FrameTaken>.Continuation] = [:]
-        var nextID = 0
-    }
-
-    private let state = Mutex(State())
+    private let reader = Mutex<AsyncStream<FrameTaken>.Continuation?>(nil)
 
     func stream() -> AsyncStream<FrameTaken> {
         let (stream, continuation) = AsyncStream<FrameTaken>.makeStream(bufferingPolicy: .bufferingNewest(64))
-        let id = state.withLock { s in
-            defer { s.nextID += 1 }
-            s.watchers[s.nextID] = continuation
-            return s.nextID
-        }
-        continuation.onTermination = { [weak self] _ in _ = self?.state.withLock { $0.watchers.removeValue(forKey: id) } }
+        reader.withLock { r in defer { r = continuation }; return r }?.finish()
         return stream
     }
 
-    func yield(_ frame: FrameTaken) {
-        for w in state.withLock({ Array($0.watchers.values) }) { w.yield(frame) }
-    }
+    func yield(_ frame: FrameTaken) { _ = reader.withLock { $0 }?.yield(frame) }
 
-    func finish() {
-        for w in state.withLock({ s in defer { s.watchers = [:] }; return Array(s.watchers.values) }) { w.finish() }
-    }
+    func finish() { reader.withLock { r in defer { r = nil }; return r }?.finish() }
 }

@@ -147,11 +147,12 @@ public struct BeaconComposer: Sendable {
     var stateOnAirAt: Double?
     /// What the last payload's STATE said (phase and interval asked).
     var stateSaid: (phase: BeaconPhase, interval: BeaconInterval)?
-    /// Whether the radio reports the frames it took (``taken(_:at:)``): sends are then counted from its
-    /// reports, not estimated from the frame time.
-    var reportsTaken = false
-    /// The frame time the radio reports (ms, a moving average): what it really achieves.
+    /// The frame time the radio reports (ms, a moving average): what it really achieves; nil until the
+    /// radio reported a frame it took (``taken(_:at:)``).
     var takenFrameTime: Double?
+    /// Whether the radio reports the frames it took: sends are then counted from its reports, not
+    /// estimated from the frame time.
+    var reportsTaken: Bool { takenFrameTime != nil }
     /// The counter of the first STATE frame that said what the last one says: a STATE taken with a lower
     /// counter said something older, and does not count as this one on the air.
     var stateSaidFrom: UInt32 = 0
@@ -248,10 +249,7 @@ public struct BeaconComposer: Sendable {
         // STATE where its spacing falls: first when it says something new, else at the last frame that
         // starts within the spacing of the last STATE on air (frame k starts k frame times from now), then
         // every `every` frames; and at least once, last, in a payload too short to reach it.
-        // Where frames are so slow that STATE alone would fill the spacing, every other frame is still
-        // something else (acknowledgements, the question's text): without them no voter is ever counted
-        // on screen nor shown the question's title.
-        let every = max(order.isEmpty ? 1 : 2, stateEvery(frameTime: frameTime))
+        let every = stateEvery(frameTime: frameTime, othersWaiting: !order.isEmpty)
         let asked = Self.asked(phase, interval)
         var first = 0
         if stateSaid?.phase == phase, stateSaid?.interval == asked, let last = stateOnAirAt {
@@ -288,10 +286,13 @@ public struct BeaconComposer: Sendable {
     }
 
     /// Frames between two STATE frames for frames of `frameTime` ms: as many as fit in
-    /// ``Tuning/stateSpacing``, at most ``Tuning/stateEvery``, at least 1.
-    func stateEvery(frameTime: Double) -> Int {
+    /// ``Tuning/stateSpacing``, at most ``Tuning/stateEvery``, at least 1; at least 2 while other frames wait
+    /// (`othersWaiting`): where frames are so slow that STATE alone would fill the spacing, every other
+    /// frame still carries acknowledgements or the question's text, without which no voter is ever shown
+    /// *counted* or the question's title.
+    func stateEvery(frameTime: Double, othersWaiting: Bool = false) -> Int {
         let fit = (Self.milliseconds(tuning.stateSpacing) / max(1, frameTime)).rounded(.down)
-        return max(1, min(tuning.stateEvery, Int(min(Double(tuning.maxFrames), fit))))
+        return max(othersWaiting ? 2 : 1, min(tuning.stateEvery, Int(min(Double(tuning.maxFrames), fit))))
     }
 
     /// `d` in milliseconds, to the microsecond (whole milliseconds exactly: 25 ms is 25, not 25.000000000000004,

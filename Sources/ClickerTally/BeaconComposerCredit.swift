@@ -33,7 +33,6 @@ extension BeaconComposer {
     /// frame of the poll before) is ignored.
     public mutating func taken(_ taken: FrameTaken, at now: UInt32) {
         guard case .success(let envelope) = BeaconCodec.envelope(taken.frame, key: key) else { return }
-        reportsTaken = true
         let ms = min(2000, Self.milliseconds(taken.frameTime))
         takenFrameTime = takenFrameTime.map { 0.75 * $0 + 0.25 * ms } ?? ms
         switch envelope.frame {

@@ -110,9 +110,9 @@ public protocol BroadcasterTransport: Sendable {
     /// The frames this radio's stack took, each as it reports having taken it: for a radio whose host
     /// changes the frame through a stack that applies changes at its own pace (BlueZ: bluetoothd refreshes
     /// the advertising instance, and says so by writing the TX power back), so the caller learns what
-    /// really went on the air and when, rather than counting on the stated frame time. One stream per
-    /// call; it ends when the radio shuts down. Radios that send each frame at its frame time report
-    /// nothing (the default: a stream that ends at once).
+    /// really went on the air and when, rather than counting on the stated frame time. A new call ends
+    /// the stream of the call before; the stream ends when the radio shuts down. Radios that send each
+    /// frame at its frame time report nothing (the default: a stream that ends at once).
     func framesTaken() -> AsyncStream<FrameTaken>
 }
 

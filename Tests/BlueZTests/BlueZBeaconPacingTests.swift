@@ -39,6 +39,31 @@ extension BlueZBeaconTests {
                                  "each change but the last waited for the one before (the registration's is confirmed too)")
     }
 
+    /// bluetoothd stops confirming (its writes lost, a controller that stops reporting its power): each
+    /// unconfirmed change is given up after its wait, and the frames go on changing, one per wait.
+    func testAConfirmationThatNeverComesDoesNotStopTheBeacon() async throws {
+        try await startMock()
+        let central = makeCentral()
+        let frames = Self.frames(3)
+        try await central.broadcast(BroadcastPayload(companyID: 0xFFFF, frames: frames, interval: .milliseconds(20)))
+        _ = try await eventuallyHistory(atLeast: 4)
+        XCTAssertGreaterThan(central.broadcastStatistics.framesConfirmed, 0)
+        try await mock.mock("SetTxPowerWriteBack", [.boolean(false)])
+        let before = try await history().count
+        // Given up after 1 s, then 2 s: the frames go on changing (the wait here only bounds a hang).
+        try await eventually("frames change without confirmations", timeout: .seconds(30)) {
+            try await self.history().count >= before + 2
+        }
+        XCTAssertGreaterThanOrEqual(central.broadcastStatistics.confirmationTimeouts, 1)
+        try await central.stopBroadcasting()
+    }
+
+    /// The wait for a confirmation doubles with each one given up in a row, from 1 s to at most 8 s.
+    func testTheWaitForAConfirmationDoublesUpToEightSeconds() {
+        XCTAssertEqual((0...5).map { BlueZBeacon.confirmationWait(afterGivingUp: $0) },
+                       [.seconds(1), .seconds(2), .seconds(4), .seconds(8), .seconds(8), .seconds(8)])
+    }
+
     /// Where bluetoothd writes nothing back (a controller that reports no TX power, a Bluetooth 4 adapter),
     /// nothing is reported taken and the frames rotate at the dwell, as before.
     func testWithoutWriteBacksTheRotationKeepsItsDwell() async throws {

@@ -602,6 +602,13 @@ def SetRegisterAdvertisementDelay(_self, adapter_device_name, delay_ms):
     _adapter(adapter_device_name).register_delay_ms = int(delay_ms)
 
 
+@dbus.service.method(MOCK_IFACE, in_signature='b', out_signature='')
+def SetTxPowerWriteBack(_self, on):
+    '''Starts or stops writing TxPower back after each refresh from now on (a controller that stops
+    reporting its power, a refresh whose write is lost).'''
+    _params['tx_power_write_back'] = bool(on)
+
+
 @dbus.service.method(MOCK_IFACE, in_signature='s', out_signature='u')
 def GetWithdrawnInFlight(_self, adapter_device_name):
     '''UnregisterAdvertisement calls for a registration still being carried out (what crashes 5.82).'''
