@@ -26,6 +26,8 @@ public final class SimulatedAir: Sendable {
     /// Wall-clock start (ns on `RadioInstant.now()`), for the real-time clock.
     private let wallStart: UInt64
     private let speed: Double
+    /// Tasks asleep on ``clock`` (virtual air).
+    let sleepers = AirSleepers()
 
     public init(_ configuration: AirConfiguration = AirConfiguration()) {
         self.configuration = configuration
@@ -48,6 +50,9 @@ public final class SimulatedAir: Sendable {
     }
 
     public var isVirtual: Bool { configuration.clock == .virtual }
+
+    /// Simulated seconds per wall second on real-time air.
+    var realTimeSpeed: Double { speed }
 
     /// The simulator's current instant.
     public var now: RadioInstant { RadioInstant(nanoseconds: core.withLock { $0.now }) }
@@ -113,9 +118,12 @@ public final class SimulatedAir: Sendable {
     public func run(until time: RadioInstant) {
         guard isVirtual else { return }
         while true {
-            let (done, outputs) = core.withLock { c in (c.run(until: time.nanoseconds, maxEvents: 4096), c.takeOutputs()) }
+            // Stops at the first sleeper's deadline, wakes it, and goes on (``clock``).
+            let stop = Swift.min(time.nanoseconds, sleepers.nextDeadline ?? .max)
+            let (done, outputs) = core.withLock { c in (c.run(until: stop, maxEvents: 4096), c.takeOutputs()) }
             for o in outputs { o.deliver() }
-            if done { return }
+            if done { sleepers.wake(upTo: stop) }
+            if done, stop >= time.nanoseconds { return }
         }
     }
 

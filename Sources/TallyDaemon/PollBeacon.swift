@@ -31,11 +31,11 @@ extension PollController {
             beacon.signatureChecks += 1
             if e.verify(pk) { return }
         }
-        if beacon.forgeries == 0 || beacon.lastForgery.map({ clock().timeIntervalSince($0) > 60 }) ?? true {
+        if beacon.forgeries == 0 || beacon.lastForgery.map({ clock.date.timeIntervalSince($0) > 60 }) ?? true {
             logger.warning("forged beacon: an authentic STATE frame of this poll that this tally did not send (someone with the join code); \(Self.forgeryEffects)")
         }
         beacon.forgeries += 1
-        beacon.lastForgery = clock()
+        beacon.lastForgery = clock.date
         beacon.forgedDuring = question
         version &+= 1
     }
@@ -134,19 +134,14 @@ extension PollController {
         beacon.radio = old.radio
         beacon.off = old.off   // the radio still cannot broadcast while it scans
         if var t = old.tally, let caps = old.capabilities, let wake = old.wake {
-            _ = t.payload(.closed, tick: beaconTick(clock()), at: radioNow.nanoseconds)
+            _ = t.payload(.closed, tick: beaconTick(clock.date), at: radioNow.nanoseconds)
             startBeacon(caps, wake: wake)
             if var f = t.lastState {
                 if let s = old.signer, BeaconSigning.isDraft(f) { f = BeaconSigning.sign(frame: f, signer: s, voteID: old.key.voteID) }
-                beacon.farewell = (f, clock().addingTimeInterval(Self.seconds(beaconClosingTime)))
+                beacon.farewell = (f, clock.date.addingTimeInterval(PollClock.seconds(beaconClosingTime)))
             }
             beaconChanged()
         }
-    }
-
-    static func seconds(_ d: Duration) -> Double {
-        let (s, atto) = d.components
-        return Double(s) + Double(atto) * 1e-18
     }
 
     /// After the run: tells the voters that the poll closed for ``beaconClosingTime`` (or `closing`),
@@ -159,7 +154,7 @@ extension PollController {
 
     /// The payload to broadcast now (nil without a broadcasting radio).
     func beaconPayload() -> BroadcastPayload? {
-        let now = clock()
+        let now = clock.date
         let phase = beaconPhase, tick = beaconTick(now), ns = radioNow.nanoseconds
         // Mutated in place (a copy would duplicate its tables at every payload).
         guard var p = beacon.tally?.payload(phase, tick: tick, at: ns) else { return nil }
@@ -173,7 +168,7 @@ extension PollController {
 
     /// The closed poll's payload (STATE "closed" alone).
     func closedPayload() -> BroadcastPayload? {
-        let tick = beaconTick(clock()), ns = radioNow.nanoseconds
+        let tick = beaconTick(clock.date), ns = radioNow.nanoseconds
         guard let p = beacon.tally?.payload(.closed, tick: tick, at: ns) else { return nil }
         if let s = beacon.tally?.lastState, !BeaconSigning.isDraft(s) { beacon.remember(s) }
         return p
@@ -210,7 +205,7 @@ extension PollController {
     /// only when the radio says something else; the first payload out after failures says so.
     /// The radio took `frame` (a radio that reports it: BlueZ where bluetoothd confirms frame changes).
     func beaconTaken(_ frame: FrameTaken) {
-        let tick = beaconTick(clock())
+        let tick = beaconTick(clock.date)
         beacon.tally?.taken(frame, tick: tick)
     }
 
@@ -246,16 +241,11 @@ extension PollController {
     /// Runs the beacon on `radio` until cancelled: a payload at the start, on every change of phase,
     /// when ballots were counted, every `refresh` while acknowledgements rotate or the broadcast is
     /// fast, and at least every ``stateRefresh``; at most one payload per `gap`.
+    /// While the radio refuses payloads, the next try waits for ``BeaconBackoff`` (news that comes
+    /// meanwhile goes out with it): a radio that cannot broadcast costs the actor that takes the reports
+    /// a payload every few seconds, not four a second. Every wait is on the poll's ``clock``.
     nonisolated func runBeacon(_ radio: any BroadcasterTransport, gap: Duration = .milliseconds(100),
                                refresh: Duration = .milliseconds(250)) async {
-        await runBeacon(radio, gap: gap, refresh: refresh, clock: ContinuousClock())
-    }
-
-    /// ``runBeacon(_:gap:refresh:)`` on `clock`. While the radio refuses payloads, the next try waits for
-    /// ``BeaconBackoff`` (news that comes meanwhile goes out with it): a radio that cannot broadcast costs
-    /// the actor that takes the reports a payload every few seconds, not four a second.
-    nonisolated func runBeacon<C: Clock>(_ radio: any BroadcasterTransport, gap: Duration, refresh: Duration,
-                                         clock: C) async where C.Duration == Duration {
         let caps = (try? await radio.broadcastCapabilities()) ?? .legacy
         if !caps.whileScanning, await options.beacon == .whenPossible {
             await beaconUnavailable()
@@ -273,7 +263,7 @@ extension PollController {
             taking.cancel()
         }
         let ticks = AsyncTimerSequence(interval: refresh, clock: clock).map { _ in () }
-        var last: C.Instant?
+        var last: PollClock.Instant?
         var lastInterval: Duration?
         var backoff = BeaconBackoff()
         for await _ in merge(wakes, ticks) {
@@ -308,24 +298,24 @@ extension PollController {
             BeaconSigning.sign(&draft, signer: s.0, voteID: s.1)
             await beaconSigned(draft)
         }
-        let payload = draft
+        let payload = draft, clock = clock
         // Bounded whatever the radio does: a radio that hangs costs `closing` plus a second, no more.
-        let sent = await Self.within(closing + .seconds(1)) {
+        let sent = await within(closing + .seconds(1)) {
             do { try await radio.broadcast(payload) } catch { return false }
-            try? await Task.sleep(for: closing)
+            try? await clock.sleep(for: closing)
             return true
         }
         if sent != true { logger.notice("beacon: the closing payload did not go out") }
-        _ = await Self.within(.seconds(1)) { try? await radio.stopBroadcasting(); return true }
+        _ = await within(.seconds(1)) { try? await radio.stopBroadcasting(); return true }
     }
 
     /// The result of `work`, or nil when it takes longer than `limit` (it then goes on detached, and
     /// its result is dropped). Waits for neither longer than `limit`, cancelled or not.
-    nonisolated static func within(_ limit: Duration, _ work: @escaping @Sendable () async -> Bool) async -> Bool? {
-        let once = ResumeOnce()
+    nonisolated func within(_ limit: Duration, _ work: @escaping @Sendable () async -> Bool) async -> Bool? {
+        let once = ResumeOnce(), clock = clock
         return await withCheckedContinuation { (c: CheckedContinuation<Bool?, Never>) in
             Task.detached { let r = await work(); if once.claim() { c.resume(returning: r) } }
-            Task.detached { try? await Task.sleep(for: limit); if once.claim() { c.resume(returning: nil) } }
+            Task.detached { try? await clock.sleep(for: limit); if once.claim() { c.resume(returning: nil) } }
         }
     }
 }

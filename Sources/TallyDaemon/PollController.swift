@@ -45,8 +45,8 @@ public actor PollController {
     public internal(set) var exportedAt: Date?
     /// Accepted ballots per slot of the last five seconds (votes per second), trimmed as it records.
     var acceptedRate = RateWindow(window: .seconds(5))
-    /// Wall clock of the operator's side (votes per second); injected by tests.
-    let clock: @Sendable () -> Date
+    /// The poll's one clock: the beacon's timers and every wall time it records (``PollClock``).
+    public nonisolated let clock: PollClock
     var gattQueue: AsyncStream<VerificationState.Request>.Continuation?
     /// GATT reads queued and not yet finished, and advertisement reports taken in (tests drive a
     /// virtual air until the controller has taken every report it delivered and no read is left).
@@ -89,7 +89,7 @@ public actor PollController {
     /// Starts a new poll (`.fresh`: `options.joinCode` must not be in `store`; the open poll there is
     /// closed), or continues the open poll of `store` (`.resume`).
     public init(options: PollOptions, store: ClickerStore?, start: PollStart = .fresh, now: Date = Date(),
-                logger: Logger = Logger(label: "clicker.tally"), clock: @escaping @Sendable () -> Date = { Date() }) throws {
+                logger: Logger = Logger(label: "clicker.tally"), clock: PollClock = PollClock(ContinuousClock())) throws {
         var options = options
         guard let executor = ThreadExecutor(name: "clicker-poll") else { throw PollError.threadUnavailable }
         self.executor = executor
@@ -218,7 +218,7 @@ public actor PollController {
             guard let b = r.ballot else { return }
             // Nothing is shown, exported or acknowledged that is not saved.
             guard commit([record(b, address: address, gattVerified: gattVerified)]) else { return notSaved(b, r) }
-            acceptedRate.record(at: clock())
+            acceptedRate.record(at: clock.date)
             if b.question == question { publisher.note(VoterKey(mode: b.mode, voterID: b.voterID)) }
             beaconCounted(b, at: radioNow)
             if !readOverGATT { readBudget.counted(at: radioNow) }

@@ -111,7 +111,7 @@ extension PollController {
 
     /// Accepted ballots per second over the last five seconds.
     public func votesPerSecond(now: Date? = nil) -> Double {
-        acceptedRate.perSecond(at: now ?? clock())
+        acceptedRate.perSecond(at: now ?? clock.date)
     }
 
     /// Entries held per voter and per event, for tests, logs and the soak benchmark.

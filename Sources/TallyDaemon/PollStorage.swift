@@ -26,7 +26,7 @@ extension PollController {
     @discardableResult
     func commit(_ ballots: [BallotRecord], force: Bool = false) -> Bool {
         guard let store, let pollID else { verification.newBindings.removeAll(); return true }
-        let now = clock()
+        let now = clock.date
         guard storage.mayCommit(at: now, force: force) else { return false }
         let counts = rejections.pendingCounts.map {
             RejectionCount(poll: pollID, question: Int($0.key.question), reason: $0.key.reason, count: $0.count)
@@ -99,7 +99,7 @@ extension PollController {
                 }
             }
             let files = try store.export(poll: pollID, to: directory, adding: extra + charts())
-            exportedAt = clock()
+            exportedAt = clock.date
             return files
         } catch { throw PollError.storage("\(error)") }
     }

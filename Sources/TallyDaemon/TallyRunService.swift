@@ -78,7 +78,7 @@ public struct TallyRunService: Service {
                     }
                 }
                 if let d = duration {
-                    group.addTask { try? await Task.sleep(for: d) }
+                    group.addTask { try? await controller.clock.sleep(for: d) }
                 }
                 // The first to finish (quit key, duration, radio failure) ends the run.
                 await group.next()

@@ -40,7 +40,7 @@ final class BeaconAttackTests: XCTestCase {
         // The tally's wall clock is the air's: its STATE counter runs on the voters' clock.
         let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: nil,
                                             logger: quiet,
-                                            clock: { Date(timeIntervalSince1970: 1_800_000_000 + Double(air.now.nanoseconds) / 1e9) })
+                                            clock: PollClock(air.clock, origin: Date(timeIntervalSince1970: 1_800_000_000)))
         let attacker = air.addAttacker(rssi: -50)
         let stream = attacker.listen(companyID: BallotFormat.companyID, dutyCycle: BeaconFollower.listening)
         let heard = Locked<[AdvertisementReport]>([])
@@ -67,20 +67,15 @@ final class BeaconAttackTests: XCTestCase {
         return Task { try await service.run() }
     }
 
-    /// Drives the air in 100 ms steps for at most `limit`, giving the tally a STATE refresh each virtual
-    /// second (its own refresh runs on the wall clock), calling `each` every step, until `done`.
+    /// Drives the air in 100 ms steps for at most `limit` (the tally's beacon keeps the air's time),
+    /// calling `each` every step, until `done`.
     func drive(_ room: Room, for limit: Duration, each: (Duration) async throws -> Void = { _ in },
                until done: () async -> Bool) async rethrows -> Bool {
         let end = room.virtualNow + limit
-        var lastRefresh = room.virtualNow
         while room.virtualNow < end {
             if await done() { return true }
             try await each(room.virtualNow)
             await room.air.drive(room.controller, until: RadioInstant(nanoseconds: room.air.now.nanoseconds + 100_000_000))
-            if room.virtualNow - lastRefresh >= .seconds(1) {
-                lastRefresh = room.virtualNow
-                await room.controller.beaconChanged()
-            }
             try? await Task.sleep(for: .milliseconds(5))   // the voters' tasks run on the pool
         }
         return await done()
@@ -190,9 +185,8 @@ final class BeaconAttackTests: XCTestCase {
     /// counted votes. Before, it said "counted votes are not affected" and went after 60 s.
     func testTheForgeryAlertSaysWhatItCanDoForTheRestOfThePoll() async throws {
         let t0 = Date(timeIntervalSince1970: 1_800_000_000)
-        let now = Mutex(t0)
         let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: nil, logger: quiet,
-                                            clock: { now.withLock { $0 } })
+                                            clock: PollClock(TestClock(), origin: t0))
         let forger = BeaconForger(secret: pollSecret(code))
         let forged = try forger.seal(BeaconState(voteID: code.voteID, counter: 99, mode: .anonymous,
                                                  poll: .open(BeaconQuestion(number: 2, kind: .single, options: 4)),

@@ -30,11 +30,11 @@ final class BeaconBackoffTests: XCTestCase {
 
     func testARadioThatRefusesIsTriedLessAndLessOftenLoggedOnceAndRecovers() async throws {
         let logged = LogLines()
-        let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: nil,
-                                            logger: Logger(label: "test", factory: { _ in logged }))
-        let radio = RefusingBroadcaster()
         let clock = TestClock()
-        let run = Task { await controller.runBeacon(radio, gap: .milliseconds(100), refresh: .milliseconds(250), clock: clock) }
+        let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: nil,
+                                            logger: Logger(label: "test", factory: { _ in logged }), clock: PollClock(clock))
+        let radio = RefusingBroadcaster()
+        let run = Task { await controller.runBeacon(radio, gap: .milliseconds(100), refresh: .milliseconds(250)) }
         defer { run.cancel() }
 
         // A minute of the beacon's clock in steps of 25 ms, the beacon task asleep at each step.

@@ -282,15 +282,27 @@ final class BeaconDaemonTests: XCTestCase {
     /// stays on the air long enough to look, to a voter that hears it first, far behind the next one.
     func testAQuietTallySealsStateAgainEverySecond() async throws {
         let radio = RecordingBroadcaster()
-        let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: nil)
+        let clock = TestClock()
+        let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: nil,
+                                            clock: PollClock(clock))
         let run = Task { try await controller.run(central: radio) }
+        // The poll's clock in 10 ms steps, each taken while the beacon waits on it (its timer asks for
+        // the next tick only once the payload before has gone out), so a slow machine changes nothing.
+        func pass(_ span: Duration) async {
+            let end = clock.now.advanced(by: span)
+            while clock.now < end {
+                await clock.waitForSleepers(1)
+                clock.advance(by: .milliseconds(10))
+            }
+            await clock.waitForSleepers(1)
+        }
         // The broadcast stays fast (a payload every 250 ms) for 5 s after the question opens; then quiet.
         let slow = TallyBeacon.Tuning().composer.slowInterval
-        try await eventually("the broadcast slowed", timeout: .seconds(20)) { radio.payloads.last?.interval == slow }
+        await pass(.seconds(6))
+        XCTAssertEqual(radio.payloads.last?.interval, slow, "the broadcast slowed")
         let quietFrom = radio.payloads.count - 1
-        let start = ContinuousClock.now
-        try await Task.sleep(for: .milliseconds(3_300))
-        let waited = ContinuousClock.now - start
+        let waited: Duration = .seconds(10)
+        await pass(waited)
         run.cancel()
         _ = try? await run.value
         let counters = radio.payloads[quietFrom...].compactMap { p -> UInt32? in
@@ -298,10 +310,11 @@ final class BeaconDaemonTests: XCTestCase {
         }
         XCTAssertEqual(counters.count, radio.payloads.count - quietFrom, "every payload holds a STATE frame")
         let gaps = zip(counters.dropFirst(), counters).map { Int($0) - Int($1) }
-        // 10 ms ticks: a new STATE within 1 s and the 250 ms refresh tick, with room for a slow machine.
-        XCTAssertLessThanOrEqual(gaps.max() ?? 0, 150, "STATE counters \(counters)")
+        // 10 ms ticks: a new STATE once the last is 1 s old, at the next 250 ms refresh tick.
+        XCTAssertLessThanOrEqual(gaps.max() ?? 0, 125, "STATE counters \(counters)")
+        XCTAssertGreaterThanOrEqual(gaps.count, 8, "sealed again up to the end: \(counters)")
         XCTAssertGreaterThanOrEqual(Int(counters.last ?? 0) - Int(counters.first ?? 0),
-                                    Int(waited / .milliseconds(10)) - 150, "sealed again up to the end: \(counters)")
+                                    Int(waited / .milliseconds(10)) - 125, "sealed again up to the end: \(counters)")
     }
 
     /// A roster poll opens its question at the interval for its roster (here 40 students, 20 ms), an

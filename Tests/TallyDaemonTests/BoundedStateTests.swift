@@ -1,4 +1,5 @@
 import ClickerStore
+import ClickerTestSupport
 import ClickerTally
 import ClickerTransport
 import ClickerWire
@@ -8,12 +9,6 @@ import TallyDaemon
 import XCTest
 
 /// A wall clock the test moves by hand.
-final class ManualClock: Sendable {
-    private let time = Mutex(Date(timeIntervalSinceReferenceDate: 800_000_000))
-    func now() -> Date { time.withLock { $0 } }
-    func advance(_ seconds: Double) { time.withLock { $0 += seconds } }
-}
-
 /// A long lecture driven fast on an injected clock: nothing the controller keeps per ballot or per
 /// event may grow with time, only with the room (voters × questions).
 final class BoundedStateTests: XCTestCase {
@@ -33,13 +28,13 @@ final class BoundedStateTests: XCTestCase {
     /// (a `--json` run, a daemon nobody watches). The window behind votes per second, the cache of
     /// good ballots and everything else per event must be the same size at question 40 as at 10.
     func testNothingPerEventGrowsOverALongLectureWithoutAReader() async throws {
-        let clock = ManualClock()
+        let clock = TestClock()
         let dir = NSTemporaryDirectory() + "clicker-bounded-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let store = try ClickerStore(path: dir + "/clicker.sqlite", durability: .normal)
         let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: store,
-                                            clock: { clock.now() })
+                                            clock: PollClock(clock))
         let voters: UInt32 = 100, questions = 40, changes: UInt16 = 4
         var ms: UInt64 = 0
         var atTen: PollFootprint?
@@ -53,7 +48,7 @@ final class BoundedStateTests: XCTestCase {
                     accepted += 1
                 }
                 ms += 1000
-                clock.advance(1)
+                clock.advance(by: .seconds(1))
             }
             if q == 10 { atTen = await controller.footprint }
         }
@@ -81,16 +76,16 @@ final class BoundedStateTests: XCTestCase {
 
     /// The bounded window still gives the rate the view shows: events of the last five seconds / 5.
     func testVotesPerSecondCountsTheLastFiveSeconds() async throws {
-        let clock = ManualClock()
+        let clock = TestClock()
         let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: nil,
-                                            clock: { clock.now() })
+                                            clock: PollClock(clock))
         for v in 0..<100 as Range<UInt32> {
             await controller.ingest(report(voter: v, question: 1, sequence: 1, answer: .choice(0), ms: UInt64(v)))
-            clock.advance(0.01)  // 100 ballots over one second
+            clock.advance(by: .milliseconds(10))  // 100 ballots over one second
         }
         let perSecond = await controller.votesPerSecond()
         XCTAssertEqual(perSecond, 20, accuracy: 0.01)
-        clock.advance(5.5)
+        clock.advance(by: .milliseconds(5_500))
         let later = await controller.votesPerSecond()
         XCTAssertEqual(later, 0, "ballots older than five seconds no longer count")
     }

@@ -140,7 +140,7 @@ final class FullDiskTests: XCTestCase {
         // The controller's clock is the air's: its retries of the store follow virtual time.
         let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: store,
                                             logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }),
-                                            clock: { Date(timeIntervalSinceReferenceDate: Double(air.now.nanoseconds) / 1e9) })
+                                            clock: PollClock(air.clock, origin: Date(timeIntervalSinceReferenceDate: 0)))
         let quiet = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
         let shown = Mutex<[Int: [String]]>([:])
         var inputs: [AsyncStream<String>.Continuation] = []
