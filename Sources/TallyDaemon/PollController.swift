@@ -48,9 +48,8 @@ public actor PollController {
     /// The poll's one clock: the beacon's timers and every wall time it records (``PollClock``).
     public nonisolated let clock: PollClock
     var gattQueue: AsyncStream<VerificationState.Request>.Continuation?
-    /// GATT reads queued and not yet finished, and advertisement reports taken in (tests drive a
-    /// virtual air until the controller has taken every report it delivered and no read is left).
-    var readsOutstanding = 0
+    /// Advertisement reports taken in (tests drive a virtual air until the controller has taken every
+    /// report it delivered and no read is left).
     var reportsHeard = 0
     /// Callers of `untilScanning()` waiting for the radio to scan.
     private var scanWaiters: [CheckedContinuation<Void, Never>] = []
@@ -65,12 +64,7 @@ public actor PollController {
     /// Ballots counted but undone because they could not be saved (each counts when heard again).
     public var notSaved: Int { storage.notSaved }
     /// GATT reads that verified the ballot read (ok), and reads that failed or verified nothing.
-    public internal(set) var gattReads = (ok: 0, failed: 0)
-    /// When GATT reads may start: at most 5 % of the radio's time while ballots are arriving.
-    var readBudget = ReadBudget()
-    /// Reads not started because the budget was spent (each is asked again when its ballot is heard).
-    var gattReadsDeferred = 0
-    var gattUnsupported = false
+    public var gattReads: (ok: Int, failed: Int) { verification.results }
     /// Increments on every change a view could show, and tells `changeFeed` so.
     public internal(set) var version = 0 { didSet { changeFeed.signal() } }
     /// Notified on every change of `version`: the views and the D-Bus signal wait on it.
@@ -138,7 +132,7 @@ public actor PollController {
         beacon.radio = broadcaster
         let (requests, continuation) = AsyncStream<VerificationState.Request>.makeStream(bufferingPolicy: .bufferingNewest(4096))
         gattQueue = continuation
-        readsOutstanding = 0
+        verification.outstanding = 0
         verification.shuttingDown = false
         defer { continuation.finish() }
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -221,7 +215,7 @@ public actor PollController {
             acceptedRate.record(at: clock.date)
             if b.question == question { publisher.note(VoterKey(mode: b.mode, voterID: b.voterID)) }
             beaconCounted(b, at: radioNow)
-            if !readOverGATT { readBudget.counted(at: radioNow) }
+            if !readOverGATT { verification.budget.counted(at: radioNow) }
             version &+= 1
         case .rejected(let reason):
             // Counted once per report, repeats included, under the question current now.

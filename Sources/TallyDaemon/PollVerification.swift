@@ -24,6 +24,40 @@ struct VerificationState: Sendable {
     var newBindings: [VoterKeyRecord] = []
     /// Set when the radio stops: queued reads are dropped, none starts.
     var shuttingDown = false
+    /// Reads queued and not yet finished (tests drive a virtual air until none is left).
+    var outstanding = 0
+    /// When reads may start: at most 5 % of the radio's time while ballots are arriving.
+    var budget = ReadBudget()
+    /// Reads not started because the budget was spent (each is asked again when its ballot is heard).
+    var deferred = 0
+    /// Reads that verified the ballot read (ok), and reads that failed or verified nothing.
+    var results = (ok: 0, failed: 0)
+    /// The radio cannot read GATT (raw HCI): no read is asked for.
+    var unsupported = false
+
+    /// Whether `request` may join the read queue at `now`: while ballots arrive, no more reads queue
+    /// than `concurrent` run at once (the budget decides at their start), and one that may not waits
+    /// in `retries` for its back-off. One let in is remembered as asked for.
+    mutating func mayQueue(_ request: Request, at now: RadioInstant, concurrent: Int) -> Bool {
+        if !budget.isQuiet(at: now), outstanding >= max(1, concurrent) {
+            retries.failed(request, at: now)
+            return false
+        }
+        if requested.count >= Self.requestedLimit { requested.removeAll() }
+        requested.insert(request)
+        return true
+    }
+
+    /// What the read queue did with a request ``mayQueue(_:at:concurrent:)`` let in: a full queue drops
+    /// its oldest request, which is forgotten too, so that hearing that ballot again asks again.
+    mutating func queued(_ result: AsyncStream<Request>.Continuation.YieldResult) {
+        switch result {
+        case .enqueued: outstanding += 1
+        case .dropped(let old): requested.remove(old)
+        case .terminated: break
+        @unknown default: break
+        }
+    }
 }
 
 /// Whether counted changes can be verified in this poll, for the view and `status`.
@@ -41,7 +75,7 @@ extension PollController {
     /// Whether changes of anonymous answers are verified (the view says "changes unverified" if not).
     public var verificationStatus: VerificationStatus {
         if options.roster != nil { return .roster }
-        return options.confirmByGATT && !gattUnsupported ? .verified : .changesUnverified
+        return options.confirmByGATT && !verification.unsupported ? .verified : .changesUnverified
     }
 
     /// Whether `b` is now its voter's counted ballot for its question, and verified.
@@ -56,7 +90,7 @@ extension PollController {
     /// voter's counted ballot is unverified (this one, or one it lost to), or this ballot was
     /// rejected as `unverifiedChange`.
     func requestRead(after r: IngestResult, address: DeviceAddress) {
-        guard options.confirmByGATT, !gattUnsupported, !verification.shuttingDown, gattQueue != nil,
+        guard options.confirmByGATT, !verification.unsupported, !verification.shuttingDown, gattQueue != nil,
               let b = r.ballot, b.mode == .anonymous, options.roster == nil else { return }
         let voter = VoterKey(mode: b.mode, voterID: b.voterID)
         switch r.outcome {
@@ -78,21 +112,9 @@ extension PollController {
     /// Queues a read of `request`; one that cannot queue now (reads busy while ballots arrive) waits
     /// for a retry.
     func enqueueRead(_ request: VerificationState.Request) {
-        guard let queue = gattQueue, !verification.shuttingDown else { return }
-        // While ballots arrive, no more reads queue than run at once: the budget decides at their start.
-        if !readBudget.isQuiet(at: radioNow), readsOutstanding >= max(1, options.maxConcurrentReads) {
-            verification.retries.failed(request, at: radioNow)
-            return
-        }
-        if verification.requested.count >= VerificationState.requestedLimit { verification.requested.removeAll() }
-        verification.requested.insert(request)
-        // A full queue drops its oldest request: forget it too, so that hearing that ballot again asks again.
-        switch queue.yield(request) {
-        case .enqueued: readsOutstanding += 1
-        case .dropped(let old): verification.requested.remove(old)
-        case .terminated: break
-        @unknown default: break
-        }
+        guard let queue = gattQueue, !verification.shuttingDown,
+              verification.mayQueue(request, at: radioNow, concurrent: options.maxConcurrentReads) else { return }
+        verification.queued(queue.yield(request))
     }
 
     /// Whether a read of `r` could still verify something: its question is the open one and its
@@ -129,21 +151,21 @@ extension PollController {
     /// Reads one ballot over GATT and counts what was read: a value signed by the voter's key verifies
     /// exactly the ballot it carries (and binds the key on first use); anything else is counted by reason.
     func confirm(_ r: VerificationState.Request, central: any CentralTransport) async {
-        defer { readsOutstanding -= 1 }
-        if gattUnsupported || verification.shuttingDown || Task.isCancelled { return }
+        defer { verification.outstanding -= 1 }
+        if verification.unsupported || verification.shuttingDown || Task.isCancelled { return }
         if let c = pipeline.tally.counted(question: r.question, voter: r.voter), c.verified, c.sequence == r.sequence {
             verification.retries.done(r)
             return  // verified meanwhile
         }
         // The scan pauses while a connection is made: while ballots arrive, reads take at most the
         // budget's share of the radio's time. One refused now is asked again when its ballot is heard.
-        let start = radioNow, busy = !readBudget.isQuiet(at: start)
-        guard readBudget.mayStart(at: start) else {
-            gattReadsDeferred += 1
+        let start = radioNow, busy = !verification.budget.isQuiet(at: start)
+        guard verification.budget.mayStart(at: start) else {
+            verification.deferred += 1
             readFailed(r)
             return
         }
-        defer { readBudget.ended(startedAt: start, busy: busy, at: radioNow) }
+        defer { verification.budget.ended(startedAt: start, busy: busy, at: radioNow) }
         let value: [UInt8]
         do {
             value = try await central.readCharacteristic(
@@ -151,12 +173,12 @@ extension PollController {
                 characteristic: BallotFormat.ballotCharacteristicUUID, timeout: options.gattTimeout)
         } catch TransportError.unsupported(let why) {
             // This radio cannot read GATT (raw HCI): stop asking, count from advertisements alone.
-            if !gattUnsupported { logger.notice("GATT confirmation off, changes unverified: \(why)") }
-            gattUnsupported = true
+            if !verification.unsupported { logger.notice("GATT confirmation off, changes unverified: \(why)") }
+            verification.unsupported = true
             version &+= 1
             return
         } catch {
-            gattReads.failed += 1
+            verification.results.failed += 1
             readFailed(r)
             logger.debug("GATT read of \(r.address) failed: \(error)")
             version &+= 1
@@ -167,9 +189,9 @@ extension PollController {
         let bound = pipeline.tally.bindings.count
         let result = pipeline.ingestGATT(value, from: r.address, at: radioNow)
         if let b = result.ballot, isCountedAndVerified(b) {
-            gattReads.ok += 1
+            verification.results.ok += 1
         } else {
-            gattReads.failed += 1
+            verification.results.failed += 1
         }
         if pipeline.tally.bindings.count > bound, let b = result.ballot, let pk = pipeline.tally.bindings[b.voterID],
            let pollID {

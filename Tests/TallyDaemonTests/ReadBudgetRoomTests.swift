@@ -35,10 +35,10 @@ final class ReadBudgetRoomTests: XCTestCase {
             }
             await step()
         }
-        let busy = await controller.readBudget
+        let busy = await controller.verification.budget
         // 5 % of 20 s, the 1 s burst, and a read under way at the end (well under 1 s here).
         XCTAssertLessThanOrEqual(busy.charged, .seconds(3), "reads while ballots arrive took \(busy.charged)")
-        let deferred = await controller.gattReadsDeferred
+        let deferred = await controller.verification.deferred
         XCTAssertGreaterThan(deferred, 0, "the budget held reads back")
         // Quiet: nobody changes any more; every voter's last ballot is read and verified.
         var r = await controller.results()

@@ -4,7 +4,7 @@ import ClickerTransport
 
 extension PollController {
     /// Whether GATT reads it asked for are not finished yet.
-    var hasReadsOutstanding: Bool { readsOutstanding > 0 }
+    var hasReadsOutstanding: Bool { verification.outstanding > 0 }
 }
 
 extension SimulatedAir {
