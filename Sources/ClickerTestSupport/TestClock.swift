@@ -21,6 +21,7 @@ public final class TestClock: Clock, Sendable {
         var nextID = 0
         var sleepers: [Int: Sleeper] = [:]
         var watchers: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+        var woken = 0
     }
 
     private let state = Mutex(State())
@@ -56,6 +57,9 @@ public final class TestClock: Clock, Sendable {
     /// The number of tasks asleep on this clock now.
     public var sleepers: Int { state.withLock { $0.sleepers.count } }
 
+    /// The number of sleepers that moving the clock has woken so far (timer wake-ups).
+    public var woken: Int { state.withLock { $0.woken } }
+
     /// The earliest deadline of a sleeper, if any.
     public var nextDeadline: Instant? { state.withLock { $0.sleepers.values.map(\.deadline).min() } }
 
@@ -76,6 +80,7 @@ public final class TestClock: Clock, Sendable {
         let due = state.withLock { s -> [CheckedContinuation<Void, any Error>] in
             if s.now < instant { s.now = instant }
             let ids = s.sleepers.filter { $0.value.deadline <= s.now }.map(\.key)
+            s.woken += ids.count
             return ids.compactMap { s.sleepers.removeValue(forKey: $0)?.continuation }
         }
         for c in due { c.resume() }

@@ -32,10 +32,10 @@ public struct BeaconFollowService: Service {
     let report: @Sendable (FollowReport) -> Void
     let notSending: @Sendable (NotSending) -> Void
     let logger: Logger
-    let now: @Sendable () -> Duration
+    /// The monotonic clock the follower runs on: its timers sleep on it and it reads the time from it.
+    let clock: ElapsedClock
     let tick: Duration
     let start: StaggeredStart
-    let sleep: @Sendable (Duration) async throws -> Void
     let handled: @Sendable () -> Void
 
     /// - Parameters:
@@ -46,24 +46,23 @@ public struct BeaconFollowService: Service {
     ///     arrives within ``textWait``, and once more when its title arrives later (``FollowReport``).
     ///   - notSending: why the answer is not on the air, shown in place of "sending" (once; the
     ///     status is reported again once it is on the air).
-    ///   - now: the monotonic clock the follower runs on.
+    ///   - clock: the monotonic clock the follower runs on: the time it reads, and every wait (ticks,
+    ///     the start of a ballot, listening again).
     ///   - tick: how often the clock is looked at while something waits for time to pass (no STATE yet:
     ///     ``BeaconFollower/Status/noBeacon``; sending: backing off; a question's text; the roster hint;
     ///     a ballot that cannot go on the air), and only then: an idle follower (counted, question closed,
     ///     poll closed) has no timer, and wakes only for what it hears and reads.
     ///   - start: when a ballot goes on the air: at a random moment of its interval (``StaggeredStart``).
-    ///   - sleep: waits on the clock of `now` (ticks, the start of a ballot, listening again).
     ///   - handled: called once each event (a frame heard, a line read, a tick) has been handled, in the
-    ///     order they came: a test that moves `now` waits on it, so that every frame is heard at the time
+    ///     order they came: a test that moves `clock` waits on it, so that every frame is heard at the time
     ///     it was sent, however far the test could otherwise run ahead of the follower.
     public init(secret: PollSecret, identity: DeviceKey, roster: Bool, transport: any PeripheralTransport,
                 state: StateDirectory?, lines: AsyncStream<String>, first: String? = nil,
                 report: @escaping @Sendable (FollowReport) -> Void,
                 notSending: @escaping @Sendable (NotSending) -> Void = { _ in },
                 logger: Logger = Logger(label: "clicker.voter"),
-                now: @escaping @Sendable () -> Duration = { ContinuousClock.now - BeaconFollowService.origin },
+                clock: some Clock<Duration> = ContinuousClock(),
                 tick: Duration = .milliseconds(500), start: StaggeredStart = .random(),
-                sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) },
                 handled: @escaping @Sendable () -> Void = {}) {
         self.secret = secret
         self.identity = identity
@@ -75,14 +74,12 @@ public struct BeaconFollowService: Service {
         self.report = report
         self.notSending = notSending
         self.logger = logger
-        self.now = now
+        self.clock = ElapsedClock(clock)
         self.tick = tick
         self.start = start
-        self.sleep = sleep
         self.handled = handled
     }
 
-    public static let origin = ContinuousClock.now
     /// How long a roster ballot goes unacknowledged before the student is told why that may be: in a
     /// full room of 1,000 the last voter is counted after about 4.9 s and 99 % see *counted* within 3 s
     /// of being counted (docs/SIMULATION.md, 20 seeds), a device the class list does not hold never does
@@ -102,7 +99,8 @@ public struct BeaconFollowService: Service {
     public func run() async throws {
         guard let listener = transport as? any ListenerTransport else { throw VoterError.cannotListen }
         let (events, sink) = AsyncStream<Event>.makeStream()
-        let logger = self.logger, tick = self.tick, lines = self.lines, sleep = self.sleep
+        let logger = self.logger, tick = self.tick, lines = self.lines, clock = self.clock
+        let now: @Sendable () -> Duration = { clock.now.offset }
         let listening = Task {
             var failures = 0
             while !Task.isCancelled {
@@ -118,7 +116,7 @@ public struct BeaconFollowService: Service {
                         \(Self.relistenDelay(after: failures).components.seconds) s
                         """)
                 }
-                try? await sleep(Self.relistenDelay(after: failures))
+                try? await clock.sleep(for: Self.relistenDelay(after: failures))
             }
         }
         let reading = Task {
@@ -129,7 +127,7 @@ public struct BeaconFollowService: Service {
         let mode: BallotMode = roster ? .roster : .anonymous
         let sessionsSeed = Sessions(secret: secret, identity: identity, roster: roster, transport: transport, state: state,
                                     logger: logger, start: start)
-        let key = BeaconKey(secret), report = self.report, notSending = self.notSending, now = self.now, first = self.first
+        let key = BeaconKey(secret), report = self.report, notSending = self.notSending, first = self.first
         let handled = self.handled
         await cancelWhenGracefulShutdown {
             var sessions = sessionsSeed
@@ -150,7 +148,7 @@ public struct BeaconFollowService: Service {
                 if needed, ticking == nil {
                     ticking = Task {
                         while !Task.isCancelled {
-                            guard (try? await sleep(tick)) != nil else { return }
+                            guard (try? await clock.sleep(for: tick)) != nil else { return }
                             sink.yield(.tick)
                         }
                     }
@@ -199,14 +197,14 @@ public struct BeaconFollowService: Service {
                         let wait = retry.failed(at: now())
                         retryWake?.cancel()
                         retryWake = Task {
-                            guard (try? await sleep(wait)) != nil else { return }
+                            guard (try? await clock.sleep(for: wait)) != nil else { return }
                             sink.yield(.tick)
                         }
                     } else {
                         retry.succeeded()
                     }
                 }
-                sessions.wake(now: now(), sleep: sleep, fire: { sink.yield(.tick) })
+                sessions.wake(on: clock, fire: { sink.yield(.tick) })
                 if !signedSaid, follower.admission.publicKey != nil {
                     // Once: from now on only frames signed by the tally count (docs/SECURITY.md).
                     signedSaid = true
@@ -330,14 +328,13 @@ struct Sessions {
     /// The wake-up at the start of the ballot waiting to go on the air.
     var alarm: (at: Duration, task: Task<Void, Never>)?
 
-    /// When a ballot waits to go on the air, has `fire` run once `sleep` has waited until its start
-    /// (the caller applies again then); a wake-up set for another start is cancelled.
-    mutating func wake(now: Duration, sleep: @escaping @Sendable (Duration) async throws -> Void,
-                       fire: @escaping @Sendable () -> Void) {
+    /// When a ballot waits to go on the air, has `fire` run once `clock` reaches its start (the
+    /// caller applies again then); a wake-up set for another start is cancelled.
+    mutating func wake(on clock: ElapsedClock, fire: @escaping @Sendable () -> Void) {
         guard let at = start.startAt, alarm?.at != at else { return }
         alarm?.task.cancel()
         alarm = (at, Task {
-            guard (try? await sleep(at - now)) != nil, !Task.isCancelled else { return }
+            guard (try? await clock.sleep(until: ElapsedClock.Instant(offset: at))) != nil, !Task.isCancelled else { return }
             fire()
         })
     }

@@ -17,14 +17,13 @@ extension Classroom {
         let key = BeaconKey(secret)
         // The room checks the poll's key once (one scrypt), not once per student.
         let anchors = BeaconAnchorVerdicts()
-        let origin = clock.now
-        let now: @Sendable () -> Duration = { origin.duration(to: clock.now) }
+        let clock = ElapsedClock(clock)
         await cancelWhenGracefulShutdown {
             await withTaskGroup(of: Void.self) { group in
                 for i in students.indices {
                     group.addTask {
                         await Self.student(i, secret: secret, key: key, anchors: anchors, timeScale: timeScale, clock: clock,
-                                           now: now, answers: answers, radio: makeRadio(i))
+                                           answers: answers, radio: makeRadio(i))
                     }
                 }
             }
@@ -43,13 +42,13 @@ extension Classroom {
     static let studentListening = ScanDutyCycle.fast
 
     static func student(_ i: Int, secret: PollSecret, key: BeaconKey, anchors: BeaconAnchorVerdicts, timeScale: Double,
-                        clock: some Clock<Duration>,
-                        now: @Sendable @escaping () -> Duration,
+                        clock: ElapsedClock,
                         answers: @Sendable @escaping (BeaconQuestion) async -> Classroom,
                         radio: any PeripheralTransport & ListenerTransport) async {
         var sessions = Sessions(secret: secret, identity: DeviceKey.generate(), roster: false, transport: radio, state: nil,
                                 logger: Logger(label: "clicker.classroom", factory: { _ in SwiftLogNoOpLogHandler() }),
                                 start: .random())
+        let now: @Sendable () -> Duration = { clock.now.offset }
         var follower = BeaconFollower(key: key, mode: .anonymous, voterID: await sessions.voterID(), now: now(), anchors: anchors)
         let (events, sink) = AsyncStream<StudentEvent>.makeStream()
         let backlog = FrameBacklog()
@@ -103,7 +102,7 @@ extension Classroom {
                     schedule(0, of: q.number)
                 }
                 try? await sessions.apply(&follower, at: now())
-                sessions.wake(now: now(), sleep: { try await clock.sleep(for: $0) }, fire: { sink.yield(.start) })
+                sessions.wake(on: clock, fire: { sink.yield(.start) })
             }
             timer?.cancel()
             group.cancelAll()

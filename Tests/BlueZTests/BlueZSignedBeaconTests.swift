@@ -171,10 +171,11 @@ extension BlueZSignedBeaconTests {
                       heard: Count, refused: Count) -> Task<Void, Never> {
         Task {
             var admission = BeaconAdmission(key: key)
+            let clock = ElapsedClock.continuous()
             do {
                 for try await r in reports {
                     heard.add()
-                    if case .refused = admission.admit(r.data, at: ContinuousClock.now - BeaconFollowService.origin) { refused.add() }
+                    if case .refused = admission.admit(r.data, at: clock.now.offset) { refused.add() }
                 }
             } catch {}
         }

@@ -63,7 +63,7 @@ final class BeaconAttackTests: XCTestCase {
                 shown.withLock { $0.append(s.line) }
                 if case .status(.open(let q), _) = s, answered.withLock({ $0.insert(q.number).inserted }) { input.yield(answer(q.number)) }
             },
-            logger: quiet, now: { .nanoseconds(Int64(air.now.nanoseconds)) }, start: StaggeredStart(seed: seed))
+            logger: quiet, clock: air.clock, start: StaggeredStart(seed: seed))
         return Task { try await service.run() }
     }
 

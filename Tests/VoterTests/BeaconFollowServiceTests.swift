@@ -154,7 +154,7 @@ final class BeaconFollowServiceTests: XCTestCase {
                 secret: secret, identity: identity, roster: roster, transport: radio, state: nil, lines: lines,
                 report: { if case .note(let n) = $0 { notes.add(n) } else { log.add($0.line) } },
                 logger: Logger(label: "test", factory: { _ in logged }),
-                now: { clock.read() }, tick: .milliseconds(2), start: .immediate)
+                clock: clock, tick: .milliseconds(2), start: .immediate)
             let mode: BallotMode = roster ? .roster : .anonymous
             let q1 = BeaconQuestion(number: 1, kind: .single, options: 4)
             var counter: UInt32 = 1000
@@ -256,7 +256,7 @@ final class BeaconFollowServiceTests: XCTestCase {
         let (lines, input) = AsyncStream<String>.makeStream()
         let service = BeaconFollowService(secret: secret, identity: DeviceKey.generate(), roster: false, transport: radio,
                                           state: nil, lines: lines, report: { log.add($0.line) }, logger: quiet,
-                                          now: { clock.read() }, tick: .milliseconds(2), start: StaggeredStart(seed: 7))
+                                          clock: clock, tick: .milliseconds(2), start: StaggeredStart(seed: 7))
         let q1 = BeaconQuestion(number: 1, kind: .single, options: 4)
         let state = try BeaconCodec.seal(BeaconState(voteID: key.voteID, counter: 1001, mode: .anonymous, poll: .open(q1),
                                                      interval: BeaconInterval(milliseconds: 1000) ?? .stop), key: key)
@@ -286,11 +286,19 @@ final class BeaconFollowServiceTests: XCTestCase {
 }
 
 /// The follower's clock, set by the test; counts its reads so a test can wait for ticks to be taken.
-final class FollowerClock: Sendable {
+final class FollowerClock: Clock, Sendable {
+    typealias Instant = ElapsedClock.Instant
     private let state = Mutex<(now: Duration, reads: Int)>((.zero, 0))
-    func read() -> Duration { state.withLock { $0.reads += 1; return $0.now } }
     func set(_ t: Duration) { state.withLock { $0.now = t } }
     var reads: Int { state.withLock { $0.reads } }
+    var now: Instant { state.withLock { $0.reads += 1; return Instant(offset: $0.now) } }
+    var minimumResolution: Duration { .nanoseconds(1) }
+    /// The time set by the test does not pass on its own: a sleeper waits, in real time, as long as the
+    /// test's time says it has left (the follower's 2 ms ticks go on while the test holds its time).
+    func sleep(until deadline: Instant, tolerance: Duration? = nil) async throws {
+        let left = deadline.offset - state.withLock { $0.now }
+        if left > .zero { try await Task.sleep(for: left) }
+    }
     /// Yields until the clock has been read `n` times (each tick of the service reads it), or fails
     /// the test after 30 s rather than hang the suite.
     func waitForReads(_ n: Int, file: StaticString = #filePath, line: UInt = #line) async {

@@ -1,3 +1,4 @@
+import ClickerTestSupport
 import ClickerTransport
 import ClickerWire
 import Logging
@@ -97,15 +98,15 @@ final class IdleFollowerTests: XCTestCase {
         let key = BeaconKey(secret)
         let log = EventLog()
         let radio = ListeningRadio(log: log)
-        let clock = SleepClock()
+        let clock = TestClock()
         let handled = EventLog()
         let identity = DeviceKey.generate()
         let (lines, input) = AsyncStream<String>.makeStream()
         let service = BeaconFollowService(secret: secret, identity: identity, roster: false, transport: radio, state: nil,
                                           lines: lines, report: { log.add($0.line) },
                                           logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }),
-                                          now: { clock.now }, tick: .milliseconds(500), start: .immediate,
-                                          sleep: { try await clock.sleep(for: $0) }, handled: { handled.add("event") })
+                                          clock: clock, tick: .milliseconds(500), start: .immediate,
+                                          handled: { handled.add("event") })
         func state(_ poll: BeaconPoll, _ counter: UInt32) -> [UInt8] {
             try! BeaconCodec.seal(BeaconState(voteID: key.voteID, counter: counter, mode: .anonymous, poll: poll,  // valid by construction
                                               interval: BeaconInterval(milliseconds: 100) ?? .stop), key: key)
@@ -119,14 +120,14 @@ final class IdleFollowerTests: XCTestCase {
             var seen = await log.waitFor(4)
             XCTAssertEqual(Array(seen[2...]), ["advertise 100 ms", "sending B"])
             // While sending, the clock matters (backing off): half a second, one tick.
-            await yieldUntil { clock.sleeping == 1 }
+            await yieldUntil { clock.sleepers == 1 }
             let ticking = clock.woken
             clock.advance(by: .milliseconds(500))
             await yieldUntil { clock.woken > ticking }
             let voterID = await VoterSession(secret: secret, question: 1, identity: identity, transport: radio, state: nil).voterID
             let fp = key.fingerprint(voterID: voterID, question: 1, sequence: 1)
             // The tally's counter runs with the clock (10 ms ticks), as on the air.
-            func counter() -> UInt32 { 1000 + UInt32(clock.now / BeaconReplayGuard.tick) }
+            func counter() -> UInt32 { 1000 + UInt32(clock.now.offset / BeaconReplayGuard.tick) }
             // The follower hears each frame before the clock moves on: the test never runs ahead of it, so
             // every frame is heard at the time it was sent, as on the air, however loaded the machine.
             func air(_ frame: [UInt8]) async {
@@ -149,7 +150,7 @@ final class IdleFollowerTests: XCTestCase {
             seen = await log.waitFor(6)
             XCTAssertEqual(Array(seen[4...]), ["advertise 10240 ms", "counted B"])
             // The tick that was waiting is called off (before, it never was: this waits in vain).
-            await yieldUntil { clock.sleeping == 0 }
+            await yieldUntil { clock.sleepers == 0 }
             let counted = clock.woken
             // Each change of phase half a second after the last STATE of the phase before (sealed in the
             // same tick, it would be no newer).
@@ -164,59 +165,10 @@ final class IdleFollowerTests: XCTestCase {
             seen = await log.waitFor(9)
             XCTAssertEqual(seen.last, "poll-closed")
             XCTAssertEqual(clock.woken - counted, 0, "timer wake-ups in 20 idle minutes")
-            XCTAssertEqual(clock.sleeping, 0, "no timer waits")
+            XCTAssertEqual(clock.sleepers, 0, "no timer waits")
             shutdown.triggerGracefulShutdown()
             try await run.value
         }
     }
 }
 
-/// A clock the test moves, and sleeps on it: a sleep ends when the test moves the clock to or past its
-/// end. Counts the sleeps that ended (the timer wake-ups) and those waiting.
-final class SleepClock: Sendable {
-    private struct State {
-        var now: Duration = .zero
-        var nextID = 0
-        var waiting: [Int: (until: Duration, resume: CheckedContinuation<Void, any Error>)] = [:]
-        var cancelled: Set<Int> = []
-        var woken = 0
-    }
-    private let state = Mutex(State())
-
-    var now: Duration { state.withLock { $0.now } }
-    var woken: Int { state.withLock { $0.woken } }
-    var sleeping: Int { state.withLock { $0.waiting.count } }
-
-    func sleep(for d: Duration) async throws {
-        let id = state.withLock { s in
-            s.nextID += 1
-            return s.nextID
-        }
-        try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
-                let refused: Bool = state.withLock { s in
-                    if s.cancelled.remove(id) != nil { return true }
-                    s.waiting[id] = (s.now + d, c)
-                    return false
-                }
-                if refused { c.resume(throwing: CancellationError()) }
-            }
-        } onCancel: {
-            let c: CheckedContinuation<Void, any Error>? = state.withLock { s in
-                guard let w = s.waiting.removeValue(forKey: id) else { s.cancelled.insert(id); return nil }
-                return w.resume
-            }
-            c?.resume(throwing: CancellationError())
-        }
-    }
-
-    func advance(by d: Duration) {
-        let due: [CheckedContinuation<Void, any Error>] = state.withLock { s in
-            s.now += d
-            let ids = s.waiting.filter { $0.value.until <= s.now }.map(\.key)
-            s.woken += ids.count
-            return ids.compactMap { s.waiting.removeValue(forKey: $0)?.resume }
-        }
-        for c in due { c.resume() }
-    }
-}

@@ -147,7 +147,7 @@ final class NotSendingTests: XCTestCase {
         let log = EventLog(), logged = InMemoryLogHandler()
         let radio = RefusingRadio(log: log)
         radio.failing.withLock { $0 = false }
-        let clock = SleepClock()
+        let clock = TestClock()
         let secret = pollSecret(code)
         let key = BeaconKey(secret)
         let (lines, input) = AsyncStream<String>.makeStream()
@@ -155,15 +155,15 @@ final class NotSendingTests: XCTestCase {
                                           state: state, lines: lines, report: { log.add($0.line) },
                                           notSending: { log.add($0.line) },
                                           logger: Logger(label: "test", factory: { _ in logged }),
-                                          now: { clock.now }, tick: .milliseconds(500), start: .immediate,
-                                          sleep: { try await clock.sleep(for: $0) })
+                                          clock: clock, tick: .milliseconds(500), start: .immediate,
+                                          )
         var counter: UInt32 = 1000
         let q2 = BeaconQuestion(number: 2, kind: .single, options: 4)
         func frame(timerWaiting: Bool = false) async throws {
             counter += 1
             // While the ballot is off the air the follower always waits on a tick: the clock moves
             // only once it does, so none of its ticks or retries is skipped.
-            if timerWaiting { await yieldUntil { clock.sleeping >= 1 } }
+            if timerWaiting { await yieldUntil { clock.sleepers >= 1 } }
             clock.advance(by: .milliseconds(100))
             radio.inner.air(try BeaconCodec.seal(BeaconState(voteID: key.voteID, counter: counter, mode: .anonymous,
                                                              poll: .open(q2), interval: BeaconInterval(milliseconds: 100) ?? .stop),
