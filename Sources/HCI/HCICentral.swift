@@ -41,18 +41,18 @@ public final class HCICentral: CentralTransport {
         /// advertisement without it; emulated ones (BlueZ's btvirt) report an advertiser only when
         /// scanning or advertising is (re)enabled, so the tally needs this to see changed votes there.
         public var scanRestartInterval: Duration?
-        /// How the restart timer and the beacon's frame rotation wait (`Task.sleep` by default; tests
-        /// step it by hand). Must throw when the waiting task is cancelled.
-        public var sleep: @Sendable (Duration) async throws -> Void
+        /// The clock the scan restart and the beacon's frame rotation wait on (the continuous clock by
+        /// default; tests step a clock of their own). A command's timeout waits on the continuous clock.
+        public var timer: ElapsedClock
 
         public init(scanInterval: Duration = .milliseconds(100), scanWindow: Duration? = nil,
                     activeScanning: Bool = false, filterDuplicates: Bool = false, resetController: Bool = true,
                     commandTimeout: Duration = .seconds(2), programName: String = "clicker-tally",
                     clock: @escaping @Sendable () -> RadioInstant = RadioInstant.now,
                     scanRestartInterval: Duration? = nil,
-                    sleep: @escaping @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }) {
+                    timer: some Clock<Duration> = ContinuousClock()) {
             self.clock = clock
-            self.sleep = sleep
+            self.timer = ElapsedClock(timer)
             self.scanRestartInterval = scanRestartInterval
             self.scanInterval = scanInterval
             self.scanWindow = scanWindow ?? scanInterval
@@ -190,9 +190,9 @@ public final class HCICentral: CentralTransport {
         state.withLock { $0.scanning = true }
         broadcaster.update { $0.state = .scanning; $0.lastDiscoveryRestart = options.clock(); $0.lastError = nil }
         if let every = options.scanRestartInterval {
-            let task = Task { [weak self, sleep = options.sleep] in
+            let task = Task { [weak self, timer = options.timer] in
                 while !Task.isCancelled {
-                    try? await sleep(every)
+                    try? await timer.sleep(for: every)
                     guard !Task.isCancelled, let self else { return }
                     await self.restartScanning()
                 }

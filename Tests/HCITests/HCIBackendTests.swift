@@ -88,7 +88,7 @@ final class HCIBackendTests: XCTestCase {
         let fake = FakeController()
         let timer = ManualTimer()
         let central = HCICentral(channel: fake, adapter: "hci0",
-                                 options: .init(scanRestartInterval: .milliseconds(20), sleep: timer.sleep))
+                                 options: .init(scanRestartInterval: .milliseconds(20), timer: timer))
         let consumer = Task { for try await _ in central.advertisements(companyID: 0xFFFF) {} }
         let off: [UInt8] = [0x01, 0x0C, 0x20, 0x02, 0x00, 0x00]
         let on: [UInt8] = [0x01, 0x0C, 0x20, 0x02, 0x01, 0x00]

@@ -25,11 +25,7 @@ final class HCIBeaconBackendTests: XCTestCase {
     func testLegacyBeaconBytesRotationReplacementAndStop() async throws {
         let fake = FakeController()
         let timer = ManualTimer()
-        let periods = Locked<[Duration]>([])
-        let central = HCICentral(channel: fake, adapter: "hci0", options: .init(sleep: { d in
-            periods.withLock { $0.append(d) }
-            try await timer.sleep(d)
-        }))
+        let central = HCICentral(channel: fake, adapter: "hci0", options: .init(timer: timer))
         let caps = try await central.broadcastCapabilities()
         XCTAssertEqual(caps, BroadcastCapabilities(maxFrameLength: 27, extended: false, frameSlack: .milliseconds(10),
                                                    minimumFrameTime: .milliseconds(110)))
@@ -59,7 +55,7 @@ final class HCIBeaconBackendTests: XCTestCase {
         ])
         // Rotation, every interval + 10 ms: advertising off, a new address, the next frame, on again.
         await fake.wait("rotation timer armed") { _ in timer.waiting == 1 }
-        XCTAssertEqual(periods.withLock { $0 }, [.milliseconds(110)])
+        XCTAssertEqual(timer.periods, [.milliseconds(110)])
         timer.fire()
         await fake.wait("second frame") { $0.written.count == 13 }
         var step = fake.written(after: 9)
@@ -120,7 +116,7 @@ final class HCIBeaconBackendTests: XCTestCase {
             }
         } }
         let timer = ManualTimer()
-        let central = HCICentral(channel: fake, adapter: "hci0", options: .init(sleep: timer.sleep))
+        let central = HCICentral(channel: fake, adapter: "hci0", options: .init(timer: timer))
         let reports = Locked<[AdvertisementReport]>([])
         let consumer = Task { for try await r in central.advertisements(companyID: 0xFFFF) { reports.withLock { $0.append(r) } } }
         await fake.wait("scan enabled") { $0.commandOpcodes.last == 0x200C }
@@ -164,7 +160,7 @@ final class HCIBeaconBackendTests: XCTestCase {
     func testStaleRotationStepOfAReplacedPayloadSendsNothing() async throws {
         let fake = FakeController()
         let timer = ManualTimer()
-        let central = HCICentral(channel: fake, adapter: "hci0", options: .init(sleep: timer.sleep))
+        let central = HCICentral(channel: fake, adapter: "hci0", options: .init(timer: timer))
         try await central.broadcast(BroadcastPayload(companyID: 0xFFFF, frames: [[1], [2], [3]]))
         await fake.wait("rotation armed") { _ in timer.waiting == 1 }
         try await central.broadcast(BroadcastPayload(companyID: 0xFFFF, frames: [[7], [8]]))
@@ -180,7 +176,7 @@ final class HCIBeaconBackendTests: XCTestCase {
         let fake = FakeController()
         fake.announceExtendedAdvertising(maximumDataLength: 1650)
         let timer = ManualTimer()
-        let central = HCICentral(channel: fake, adapter: "hci0", options: .init(sleep: timer.sleep))
+        let central = HCICentral(channel: fake, adapter: "hci0", options: .init(timer: timer))
         let received = Locked<[AdvertisementReport]>([])
         let consumer = Task { for try await r in central.advertisements(companyID: 0xFFFF) { received.withLock { $0.append(r) } } }
         await fake.wait("extended scan enabled") { $0.commandOpcodes.last == 0x2042 }

@@ -146,32 +146,46 @@ final class Locked<T: Sendable>: Sendable {
     func withLock<R: Sendable>(_ body: (inout sending T) -> sending R) -> R { mutex.withLock(body) }
 }
 
-/// A timer the test fires by hand, for `HCICentral.Options.sleep`: each `sleep` waits until `fire()`
-/// or until its task is cancelled (then it throws, and counts the cancellation).
-final class ManualTimer: Sendable {
+/// A clock the test steps by hand, for `HCICentral.Options.timer`: each sleeper waits until `fire()`
+/// moves the clock to its deadline (the oldest sleeper first), or until its task is cancelled (then
+/// it throws, and counts the cancellation).
+final class ManualTimer: Clock, Sendable {
+    typealias Instant = ElapsedClock.Instant
     private struct State {
-        var waiters: [(id: Int, continuation: CheckedContinuation<Void, any Error>)] = []
+        var now = Duration.zero
+        var waiters: [(id: Int, deadline: Duration, continuation: CheckedContinuation<Void, any Error>)] = []
         var nextID = 0
         var cancelled = 0
+        var periods: [Duration] = []
     }
     private let state = Mutex(State())
 
     var waiting: Int { state.withLock { $0.waiters.count } }
     var cancelled: Int { state.withLock { $0.cancelled } }
+    /// How long each sleeper asked to wait, in order.
+    var periods: [Duration] { state.withLock { $0.periods } }
+    var now: Instant { Instant(offset: state.withLock { $0.now }) }
+    var minimumResolution: Duration { .nanoseconds(1) }
 
-    /// Resumes the oldest waiter, if any.
+    /// Moves the clock to the oldest sleeper's deadline (never back) and wakes it, if there is one.
     func fire() {
-        let c = state.withLock { s in s.waiters.isEmpty ? nil : s.waiters.removeFirst().continuation }
+        let c = state.withLock { s -> CheckedContinuation<Void, any Error>? in
+            guard !s.waiters.isEmpty else { return nil }
+            let w = s.waiters.removeFirst()
+            s.now = max(s.now, w.deadline)
+            return w.continuation
+        }
         c?.resume()
     }
 
-    @Sendable func sleep(_: Duration) async throws {
+    func sleep(until deadline: Instant, tolerance: Duration? = nil) async throws {
         let id = self.state.withLock { s in defer { s.nextID += 1 }; return s.nextID }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
                 let resumeNow = self.state.withLock { s -> Bool in
                     if Task.isCancelled { s.cancelled += 1; return true }
-                    s.waiters.append((id, c))
+                    s.periods.append(deadline.offset - s.now)
+                    s.waiters.append((id, deadline.offset, c))
                     return false
                 }
                 if resumeNow { c.resume(throwing: CancellationError()) }
