@@ -46,6 +46,9 @@ public struct BlueZCentralOptions: Sendable {
     /// started are still queued for it, and aborts when they complete (`add_adv_params_callback` on freed
     /// memory; seen in the QEMU guest). Not every bluetoothd confirms frame changes, so the beacon lets them drain.
     public var beaconUnregisterSettle: Duration = .seconds(1)
+    /// The clock the backend stamps reports with, decides by (discovery restarts, stale devices,
+    /// retries) and waits on (retries, its tick, the beacon's rotation); tests pass a clock they move.
+    public var clock = RadioClock()
 
     public init(bus: DBusBusTarget = .system, adapter: AdapterSelection = .firstPowered,
                 discoveryRestartInterval: Duration? = .seconds(10), staleDeviceTimeout: Duration? = .seconds(120),

@@ -19,6 +19,8 @@ public struct BlueZPeripheralOptions: Sendable {
     /// completes on freed memory (`add_adv_params_callback`, seen in the Debian 13 guest when a loaded host
     /// left a registration unanswered for 10 s and the voter withdrew it and registered again).
     public var registrationTimeout: Duration
+    /// The clock the peripheral's retries and its listener's timers run on; tests pass a clock they move.
+    public var clock = RadioClock()
 
     public init(bus: DBusBusTarget = .system, adapter: AdapterSelection = .firstPowered,
                 objectPath: DBusObjectPath = "/org/clicker/peripheral", callTimeout: Duration = .seconds(10),
@@ -195,7 +197,7 @@ actor PeripheralEngine {
                     $0.state = .recovering
                     $0.lastError = "\(error)"
                 }
-                try? await Task.sleep(for: .milliseconds(500))
+                try? await options.clock.sleep(for: .milliseconds(500))
             }
         }
     }

@@ -155,10 +155,10 @@ actor BeaconAdvertiser {
     /// The frame bluetoothd was last given (at registration or by a property change), and when the last
     /// property change went out.
     var shown: [UInt8]?
-    var lastFrameChange: ContinuousClock.Instant?
+    var lastFrameChange: RadioInstant?
     /// The refreshes asked of bluetoothd and not yet confirmed, oldest first: the frame of a frame change
     /// (or of the registration), nil for an interval change, and when each was asked for.
-    var inFlight: [(frame: [UInt8]?, at: ContinuousClock.Instant)] = []
+    var inFlight: [(frame: [UInt8]?, at: RadioInstant)] = []
     /// Whether bluetoothd confirms refreshes here (a TX power write-back came): frame changes then wait for it.
     var confirms = false
     /// A frame change waits for the confirmation of the one before.
@@ -288,7 +288,7 @@ actor BeaconAdvertiser {
             throw fail(.rejected("exporting the beacon advertisement", e))
         }
         // bluetoothd refreshes the instance, and confirms it, before it answers.
-        inFlight = [(p.frames[0], .now)]
+        inFlight = [(p.frames[0], options.clock.now)]
         held = false
         do {
             _ = try await conn.call(destination: BlueZ.service, path: adapter, interface: BlueZ.advertisingManager,
@@ -358,7 +358,7 @@ actor BeaconAdvertiser {
         do {
             for name in order {
                 try object.setProperty(name, .uint32(new), interface: BlueZ.advertisement)
-                inFlight.append((nil, .now))
+                inFlight.append((nil, options.clock.now))
             }
             counters.withLock { $0.intervalChanges += 1 }
         } catch {
@@ -369,7 +369,7 @@ actor BeaconAdvertiser {
     func unregister(_ conn: DBusConnection, _ adapter: DBusObjectPath) async {
         if let last = lastFrameChange {
             // Let bluetoothd finish the refreshes the last frame changes started (see the type's comment).
-            try? await ContinuousClock().sleep(until: last.advanced(by: options.beaconUnregisterSettle))
+            try? await options.clock.sleep(until: last + options.beaconUnregisterSettle)
         }
         do {
             _ = try await conn.call(destination: BlueZ.service, path: adapter, interface: BlueZ.advertisingManager,

@@ -40,10 +40,10 @@ extension BeaconAdvertiser {
         held = false
         do {
             try object.setProperty("ManufacturerData", Self.manufacturerData(p.companyID, frame), interface: BlueZ.advertisement)
-            lastFrameChange = .now
+            lastFrameChange = options.clock.now
             shown = frame
             if !confirms { inFlight.removeAll() }
-            inFlight.append((frame, .now))
+            inFlight.append((frame, options.clock.now))
             counters.withLock { $0.frameChanges += 1 }
         } catch {
             logger.warning("beacon frame change not sent: \(error)")
@@ -57,7 +57,7 @@ extension BeaconAdvertiser {
     /// carry out once it moves again.
     func waitsForConfirmation() -> Bool {
         guard confirms, let oldest = inFlight.first else { return false }
-        if oldest.at.duration(to: .now) >= BlueZBeacon.confirmationWait(afterGivingUp: givenUpInARow) {
+        if options.clock.now - oldest.at >= BlueZBeacon.confirmationWait(afterGivingUp: givenUpInARow) {
             inFlight.removeAll()
             givenUpInARow += 1
             counters.withLock { $0.confirmationTimeouts += 1 }
@@ -77,7 +77,7 @@ extension BeaconAdvertiser {
         guard let frame = change else { return }
         counters.withLock { $0.framesConfirmed += 1 }
         let dwell = max(payload?.interval ?? .zero, options.beaconMinimumDwell)
-        taken.yield(FrameTaken(frame: frame, frameTime: askedAt.duration(to: .now) + dwell))
+        taken.yield(FrameTaken(frame: frame, frameTime: (options.clock.now - askedAt) + dwell))
         guard inFlight.isEmpty else { return }
         if held { apply() } else if frame == shown { startRotation() }
     }
@@ -100,10 +100,10 @@ extension BeaconAdvertiser {
         stopRotation()
         guard let p = payload else { return }
         let g = generation
-        let dwell = max(p.interval, options.beaconMinimumDwell)
+        let dwell = max(p.interval, options.beaconMinimumDwell), clock = options.clock
         rotation = Task { [weak self] in
             while !Task.isCancelled {
-                try? await Task.sleep(for: dwell)
+                try? await clock.sleep(for: dwell)
                 guard let self, await self.advance(g) else { return }
             }
         }

@@ -79,7 +79,7 @@ extension BeaconAdvertiser {
                     $0.state = .recovering
                     $0.lastError = "\(error)"
                 }
-                try? await Task.sleep(for: .milliseconds(500))
+                try? await options.clock.sleep(for: .milliseconds(500))
             }
         }
     }

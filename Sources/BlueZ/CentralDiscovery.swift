@@ -19,7 +19,7 @@ extension CentralEngine {
             updateStatus {
                 $0.state = .scanning
                 $0.lastError = nil
-                $0.lastDiscoveryRestart = RadioInstant.now()
+                $0.lastDiscoveryRestart = options.clock.now
             }
         } else if !want && discovering {
             _ = try? await conn.call(destination: BlueZ.service, path: adapter, interface: BlueZ.adapter,
@@ -66,13 +66,13 @@ extension CentralEngine {
         updateStatus {
             $0.state = .scanning
             $0.lastError = nil
-            $0.lastDiscoveryRestart = RadioInstant.now()
+            $0.lastDiscoveryRestart = options.clock.now
         }
     }
 
     /// RemoveDevice on devices discovery created that have not been heard for `olderThan`.
     func sweepStale(_ conn: DBusConnection, olderThan: Duration) async {
-        let now = RadioInstant.now()
+        let now = options.clock.now
         let (adapter, victims): (DBusObjectPath?, [DBusObjectPath]) = state.withLock { s in
             guard let adapter = s.adapterPath else { return (nil, []) }
             let victims = s.caused.compactMap { path, appeared -> DBusObjectPath? in

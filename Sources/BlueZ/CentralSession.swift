@@ -16,7 +16,7 @@ extension CentralEngine {
                     return
                 }
                 noteTrouble(e)
-                try? await Task.sleep(for: options.retryInterval)
+                try? await options.clock.sleep(for: options.retryInterval)
                 continue
             }
             let outcome = await session(conn)
@@ -46,7 +46,7 @@ extension CentralEngine {
                 radioLost(e)
             }
             if Task.isCancelled { return }
-            try? await Task.sleep(for: options.retryInterval)
+            try? await options.clock.sleep(for: options.retryInterval)
         }
     }
 
@@ -57,7 +57,8 @@ extension CentralEngine {
         do {
             // Subscribe before reading the tree, so nothing between the two is missed.
             signals = try await conn.signalBatches(matching: DBusMatchRule(sender: BlueZ.service), maxBatch: 1024,
-                                                   bufferLimit: 1 << 16, decode: SignalDecoder.decode)
+                                                   bufferLimit: 1 << 16,
+                                                   decode: { [clock = options.clock] m, r in try SignalDecoder.decode(m, &r, clock: clock) })
             owners = try await conn.nameOwnerChanges(for: BlueZ.service)
         } catch {
             return .failed(.busUnreachable(options.bus.spokenName, "\(error)"))
@@ -69,7 +70,7 @@ extension CentralEngine {
             return false
         }
         if stop { return .shutdown }
-        let tick = min(options.retryInterval, .seconds(1))
+        let tick = min(options.retryInterval, .seconds(1)), clock = options.clock
         return await withTaskGroup(of: Void.self) { group -> Outcome in
             group.addTask { [self] in
                 for await batch in signals { self.handle(batch) }
@@ -80,7 +81,7 @@ extension CentralEngine {
             }
             group.addTask {
                 while !Task.isCancelled {
-                    try? await Task.sleep(for: tick)
+                    try? await clock.sleep(for: tick)
                     controlCont.yield(.tick)
                 }
             }
@@ -91,13 +92,13 @@ extension CentralEngine {
     }
 
     func controlLoop(_ conn: DBusConnection, _ control: AsyncStream<Control>) async -> Outcome {
-        var lastAttempt = RadioInstant.now()
+        var lastAttempt = options.clock.now
         if let e = await acquire(conn) {
             if !state.withLock({ $0.everReady }) && !options.waitForRadio { return .failed(e) }
             noteTrouble(e)
         }
-        var lastRestart = RadioInstant.now()
-        var lastSweep = RadioInstant.now()
+        var lastRestart = options.clock.now
+        var lastSweep = options.clock.now
         for await event in control {
             if Task.isCancelled { return .shutdown }
             switch event {
@@ -117,7 +118,7 @@ extension CentralEngine {
                     radioLost(.bluetoothdNotRunning)
                 } else {
                     logger.info("bluetoothd (re)appeared as \(newOwner); rebuilding the object mirror")
-                    lastAttempt = RadioInstant.now()
+                    lastAttempt = options.clock.now
                     if let e = await acquire(conn) { noteTrouble(e) }
                 }
             case .adapterRemoved:
@@ -130,11 +131,11 @@ extension CentralEngine {
                 noteTrouble(.noAdapter(options.adapter.description, []))
                 radioLost(.noAdapter(options.adapter.description, []))
                 logger.warning("adapter \(name) went away")
-                lastAttempt = RadioInstant.now()
+                lastAttempt = options.clock.now
                 if let e = await acquire(conn) { noteTrouble(e) }
             case .adapterAdded:
                 if state.withLock({ $0.adapterPath == nil }) {
-                    lastAttempt = RadioInstant.now()
+                    lastAttempt = options.clock.now
                     if let e = await acquire(conn) { noteTrouble(e) }
                 }
             case .powered(let on):
@@ -157,7 +158,7 @@ extension CentralEngine {
             case .subscribersChanged:
                 await syncDiscovery(conn)
             case .tick:
-                let now = RadioInstant.now()
+                let now = options.clock.now
                 let (haveAdapter, ready) = state.withLock { ($0.adapterPath != nil, $0.ready) }
                 if (!haveAdapter || !ready) && now - lastAttempt >= options.retryInterval {
                     lastAttempt = now

@@ -43,7 +43,7 @@ extension CentralEngine {
                     if let dev = ifaces[BlueZ.device], s.discovering {
                         let paired = dev["Paired"]?.unwrapped == .boolean(true)
                         let connected = dev["Connected"]?.unwrapped == .boolean(true)
-                        if !paired && !connected { s.caused[path] = RadioInstant.now() }
+                        if !paired && !connected { s.caused[path] = options.clock.now }
                     }
                     if ifaces[BlueZ.adapter] != nil { controls.append(.adapterAdded) }
                     if !s.waiters.isEmpty { woken += s.takeWaiters(at: path) }

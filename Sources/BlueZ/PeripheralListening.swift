@@ -52,6 +52,7 @@ extension BlueZPeripheral: ListenerTransport {
                                     maxConcurrentConnections: 1, callTimeout: o.callTimeout, waitForRadio: false,
                                     reportBufferLimit: 4096)
         c.endStreamsOnRadioLoss = true
+        c.clock = o.clock
         return c
     }
 }

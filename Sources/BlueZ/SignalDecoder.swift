@@ -42,21 +42,21 @@ enum SignalDecoder {
     /// Decodes one signal from org.bluez; nil for signals the central does not use.
     /// Runs on the dispatch thread for every signal: the common case (a device's advertisement)
     /// reads the message in place and allocates only the report's data.
-    @Sendable static func decode(_ msg: DBusMessage, _ r: inout DBusMessageReader) throws -> BlueZSignal? {
+    static func decode(_ msg: DBusMessage, _ r: inout DBusMessageReader, clock: RadioClock) throws -> BlueZSignal? {
         // Classify by the first argument's type, without building the member name on the hot path:
         // PropertiesChanged starts with a string, InterfacesAdded/Removed with an object path.
         switch r.currentType {
         case .string?:
             guard msg.hasSignature("sa{sv}as") else { return nil }  // PropertiesChanged (a short, inline string)
             let isDevice = try r.readStringEquals("org.bluez.Device1")
-            if isDevice, let fast = try fastDeviceChange(msg, &r) { return .advert(fast) }
+            if isDevice, let fast = try fastDeviceChange(msg, &r, at: clock.now) { return .advert(fast) }
             var full = msg.reader()
             let interface = try full.readString()
             let changed = try [String: DBusValue](from: &full)
             let invalidated = full.isAtEnd ? [] : try [String](from: &full)
             guard let path = msg.path else { return nil }
             var advert: Advert? = nil
-            if interface == BlueZ.device { advert = advertFrom(path: path, properties: changed) }
+            if interface == BlueZ.device { advert = advertFrom(path: path, properties: changed, at: clock.now) }
             return .propertiesChanged(path, interface, changed, invalidated, advert)
         case .objectPath?:
             switch msg.member {
@@ -64,7 +64,7 @@ enum SignalDecoder {
                 let path = try r.readObjectPath()
                 let interfaces = try [String: [String: DBusValue]](from: &r)
                 var advert: Advert? = nil
-                if let dev = interfaces[BlueZ.device] { advert = advertFrom(path: path, properties: dev) }
+                if let dev = interfaces[BlueZ.device] { advert = advertFrom(path: path, properties: dev, at: clock.now) }
                 return .interfacesAdded(path, interfaces, advert)
             case "InterfacesRemoved":
                 let path = try r.readObjectPath()
@@ -80,9 +80,9 @@ enum SignalDecoder {
 
     /// The hot path: `{ManufacturerData: a{qv}, RSSI: n}` and nothing else. Returns nil when the change
     /// has other properties too (the caller then decodes it fully), or the path is not a device path.
-    static func fastDeviceChange(_ msg: DBusMessage, _ r: inout DBusMessageReader) throws -> Advert? {
+    static func fastDeviceChange(_ msg: DBusMessage, _ r: inout DBusMessageReader, at now: RadioInstant) throws -> Advert? {
         guard let address = msg.withPathBytes({ DevicePath.address(ofBytes: $0) }) else { return nil }
-        var advert = Advert(address: address, rssi: nil, timestamp: RadioInstant.now())
+        var advert = Advert(address: address, rssi: nil, timestamp: now)
         var other = false
         try r.forEachDictEntry { e in
             if other {
@@ -124,9 +124,9 @@ enum SignalDecoder {
     }
 
     /// The advertisement part of a decoded Device1 property set (InterfacesAdded, a mixed change).
-    static func advertFrom(path: DBusObjectPath, properties: [String: DBusValue]) -> Advert? {
+    static func advertFrom(path: DBusObjectPath, properties: [String: DBusValue], at now: RadioInstant) -> Advert? {
         guard let address = DevicePath.address(of: path.rawValue) else { return nil }
-        var advert = Advert(address: address, rssi: nil, timestamp: RadioInstant.now())
+        var advert = Advert(address: address, rssi: nil, timestamp: now)
         var any = false
         if case .int16(let rssi)? = properties["RSSI"]?.unwrapped {
             advert.rssi = rssi

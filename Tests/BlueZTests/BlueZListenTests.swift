@@ -1,4 +1,5 @@
 @testable import BlueZ
+import ClickerTestSupport
 import ClickerTransport
 import DBus
 import Foundation
@@ -30,8 +31,10 @@ final class BlueZListenTests: XCTestCase {
         bus = nil
     }
 
-    func makePeripheral() -> BlueZPeripheral {
-        let p = BlueZPeripheral(options: BlueZPeripheralOptions(bus: bus.target, callTimeout: .seconds(5)))
+    func makePeripheral(clock: RadioClock = RadioClock()) -> BlueZPeripheral {
+        var options = BlueZPeripheralOptions(bus: bus.target, callTimeout: .seconds(5))
+        options.clock = clock
+        let p = BlueZPeripheral(options: options)
         peripherals.append(p)
         return p
     }
@@ -95,19 +98,26 @@ final class BlueZListenTests: XCTestCase {
         XCTAssertEqual(options.staleDeviceTimeout, .seconds(30), "beacon devices are still removed one by one when stale")
         XCTAssertNotNil(BlueZCentralOptions().discoveryRestartInterval)
 
-        let voter = makePeripheral()
+        let clock = TestClock()
+        let voter = makePeripheral(clock: RadioClock(clock))
         let status = Collector(voter.listenerStatus())
         let reports = Collector(voter.listen(companyID: 0xFFFF, dutyCycle: .fast))
         try await status.wait("scanning") { $0.last?.state == .scanning }
-        // Past the 10 s the listener used to restart at, one frame from a new address every second or so.
-        let start = ContinuousClock.now
+        // Past the 10 s the listener used to restart at, on the listener's clock: a frame from a new address
+        // every second, each heard before the clock moves on; the clock moves in 100 ms steps, each taken
+        // while the listener's timers wait on it.
         var sent = 0
-        while ContinuousClock.now - start < .seconds(11) {
+        while clock.now.offset < .seconds(12) {
             let address = String(format: "00:DD:04:00:00:%02X", sent)
             try await mock.mock("AddAdvertisingDevice", [.string("hci0"), .string(address), .uint16(0xFFFF),
                                                          .bytes(Self.state + [UInt8(sent)]), .int16(-50)])
             sent += 1
-            try await Task.sleep(for: .milliseconds(900))
+            let expected = sent
+            try await reports.wait("frame \(sent)") { $0.count >= expected }
+            for _ in 0..<10 {
+                await clock.waitForSleepers(1)
+                clock.advance(by: .milliseconds(100))
+            }
         }
         let got = try await reports.wait("every frame") { $0.count >= sent }
         XCTAssertEqual(got.map { $0.data.last }, (0..<sent).map { UInt8($0) })
