@@ -50,6 +50,10 @@ public final class MergedCentral: CentralTransport {
     /// Reports dropped because the consumer fell more than ``reportBufferLimit`` behind all radios together.
     public var droppedReports: Int { core.state.withLock { $0.dropped } }
 
+    /// Devices remembered for routing reads (bounded: those not heard for two minutes are forgotten
+    /// once the table has grown).
+    public var devicesRemembered: Int { core.devicesRemembered }
+
     /// Stops following the radios' status; the status streams finish. Shut the radios down yourself.
     public func shutdown() { core.shutdown() }
 
@@ -252,6 +256,5 @@ final class MergedCore: Sendable {
         return heard.isEmpty ? Array(0..<count) : heard
     }
 
-    /// Devices remembered now (for tests: the table stays bounded).
     var devicesRemembered: Int { state.withLock { $0.heard.count } }
 }
