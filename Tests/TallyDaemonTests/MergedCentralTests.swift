@@ -260,6 +260,10 @@ final class MergedCentralTests: XCTestCase {
         let radio = await controller.radio
         XCTAssertEqual(radio.state, .scanning, "hci1 still scans")
         XCTAssertEqual(radio.lastError, "hci0: radio unavailable: adapter removed")
+        let shown = await controller.viewModel().radio
+        XCTAssertEqual(shown.adapter, "hci0 (failed), hci1", "the live view names the failed adapter")
+        XCTAssertTrue(shown.scanning)
+        XCTAssertEqual(shown.lastError, "hci0: radio unavailable: adapter removed")
 
         b.hear([ballot(voter: 2, .choice(1), at: 20)])
         await until(controller, "hci1's ballot counted") { await $0.results().voters == 2 }
