@@ -380,6 +380,34 @@ beacon_room() {
   for n in 1 2 3 4; do said v$n; stop v$n TERM 30; done
 }
 
+# One tally on two adapters (--adapter hci0,hci1): both discover and both broadcast the beacon; three
+# followers on hci2..hci4, which both adapters hear, show the question, answer, show counted, and are
+# counted once each.
+two_adapters() {
+  start_observers
+  start_tally tally --radio bluez --adapter hci0,hci1 --join-code "$JOIN" --question 1 --json \
+    --discovery-restart "$RESTART" --duration 3600 --no-gatt-confirm
+  local n a answers=(- - A B D)
+  for n in 2 3 4; do follower v$n hci$n; done
+  for n in 2 3 4; do await_line v$n '^question 1 single 4$' "question 1 (hci$n)"; done
+  check "the tally registered its beacon on hci0" registered_on hci0
+  check "the tally registered its beacon on hci1" registered_on hci1
+  for n in 2 3 4; do revote v$n "${answers[$n]}"; done
+  for n in 2 3 4; do await_line v$n "^counted ${answers[$n]}\$" "counted ${answers[$n]} (hci$n)"; done
+  for a in "$A2" "$A3" "$A4"; do
+    wait_seen hci0 "$a" 60 || true
+    wait_seen hci1 "$a" 60 || true
+    check "hci0 discovered $a" seen hci0 "$a"
+    check "hci1 discovered $a" seen hci1 "$a"
+  done
+  note "tally: $(grep -E 'radio|beacon' "$D/tally.err" | head -n4 | tr '\n' '|')"
+  finish_tally tally
+  check "counts exactly A1 B1 D1 from three voters, each counted once though both adapters heard it" json tally \
+    'j["counts"] == {"A":1,"B":1,"C":0,"D":1} and j["voters"] == 3 and len(j["ballots"]) == 3'
+  check "nothing rejected" json tally 'sum(j.get("rejected", {}).values()) == 0'
+  for n in 2 3 4; do said v$n; stop v$n TERM 30; done
+}
+
 # tally_cli ARGS...: a client of the daemon on the guest's system bus.
 tally_cli() { XDG_STATE_HOME="$D/cli.state" "$E2E_BIN/clicker-tally" "$@"; }
 results_of() {  # QUESTION PYTHON-EXPR: the daemon's results of that question, checked
