@@ -174,13 +174,16 @@ struct StatisticsLine: Encodable {
         verifications = stats.verifications
         cacheHits = stats.cacheHits
         heap = Allocator.usage()
-        if let b = central as? BlueZCentral {
-            let s = b.statistics
-            mirroredObjects = s.mirroredObjects
-            heardAddresses = s.heardAddresses
-            staleDevicesRemoved = s.staleDevicesRemoved
-            discoveryRestarts = s.discoveryRestarts
-            acquisitions = s.acquisitions
+        // Several adapters: the sums of their centrals.
+        let merged = (central as? MergedBroadcastingCentral)?.merged ?? (central as? MergedCentral)
+        let blueZ = merged.map { $0.members.compactMap { $0.central as? BlueZCentral } } ?? [central as? BlueZCentral].compactMap { $0 }
+        if !blueZ.isEmpty {
+            let all = blueZ.map(\.statistics)
+            mirroredObjects = all.map(\.mirroredObjects).reduce(0, +)
+            heardAddresses = all.map(\.heardAddresses).reduce(0, +)
+            staleDevicesRemoved = all.map(\.staleDevicesRemoved).reduce(0, +)
+            discoveryRestarts = all.map(\.discoveryRestarts).reduce(0, +)
+            acquisitions = all.map(\.acquisitions).reduce(0, +)
         }
     }
 

@@ -10,13 +10,23 @@ struct CentralRadioArguments: ParsableArguments {
     @Option(help: RadioKind.help)
     var radio: RadioKind = .bluez
 
-    @Option(help: "Adapter: a name (hci0) or, on BlueZ, an address. Default: the first powered adapter (raw HCI: hci0).")
+    @Option(help: "Adapter: a name (hci0) or, on BlueZ, an address; several separated by commas (hci0,hci1) all scan and broadcast. Default: the first powered adapter (raw HCI: hci0).")
     var adapter: String?
+
+    /// The adapters of `--adapter`, in order (none: the default one). Valid after `validate()`.
+    var adapters: [String] { adapter.flatMap { try? AdapterList.parse($0) } ?? [] }
 
     @Option(help: "Restart discovery every this many seconds, so changed votes are reported (BlueZ); 0 never.")
     var discoveryRestart: Double = 10
 
     func validate() throws {
+        if let adapter {
+            let list: [String]
+            do { list = try AdapterList.parse(adapter) } catch { throw ValidationError("\(error)") }
+            if list.count > 1, radio == .hci {
+                throw ValidationError("--radio hci takes one adapter; several (\(adapter)) work through BlueZ, the default --radio bluez")
+            }
+        }
         guard discoveryRestart == 0 || (0.5...3600).contains(discoveryRestart) else {
             throw ValidationError("--discovery-restart is 0 (never) or 0.5 to 3600 seconds")
         }

@@ -16,6 +16,27 @@ final class CommandLineTests: XCTestCase {
         try TallyDaemonTests.clickerTally(args, runtime: runtime)
     }
 
+    /// `--adapter` with several adapters: refused before anything opens when an adapter is given twice,
+    /// is no adapter name, or comes with `--radio hci` (which takes one), for a run and for the daemon.
+    func testSeveralAdaptersAreCheckedBeforeAnythingOpens() throws {
+        let dir = NSTemporaryDirectory() + "clicker-cli-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: dir) }
+        let db = dir + "/clicker.sqlite"
+        for command in [[], ["daemon"]] {
+            let twice = try clickerTally(command + ["--adapter", "hci0,hci1,hci0", "--db", db], runtime: dir)
+            XCTAssertNotEqual(twice.status, 0)
+            XCTAssertTrue(twice.stderr.contains("--adapter: hci0 is given twice; name each adapter once"), twice.stderr)
+            let bad = try clickerTally(command + ["--adapter", "hci0,usb", "--db", db], runtime: dir)
+            XCTAssertNotEqual(bad.status, 0)
+            XCTAssertTrue(bad.stderr.contains("--adapter: 'usb' is not an adapter"), bad.stderr)
+            let hci = try clickerTally(command + ["--radio", "hci", "--adapter", "hci0,hci1", "--db", db], runtime: dir)
+            XCTAssertNotEqual(hci.status, 0)
+            XCTAssertTrue(hci.stderr.contains("--radio hci takes one adapter; several (hci0,hci1) work through BlueZ"), hci.stderr)
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: db), "nothing opened")
+    }
+
     func testEachRunIsANewPollAndResumeIsExplicit() throws {
         let dir = NSTemporaryDirectory() + "clicker-cli-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
