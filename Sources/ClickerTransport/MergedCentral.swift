@@ -7,9 +7,9 @@ import Synchronization
 ///
 /// The radios must share one clock (`RadioInstant`): the reports keep their own timestamps and
 /// RSSI, and the consumer takes them as one sequence on one time line. The backends of one process
-/// do: BlueZ stamps a report with `RadioInstant.now()` when its signal arrives, raw HCI with the clock
-/// it is given (the executables give it `RadioInstant.now`), and the simulated air has one clock
-/// for everything on it.
+/// do: BlueZ stamps a report with its `RadioClock` when its signal arrives (by default on the timeline
+/// of `RadioInstant.now()`), raw HCI with the clock it is given (the executables give it
+/// `RadioInstant.now`), and the simulated air has one clock for everything on it.
 ///
 /// A ballot heard by two radios arrives twice; that is the tally's business and it already handles
 /// it (a repeat of a counted ballot counts nothing), as it does a ballot one radio hears twice.
