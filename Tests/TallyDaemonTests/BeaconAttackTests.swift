@@ -83,8 +83,8 @@ final class BeaconAttackTests: XCTestCase {
 
     /// Attack #5 at its real parameters: twelve voters are counted on question 1; the instructor opens
     /// question 2 and the voters answer it as soon as it shows. The moment the attacker hears the tally's
-    /// STATE of question 2 it sends one forged STATE frame "question 2 closed" (its counter one tick above
-    /// the tally's, sealed with the join-code key, for 100 ms at 20 ms). The tally's next STATE opens
+    /// STATE of question 2 it sends one forged STATE frame "question 2 closed" (its counter half a second
+    /// ahead of the tally's, sealed with the join-code key, for 100 ms at 20 ms). The tally's next STATE opens
     /// question 2 again. Every voter sends its answer again and is counted within 20 s, and the tally saw
     /// the forged frame. Before, each voter that heard the forgery before its acknowledgement showed the
     /// question unanswered and sent nothing.
@@ -109,7 +109,9 @@ final class BeaconAttackTests: XCTestCase {
             let tallys = r.heard.withLock { $0.map(\.data) }
             guard let newest = forger.newestState(in: tallys), case .open(let q) = newest.poll, q.number == 2 else { return }
             var forged = newest
-            forged.counter += 1
+            // Half a second ahead of the tally's newest STATE (a follower takes up to 5 s of lead): the
+            // forgery stays the newest frame on the air until the tally's own frames catch up with it.
+            forged.counter += 50
             forged.poll = .questionClosed(q)
             forged.interval = .stop
             try await r.attacker.advertise(AdvertisingPayload(companyID: BallotFormat.companyID, data: try forger.seal(forged),
