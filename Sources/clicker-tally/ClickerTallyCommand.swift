@@ -144,7 +144,7 @@ struct RunArguments: ParsableArguments {
         }
         await opened.close()
 
-        if let store, await controller.exportedAt == nil {
+        if store != nil, await controller.exportedAt == nil {
             // Quitting without `e`: the files a graded poll needs were never written.
             let id = await controller.joinCode.voteID
             FileHandle.standardError.write(Data("""
