@@ -17,6 +17,8 @@ import ClickerTransport
 import HCI
 
 let fuzzCompany: UInt16 = 0xFFFF
+/// The clock the BlueZ decoder stamps reports with.
+let fuzzClock = RadioClock()
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzRadioInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
@@ -155,7 +157,7 @@ func checkDBus(_ wire: [UInt8]) {
     var reader = message.reader()
     let signal: BlueZSignal?
     do {
-        signal = try SignalDecoder.decode(message, &reader)
+        signal = try SignalDecoder.decode(message, &reader, clock: fuzzClock)
     } catch {
         return   // a counted rejection in the subscriber
     }
@@ -167,7 +169,7 @@ func checkDBus(_ wire: [UInt8]) {
     // The hot path skips manufacturer entries of other shapes (an `ah` whose descriptors the message
     // lacks, say) where the generic decoding rejects the whole signal; compare when both read it.
     guard let changed = try? [String: DBusValue](from: &full) else { return }
-    let generic = SignalDecoder.advertFrom(path: path, properties: changed)
+    let generic = SignalDecoder.advertFrom(path: path, properties: changed, at: fast.timestamp)
     guard generic?.address ?? fast.address == fast.address else { fatalError("addresses differ") }
     guard fast.manufacturerData(fuzzCompany) == generic?.manufacturerData(fuzzCompany) else {
         fatalError("hot path read \(String(describing: fast.manufacturerData(fuzzCompany))), generic \(String(describing: generic?.manufacturerData(fuzzCompany)))")
