@@ -23,9 +23,6 @@ public struct ElapsedClock: Clock {
         minimumResolution = clock.minimumResolution
     }
 
-    /// The continuous clock, read as time since now.
-    public static func continuous() -> ElapsedClock { ElapsedClock(ContinuousClock()) }
-
     public var now: Instant { Instant(offset: elapsed()) }
 
     public func sleep(until deadline: Instant, tolerance: Duration? = nil) async throws {

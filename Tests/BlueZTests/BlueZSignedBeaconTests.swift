@@ -171,7 +171,7 @@ extension BlueZSignedBeaconTests {
                       heard: Count, refused: Count) -> Task<Void, Never> {
         Task {
             var admission = BeaconAdmission(key: key)
-            let clock = ElapsedClock.continuous()
+            let clock = ElapsedClock(ContinuousClock())
             do {
                 for try await r in reports {
                     heard.add()
