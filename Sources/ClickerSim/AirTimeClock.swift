@@ -7,28 +7,17 @@ import Synchronization
 /// that wants it to act first drives the air in steps, as `advance(until:quantum:)` does). On
 /// real-time air it sleeps the wall time the air's speed gives.
 public struct AirTimeClock: Clock {
-    public struct Instant: InstantProtocol, Sendable {
-        public var nanoseconds: UInt64
-        public func advanced(by d: Duration) -> Instant {
-            if d >= .zero { return Instant(nanoseconds: nanoseconds.adding(d.clampedNanoseconds)) }
-            let back = (Duration.zero - d).clampedNanoseconds
-            return Instant(nanoseconds: nanoseconds >= back ? nanoseconds - back : 0)
-        }
-        public func duration(to other: Instant) -> Duration {
-            other.nanoseconds >= nanoseconds ? .nanoseconds(Int64(clamping: other.nanoseconds - nanoseconds))
-                                             : .zero - .nanoseconds(Int64(clamping: nanoseconds - other.nanoseconds))
-        }
-        public static func < (a: Instant, b: Instant) -> Bool { a.nanoseconds < b.nanoseconds }
-    }
+    /// The air's time since its start.
+    public typealias Instant = ElapsedClock.Instant
 
     let air: SimulatedAir
 
-    public var now: Instant { Instant(nanoseconds: air.now.nanoseconds) }
+    public var now: Instant { Instant(offset: .nanoseconds(Int64(clamping: air.now.nanoseconds))) }
     public var minimumResolution: Duration { .nanoseconds(1) }
 
     public func sleep(until deadline: Instant, tolerance: Duration? = nil) async throws {
         if air.isVirtual {
-            try await air.sleepers.sleep(until: deadline.nanoseconds, now: { air.now.nanoseconds })
+            try await air.sleepers.sleep(until: deadline.offset.clampedNanoseconds, now: { air.now.nanoseconds })
         } else {
             let wait = now.duration(to: deadline)
             if wait > .zero { try await Task.sleep(for: wait / air.realTimeSpeed) }

@@ -1,15 +1,11 @@
+import ClickerTransport
 import Synchronization
 
 /// A clock that moves only when a test says so: sleepers wait until ``advance(to:)`` passes their
 /// deadline, and a test can wait (without time) until a given number of them are asleep.
 public final class TestClock: Clock, Sendable {
-    public struct Instant: InstantProtocol, Sendable {
-        public var offset: Duration
-        public init(offset: Duration) { self.offset = offset }
-        public func advanced(by d: Duration) -> Instant { Instant(offset: offset + d) }
-        public func duration(to other: Instant) -> Duration { other.offset - offset }
-        public static func < (a: Instant, b: Instant) -> Bool { a.offset < b.offset }
-    }
+    /// Time since the clock was made, as every clock of the project reads it.
+    public typealias Instant = ElapsedClock.Instant
 
     private struct Sleeper {
         let deadline: Instant

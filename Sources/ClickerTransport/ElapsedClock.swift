@@ -2,8 +2,10 @@
 /// that a component stores for all its timers, whatever clock it was given (the continuous clock in
 /// the binaries, a test clock or the simulated air's clock in tests).
 public struct ElapsedClock: Clock {
+    /// An instant as time since a clock's origin (for this clock, when it was made; the project's
+    /// test clocks and the simulated air's clock read time the same way).
     public struct Instant: InstantProtocol, Sendable {
-        /// Time since the clock was made.
+        /// Time since the clock's origin.
         public var offset: Duration
         public init(offset: Duration) { self.offset = offset }
         public func advanced(by d: Duration) -> Instant { Instant(offset: offset + d) }

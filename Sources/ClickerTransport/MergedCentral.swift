@@ -47,6 +47,12 @@ public final class MergedCentral: CentralTransport {
         return members.contains { $0.central is any BroadcasterTransport } ? MergedBroadcastingCentral(merged) : merged
     }
 
+    /// The merged central behind `central` (itself, or the one a ``MergedBroadcastingCentral`` wraps);
+    /// nil for a single radio.
+    public static func of(_ central: any CentralTransport) -> MergedCentral? {
+        (central as? MergedCentral) ?? (central as? MergedBroadcastingCentral)?.merged
+    }
+
     /// Reports dropped because the consumer fell more than ``reportBufferLimit`` behind all radios together.
     public var droppedReports: Int { core.state.withLock { $0.dropped } }
 

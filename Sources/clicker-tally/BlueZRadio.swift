@@ -17,8 +17,7 @@ extension CentralRadioArguments {
         let central = MergedCentral.combining(zip(names, centrals).map { MergedCentral.Member(name: $0 ?? "bluez", central: $1) })
         return OpenedCentral(central: central, air: nil) {
             for c in centrals { await c.shutdown() }
-            (central as? MergedBroadcastingCentral)?.merged.shutdown()
-            (central as? MergedCentral)?.shutdown()
+            MergedCentral.of(central)?.shutdown()
         }
     }
 }

@@ -175,7 +175,7 @@ struct StatisticsLine: Encodable {
         cacheHits = stats.cacheHits
         heap = Allocator.usage()
         // Several adapters: the sums of their centrals.
-        let merged = (central as? MergedBroadcastingCentral)?.merged ?? (central as? MergedCentral)
+        let merged = MergedCentral.of(central)
         let blueZ = merged.map { $0.members.compactMap { $0.central as? BlueZCentral } } ?? [central as? BlueZCentral].compactMap { $0 }
         if !blueZ.isEmpty {
             let all = blueZ.map(\.statistics)

@@ -6,8 +6,8 @@ import XCTest
 /// The air's time as a `Clock`: what runs beside a virtual air (a tally's beacon) sleeps on the air's
 /// time, not on the wall clock.
 final class AirTimeClockTests: XCTestCase {
-    /// A sleeper on a virtual air wakes when the air reaches its deadline, not before, however long the
-    /// wall clock runs; a cancelled sleeper ends with `CancellationError`.
+    /// A sleeper on a virtual air wakes when the air reaches its deadline, not before; a cancelled
+    /// sleeper ends with `CancellationError`.
     func testASleeperWakesWhenTheVirtualAirReachesItsDeadline() async throws {
         let air = SimulatedAir(AirConfiguration(seed: 5, clock: .virtual))
         let clock = air.clock
@@ -19,9 +19,11 @@ final class AirTimeClockTests: XCTestCase {
         let stopped = Task { try await clock.sleep(for: .seconds(60)) }
         while air.clockSleepers < 2 { await Task.yield() }
         air.run(until: RadioInstant(nanoseconds: 499_000_000))
-        try await Task.sleep(for: .milliseconds(50))
-        XCTAssertNil(woke.withLock { $0 }, "woken before the air reached its deadline")
+        // A sleeper woken leaves the air's list at once, within run(until:): none has.
+        XCTAssertEqual(air.clockSleepers, 2, "woken before the air reached its deadline")
+        XCTAssertNil(woke.withLock { $0 })
         air.run(until: RadioInstant(nanoseconds: 500_000_000))
+        XCTAssertEqual(air.clockSleepers, 1, "the sleeper due at 500 ms is woken there; the other sleeps on")
         try await sleeper.value
         XCTAssertEqual(woke.withLock { $0 }, 500_000_000)
         stopped.cancel()
