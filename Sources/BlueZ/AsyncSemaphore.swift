@@ -1,3 +1,4 @@
+import ClickerTransport
 import Synchronization
 
 /// A counting semaphore for tasks (the GATT reader's connection slots).
@@ -35,10 +36,10 @@ final class AsyncSemaphore: Sendable {
     /// Tasks waiting now.
     var waiting: Int { state.withLock { $0.waiters.count } }
 
-    /// Waits for a permit until `deadline` (nil: no deadline): true when it got one, false when the
-    /// deadline passed first. Throws `CancellationError` when the task is cancelled while waiting (then
-    /// no permit is taken).
-    func acquire(before deadline: ContinuousClock.Instant?) async throws -> Bool {
+    /// Waits for a permit until `deadline` on `clock` (nil: no deadline): true when it got one, false
+    /// when the deadline passed first. Throws `CancellationError` when the task is cancelled while
+    /// waiting (then no permit is taken).
+    func acquire(before deadline: RadioInstant?, on clock: RadioClock) async throws -> Bool {
         let id: UInt64? = state.withLock { s in
             if s.permits > 0 && s.waiters.isEmpty {
                 s.permits -= 1
@@ -50,8 +51,8 @@ final class AsyncSemaphore: Sendable {
         guard let id else { return true }
         // The deadline is the only clock: one timer per queued waiter, gone when the wait ends.
         let timer = deadline.map { deadline in Task { [weak self] in
-            while ContinuousClock.now < deadline {
-                do { try await Task.sleep(until: deadline, clock: .continuous) } catch { return }
+            while clock.now < deadline {
+                do { try await clock.sleep(until: deadline) } catch { return }
             }
             self?.remove(id, with: .success(false))
         } }
@@ -60,7 +61,7 @@ final class AsyncSemaphore: Sendable {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Bool, any Error>) in
                 let entry: Entry = state.withLock { s in
                     if Task.isCancelled { return .cancelled }
-                    if let deadline, ContinuousClock.now >= deadline { return .expired }
+                    if let deadline, clock.now >= deadline { return .expired }
                     if s.permits > 0 && s.waiters.isEmpty {
                         s.permits -= 1
                         return .acquired
@@ -82,7 +83,7 @@ final class AsyncSemaphore: Sendable {
 
     /// Waits for a permit without a deadline.
     func acquire() async throws {
-        _ = try await acquire(before: nil)
+        _ = try await acquire(before: nil, on: RadioClock())
     }
 
     /// Returns a permit: to the first waiter if there is one (resumed before this returns), else to the pool.

@@ -9,7 +9,7 @@ import DBus
 extension CentralEngine {
     func readCharacteristic(device: DeviceAddress, service: UUID128, characteristic: UUID128,
                             timeout: Duration) async throws -> [UInt8] {
-        let deadline = ContinuousClock.now + timeout
+        let deadline = options.clock.now + timeout
         ensureRunning()
         let (conn, adapter) = try await waitForMirror(
             .bluetoothd, scope: nil, until: deadline,
@@ -20,7 +20,7 @@ extension CentralEngine {
             guard let c = s.connection, let a = s.adapterPath, s.ready else { return nil }
             return (c, a)
         }
-        guard try await slots.acquire(before: deadline) else {
+        guard try await slots.acquire(before: deadline, on: options.clock) else {
             throw TransportError.timeout("waiting for a free connection slot to \(device)")
         }
         defer { slots.release() }
@@ -50,9 +50,9 @@ extension CentralEngine {
 
     private func connectAndRead(_ conn: DBusConnection, _ path: DBusObjectPath, _ device: DeviceAddress,
                                 _ service: UUID128, _ characteristic: UUID128,
-                                _ deadline: ContinuousClock.Instant) async throws -> [UInt8] {
+                                _ deadline: RadioInstant) async throws -> [UInt8] {
         func remaining(_ what: String) throws -> Duration {
-            let left = deadline - ContinuousClock.now
+            let left = deadline - options.clock.now
             if left <= .zero { throw TransportError.timeout("\(what) \(device)") }
             return left
         }
@@ -122,16 +122,17 @@ extension CentralEngine {
     /// after every mirror change at or below `scope` (any change when nil) and every session change.
     /// At `deadline` it throws `expired()`; when the task is cancelled, `CancellationError`.
     @discardableResult
-    func waitForMirror<T: Sendable>(_ stage: WaitStage, scope: DBusObjectPath?, until deadline: ContinuousClock.Instant,
+    func waitForMirror<T: Sendable>(_ stage: WaitStage, scope: DBusObjectPath?, until deadline: RadioInstant,
                                     expired: () -> any Error,
                                     _ probe: (inout State) throws -> T?) async throws -> T {
         let id = state.withLock { s -> Int in
             s.nextWaiterID &+= 1
             return s.nextWaiterID
         }
+        let clock = options.clock
         let timer = Task { [weak self] in
-            while ContinuousClock.now < deadline {
-                do { try await Task.sleep(until: deadline, clock: .continuous) } catch { return }
+            while clock.now < deadline {
+                do { try await clock.sleep(until: deadline) } catch { return }
             }
             self?.unpark(id)
         }
@@ -148,7 +149,7 @@ extension CentralEngine {
                             return .failed(error)
                         }
                         if Task.isCancelled { return .cancelled }
-                        if ContinuousClock.now >= deadline { return .expired }
+                        if clock.now >= deadline { return .expired }
                         s.waiters[id] = MirrorWaiter(scope: scope, stage: stage, continuation: continuation)
                         return .parked
                     }

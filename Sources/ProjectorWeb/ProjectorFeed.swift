@@ -41,7 +41,7 @@ public struct ProjectorFeed: Sendable {
     }
 
     /// Copies what the page shows now; nothing is computed on the poll's thread but the live counts.
-    static func reading(of poll: isolated PollController, now: Date = Date()) -> Reading {
+    static func reading(of poll: isolated PollController, now: Date? = nil) -> Reading {
         Reading(joinCode: poll.joinCode, roster: poll.options.roster != nil, spec: poll.spec, open: poll.isOpen,
                 live: poll.liveCounts(now: now))
     }

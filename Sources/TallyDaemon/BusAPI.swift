@@ -88,7 +88,7 @@ public final class TallyBusService: Sendable {
                 try await run { [.uint16(try await c.newPoll())] }
             },
             DBusMethod("Status", out: [DBusArgument("json", .string)]) { _ in
-                let model = await c.viewModel(status: nil, now: Date(), showJoinCode: false)
+                let model = await c.viewModel(status: nil, showJoinCode: false)
                 return [.string(String(decoding: try TallyBus.encoder.encode(model), as: UTF8.self))]
             },
             DBusMethod("ShowCounts", in: [DBusArgument("show", .boolean)]) { call in
@@ -162,7 +162,7 @@ public final class TallyBusService: Sendable {
         var last: (question: UInt8, counts: LiveCounts)?
         func emitIfChanged() async {
             let question = await controller.question
-            var live = await controller.liveCounts(now: Date())
+            var live = await controller.liveCounts()
             live.notYetShown = 0   // the signal carries the counts; ballots still pending are not a change
             guard last?.question != question || last?.counts != live else { return }
             last = (question, live)

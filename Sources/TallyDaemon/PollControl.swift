@@ -19,7 +19,7 @@ extension PollControl {
 extension PollController: PollControl {
     public func viewModel(status: String?) async throws -> TallyViewModel {
         // The local live view is the instructor's own screen: it shows the join code.
-        viewModel(status: status, now: .now, showJoinCode: true)
+        viewModel(status: status, showJoinCode: true)
     }
 
     public nonisolated func changes() -> AsyncStream<Void> { changeFeed.subscribe() }

@@ -81,13 +81,15 @@ public actor PollController {
     var beacon: BeaconRuntime
 
     /// Starts a new poll (`.fresh`: `options.joinCode` must not be in `store`; the open poll there is
-    /// closed), or continues the open poll of `store` (`.resume`).
-    public init(options: PollOptions, store: ClickerStore?, start: PollStart = .fresh, now: Date = Date(),
+    /// closed), or continues the open poll of `store` (`.resume`). The poll opens at `clock`'s
+    /// wall time (``PollClock/date``).
+    public init(options: PollOptions, store: ClickerStore?, start: PollStart = .fresh,
                 logger: Logger = Logger(label: "clicker.tally"), clock: PollClock = PollClock(ContinuousClock())) throws {
         var options = options
         guard let executor = ThreadExecutor(name: "clicker-poll") else { throw PollError.threadUnavailable }
         self.executor = executor
         self.clock = clock
+        let now = clock.date
         let opening: Opening
         switch start {
         case .fresh:

@@ -184,19 +184,19 @@ extension PollController {
         }
         guard isRoster == (options.roster != nil) else { throw PollError.resumeModeMismatch(openIsRoster: isRoster) }
         logger.info("resumed poll \(s.poll.id) (vote \(IDText.vote(code.voteID))) with \(s.ballots.count) stored ballots")
-        return (options, resumed(s, options: options))
+        return (options, resumed(s, options: options, now: now))
     }
 
     /// Rebuilds the tally of a stored poll: ballots are replayed in the order they were counted in
     /// (see `ClickerStore.summarize`), closed anonymous questions come back as totals only.
-    static func resumed(_ s: ResumeState, options: PollOptions) -> Opening {
+    static func resumed(_ s: ResumeState, options: PollOptions, now: Date) -> Opening {
         var tally = Tally(voteID: options.joinCode.voteID, policy: options.policy, rosterOnly: options.roster != nil)
         let current = s.questions.last
         let question = UInt8(clamping: current?.number ?? Int(options.firstQuestion))
         for q in s.questions { tally.open(QuestionSpec(q, optionsIfUndefined: options.options)) }
         if s.questions.isEmpty { tally.open(options.firstSpec) }
         var o = Opening(tally: tally, question: question, isOpen: current.map { $0.state == .open } ?? true,
-                        openedAt: current?.openedAt ?? Date(), closedAt: current?.closedAt, createdAt: s.poll.createdAt)
+                        openedAt: current?.openedAt ?? now, closedAt: current?.closedAt, createdAt: s.poll.createdAt)
         o.pollID = s.poll.id
         for k in s.voterKeys {
             guard let voter = VoterKey(storeBytes: k.voter), let pk = VoterPublicKey(k.publicKey) else { continue }
@@ -256,7 +256,7 @@ extension PollController {
             throw PollError.storage("counting has stopped, the database cannot be written (\(e)); "
                                     + "a new poll starts once it can")
         }
-        let opening = try Self.fresh(options: next, store: store, now: Date())
+        let opening = try Self.fresh(options: next, store: store, now: clock.date)
         options = next
         joinCode = next.joinCode
         pipeline = IngestPipeline(keyring: keyring, tally: opening.tally, policy: pipeline.policy)

@@ -12,7 +12,7 @@ extension PollController {
         // An anonymous question forgets its voters when it closes: reopening it would count again
         // voters who already voted.
         if options.roster == nil { throw PollError.questionSealed(Int(question)) }
-        try storeAction { try $0.openQuestion(poll: $1, number: Int(question)) }
+        try storeAction { try $0.openQuestion(poll: $1, number: Int(question), at: clock.date) }
         if !pipeline.tally.openQuestions.contains(question), !pipeline.tally.reopen(question: question) {
             pipeline.tally.open(spec)
         }
@@ -44,12 +44,13 @@ extension PollController {
         }
         // An anonymous question keeps the totals the live tally shows.
         let totals = options.roster == nil ? liveTotals(question) : nil
-        try storeAction { try $0.closeQuestion(poll: $1, number: Int(question), totals: totals) }
+        let now = clock.date
+        try storeAction { try $0.closeQuestion(poll: $1, number: Int(question), at: now, totals: totals) }
         pipeline.tally.close(question: question)
         pipeline.forgetClosedQuestions()
         if let totals { seal(question, totals) }
         isOpen = false
-        closedAt = Date()
+        closedAt = now
         resetPublished()
         beaconChanged()
         version &+= 1
@@ -81,11 +82,12 @@ extension PollController {
         }
         upcoming.number = next
         if isOpen { try closeQuestion() }
-        try storeAction { try $0.openQuestion(poll: $1, number: Int(next), definition: QuestionDefinition(upcoming)) }
+        let now = clock.date
+        try storeAction { try $0.openQuestion(poll: $1, number: Int(next), definition: QuestionDefinition(upcoming), at: now) }
         pipeline.tally.open(upcoming)
         question = next
         isOpen = true
-        openedAt = Date()
+        openedAt = now
         closedAt = nil
         acceptedRate.reset()
         resetPublished()

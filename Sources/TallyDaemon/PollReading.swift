@@ -70,7 +70,8 @@ extension PollController {
 extension PollController {
     /// The counts every live consumer shows: while the question is open, hidden unless shown, and
     /// moved only at epochs of `options.publishRule`; once it is closed, exact.
-    public func liveCounts(now: Date = Date()) -> LiveCounts {
+    public func liveCounts(now: Date? = nil) -> LiveCounts {
+        let now = now ?? clock.date
         let tally = pipeline.tally, q = question, n = spec.options, totals = sealed[q]
         guard isOpen else { return Self.exactCounts(tally, sealed: totals, question: q, options: n) }
         var live = publisher.read(at: now) { Self.exactCounts(tally, sealed: totals, question: q, options: n) }
@@ -91,7 +92,7 @@ extension PollController {
 
     func resetPublished() {
         publisher.reset(to: Self.exactCounts(pipeline.tally, sealed: sealed[question], question: question,
-                                             options: spec.options), at: Date())
+                                             options: spec.options), at: clock.date)
     }
 
     /// The exact counts of a question: from the tally, or from its totals once an anonymous
@@ -130,8 +131,8 @@ extension PollController {
     public var floodAlert: Bool { pipeline.flood.alert }
 
     /// Time since the current question opened (frozen when closed).
-    public func elapsed(now: Date = Date()) -> Duration {
-        .seconds((closedAt ?? now).timeIntervalSince(openedAt))
+    public func elapsed(now: Date? = nil) -> Duration {
+        .seconds((closedAt ?? now ?? clock.date).timeIntervalSince(openedAt))
     }
 
     /// Radio errors seen since start.

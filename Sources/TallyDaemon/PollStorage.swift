@@ -8,7 +8,7 @@ import Foundation
 /// sees it; a ballot that fails to commit is undone in the tally, and counts when heard again.
 extension PollController {
     func record(_ b: Ballot, address: DeviceAddress, gattVerified: Bool) -> BallotRecord {
-        let now = Date()
+        let now = clock.date
         // Anonymous polls keep no address (the store enforces it too).
         return BallotRecord(poll: pollID ?? 0, question: Int(b.question),
                             voter: VoterKey(mode: b.mode, voterID: b.voterID).storeBytes,

@@ -10,7 +10,8 @@ extension PollController {
 
     /// What the live view shows, derived from the tally now. `showJoinCode` is for a screen the
     /// instructor projects (the local live view); everything else gets the vote ID only.
-    public func viewModel(status: String? = nil, now: Date = Date(), showJoinCode: Bool = false) -> TallyViewModel {
+    public func viewModel(status: String? = nil, now: Date? = nil, showJoinCode: Bool = false) -> TallyViewModel {
+        let now = now ?? clock.date
         let live = liveCounts(now: now)
         // The results by kind, from the counts as published (hidden ones are empty); a ranked
         // question's rounds are the count kept with them, not counted again here.

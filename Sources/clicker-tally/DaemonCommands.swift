@@ -144,7 +144,7 @@ struct Daemon: AsyncParsableCommand {
         let every = Duration.milliseconds(Int64(max(0.1, logStatistics) * 1000))
         return [{
             while !Task.isCancelled {
-                try? await Task.sleep(for: every)
+                try? await controller.clock.sleep(for: every)
                 let line = await StatisticsLine(controller: controller, central: central)
                 logger.info("statistics \(line.json)")
             }

@@ -1,4 +1,6 @@
 @testable import BlueZ
+import ClickerTestSupport
+import ClickerTransport
 import Synchronization
 import XCTest
 
@@ -68,15 +70,25 @@ final class AsyncSemaphoreTests: XCTestCase {
         XCTAssertEqual(s.availablePermits, 1)
     }
 
+    /// The deadline is on the backend's clock: a test clock moved past it times the waiter out, and
+    /// nothing else does.
     func testATimedOutWaiterTakesNoPermit() async throws {
+        let testClock = TestClock()
+        let clock = RadioClock(testClock)
         let s = AsyncSemaphore(permits: 1)
         try await s.acquire()
-        let got = try await s.acquire(before: .now + .milliseconds(20))
+        let waiter = Task { try await s.acquire(before: clock.now + .milliseconds(20), on: clock) }
+        await testClock.waitForSleepers(1)   // its deadline's timer
+        while s.waiting < 1 { await Task.yield() }   // and the waiter, queued
+        testClock.advance(by: .milliseconds(19))
+        XCTAssertEqual(s.waiting, 1, "timed out before its deadline")
+        testClock.advance(by: .milliseconds(1))
+        let got = try await waiter.value
         XCTAssertFalse(got)
         XCTAssertEqual(s.waiting, 0)
         s.release()
         XCTAssertEqual(s.availablePermits, 1, "the permit went to a waiter that had given up")
-        let again = try await s.acquire(before: .now + .milliseconds(20))
+        let again = try await s.acquire(before: clock.now + .milliseconds(20), on: clock)
         XCTAssertTrue(again)
     }
 

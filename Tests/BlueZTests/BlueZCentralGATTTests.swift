@@ -1,7 +1,9 @@
 @testable import BlueZ
+import ClickerTestSupport
 import ClickerTransport
 import DBus
 import Foundation
+import Synchronization
 import XCTest
 
 /// Tier 2: the central's GATT client (connect, wait for the services on events, read, disconnect).
@@ -170,6 +172,38 @@ extension BlueZCentralTests {
         XCTAssertNil(last)
     }
 
+    /// A read's deadline is on the backend's clock (`BlueZCentralOptions.clock`): a read whose
+    /// services never resolve is still waiting when a test clock stands 1 ms short of its 10.5 s, and
+    /// fails as a timeout as soon as the clock reaches it, long before 10.5 s of wall time.
+    func testAReadTimesOutOnTheBackendsClock() async throws {
+        try await mock.addAdapter()
+        try await mock.addDevice(Self.voter1)
+        try await mock.addCharacteristic(Self.voter1, service: Self.service, characteristic: Self.ballotChar, value: [1])
+        try await mock.setConnectBehaviour(Self.voter1, "unresolved")
+        let testClock = TestClock()
+        let central = makeCentral { $0.clock = RadioClock(testClock) }
+        let device = DeviceAddress(Self.voter1)!, service = Self.service, char = Self.ballotChar
+        let started = ContinuousClock.now
+        let finished = Finished()
+        let read = Task { () -> (any Error)? in
+            defer { finished.flag.store(true, ordering: .sequentiallyConsistent) }
+            do {
+                _ = try await central.readCharacteristic(device: device, service: service, characteristic: char,
+                                                         timeout: .milliseconds(10_500))
+                return nil
+            } catch { return error }
+        }
+        try await eventually("the read waiting for the services") { central.engine.parkedReads(.servicesResolved) == 1 }
+        testClock.advance(by: .milliseconds(10_499))
+        for _ in 0..<100 { await Task.yield() }
+        XCTAssertFalse(finished.flag.load(ordering: .sequentiallyConsistent), "the read gave up before its deadline")
+        XCTAssertEqual(central.engine.parkedReads(.servicesResolved), 1)
+        testClock.advance(by: .milliseconds(1))
+        let error = await read.value
+        guard case .timeout? = error as? TransportError else { return XCTFail("not a timeout: \(String(describing: error))") }
+        XCTAssertLessThan(ContinuousClock.now - started, .seconds(8), "the read waited on the wall clock")
+    }
+
     func testParallelReadsAreBounded() async throws {
         try await mock.addAdapter()
         let n = 6
@@ -196,4 +230,9 @@ extension BlueZCentralTests {
         // Six reads of at least 300 ms each, started together: two at a time, never more.
         XCTAssertEqual(central.statistics.peakConcurrentReads, 2)
     }
+}
+
+/// Set when a task has finished (shared with it).
+private final class Finished: Sendable {
+    let flag = Atomic<Bool>(false)
 }

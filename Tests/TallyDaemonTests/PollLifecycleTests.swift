@@ -1,5 +1,6 @@
 import ClickerStore
 import ClickerTally
+import ClickerTestSupport
 import ClickerTransport
 import ClickerWire
 import Foundation
@@ -47,13 +48,13 @@ final class PollLifecycleTests: XCTestCase {
     /// `--resume` continues the open poll: same code, same counts, same per-voter rows.
     func testResumeRebuildsTheOpenPoll() async throws {
         let db = try store()
-        let first = try PollController(options: options(), store: db, now: t0)
+        let first = try PollController(options: options(), store: db, clock: PollClock(TestClock(), origin: t0))
         for v in UInt32(1)...30 { await first.ingest(sealedReport(code, voter: v, answer: .choice(UInt8(v % 4)))) }
         for v in UInt32(1)...5 { await first.ingest(sealedReport(code, voter: v, answer: .choice(3), sequence: 2)) }
         let before = await first.results()
         XCTAssertEqual(before.changes, 4, "voters 1, 2, 4 and 5 moved to D; voter 3 had D already")
         let second = try PollController(options: options(JoinCode.random()), store: db,
-                                        start: .resume(maxAge: .seconds(3600)), now: t0.addingTimeInterval(1800))
+                                        start: .resume(maxAge: .seconds(3600)), clock: PollClock(TestClock(), origin: t0.addingTimeInterval(1800)))
         let resumedCode = await second.joinCode
         XCTAssertEqual(resumedCode, code, "the open poll's join code is resumed")
         let after = await second.results()
@@ -62,15 +63,15 @@ final class PollLifecycleTests: XCTestCase {
 
     func testResumeIsRefusedForAPollOlderThanTheLimit() async throws {
         let db = try store()
-        _ = try PollController(options: options(), store: db, now: t0)
+        _ = try PollController(options: options(), store: db, clock: PollClock(TestClock(), origin: t0))
         let later = t0.addingTimeInterval(7 * 3600)
         XCTAssertThrowsError(try PollController(options: options(), store: db, start: .resume(maxAge: .seconds(6 * 3600)),
-                                                now: later)) { error in
+                                                clock: PollClock(TestClock(), origin: later))) { error in
             XCTAssertEqual(error as? PollError, .pollTooOld(age: .seconds(7 * 3600), limit: .seconds(6 * 3600)))
             XCTAssertEqual("\(error)", "the open poll started 7 hours ago, more than the 6 hours that --resume allows "
                 + "(--resume-limit): run without --resume to start a new poll with a fresh join code")
         }
-        let resumed = try PollController(options: options(), store: db, start: .resume(maxAge: .seconds(8 * 3600)), now: later)
+        let resumed = try PollController(options: options(), store: db, start: .resume(maxAge: .seconds(8 * 3600)), clock: PollClock(TestClock(), origin: later))
         let c = await resumed.joinCode
         XCTAssertEqual(c, code, "within a larger limit the same poll resumes")
         // Fractions of an hour are shown to a tenth.
@@ -140,6 +141,35 @@ final class PollLifecycleTests: XCTestCase {
         } catch let e as PollError {
             XCTAssertEqual(e, .joinCodeUsed(voteID: 4821, poll: 1))
         }
+    }
+
+    /// The poll's one clock gives every time it records and shows: the poll's and each question's
+    /// opening and closing (memory and database), each ballot's first hearing, the time a question
+    /// was open, votes per second. Nothing reads the wall clock beside it.
+    func testEveryTimeThePollRecordsComesFromItsClock() async throws {
+        let db = try store()
+        let clock = TestClock()
+        let controller = try PollController(options: options(), store: db, clock: PollClock(clock, origin: t0))
+        clock.advance(by: .seconds(30))
+        try await controller.nextQuestion()
+        clock.advance(by: .seconds(5))
+        await controller.ingest(sealedReport(code, voter: 7, answer: .choice(2), question: 2))
+        await controller.flush()
+        let poll = try XCTUnwrap(try db.polls().last)
+        // (Read before the close: closing an anonymous question deletes its ballots.)
+        XCTAssertEqual(try db.ballots(poll: poll.id, question: 2).map(\.firstHeard), [t0 + 35])
+        clock.advance(by: .seconds(85))
+        let open = await controller.viewModel()
+        XCTAssertEqual(open.question?.elapsed, .seconds(90), "open for 90 s of the poll's clock")
+        XCTAssertEqual(open.votesPerSecond, 0, "the ballot 85 s ago is out of the 5 s window")
+        try await controller.closeQuestion()
+        clock.advance(by: .seconds(600))
+        let closed = await controller.viewModel()
+        XCTAssertEqual(closed.question?.elapsed, .seconds(90), "frozen at its closing")
+        XCTAssertEqual(try db.polls().last?.createdAt, t0)
+        let questions = try db.questions(poll: poll.id)
+        XCTAssertEqual(questions.map(\.openedAt), [t0, t0 + 30])
+        XCTAssertEqual(questions.last?.closedAt, t0 + 120)
     }
 }
 

@@ -1,6 +1,7 @@
 import ClickerQuestions
 import ClickerStore
 import ClickerTally
+import ClickerTestSupport
 import ClickerTransport
 import ClickerWire
 import Foundation
@@ -47,7 +48,7 @@ final class QuestionSetTests: XCTestCase {
 
     func testTheSetOpensInOrderAndEachQuestionCountsOnlyItsKind() async throws {
         let db = try store()
-        let c = try PollController(options: try setOptions(), store: db, now: t0)
+        let c = try PollController(options: try setOptions(), store: db, clock: PollClock(TestClock(), origin: t0))
         var spec = await c.spec
         XCTAssertEqual(spec.title, "Largest planet?")
         XCTAssertEqual(spec.kinds, [.choice])
@@ -114,13 +115,13 @@ final class QuestionSetTests: XCTestCase {
     func testStartingInsideTheSet() async throws {
         var o = try setOptions()
         o.firstQuestion = 3
-        let c = try PollController(options: o, store: nil, now: t0)
+        let c = try PollController(options: o, store: nil, clock: PollClock(TestClock(), origin: t0))
         let (q, spec) = await (c.question, c.spec)
         XCTAssertEqual(q, 3)
         XCTAssertEqual(spec.title, "g in m/s²")
         o.firstQuestion = 5
         let db = try store()
-        XCTAssertThrowsError(try PollController(options: o, store: db, now: t0)) {
+        XCTAssertThrowsError(try PollController(options: o, store: db, clock: PollClock(TestClock(), origin: t0))) {
             XCTAssertEqual($0 as? PollError, .notInQuestionSet(question: 5, count: 4))
         }
         XCTAssertEqual(try db.polls().count, 0)
@@ -130,13 +131,13 @@ final class QuestionSetTests: XCTestCase {
     /// `n` opens the set's next question; a different set on the command line is refused.
     func testResumeKeepsTheSet() async throws {
         let db = try store()
-        let first = try PollController(options: try setOptions(), store: db, now: t0)
+        let first = try PollController(options: try setOptions(), store: db, clock: PollClock(TestClock(), origin: t0))
         try await first.nextQuestion()
         await first.ingest(sealedReport(code, voter: 1, answer: .multiSelect(0b011), question: 2))
 
         let resume = PollStart.resume(maxAge: .seconds(3600))
         let second = try PollController(options: PollOptions(joinCode: JoinCode.random(), confirmByGATT: false),
-                                        store: db, start: resume, now: t0.addingTimeInterval(60))
+                                        store: db, start: resume, clock: PollClock(TestClock(), origin: t0.addingTimeInterval(60)))
         let spec = await second.spec
         XCTAssertEqual(spec.kinds, [.multiSelect])
         XCTAssertEqual(spec.title, "Noble gases")
@@ -154,13 +155,13 @@ final class QuestionSetTests: XCTestCase {
         other[3].title = "Rank these"
         XCTAssertThrowsError(try PollController(options: PollOptions(joinCode: JoinCode.random(), confirmByGATT: false), store: db,
                                                 start: .resume(maxAge: .seconds(3600), stated: ResumeFlags(questionSet: other)),
-                                                now: t0.addingTimeInterval(60))) {
+                                                clock: PollClock(TestClock(), origin: t0.addingTimeInterval(60)))) {
             XCTAssertEqual($0 as? PollError, .resumeContradicts(flag: "--questions", stored: "follows another question set (4 questions)"))
         }
         XCTAssertNoThrow(try PollController(options: PollOptions(joinCode: JoinCode.random(), confirmByGATT: false), store: db,
                                             start: .resume(maxAge: .seconds(3600),
                                                            stated: ResumeFlags(questionSet: try QuestionFile.parse(file, file: "x"))),
-                                            now: t0.addingTimeInterval(60)))
+                                            clock: PollClock(TestClock(), origin: t0.addingTimeInterval(60))))
     }
 
     /// `n` after an ad-hoc question with option texts asks the same kind with the same texts
@@ -171,7 +172,7 @@ final class QuestionSetTests: XCTestCase {
         first.correct = [.choice(0)]
         o.adHoc = first
         let db = try store()
-        let c = try PollController(options: o, store: db, now: t0)
+        let c = try PollController(options: o, store: db, clock: PollClock(TestClock(), origin: t0))
         try await c.nextQuestion()
         let spec = await c.spec
         XCTAssertEqual(spec, QuestionSpec(number: 2, options: 3, kinds: [.choice], optionTexts: ["Paris", "Rome", "Oslo"]))
@@ -185,7 +186,7 @@ final class QuestionSetTests: XCTestCase {
     func testAdHocQuestions() async throws {
         var o = PollOptions(joinCode: code, confirmByGATT: false)
         o.adHoc = try AdHocQuestion.spec(number: 1, kind: "truefalse", options: [], title: "Is it?")
-        let c = try PollController(options: o, store: nil, now: t0)
+        let c = try PollController(options: o, store: nil, clock: PollClock(TestClock(), origin: t0))
         await c.ingest(sealedReport(code, voter: 1, answer: .trueFalse(false)))
         await c.ingest(sealedReport(code, voter: 2, answer: .choice(0)))
         let r = await c.results()
@@ -210,7 +211,7 @@ final class QuestionSetTests: XCTestCase {
         XCTAssertEqual(q, 4)
         XCTAssertEqual(s.numeric, NumericRange(decimals: 0, lowest: 0, highest: 10))
 
-        let set = try PollController(options: try setOptions(), store: nil, now: t0)
+        let set = try PollController(options: try setOptions(), store: nil, clock: PollClock(TestClock(), origin: t0))
         do { try await set.nextQuestion(numeric); XCTFail("the set has questions left") } catch let e as PollError {
             XCTAssertEqual(e, .questionSetNotFinished(next: 2, count: 4))
         }

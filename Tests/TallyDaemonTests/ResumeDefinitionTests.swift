@@ -1,5 +1,6 @@
 import ClickerStore
 import ClickerTally
+import ClickerTestSupport
 import ClickerTransport
 import ClickerWire
 import Foundation
@@ -21,7 +22,7 @@ final class ResumeDefinitionTests: XCTestCase {
 
     func resume(_ db: ClickerStore, _ options: PollOptions? = nil, stated: ResumeFlags = ResumeFlags()) throws -> PollController {
         try PollController(options: options ?? PollOptions(joinCode: JoinCode.random(), confirmByGATT: false), store: db,
-                           start: .resume(maxAge: .seconds(3600), stated: stated), now: t0.addingTimeInterval(60))
+                           start: .resume(maxAge: .seconds(3600), stated: stated), clock: PollClock(TestClock(), origin: t0.addingTimeInterval(60)))
     }
 
     /// A poll of six answers, first response only, on question 2: a resume told nothing asks the
@@ -29,7 +30,7 @@ final class ResumeDefinitionTests: XCTestCase {
     func testResumeWithoutFlagsAsksTheStoredQuestion() async throws {
         let db = try store()
         let first = try PollController(options: PollOptions(joinCode: code, policy: .firstResponseOnly, options: 6,
-                                                            confirmByGATT: false), store: db, now: t0)
+                                                            confirmByGATT: false), store: db, clock: PollClock(TestClock(), origin: t0))
         try await first.nextQuestion()
         await first.ingest(sealedReport(code, voter: 1, answer: .choice(5), question: 2))
         XCTAssertEqual(try db.questions(poll: 1).map(\.definition), [.choice(options: 6), .choice(options: 6)])
@@ -51,7 +52,7 @@ final class ResumeDefinitionTests: XCTestCase {
 
     func testFlagsThatContradictTheStoredPollAreRefused() throws {
         let db = try store()
-        _ = try PollController(options: PollOptions(joinCode: code, options: 5, confirmByGATT: false), store: db, now: t0)
+        _ = try PollController(options: PollOptions(joinCode: code, options: 5, confirmByGATT: false), store: db, clock: PollClock(TestClock(), origin: t0))
         XCTAssertThrowsError(try resume(db, stated: ResumeFlags(options: 4))) { error in
             XCTAssertEqual(error as? PollError, .resumeContradicts(flag: "--options 4", stored: "offers 5 answers"))
             XCTAssertTrue("\(error)".contains("leave the flag out"), "\(error)")
@@ -82,7 +83,7 @@ final class ResumeDefinitionTests: XCTestCase {
         let ada = DeviceKey.generate()
         let roster = try Roster(entries: [RosterEntry(name: "Ada", studentID: "s1", enrollment: ada.enrollmentCode)])
         try RosterBook.save(roster, to: db)
-        _ = try PollController(options: PollOptions(joinCode: code, roster: roster, confirmByGATT: false), store: db, now: t0)
+        _ = try PollController(options: PollOptions(joinCode: code, roster: roster, confirmByGATT: false), store: db, clock: PollClock(TestClock(), origin: t0))
         let resumed = try resume(db)
         let options = await resumed.options
         XCTAssertEqual(options.roster, roster)
