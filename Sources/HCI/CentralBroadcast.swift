@@ -134,9 +134,9 @@ extension HCICentral: BroadcasterTransport {
         }
         if payload.frames.count > 1 {
             let period = HCITimeSlots.duration(slots: usedSlots) + Self.rotationSlack
-            let task = Task { [weak self, timer = options.timer] in
+            let task = Task { [weak self, clock = options.clock] in
                 while !Task.isCancelled {
-                    do { try await timer.sleep(for: period) } catch { return }
+                    do { try await clock.sleep(for: period) } catch { return }
                     guard let self, await self.rotate(generation: generation, mode: mode) else { return }
                 }
             }

@@ -35,24 +35,21 @@ public final class HCICentral: CentralTransport {
         public var commandTimeout: Duration
         /// Executable name used in the `setcap` advice of permission errors.
         public var programName: String
-        /// Clock that timestamps reports (and status changes); `RadioInstant.now` by default.
-        public var clock: @Sendable () -> RadioInstant
         /// When set, scanning is disabled and re-enabled this often. Real controllers report every
         /// advertisement without it; emulated ones (BlueZ's btvirt) report an advertiser only when
         /// scanning or advertising is (re)enabled, so the tally needs this to see changed votes there.
         public var scanRestartInterval: Duration?
-        /// The clock the scan restart and the beacon's frame rotation wait on (the continuous clock by
-        /// default; tests step a clock of their own). A command's timeout waits on the continuous clock.
-        public var timer: ElapsedClock
+        /// The backend's one clock: it stamps reports and status changes, and the scan restart and the
+        /// beacon's frame rotation wait on it (the continuous clock by default; tests step a clock of
+        /// their own). A command's timeout waits on the continuous clock: it guards against a
+        /// controller that stopped answering, which only real time shows.
+        public var clock: RadioClock
 
         public init(scanInterval: Duration = .milliseconds(100), scanWindow: Duration? = nil,
                     activeScanning: Bool = false, filterDuplicates: Bool = false, resetController: Bool = true,
                     commandTimeout: Duration = .seconds(2), programName: String = "clicker-tally",
-                    clock: @escaping @Sendable () -> RadioInstant = RadioInstant.now,
-                    scanRestartInterval: Duration? = nil,
-                    timer: some Clock<Duration> = ContinuousClock()) {
+                    scanRestartInterval: Duration? = nil, clock: RadioClock = RadioClock()) {
             self.clock = clock
-            self.timer = ElapsedClock(timer)
             self.scanRestartInterval = scanRestartInterval
             self.scanInterval = scanInterval
             self.scanWindow = scanWindow ?? scanInterval
@@ -188,11 +185,11 @@ public final class HCICentral: CentralTransport {
                                                 timeout: options.commandTimeout)
         }
         state.withLock { $0.scanning = true }
-        broadcaster.update { $0.state = .scanning; $0.lastDiscoveryRestart = options.clock(); $0.lastError = nil }
+        broadcaster.update { $0.state = .scanning; $0.lastDiscoveryRestart = options.clock.now; $0.lastError = nil }
         if let every = options.scanRestartInterval {
-            let task = Task { [weak self, timer = options.timer] in
+            let task = Task { [weak self, clock = options.clock] in
                 while !Task.isCancelled {
-                    try? await timer.sleep(for: every)
+                    try? await clock.sleep(for: every)
                     guard !Task.isCancelled, let self else { return }
                     await self.restartScanning()
                 }
@@ -208,7 +205,7 @@ public final class HCICentral: CentralTransport {
             let mode = state.withLock { $0.mode }
             do {
                 try await withScanPaused(mode: mode) {}
-                broadcaster.update { $0.lastDiscoveryRestart = options.clock() }
+                broadcaster.update { $0.lastDiscoveryRestart = options.clock.now }
             } catch {
                 logger.warning("could not restart scanning on \(adapter): \(error)")
                 broadcaster.update { $0.state = .recovering; $0.lastError = "\(error)" }

@@ -80,9 +80,9 @@ final class HCIController: Sendable {
     /// Called on the reader thread when the controller fails for good.
     private let onFailure: @Sendable (HCIError) -> Void
     /// Timestamps reports as they are read.
-    private let clock: @Sendable () -> RadioInstant
+    private let clock: RadioClock
 
-    init(channel: any HCIChannel, adapter: String, clock: @escaping @Sendable () -> RadioInstant = RadioInstant.now,
+    init(channel: any HCIChannel, adapter: String, clock: RadioClock = RadioClock(),
          onFailure: @escaping @Sendable (HCIError) -> Void) {
         self.channel = channel
         self.adapter = adapter
@@ -239,7 +239,7 @@ final class HCIController: Sendable {
         batch.removeAll(keepingCapacity: true)
         let counts: ExtractionCounts?
         do {
-            counts = try AdvertisementExtractor.extract(packet: packet, companyIDs: companies, timestamp: clock(),
+            counts = try AdvertisementExtractor.extract(packet: packet, companyIDs: companies, timestamp: clock.now,
                                                         reassembler: &reassembler, into: &batch)
         } catch {
             counts = nil
@@ -279,7 +279,7 @@ final class HCIController: Sendable {
 extension HCIController {
     /// A controller for a backend (central or peripheral), with the backend's status: the status starts
     /// as `starting`, and a controller failure is logged and shows there as `stopped` with its reason.
-    static func withStatus(channel: any HCIChannel, adapter: String, clock: @escaping @Sendable () -> RadioInstant = RadioInstant.now,
+    static func withStatus(channel: any HCIChannel, adapter: String, clock: RadioClock = RadioClock(),
                            logger: Logger) -> (HCIController, RadioStatusBroadcaster) {
         let broadcaster = RadioStatusBroadcaster(RadioStatus(adapter: adapter, state: .starting))
         let controller = HCIController(channel: channel, adapter: adapter, clock: clock) { error in

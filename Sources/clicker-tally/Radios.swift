@@ -63,7 +63,6 @@ struct CentralRadioArguments: ParsableArguments {
         case .hci:
             let name = adapter ?? "hci0"
             let options = HCICentral.Options(
-                clock: RadioInstant.now,
                 scanRestartInterval: discoveryRestart > 0 ? .milliseconds(Int64(discoveryRestart * 1000)) : nil)
             // Bound at start-up, before the capabilities were dropped (Privileges.swift).
             let central = try PreboundHCI.take().map { HCICentral(channel: $0, adapter: name, options: options) }

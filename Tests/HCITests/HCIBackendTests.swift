@@ -88,7 +88,7 @@ final class HCIBackendTests: XCTestCase {
         let fake = FakeController()
         let timer = ManualTimer()
         let central = HCICentral(channel: fake, adapter: "hci0",
-                                 options: .init(scanRestartInterval: .milliseconds(20), timer: timer))
+                                 options: .init(scanRestartInterval: .milliseconds(20), clock: RadioClock(timer)))
         let consumer = Task { for try await _ in central.advertisements(companyID: 0xFFFF) {} }
         let off: [UInt8] = [0x01, 0x0C, 0x20, 0x02, 0x00, 0x00]
         let on: [UInt8] = [0x01, 0x0C, 0x20, 0x02, 0x01, 0x00]
@@ -112,6 +112,36 @@ final class HCIBackendTests: XCTestCase {
         XCTAssertEqual(fake.written.count, settled, "no restarts after the last stream ended")
         XCTAssertEqual(fake.written.last, off, "scanning left disabled")
         XCTAssertEqual(timer.waiting, 0, "the restart loop ended")
+    }
+
+    /// One clock for the HCI central (`HCICentral.Options.clock`): the report stamps and the restart
+    /// times it shows are read from the clock the scan restart waits on, so a test that moves it moves
+    /// both together.
+    func testCentralStampsReportsAndRestartsOnItsOneClock() async throws {
+        let fake = FakeController()
+        let timer = ManualTimer()
+        let clock = RadioClock(timer)
+        let central = HCICentral(channel: fake, adapter: "hci0",
+                                 options: .init(scanRestartInterval: .milliseconds(20), clock: clock))
+        let received = Locked<[AdvertisementReport]>([])
+        let consumer = Task {
+            for try await r in central.advertisements(companyID: 0xFFFF) { received.withLock { $0.append(r) } }
+        }
+        let on: [UInt8] = [0x01, 0x0C, 0x20, 0x02, 0x01, 0x00]
+        await fake.wait("scan enabled, restart timer armed") { _ in timer.waiting == 1 && fake.written.contains(on) }
+        let start = clock.now
+        fake.inject(advertisingEvent([report]))
+        await fake.wait("the first report") { _ in received.withLock { $0.count } == 1 }
+        timer.fire()
+        await fake.wait("restarted, timer armed again") { _ in fake.written.filter { $0 == on }.count == 2 && timer.waiting == 1 }
+        fake.inject(advertisingEvent([report]))
+        await fake.wait("the second report") { _ in received.withLock { $0.count } == 2 }
+        XCTAssertEqual(received.withLock { $0.map(\.timestamp) }, [start, start + .milliseconds(20)])
+        var statuses = central.status().makeAsyncIterator()
+        let status = await statuses.next()
+        XCTAssertEqual(status?.lastDiscoveryRestart, start + .milliseconds(20))
+        consumer.cancel()
+        await central.shutdown()
     }
 
     func testCentralTwoStreamsShareOneScan() async throws {

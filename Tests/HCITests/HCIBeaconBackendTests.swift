@@ -25,7 +25,7 @@ final class HCIBeaconBackendTests: XCTestCase {
     func testLegacyBeaconBytesRotationReplacementAndStop() async throws {
         let fake = FakeController()
         let timer = ManualTimer()
-        let central = HCICentral(channel: fake, adapter: "hci0", options: .init(timer: timer))
+        let central = HCICentral(channel: fake, adapter: "hci0", options: .init(clock: RadioClock(timer)))
         let caps = try await central.broadcastCapabilities()
         XCTAssertEqual(caps, BroadcastCapabilities(maxFrameLength: 27, extended: false, frameSlack: .milliseconds(10),
                                                    minimumFrameTime: .milliseconds(110)))
@@ -116,7 +116,7 @@ final class HCIBeaconBackendTests: XCTestCase {
             }
         } }
         let timer = ManualTimer()
-        let central = HCICentral(channel: fake, adapter: "hci0", options: .init(timer: timer))
+        let central = HCICentral(channel: fake, adapter: "hci0", options: .init(clock: RadioClock(timer)))
         let reports = Locked<[AdvertisementReport]>([])
         let consumer = Task { for try await r in central.advertisements(companyID: 0xFFFF) { reports.withLock { $0.append(r) } } }
         await fake.wait("scan enabled") { $0.commandOpcodes.last == 0x200C }
@@ -160,7 +160,7 @@ final class HCIBeaconBackendTests: XCTestCase {
     func testStaleRotationStepOfAReplacedPayloadSendsNothing() async throws {
         let fake = FakeController()
         let timer = ManualTimer()
-        let central = HCICentral(channel: fake, adapter: "hci0", options: .init(timer: timer))
+        let central = HCICentral(channel: fake, adapter: "hci0", options: .init(clock: RadioClock(timer)))
         try await central.broadcast(BroadcastPayload(companyID: 0xFFFF, frames: [[1], [2], [3]]))
         await fake.wait("rotation armed") { _ in timer.waiting == 1 }
         try await central.broadcast(BroadcastPayload(companyID: 0xFFFF, frames: [[7], [8]]))
@@ -176,7 +176,7 @@ final class HCIBeaconBackendTests: XCTestCase {
         let fake = FakeController()
         fake.announceExtendedAdvertising(maximumDataLength: 1650)
         let timer = ManualTimer()
-        let central = HCICentral(channel: fake, adapter: "hci0", options: .init(timer: timer))
+        let central = HCICentral(channel: fake, adapter: "hci0", options: .init(clock: RadioClock(timer)))
         let received = Locked<[AdvertisementReport]>([])
         let consumer = Task { for try await r in central.advertisements(companyID: 0xFFFF) { received.withLock { $0.append(r) } } }
         await fake.wait("extended scan enabled") { $0.commandOpcodes.last == 0x2042 }

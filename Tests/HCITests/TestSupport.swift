@@ -146,7 +146,7 @@ final class Locked<T: Sendable>: Sendable {
     func withLock<R: Sendable>(_ body: (inout sending T) -> sending R) -> R { mutex.withLock(body) }
 }
 
-/// A clock the test steps by hand, for `HCICentral.Options.timer`: each sleeper waits until `fire()`
+/// A clock the test steps by hand, for `HCICentral.Options.clock`: each sleeper waits until `fire()`
 /// moves the clock to its deadline (the oldest sleeper first), or until its task is cancelled (then
 /// it throws, and counts the cancellation).
 final class ManualTimer: Clock, Sendable {
