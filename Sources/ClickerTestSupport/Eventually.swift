@@ -15,8 +15,9 @@ public func eventually(_ what: String, timeout: Duration = .seconds(10), file: S
     throw EventuallyTimeout(what: what)
 }
 
-/// The error of an ``eventually(_:timeout:file:line:_:)`` that timed out.
+/// The error of an ``eventually(_:timeout:file:line:_:)`` (or another wait) that timed out.
 public struct EventuallyTimeout: Error, CustomStringConvertible {
     public let what: String
+    public init(what: String) { self.what = what }
     public var description: String { "timed out waiting for \(what)" }
 }

@@ -160,7 +160,7 @@ final class BeaconDaemonTests: XCTestCase {
             await controller.viewModel().alert?.hasPrefix("beacon off: this adapter cannot broadcast while it scans") == true
         }
         radio.ads.yield(ballot(voter: 3, answer: .choice(1)))
-        try await eventually("the ballot counted") { await controller.results().voters == 1 }
+        try await untilChanged(controller, "the ballot counted") { await controller.results().voters == 1 }
         XCTAssertEqual(radio.events, [], "nothing was broadcast")
         let offBeacon = await controller.viewModel().radio.beacon
         XCTAssertNil(offBeacon, "a beacon that is off goes out in no frames")
@@ -187,7 +187,7 @@ final class BeaconDaemonTests: XCTestCase {
         let quiet = try PollController(options: off, store: nil)
         let run3 = Task { try await quiet.run(central: silent) }
         silent.ads.yield(ballot(voter: 4, answer: .choice(2)))
-        try await eventually("the ballot counted without a beacon") { await quiet.results().voters == 1 }
+        try await untilChanged(quiet, "the ballot counted without a beacon") { await quiet.results().voters == 1 }
         XCTAssertEqual(silent.events, [], "--no-beacon broadcasts nothing")
         run3.cancel()
         _ = try? await run3.value
@@ -252,7 +252,7 @@ final class BeaconDaemonTests: XCTestCase {
                                                 data: BallotCodec.sealAdvertisement(b, key: .anonymous(pollSecret(code))),
                                                 timestamp: RadioInstant(nanoseconds: 1_000_000)))
         }
-        try await eventually("all 300 rejected") { await controller.results().rejected[Rejection.unknownVoter.rawValue] == 300 }
+        try await untilChanged(controller, "all 300 rejected") { await controller.results().rejected[Rejection.unknownVoter.rawValue] == 300 }
         try await eventually("the interval for 300 voters", timeout: .seconds(20)) { lastInterval() == forRoom(300) }
         let counted = await controller.results().voters
         XCTAssertEqual(counted, 0)
@@ -349,7 +349,7 @@ final class BeaconDaemonTests: XCTestCase {
         let run = Task { try await controller.run(central: radio) }
         try await eventually("the first payload") { radio.payloads.count >= 1 }
         radio.ads.yield(ballot(voter: 3, answer: .choice(1)))
-        try await eventually("the ballot counted") { await controller.results().voters == 1 }
+        try await untilChanged(controller, "the ballot counted") { await controller.results().voters == 1 }
         run.cancel()
         _ = try? await run.value
         let start = ContinuousClock.now
