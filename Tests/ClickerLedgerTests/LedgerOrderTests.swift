@@ -3,6 +3,7 @@ import ClickerTally
 import ClickerTransport
 import ClickerWire
 import OSThreads
+import PostgresClient
 import PostgresTestSupport
 import Synchronization
 import XCTest
@@ -107,7 +108,8 @@ final class LedgerOrderTests: XCTestCase {
     func testEveryOrderOfTwoConflictingBallotsGivesTheSameCountedBallot() throws {
         // Same voter, same sequence, other answers, heard at the same instant by two receivers: the
         // smaller answer bytes stand, in either order; then the earlier-heard stands over both.
-        let ledger = try BallotLedger(url: try SharedServer.database())
+        let url = try SharedServer.database()
+        let ledger = try BallotLedger(url: url)
         try ledger.register(poll: 1, voteID: 7, policy: .latestWins, questions: [1])
         try ledger.register(poll: 2, voteID: 7, policy: .latestWins, questions: [1])
         let voter = VoterKey(mode: .anonymous, voterID: 9)
@@ -126,6 +128,19 @@ final class LedgerOrderTests: XCTestCase {
         try ledger.write(b(1, 3, at: 99, 3))
         XCTAssertEqual(try ledger.counted(poll: 1, question: 1)[voter]?.answer, .choice(3))
         XCTAssertEqual(try ledger.counted(poll: 1, question: 1)[voter]?.firstHeard, 99)
+        // Written again, the ballot that counts and one it outranks change no row (no new row version).
+        let raw = try PostgresConnection(url: url)
+        let versions = {
+            try raw.execute("""
+                SELECT b.xmin::text, s.xmin::text FROM ballots b JOIN ballot_spans s USING (poll_id, question, voter_mode, voter_id)
+                WHERE b.poll_id = 1
+                """).rows.map(\.values)
+        }
+        let before = try versions()
+        try ledger.write(b(1, 3, at: 99, 3))
+        try ledger.write(batch: [b(1, 2, at: 100, 1), b(1, 1, at: 100, 2)])
+        XCTAssertEqual(try versions(), before)
+        XCTAssertEqual(before.count, 1)
     }
 
     func testWritersOnFourThreadsWritingTheSameBallotsCountThemOnce() throws {
