@@ -73,7 +73,7 @@ public final class PostgresConnection {
     /// command). A statement the server refuses throws `.sql(sqlState:)`.
     @discardableResult
     public func execute(_ sql: String, _ parameters: [PostgresValue] = []) throws(PostgresError) -> PostgresRows {
-        var owned: [UnsafeMutablePointer<CChar>?] = parameters.map { $0.text.flatMap { strdup($0) } }
+        var owned: [UnsafeMutablePointer<CChar>?] = parameters.map { $0.textFormat.flatMap { strdup($0) } }
         defer { for p in owned { free(p) } }
         let values: [UnsafePointer<CChar>?] = owned.map { $0.map { UnsafePointer($0) } }
         let result = values.withUnsafeBufferPointer {

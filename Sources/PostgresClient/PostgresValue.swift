@@ -9,7 +9,8 @@ public enum PostgresValue: Sendable, Hashable {
     /// A `bytea` value (sent as `\x` and hex digits).
     case bytes([UInt8])
 
-    var text: String? {
+    /// The value in PostgreSQL's text format; nil for NULL.
+    var textFormat: String? {
         switch self {
         case .null: nil
         case .int(let v): String(v)

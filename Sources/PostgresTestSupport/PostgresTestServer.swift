@@ -43,7 +43,7 @@ public final class PostgresTestServer: @unchecked Sendable {
     public init(durable: Bool = false) throws {
         guard let bin = Self.binaries() else {
             throw Unavailable("no PostgreSQL server binaries (initdb, pg_ctl) in /usr/lib/postgresql/*/bin "
-                                           + "or $CLICKER_POSTGRES_BIN: install Debian's postgresql package (scripts/setup.sh --test)")
+                              + "or $CLICKER_POSTGRES_BIN: install Debian's postgresql package (scripts/setup.sh --test)")
         }
         self.bin = bin
         var template = Array("/tmp/clicker-pg-XXXXXX".utf8CString)
