@@ -30,14 +30,8 @@ public struct LedgerBallot: Sendable, Hashable {
         self.address = address
     }
 
-    /// `ballot` of poll `poll`.
-    public init(poll: Int64, _ ballot: Ballot, verified: Bool, heardAt: Int64, address: DeviceAddress) {
-        self.init(poll: poll, question: ballot.question, voter: VoterKey(mode: ballot.mode, voterID: ballot.voterID),
-                  sequence: ballot.sequence, answer: ballot.answer, verified: verified, heardAt: heardAt, address: address)
-    }
-
     /// The order of the row locks a batch takes (one order for every writer: no deadlock).
-    var lockOrder: (UInt8, UInt8, UInt32) { (question, voter.mode.rawValue, voter.voterID) }
+    var lockOrder: (Int64, UInt8, UInt8, UInt32) { (poll, question, voter.mode.rawValue, voter.voterID) }
 }
 
 /// A voter's counted ballot on one question, and the span of what was heard from them.
