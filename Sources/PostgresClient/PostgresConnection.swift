@@ -73,23 +73,74 @@ public final class PostgresConnection {
     /// command). A statement the server refuses throws `.sql(sqlState:)`.
     @discardableResult
     public func execute(_ sql: String, _ parameters: [PostgresValue] = []) throws(PostgresError) -> PostgresRows {
-        var owned: [UnsafeMutablePointer<CChar>?] = parameters.map { $0.textFormat.flatMap { strdup($0) } }
-        defer { for p in owned { free(p) } }
-        let values: [UnsafePointer<CChar>?] = owned.map { $0.map { UnsafePointer($0) } }
-        let result = values.withUnsafeBufferPointer {
-            PQexecParams(handle, sql, Int32($0.count), nil, $0.baseAddress, nil, nil, 0)
-        }
+        let result = Self.withCStrings(parameters) { PQexecParams(handle, sql, Int32($0.count), nil, $0.baseAddress, nil, nil, 0) }
         guard let result else { throw PostgresError(.connectionLost, lastError) }
         defer { PQclear(result) }
+        if let failure = failure(of: result) { throw failure }
+        return PostgresRows(result)
+    }
+
+    /// Runs `sql` once for each list of parameters, sent together and answered together (libpq's
+    /// pipeline mode, in rounds of at most `round` statements so that neither side's socket buffer
+    /// fills while the other waits): one round trip a round instead of one a statement. Outside a
+    /// transaction each round commits as one (PostgreSQL's implicit transaction up to a pipeline's
+    /// sync), so a refused statement undoes its round, and the rounds after it are not sent. It
+    /// throws with its position in ``PostgresError/statement``.
+    public func executeEach(_ sql: String, _ parameterLists: [[PostgresValue]], round: Int = 100) throws(PostgresError) {
+        var start = 0
+        while start < parameterLists.count {
+            let end = min(start + max(1, round), parameterLists.count)
+            try pipeline(sql, parameterLists[start..<end])
+            start = end
+        }
+    }
+
+    private func pipeline(_ sql: String, _ lists: ArraySlice<[PostgresValue]>) throws(PostgresError) {
+        guard PQenterPipelineMode(handle) == 1 else { throw PostgresError(.connectionLost, "cannot enter pipeline mode: \(lastError)") }
+        defer { PQexitPipelineMode(handle) }
+        var sent = 0
+        for parameters in lists {
+            let ok = Self.withCStrings(parameters) { PQsendQueryParams(handle, sql, Int32($0.count), nil, $0.baseAddress, nil, nil, 0) }
+            guard ok == 1 else { break }
+            sent += 1
+        }
+        guard PQpipelineSync(handle) == 1 else { throw PostgresError(.connectionLost, lastError) }
+        // Every result is read, up to the sync, whatever failed: the connection stays usable.
+        var first: PostgresError?
+        for i in 0..<sent {
+            guard let result = PQgetResult(handle) else { throw PostgresError(.connectionLost, lastError) }
+            if first == nil, PQresultStatus(result) != PGRES_PIPELINE_ABORTED, var failure = failure(of: result) {
+                failure.statement = lists.startIndex + i
+                first = failure
+            }
+            PQclear(result)
+            while let extra = PQgetResult(handle) { PQclear(extra) }   // the end of this statement's results
+        }
+        guard let sync = PQgetResult(handle) else { throw PostgresError(.connectionLost, lastError) }
+        PQclear(sync)
+        if let first { throw first }
+        guard sent == lists.count else { throw PostgresError(.connectionLost, lastError) }
+    }
+
+    /// The error a result reports, or nil for a successful command or query.
+    private func failure(of result: OpaquePointer) -> PostgresError? {
         let status = PQresultStatus(result)
-        if status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK { return PostgresRows(result) }
+        if status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK { return nil }
         // 'C' is PG_DIAG_SQLSTATE (a character macro Swift does not import).
         let field = { (code: UInt8) in PQresultErrorField(result, Int32(code)).map { String(cString: $0) } }
         guard let state = field(UInt8(ascii: "C")) else {
             // libpq's own errors (a broken connection) carry no SQLSTATE.
-            throw PostgresError(.connectionLost, PostgresError.trimmed(PQresultErrorMessage(result).map { String(cString: $0) } ?? lastError))
+            return PostgresError(.connectionLost, PostgresError.trimmed(PQresultErrorMessage(result).map { String(cString: $0) } ?? lastError))
         }
-        throw PostgresError(.sql(sqlState: state), field(UInt8(ascii: "M")) ?? lastError)
+        return PostgresError(.sql(sqlState: state), field(UInt8(ascii: "M")) ?? lastError)
+    }
+
+    /// `parameters` in text format as C strings for the length of `body`.
+    private static func withCStrings<R>(_ parameters: [PostgresValue], _ body: (UnsafeBufferPointer<UnsafePointer<CChar>?>) -> R) -> R {
+        let owned: [UnsafeMutablePointer<CChar>?] = parameters.map { $0.textFormat.flatMap { strdup($0) } }
+        defer { for p in owned { free(p) } }
+        let values: [UnsafePointer<CChar>?] = owned.map { $0.map { UnsafePointer($0) } }
+        return values.withUnsafeBufferPointer(body)
     }
 
     /// Runs `body` between BEGIN and COMMIT; any error rolls back and is rethrown.

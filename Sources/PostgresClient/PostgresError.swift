@@ -19,6 +19,8 @@ public struct PostgresError: Error, Sendable, Equatable, CustomStringConvertible
     public let kind: Kind
     /// libpq's or the server's message, trimmed to one paragraph.
     public let message: String
+    /// Which statement of ``PostgresConnection/executeEach(_:_:round:)`` was refused (0 for the first).
+    public var statement: Int?
 
     public init(_ kind: Kind, _ message: String) {
         self.kind = kind
