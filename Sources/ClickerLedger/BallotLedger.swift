@@ -13,6 +13,8 @@ import PostgresClient
 /// Synchronous (see ``PostgresConnection``): run it on a thread of its own, never on the cooperative pool.
 public final class BallotLedger {
     let db: PostgresConnection
+    /// ``upsertSQL``, parsed and planned once per connection.
+    private let upsert: PreparedStatement
 
     /// Connects to `url` and brings the schema to this build's version. Throws `schemaTooNew` for a
     /// database a newer build migrated.
@@ -22,10 +24,14 @@ public final class BallotLedger {
         try self.init(connection: db)
     }
 
-    /// Uses an open connection (migrating it like ``init(url:)``).
+    /// Uses an open connection (migrating it like ``init(url:)``); one ledger per connection, which
+    /// holds its prepared statement.
     public init(connection: PostgresConnection) throws(LedgerError) {
         db = connection
-        try Self.mapped { try LedgerSchema.migrate(db) }
+        upsert = try Self.mapped {
+            try LedgerSchema.migrate(connection)
+            return try connection.prepare(Self.upsertSQL, as: "clicker_ledger_upsert")
+        }
     }
 
     /// Registers a poll and its questions; again with the same policy, adds the questions not yet
@@ -50,7 +56,7 @@ public final class BallotLedger {
 
     /// Writes one ballot: a single statement, committed on return.
     public func write(_ ballot: LedgerBallot) throws(LedgerError) {
-        do { try db.execute(Self.upsert, Self.parameters(ballot)) } catch { throw Self.ledgerError(error, writing: ballot) }
+        do { try db.execute(upsert, Self.parameters(ballot)) } catch { throw Self.ledgerError(error, writing: ballot) }
     }
 
     /// Writes `ballots` in one transaction (all or none), each by the same statement as ``write(_:)``,
@@ -60,7 +66,7 @@ public final class BallotLedger {
     public func write(batch ballots: [LedgerBallot]) throws(LedgerError) {
         let ordered = ballots.sorted { $0.lockOrder < $1.lockOrder }
         do {
-            try db.transaction { try db.executeEach(Self.upsert, ordered.map(Self.parameters)) }
+            try db.transaction { try db.executeEach(upsert, ordered.map(Self.parameters)) }
         } catch {
             let failed = (error as? PostgresError)?.statement.flatMap { ordered.indices.contains($0) ? ordered[$0] : nil }
             throw Self.ledgerError(error, writing: failed)
@@ -114,7 +120,7 @@ public final class BallotLedger {
     /// only); then the earlier `heard_at`; then the smaller answer bytes; then the smaller address.
     /// Every pair of distinct ballots is ordered, so the row ends at the highest whatever the order of
     /// writes.
-    static let upsert = """
+    static let upsertSQL = """
         WITH span AS (
             INSERT INTO ballot_spans AS s (poll_id, question, voter_mode, voter_id,
                                            lowest_sequence, highest_sequence, first_heard, last_heard)

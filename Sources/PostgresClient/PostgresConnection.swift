@@ -10,8 +10,8 @@ import Glibc
 /// cooperative pool. A connection is used by one thread at a time (libpq's rule), hence not `Sendable`;
 /// writers on several threads each open their own.
 ///
-/// Statements go through `PQexecParams` with parameters in text format: values are never spliced
-/// into the SQL text.
+/// Statements go through `PQexecParams` or, prepared once, `PQexecPrepared`, with parameters in text
+/// format: values are never spliced into the SQL text.
 public final class PostgresConnection {
     private let handle: OpaquePointer
 
@@ -73,34 +73,63 @@ public final class PostgresConnection {
     /// command). A statement the server refuses throws `.sql(sqlState:)`.
     @discardableResult
     public func execute(_ sql: String, _ parameters: [PostgresValue] = []) throws(PostgresError) -> PostgresRows {
-        let result = Self.withCStrings(parameters) { PQexecParams(handle, sql, Int32($0.count), nil, $0.baseAddress, nil, nil, 0) }
+        try run(.sql(sql), parameters)
+    }
+
+    /// Runs a statement prepared on this connection, as ``execute(_:_:)-(String,_)`` runs SQL text.
+    @discardableResult
+    public func execute(_ statement: PreparedStatement, _ parameters: [PostgresValue] = []) throws(PostgresError) -> PostgresRows {
+        try run(.prepared(statement.name), parameters)
+    }
+
+    /// Parses and plans `sql` once, under `name`, for this connection's lifetime (a name used twice
+    /// is refused, SQLSTATE 42P05): what runs it often saves the parsing and planning of each run.
+    public func prepare(_ sql: String, as name: String) throws(PostgresError) -> PreparedStatement {
+        guard let result = PQprepare(handle, name, sql, 0, nil) else { throw PostgresError(.connectionLost, lastError) }
+        defer { PQclear(result) }
+        if let failure = failure(of: result) { throw failure }
+        return PreparedStatement(name: name)
+    }
+
+    /// Runs `statement` once for each list of parameters, sent together and answered together (libpq's
+    /// pipeline mode, in rounds of at most `round` statements so that neither side's socket buffer
+    /// fills while the other waits): one round trip a round instead of one a statement. Outside a
+    /// transaction each round commits as one (PostgreSQL's implicit transaction up to a pipeline's
+    /// sync), so a refused statement undoes its round, and the rounds after it are not sent. It
+    /// throws with its position in ``PostgresError/statement``.
+    public func executeEach(_ statement: PreparedStatement, _ parameterLists: [[PostgresValue]], round: Int = 100) throws(PostgresError) {
+        var start = 0
+        while start < parameterLists.count {
+            let end = min(start + max(1, round), parameterLists.count)
+            try pipeline(statement.name, parameterLists[start..<end])
+            start = end
+        }
+    }
+
+    private enum Command {
+        case sql(String)
+        case prepared(String)
+    }
+
+    private func run(_ command: Command, _ parameters: [PostgresValue]) throws(PostgresError) -> PostgresRows {
+        let result = Self.withCStrings(parameters) { values in
+            switch command {
+            case .sql(let sql): PQexecParams(handle, sql, Int32(values.count), nil, values.baseAddress, nil, nil, 0)
+            case .prepared(let name): PQexecPrepared(handle, name, Int32(values.count), values.baseAddress, nil, nil, 0)
+            }
+        }
         guard let result else { throw PostgresError(.connectionLost, lastError) }
         defer { PQclear(result) }
         if let failure = failure(of: result) { throw failure }
         return PostgresRows(result)
     }
 
-    /// Runs `sql` once for each list of parameters, sent together and answered together (libpq's
-    /// pipeline mode, in rounds of at most `round` statements so that neither side's socket buffer
-    /// fills while the other waits): one round trip a round instead of one a statement. Outside a
-    /// transaction each round commits as one (PostgreSQL's implicit transaction up to a pipeline's
-    /// sync), so a refused statement undoes its round, and the rounds after it are not sent. It
-    /// throws with its position in ``PostgresError/statement``.
-    public func executeEach(_ sql: String, _ parameterLists: [[PostgresValue]], round: Int = 100) throws(PostgresError) {
-        var start = 0
-        while start < parameterLists.count {
-            let end = min(start + max(1, round), parameterLists.count)
-            try pipeline(sql, parameterLists[start..<end])
-            start = end
-        }
-    }
-
-    private func pipeline(_ sql: String, _ lists: ArraySlice<[PostgresValue]>) throws(PostgresError) {
+    private func pipeline(_ name: String, _ lists: ArraySlice<[PostgresValue]>) throws(PostgresError) {
         guard PQenterPipelineMode(handle) == 1 else { throw PostgresError(.connectionLost, "cannot enter pipeline mode: \(lastError)") }
         defer { PQexitPipelineMode(handle) }
         var sent = 0
         for parameters in lists {
-            let ok = Self.withCStrings(parameters) { PQsendQueryParams(handle, sql, Int32($0.count), nil, $0.baseAddress, nil, nil, 0) }
+            let ok = Self.withCStrings(parameters) { PQsendQueryPrepared(handle, name, Int32($0.count), $0.baseAddress, nil, nil, 0) }
             guard ok == 1 else { break }
             sent += 1
         }
@@ -160,4 +189,9 @@ public final class PostgresConnection {
     public var serverVersion: Int { Int(PQserverVersion(handle)) }
 
     private var lastError: String { PostgresError.trimmed(PQerrorMessage(handle).map { String(cString: $0) } ?? "") }
+}
+
+/// A statement prepared on one connection (``PostgresConnection/prepare(_:as:)``), run by name.
+public struct PreparedStatement: Sendable, Hashable {
+    public let name: String
 }

@@ -82,21 +82,24 @@ final class PostgresClientTests: XCTestCase {
     func testStatementsSentTogetherReportTheOneRefusedAndLeaveTheConnectionUsable() throws {
         let db = try PostgresConnection(url: try SharedServer.database())
         try db.execute("CREATE TABLE t (n integer PRIMARY KEY)")
+        let insert = try db.prepare("INSERT INTO t VALUES ($1)", as: "insert_n")
+        XCTAssertThrowsError(try db.prepare("SELECT 1", as: "insert_n")) { XCTAssertEqual(($0 as? PostgresError)?.sqlState, "42P05") }
         // 250 statements in rounds of 100.
-        try db.executeEach("INSERT INTO t VALUES ($1)", (1...250).map { [.int(Int64($0))] })
+        try db.executeEach(insert, (1...250).map { [.int(Int64($0))] })
         XCTAssertEqual(try db.execute("SELECT count(*), sum(n) FROM t").rows.first?.values, ["250", "31375"])
         // The 103rd (index 102) repeats a key: it is named, and its round (the second) is undone.
         let lists: [[PostgresValue]] = (251...400).map { [.int(Int64($0))] }
         var withRepeat = lists
         withRepeat[102] = [.int(7)]
-        XCTAssertThrowsError(try db.executeEach("INSERT INTO t VALUES ($1)", withRepeat)) { error in
+        XCTAssertThrowsError(try db.executeEach(insert, withRepeat)) { error in
             XCTAssertEqual((error as? PostgresError)?.sqlState, "23505", "\(error)")
             XCTAssertEqual((error as? PostgresError)?.statement, 102, "\(error)")
         }
         XCTAssertEqual(try db.execute("SELECT max(n) FROM t").rows.first?.int(0), 350)   // the first round committed
         // In a transaction, nothing of it stays.
-        XCTAssertThrowsError(try db.transaction { try db.executeEach("INSERT INTO t VALUES ($1)", [[.int(1000)], [.int(1)]]) })
+        XCTAssertThrowsError(try db.transaction { try db.executeEach(insert, [[.int(1000)], [.int(1)]]) })
         XCTAssertEqual(try db.execute("SELECT count(*) FROM t WHERE n = 1000").rows.first?.int(0), 0)
-        XCTAssertEqual(try db.execute("SELECT 1").rows.first?.int(0), 1)
+        try db.execute(insert, [.int(1000)])
+        XCTAssertEqual(try db.execute("SELECT count(*) FROM t WHERE n = 1000").rows.first?.int(0), 1)
     }
 }
