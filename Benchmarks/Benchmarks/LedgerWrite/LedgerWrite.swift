@@ -13,25 +13,32 @@ import Foundation
 import PostgresTestSupport
 import Synchronization
 
-let server = Mutex<PostgresTestServer?>(nil)
+/// The private server and the one database every sample writes to (each sample a poll of its own).
+let server = Mutex<(server: PostgresTestServer, url: String)?>(nil)
 
 let benchmarks: @Sendable () -> Void = {
     Benchmark.defaultConfiguration = .init(metrics: [.throughput, .wallClock, .cpuTotal], maxDuration: .seconds(5),
                                            maxIterations: 1_000_000)
-    Benchmark.setup = { try server.withLock { $0 = try PostgresTestServer(durable: true) } }
-    Benchmark.teardown = { server.withLock { $0?.stop(); $0 = nil } }
+    Benchmark.setup = {
+        try server.withLock {
+            let started = try PostgresTestServer(durable: true)
+            $0 = (started, try started.makeDatabase("bench"))
+        }
+    }
+    Benchmark.teardown = { server.withLock { $0?.server.stop(); $0 = nil } }
 
     for batch in [1, 100] {
         Benchmark("ledger (PostgreSQL): \(batch) ballot(s) per transaction") { benchmark in
-            guard let url = try server.withLock({ try $0?.makeDatabase("bench\(UInt32.random(in: 0...UInt32.max))") }) else {
+            guard let url = server.withLock({ $0?.url }) else {
                 throw PostgresTestServer.Unavailable("the benchmark's PostgreSQL server did not start")
             }
             let ledger = try BallotLedger(url: url)
-            try ledger.register(poll: 1, voteID: 1234, policy: .latestWins, questions: [1])
+            let poll = Int64.random(in: 1...Int64.max)
+            try ledger.register(poll: poll, voteID: 1234, policy: .latestWins, questions: [1])
             var n: UInt32 = 0
             func next() -> LedgerBallot {
                 n &+= 1
-                return LedgerBallot(poll: 1, question: 1, voter: VoterKey(mode: .roster, voterID: n), sequence: UInt16(truncatingIfNeeded: n % 7 + 1),
+                return LedgerBallot(poll: poll, question: 1, voter: VoterKey(mode: .roster, voterID: n), sequence: UInt16(truncatingIfNeeded: n % 7 + 1),
                                     answer: .choice(UInt8(n % 4)), verified: n % 2 == 0,
                                     heardAt: Int64(Date().timeIntervalSince1970 * 1e6), address: DeviceAddress(rawValue: 0x00AA_0100_0001))
             }
