@@ -4,7 +4,6 @@ import ClickerTransport
 import ClickerWire
 import OSThreads
 import PostgresClient
-import PostgresTestSupport
 import Synchronization
 import XCTest
 
