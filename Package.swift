@@ -60,6 +60,9 @@ let package = Package(
         .library(name: "BlueZ", targets: ["BlueZ"]),
         .library(name: "HCI", targets: ["HCI"]),
         .library(name: "ClickerStore", targets: ["ClickerStore"]),
+        .library(name: "ClickerLedger", targets: ["ClickerLedger"]),
+        // A private PostgreSQL server for the ledger's tests and the LedgerWrite benchmark.
+        .library(name: "PostgresTestSupport", targets: ["PostgresTestSupport"]),
         .library(name: "TerminalView", targets: ["TerminalView"]),
         .library(name: "TallyDaemon", targets: ["TallyDaemon"]),
         .library(name: "ProjectorPage", targets: ["ProjectorPage"]),
@@ -90,7 +93,8 @@ let package = Package(
         // C libraries
         .systemLibrary(name: "CDBus", pkgConfig: "dbus-1", providers: [.apt(["libdbus-1-dev"])]),
         .systemLibrary(name: "CBluetooth", pkgConfig: "bluez", providers: [.apt(["libbluetooth-dev"])]),
-        .systemLibrary(name: "CMalloc"),   // glibc's <malloc.h> (mallopt)
+        .systemLibrary(name: "CMalloc"),
+        .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),   // glibc's <malloc.h> (mallopt)
 
         // Pure core: no I/O
         .target(name: "ClickerWire", dependencies: ["ClickerTransport", .product(name: "Crypto", package: "swift-crypto"),
@@ -122,6 +126,12 @@ let package = Package(
         // The few items of ICU's 34 MB data package the tally uses, linked in its place
         // (Sources/ICUData/README.md); .incbin finds the data through the header search path.
         .target(name: "ICUData", exclude: ["icudt76l.dat", "items.txt", "README.md"], cSettings: [.headerSearchPath(".")]),
+        // PostgreSQL through libpq: connections from a URL, parameterised statements, transactions.
+        .target(name: "PostgresClient", dependencies: ["CLibPQ"]),
+        // The ballot ledger several receivers share in PostgreSQL: versioned schema, the counting rule as one upsert.
+        .target(name: "ClickerLedger", dependencies: ["PostgresClient", "ClickerTally", "ClickerWire", "ClickerTransport"]),
+        // A private PostgreSQL server (initdb + pg_ctl) for tests and benchmarks (used only by them).
+        .target(name: "PostgresTestSupport"),
         .target(name: "ClickerStore", dependencies: ["ClickerTransport", "ClickerWire", "ClickerTally", "PrivateFiles", .product(name: "GRDB", package: "GRDB.swift")]),
         .target(name: "TerminalView"),
         // A pseudo-terminal pair that tests and the ViewLoop benchmark type into and read back.
@@ -185,6 +195,8 @@ let package = Package(
         .testTarget(name: "ClickerDoctorTests", dependencies: ["ClickerDoctor"]),
         .testTarget(name: "HCITests", dependencies: ["HCI", "CBluetooth", "ClickerTransport", "ClickerSim"]),
         .testTarget(name: "ClickerStoreTests", dependencies: ["ClickerStore", "ClickerSim", "ClickerWire", "ClickerTally", .product(name: "GRDB", package: "GRDB.swift")]),
+        .testTarget(name: "ClickerLedgerTests", dependencies: ["ClickerLedger", "PostgresClient", "PostgresTestSupport", "ClickerTally",
+                                                              "ClickerWire", "ClickerTransport", "OSThreads"]),
         .testTarget(name: "TerminalViewTests", dependencies: ["TerminalView", "TerminalTestSupport", "ClickerWire", "ClickerSim"], exclude: ["Snapshots"]),
         // Tier 2: real dbus-daemon + python-dbusmock standing in for bluetoothd
         .testTarget(name: "DBusTests", dependencies: ["ClickerTestSupport", "DBus", "DBusTestSupport"]),

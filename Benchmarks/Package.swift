@@ -55,6 +55,22 @@ let package = Package(
             path: "Benchmarks/StoreCommit",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        // Ballots written per second into the PostgreSQL ballot ledger, one per transaction and batched,
+        // beside ClickerStore's SQLite in the same run (ordo-one benchmark).
+        .executableTarget(
+            name: "LedgerWrite",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "ClickerLedger", package: "clicker"),
+                .product(name: "ClickerStore", package: "clicker"),
+                .product(name: "ClickerTally", package: "clicker"),
+                .product(name: "ClickerTransport", package: "clicker"),
+                .product(name: "ClickerWire", package: "clicker"),
+                .product(name: "PostgresTestSupport", package: "clicker"),
+            ],
+            path: "Benchmarks/LedgerWrite",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
         // A class list of 10,000 and 100,000 rows read and enrolled, as `roster import` does (ordo-one benchmark).
         .executableTarget(
             name: "RosterImport",

@@ -5,11 +5,11 @@
 #   scripts/setup.sh --test     # also what the test tiers need
 set -euo pipefail
 
-pkgs=(libdbus-1-dev libbluetooth-dev pkg-config)
+pkgs=(libdbus-1-dev libbluetooth-dev libpq-dev pkg-config)
 if [ "${1:-}" = "--test" ]; then
   pkgs+=(dbus-daemon dbus-bin python3-dbus python3-dbusmock tmux valgrind util-linux passwd
          python3-gi binutils systemd qemu-system-x86 debootstrap cpio libdbus-1-3 sqlite3
-         chromium chromium-driver gdb procps)
+         chromium chromium-driver gdb procps postgresql)
 fi
 
 missing=()

@@ -1,0 +1,87 @@
+import PostgresClient
+
+/// The ledger's schema, versioned: `ledger_schema_version` holds one row per migration applied.
+/// Opening a database applies the migrations it lacks, in one transaction under an advisory lock (two
+/// receivers starting together migrate once), and refuses a database migrated by a newer build.
+public enum LedgerSchema {
+    /// The migrations, in order: version n is `migrations[n - 1]`. Never edit one that shipped; add one.
+    static let migrations: [[String]] = [
+        // 1: polls, their questions, and the counted ballot per voter and question.
+        [
+            """
+            CREATE TABLE polls (
+                poll_id bigint PRIMARY KEY,
+                vote_id integer NOT NULL CHECK (vote_id BETWEEN 0 AND 65535),
+                change_policy text NOT NULL CHECK (change_policy IN ('latestWins', 'firstResponseOnly')))
+            """,
+            """
+            CREATE TABLE questions (
+                poll_id bigint NOT NULL REFERENCES polls ON DELETE CASCADE,
+                question smallint NOT NULL CHECK (question BETWEEN 0 AND 255),
+                PRIMARY KEY (poll_id, question))
+            """,
+            """
+            CREATE TABLE ballots (
+                poll_id bigint NOT NULL,
+                question smallint NOT NULL,
+                voter_mode smallint NOT NULL CHECK (voter_mode IN (0, 1)),
+                voter_id bigint NOT NULL CHECK (voter_id BETWEEN 0 AND 4294967295),
+                sequence integer NOT NULL CHECK (sequence BETWEEN 1 AND 65535),
+                answer bytea NOT NULL CHECK (length(answer) = 3),
+                verified boolean NOT NULL,
+                heard_at bigint NOT NULL,
+                address bytea NOT NULL CHECK (length(address) = 6),
+                PRIMARY KEY (poll_id, question, voter_mode, voter_id),
+                FOREIGN KEY (poll_id, question) REFERENCES questions ON DELETE CASCADE)
+            """,
+        ],
+        // 2: what was heard from each voter, counted or not: lowest and highest sequence, first and
+        // last time (a voter's record in the in-process tally keeps the same). Filled from the
+        // counted ballots of a version-1 database.
+        [
+            """
+            CREATE TABLE ballot_spans (
+                poll_id bigint NOT NULL,
+                question smallint NOT NULL,
+                voter_mode smallint NOT NULL,
+                voter_id bigint NOT NULL,
+                lowest_sequence integer NOT NULL,
+                highest_sequence integer NOT NULL,
+                first_heard bigint NOT NULL,
+                last_heard bigint NOT NULL,
+                PRIMARY KEY (poll_id, question, voter_mode, voter_id),
+                FOREIGN KEY (poll_id, question) REFERENCES questions ON DELETE CASCADE)
+            """,
+            """
+            INSERT INTO ballot_spans
+            SELECT poll_id, question, voter_mode, voter_id, sequence, sequence, heard_at, heard_at FROM ballots
+            """,
+        ],
+    ]
+
+    /// The version this build writes and reads.
+    public static var version: Int { migrations.count }
+
+    /// Any constant: the advisory lock migrations take, so that concurrent openers migrate one at a time.
+    static let migrationLock: Int64 = 0x636C_6963_6B65_72   // "clicker"
+
+    /// Brings the database to `target` (the current version unless a test asks for an older one) and
+    /// returns the version it found. Throws `schemaTooNew` when the database is past this build.
+    @discardableResult
+    static func migrate(_ db: PostgresConnection, to target: Int = version) throws -> Int {
+        try db.transaction {
+            try db.execute("SELECT pg_advisory_xact_lock($1)", [.int(migrationLock)])
+            try db.execute("""
+                CREATE TABLE IF NOT EXISTS ledger_schema_version (
+                    version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())
+                """)
+            let found = Int(try db.execute("SELECT coalesce(max(version), 0) FROM ledger_schema_version").rows.first?.int(0) ?? 0)
+            guard found <= version else { throw LedgerError.schemaTooNew(database: found, known: version) }
+            for v in stride(from: found + 1, through: min(target, version), by: 1) {
+                for statement in migrations[v - 1] { try db.execute(statement) }
+                try db.execute("INSERT INTO ledger_schema_version (version) VALUES ($1)", [.int(Int64(v))])
+            }
+            return found
+        }
+    }
+}

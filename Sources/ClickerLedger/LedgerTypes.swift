@@ -1,0 +1,74 @@
+import ClickerTally
+import ClickerTransport
+import ClickerWire
+import PostgresClient
+
+/// One ballot as a receiver heard it, ready for the ledger: authentic (its tag checked), for an
+/// offered answer of a question the ledger knows, and with its verification decided by the receiver
+/// (roster mode, or a GATT read signed by the voter's bound key).
+public struct LedgerBallot: Sendable, Hashable {
+    public var poll: Int64
+    public var question: UInt8
+    public var voter: VoterKey
+    public var sequence: UInt16
+    public var answer: Answer
+    public var verified: Bool
+    /// When the receiver heard it: microseconds since the Unix epoch on the receiver's clock. Receivers'
+    /// clocks should agree (NTP); the result is deterministic whatever they say (docs/LEDGER.md).
+    public var heardAt: Int64
+    public var address: DeviceAddress
+
+    public init(poll: Int64, question: UInt8, voter: VoterKey, sequence: UInt16, answer: Answer, verified: Bool,
+                heardAt: Int64, address: DeviceAddress) {
+        self.poll = poll
+        self.question = question
+        self.voter = voter
+        self.sequence = sequence
+        self.answer = answer
+        self.verified = verified
+        self.heardAt = heardAt
+        self.address = address
+    }
+
+    /// The order of the row locks a batch takes (one order for every writer: no deadlock).
+    var lockOrder: (Int64, UInt8, UInt8, UInt32) { (poll, question, voter.mode.rawValue, voter.voterID) }
+}
+
+/// A voter's counted ballot on one question, and the span of what was heard from them.
+public struct CountedBallot: Sendable, Hashable {
+    public var sequence: UInt16
+    public var answer: Answer
+    public var verified: Bool
+    public var heardAt: Int64
+    public var address: DeviceAddress
+    /// Over every ballot written for this voter and question, counted or not.
+    public var lowestSequence: UInt16
+    public var highestSequence: UInt16
+    public var firstHeard: Int64
+    public var lastHeard: Int64
+}
+
+/// Why the ledger refused.
+public enum LedgerError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The database was migrated by a newer build than this one.
+    case schemaTooNew(database: Int, known: Int)
+    /// A poll registered again with another change policy (the ranking of its ballots would change).
+    case policyConflict(poll: Int64, stored: String, asked: String)
+    /// A ballot for a poll or question not registered with ``BallotLedger/register(poll:voteID:policy:questions:)``.
+    case unknownQuestion(poll: Int64, question: UInt8)
+    /// The database said no, or could not be reached.
+    case database(PostgresError)
+
+    public var description: String {
+        switch self {
+        case .schemaTooNew(let database, let known):
+            "the ballot ledger's database is at schema version \(database), newer than this build knows (version \(known)); "
+                + "use a build of clicker at least as new as the one that upgraded it"
+        case .policyConflict(let poll, let stored, let asked):
+            "poll \(poll) is in the ledger with change policy \(stored), not \(asked)"
+        case .unknownQuestion(let poll, let question):
+            "poll \(poll) has no question \(question) in the ledger"
+        case .database(let e): e.description
+        }
+    }
+}
