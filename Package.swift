@@ -93,8 +93,8 @@ let package = Package(
         // C libraries
         .systemLibrary(name: "CDBus", pkgConfig: "dbus-1", providers: [.apt(["libdbus-1-dev"])]),
         .systemLibrary(name: "CBluetooth", pkgConfig: "bluez", providers: [.apt(["libbluetooth-dev"])]),
-        .systemLibrary(name: "CMalloc"),
-        .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),   // glibc's <malloc.h> (mallopt)
+        .systemLibrary(name: "CMalloc"),   // glibc's <malloc.h> (mallopt)
+        .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),   // PostgreSQL's client
 
         // Pure core: no I/O
         .target(name: "ClickerWire", dependencies: ["ClickerTransport", .product(name: "Crypto", package: "swift-crypto"),

@@ -131,7 +131,7 @@ public final class PostgresTestServer: @unchecked Sendable {
         var template = Array("/tmp/clicker-pg-out-XXXXXX".utf8CString)
         let fd = mkstemp(&template)
         guard fd >= 0 else { throw Unavailable("mkstemp failed: errno \(errno)") }
-        let outputPath = String(cString: template)
+        let outputPath = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         defer { close(fd); unlink(outputPath) }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
