@@ -54,7 +54,7 @@ extension CentralEngine {
         let (control, controlCont) = AsyncStream<Control>.makeStream()
         // The signals are handled on the connection's dispatch thread as they are read (``SignalGate``):
         // no task to wake for each batch.
-        let gate = SignalGate(engine: self, closed: controlCont)
+        let gate = SignalGate(engine: self, control: controlCont)
         let unsubscribe: @Sendable () -> Void
         let owners: AsyncStream<DBusNameOwnerChange>
         do {

@@ -151,7 +151,7 @@ final class SignalGate: Sendable {
     private let control: AsyncStream<CentralEngine.Control>.Continuation
     private let phase = Mutex(Phase.waiting([], ended: false))
 
-    init(engine: CentralEngine, closed control: AsyncStream<CentralEngine.Control>.Continuation) {
+    init(engine: CentralEngine, control: AsyncStream<CentralEngine.Control>.Continuation) {
         self.engine = engine
         self.control = control
     }
