@@ -52,13 +52,25 @@ extension CentralEngine {
 
     func session(_ conn: DBusConnection) async -> Outcome {
         let (control, controlCont) = AsyncStream<Control>.makeStream()
-        let signals: AsyncStream<[BlueZSignal]>
+        // The signals are handled on the connection's dispatch thread as they are read (``SignalGate``):
+        // no task to wake for each batch.
+        let gate = SignalGate(engine: self, control: controlCont)
+        let unsubscribe: @Sendable () -> Void
         let owners: AsyncStream<DBusNameOwnerChange>
         do {
             // Subscribe before reading the tree, so nothing between the two is missed.
-            signals = try await conn.signalBatches(matching: DBusMatchRule(sender: BlueZ.service), maxBatch: 1024,
-                                                   bufferLimit: 1 << 16,
-                                                   decode: { [clock = options.clock] m, r in try SignalDecoder.decode(m, &r, clock: clock) })
+            unsubscribe = try await conn.signalBatches(
+                matching: DBusMatchRule(sender: BlueZ.service), maxBatch: 1024,
+                decode: { [clock = options.clock] m, r in try SignalDecoder.decode(m, &r, clock: clock) },
+                deliver: { gate.deliver($0) }, finished: { gate.finish() })
+        } catch {
+            return .failed(.busUnreachable(options.bus.spokenName, "\(error)"))
+        }
+        defer {
+            gate.close()
+            unsubscribe()
+        }
+        do {
             owners = try await conn.nameOwnerChanges(for: BlueZ.service)
         } catch {
             return .failed(.busUnreachable(options.bus.spokenName, "\(error)"))
@@ -71,11 +83,8 @@ extension CentralEngine {
         }
         if stop { return .shutdown }
         let tick = min(options.retryInterval, .seconds(1)), clock = options.clock
+        gate.open()
         return await withTaskGroup(of: Void.self) { group -> Outcome in
-            group.addTask { [self] in
-                for await batch in signals { self.handle(batch) }
-                controlCont.yield(.connectionClosed)
-            }
             group.addTask {
                 for await change in owners { controlCont.yield(.owner(change.newOwner)) }
             }

@@ -1,5 +1,6 @@
 import ClickerTransport
 import DBus
+import Synchronization
 
 /// The signal path: decoded BlueZ signals applied to the mirror and turned into advertisement reports.
 extension CentralEngine {
@@ -130,4 +131,68 @@ struct ReportBatch {
         }
         return dropped
     }
+}
+
+/// The signal batches of one bus connection, handed to ``CentralEngine/handle(_:)`` on the connection's
+/// dispatch thread as they are read. As a stream consumed by a task would: the batches read before the
+/// central follows them (``open()``) are kept and handled then, in order; the end of the connection
+/// reaches the control loop after the last batch; nothing is handled once the central is done with the
+/// connection (``close()``).
+/// `handle` is short and never blocks or waits for the connection, so the dispatch thread can run it.
+final class SignalGate: Sendable {
+    private enum Phase {
+        /// Not yet followed: the batches kept, and whether the connection has ended.
+        case waiting([[BlueZSignal]], ended: Bool)
+        case open
+        case closed
+    }
+
+    private let engine: CentralEngine
+    private let control: AsyncStream<CentralEngine.Control>.Continuation
+    private let phase = Mutex(Phase.waiting([], ended: false))
+
+    init(engine: CentralEngine, control: AsyncStream<CentralEngine.Control>.Continuation) {
+        self.engine = engine
+        self.control = control
+    }
+
+    /// A batch read (dispatch thread).
+    func deliver(_ batch: [BlueZSignal]) {
+        phase.withLock { p in
+            switch p {
+            case .open:
+                engine.handle(batch)
+            case .waiting(let kept, let ended):
+                p = .waiting(kept + [batch], ended: ended)
+            case .closed:
+                break
+            }
+        }
+    }
+
+    /// The connection ended after its last batch (dispatch thread).
+    func finish() {
+        let now = phase.withLock { p -> Bool in
+            switch p {
+            case .open: return true
+            case .waiting(let kept, _): p = .waiting(kept, ended: true); return false
+            case .closed: return false
+            }
+        }
+        if now { control.yield(.connectionClosed) }
+    }
+
+    /// The central follows the signals: the batches kept are handled, in order.
+    func open() {
+        let ended = phase.withLock { p -> Bool in
+            guard case .waiting(let kept, let ended) = p else { return false }
+            for batch in kept { engine.handle(batch) }
+            p = .open
+            return ended
+        }
+        if ended { control.yield(.connectionClosed) }
+    }
+
+    /// The central is done with the connection: no batch is handled after this returns.
+    func close() { phase.withLock { $0 = .closed } }
 }

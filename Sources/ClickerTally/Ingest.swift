@@ -106,9 +106,10 @@ public struct IngestPipeline: Sendable {
         if let key {
             if let b = good[key] {
                 stats.cacheHits += 1
-                let previous = tally.counted(b)
-                return IngestResult(outcome: tally.record(b, from: report.address, at: report.timestamp), ballot: b,
-                                    previous: previous)
+                var previous: VoterRecord?
+                let outcome = tally.record(b, from: report.address, at: report.timestamp, proof: .advertised,
+                                           previous: &previous)
+                return IngestResult(outcome: outcome, ballot: b, previous: previous)
             }
             if let r = bad[key] {
                 stats.badCacheHits += 1
@@ -124,8 +125,9 @@ public struct IngestPipeline: Sendable {
                 if good.count >= policy.goodCacheLimit { good.removeAll(keepingCapacity: true) }
                 good[key] = b
             }
-            let previous = tally.counted(b)
-            let outcome = tally.record(b, from: report.address, at: report.timestamp)
+            var previous: VoterRecord?
+            let outcome = tally.record(b, from: report.address, at: report.timestamp, proof: .advertised,
+                                       previous: &previous)
             trust(report.address, after: outcome)
             return IngestResult(outcome: outcome, ballot: b, previous: previous)
         case .failure(let r):
@@ -162,8 +164,8 @@ public struct IngestPipeline: Sendable {
         case .success(let signed):
             let b = signed.ballot
             let proof: BallotProof = VoterPublicKey(signed.publicKey).map { .signed($0) } ?? .advertised
-            let previous = tally.counted(b)
-            let outcome = tally.record(b, from: address, at: time, proof: proof)
+            var previous: VoterRecord?
+            let outcome = tally.record(b, from: address, at: time, proof: proof, previous: &previous)
             trust(address, after: outcome)
             return IngestResult(outcome: outcome, ballot: b, previous: previous)
         case .failure(let r):

@@ -147,17 +147,19 @@ public struct QuestionTally: Sendable {
     @inline(__always)
     mutating func apply(_ b: Ballot, key: VoterKey, address: DeviceAddress, at t: RadioInstant,
                         policy: ChangePolicy, apart: Bool, verified: Bool, mismatch: Bool,
-                        limits: Tally.Limits, unregisteredKept: Int) -> RecordOutcome {
+                        limits: Tally.Limits, unregisteredKept: Int, previous: inout VoterRecord?) -> RecordOutcome {
         heard(t)
         if apart {
             // The table apart holds at most what is left of the poll's allowance.
             let room = max(0, limits.unregistered - unregisteredKept) + unregistered.count
+            var kept: VoterRecord?  // not the counted record: the caller looked that up
             let (outcome, _, _) = Self.merge(&unregistered, b, key: key, address: address, at: t, policy: policy,
-                                             verified: verified, mismatch: mismatch, limit: room)
+                                             verified: verified, mismatch: mismatch, limit: room, previous: &kept)
             return outcome == .rejected(.voterLimit) ? outcome : .unregistered
         }
         let (outcome, removed, added) = Self.merge(&voters, b, key: key, address: address, at: t, policy: policy,
-                                                   verified: verified, mismatch: mismatch, limit: limits.votersPerQuestion)
+                                                   verified: verified, mismatch: mismatch, limit: limits.votersPerQuestion,
+                                                   previous: &previous)
         if let r = removed {
             let n = (counts[r] ?? 0) - 1
             counts[r] = n > 0 ? n : nil
@@ -181,12 +183,14 @@ public struct QuestionTally: Sendable {
         return (.rejected(policy == .latestWins ? .staleSequence : .changeIgnored), false)
     }
 
-    /// Returns the outcome and the answer whose count goes down / up.
+    /// Returns the outcome and the answer whose count goes down / up; `previous` is set to `key`'s record
+    /// as it was. The key is hashed once for a voter already in the table (a repeat, the common case).
     @inline(__always)
     static func merge(_ table: inout [VoterKey: VoterRecord], _ b: Ballot, key: VoterKey, address: DeviceAddress,
                       at t: RadioInstant, policy: ChangePolicy, verified: Bool,
-                      mismatch: Bool, limit: Int) -> (RecordOutcome, Answer?, Answer?) {
-        guard var r = table[key] else {
+                      mismatch: Bool, limit: Int, previous: inout VoterRecord?) -> (RecordOutcome, Answer?, Answer?) {
+        guard let i = table.index(forKey: key) else {
+            previous = nil
             if mismatch { return (.rejected(.keyMismatch), nil, nil) }
             // A full table takes no new voter: the voters it holds keep their ballots.
             if table.count >= limit { return (.rejected(.voterLimit), nil, nil) }
@@ -195,6 +199,8 @@ public struct QuestionTally: Sendable {
                                      verified: verified)
             return (.new, nil, b.answer)
         }
+        var r = table.values[i]
+        previous = r
         if t < r.firstHeard { r.firstHeard = t }
         if t > r.lastHeard { r.lastHeard = t }
         if b.sequence < r.lowestSequence { r.lowestSequence = b.sequence }
@@ -232,7 +238,7 @@ public struct QuestionTally: Sendable {
             r.address = address
             r.verified = verified
         }
-        table[key] = r
+        table.values[i] = r
         return (outcome, removed, added)
     }
 }
@@ -340,8 +346,24 @@ public struct Tally: Sendable {
     @inline(__always)
     public mutating func record(_ ballot: Ballot, from address: DeviceAddress, at time: RadioInstant,
                                 proof: BallotProof = .advertised) -> RecordOutcome {
-        guard ballot.voteID == voteID else { rejections[.otherVoteID, default: 0] += 1; return .rejected(.otherVoteID) }
+        var previous: VoterRecord?
+        return record(ballot, from: address, at: time, proof: proof, previous: &previous)
+    }
+
+    /// ``record(_:from:at:proof:)``, also giving the voter's counted record for the ballot's question as
+    /// it was before (``counted(_:)`` before recording), found by the same lookup that records it.
+    @inline(__always)
+    mutating func record(_ ballot: Ballot, from address: DeviceAddress, at time: RadioInstant,
+                         proof: BallotProof, previous: inout VoterRecord?) -> RecordOutcome {
+        // Only the counted table's own lookup (``QuestionTally/merge``) gives `previous` without hashing
+        // the key again; every other way out looks it up.
+        guard ballot.voteID == voteID else {
+            previous = counted(ballot)
+            rejections[.otherVoteID, default: 0] += 1
+            return .rejected(.otherVoteID)
+        }
         guard openQuestions.contains(ballot.question) else {
+            previous = counted(ballot)
             rejections[.otherQuestion, default: 0] += 1
             return .rejected(.otherQuestion)
         }
@@ -352,6 +374,7 @@ public struct Tally: Sendable {
             rejections[.otherQuestion, default: 0] += 1
             return .rejected(.otherQuestion)
         }
+        if apart || !offered { previous = counted(ballot) }
         var verified = ballot.mode == .roster
         var mismatch = false
         var firstKey: VoterPublicKey?
@@ -367,7 +390,7 @@ public struct Tally: Sendable {
             let apartBefore = apart ? slots[q]?.unregistered.count ?? 0 : 0
             outcome = slots[q]?.apply(ballot, key: key, address: address, at: time, policy: policy, apart: apart,
                                       verified: verified, mismatch: mismatch, limits: limits,
-                                      unregisteredKept: unregisteredKept)
+                                      unregisteredKept: unregisteredKept, previous: &previous)
                 ?? .rejected(.otherQuestion)
             if apart { unregisteredKept += (slots[q]?.unregistered.count ?? 0) - apartBefore }
         } else {

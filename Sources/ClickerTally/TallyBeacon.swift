@@ -89,7 +89,17 @@ public struct TallyBeacon: Sendable {
     /// The voters not yet counted read from the arrivals (extended acknowledgements).
     public private(set) var likelihood = RoomLikelihood()
     /// The STATE interval announced last.
-    public private(set) var interval = BeaconInterval(milliseconds: 20) ?? .stop
+    public private(set) var interval = BeaconInterval(milliseconds: 20) ?? .stop {
+        didSet { loudWindow = Self.loudWindow(tuning, interval) }
+    }
+    /// How long after its acknowledgement went out a counted voter is still taken to be loud: the
+    /// settle time, or two STATE intervals when longer (its next events are that far apart). Kept as
+    /// the interval changes, not worked out for every report.
+    private(set) var loudWindow: UInt64
+    /// ``Tuning/reacknowledgeGap``, ``Tuning/reacknowledgeAfter`` and ``Tuning/reacknowledgeLongest`` in
+    /// nanoseconds, converted once: a ballot heard again reads them, and converting a `Duration` divides
+    /// 128-bit numbers.
+    let reacknowledgeGap: UInt64, reacknowledgeAfter: UInt64, reacknowledgeLongest: UInt64
     /// What keeps the announced interval from swinging; its `changes` count the open question's.
     public private(set) var damping: IntervalDamping
     /// Voters counted in the largest question so far (the room, for the next question's start).
@@ -129,6 +139,10 @@ public struct TallyBeacon: Sendable {
                                   signer: signer, deferSignatures: deferSignatures)
         broadcastInterval = tuning.composer.fastInterval
         damping = IntervalDamping(tuning: tuning.damping)
+        loudWindow = Self.loudWindow(tuning, interval)
+        reacknowledgeGap = Self.ns(tuning.reacknowledgeGap)
+        reacknowledgeAfter = Self.ns(tuning.reacknowledgeAfter)
+        reacknowledgeLongest = Self.ns(tuning.reacknowledgeLongest)
     }
 
     /// Whether ballots were counted since the last payload.
@@ -142,13 +156,15 @@ public struct TallyBeacon: Sendable {
     /// ballot it counts. Only ballots of the open question are acknowledged.
     public mutating func counted(_ voter: VoterKey, question q: UInt8, sequence: UInt16, at ns: UInt64) {
         startQuestion(q)
-        // The common case, a ballot heard again: one lookup, updated in place.
-        if let i = ballots.index(forKey: voter), ballots.values[i].sequence == sequence {
-            let gap = Self.ns(tuning.reacknowledgeGap), longest = Self.ns(tuning.reacknowledgeLongest)
-            let first = Self.ns(tuning.reacknowledgeAfter)
+        // The common case, a ballot heard again: one lookup, read and updated in place.
+        let index = ballots.index(forKey: voter)
+        if let i = index {
+            let gap = reacknowledgeGap, longest = reacknowledgeLongest, first = reacknowledgeAfter
             let settle = loudWindow
-            var again = false, evidence = false
+            var heardAgain = false, again = false, evidence = false
             Self.modify(&ballots.values[i]) { c in
+                guard c.sequence == sequence else { return }
+                heardAgain = true
                 if let held = c.heldUntil {
                     // Held back for its voter's spacing: acknowledged once the spacing is over.
                     evidence = true
@@ -171,11 +187,13 @@ public struct TallyBeacon: Sendable {
                 }
                 c.lastHeard = max(c.lastHeard, ns)
             }
-            if evidence { loudRepeats += 1 }
-            if again { pending.append(voter) }
-            return
+            if heardAgain {
+                if evidence { loudRepeats += 1 }
+                if again { pending.append(voter) }
+                return
+            }
         }
-        let prior = ballots[voter]
+        let prior = index.map { ballots.values[$0] }
         if prior == nil { arrivals += 1 }
         let wasPending = prior.map { $0.acknowledgedAt == nil && $0.heldUntil == nil } ?? false
         var c = Counted(sequence: sequence, countedAt: ns, acknowledgedAt: nil, lastHeard: ns,
@@ -382,10 +400,9 @@ public struct TallyBeacon: Sendable {
     @inline(__always)
     static func modify(_ c: inout Counted, _ body: (inout Counted) -> Void) { body(&c) }
 
-    /// How long after its acknowledgement went out a counted voter is still taken to be loud: the
-    /// settle time, or two STATE intervals when longer (its next events are that far apart).
-    var loudWindow: UInt64 {
-        max(Self.ns(tuning.settle), 2 * Self.ns(.milliseconds(interval.milliseconds ?? 20) + BeaconAirModel.meanDelay))
+    /// ``loudWindow`` for `interval`.
+    static func loudWindow(_ tuning: Tuning, _ interval: BeaconInterval) -> UInt64 {
+        max(ns(tuning.settle), 2 * ns(.milliseconds(interval.milliseconds ?? 20) + BeaconAirModel.meanDelay))
     }
 
     static func ns(_ d: Duration) -> UInt64 {

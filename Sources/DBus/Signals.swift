@@ -116,22 +116,26 @@ final class ClosureSubscriber: SignalSubscriber, @unchecked Sendable {
     override func finish() { onFinish() }
 }
 
-/// Decodes on the dispatch thread and collects the results into arrays.
+/// Decodes on the dispatch thread and collects the results into arrays, each handed to `sink` (on the
+/// dispatch thread); `end` after the last.
 @usableFromInline
 final class BatchBuffer<Element: Sendable>: @unchecked Sendable {
     // @unchecked Sendable: `buffer` is touched only on the dispatch thread (deliver/flush/finish all run
-    // there); the continuation and the counters are thread-safe; the rest is immutable.
+    // there); the sink, the end and the counters are thread-safe; the rest is immutable.
     @usableFromInline let decode: @Sendable (DBusMessage, inout DBusMessageReader) throws -> Element?
-    @usableFromInline let continuation: AsyncStream<[Element]>.Continuation
+    @usableFromInline let sink: @Sendable ([Element]) -> Void
+    @usableFromInline let end: @Sendable () -> Void
     @usableFromInline let maxBatch: Int
     @usableFromInline var buffer: [Element] = []
     @usableFromInline let stats: DBusSubscriptionStats
 
     @inlinable
-    init(maxBatch: Int, stats: DBusSubscriptionStats, continuation: AsyncStream<[Element]>.Continuation,
+    init(maxBatch: Int, stats: DBusSubscriptionStats, sink: @escaping @Sendable ([Element]) -> Void,
+         end: @escaping @Sendable () -> Void,
          decode: @escaping @Sendable (DBusMessage, inout DBusMessageReader) throws -> Element?) {
         self.decode = decode
-        self.continuation = continuation
+        self.sink = sink
+        self.end = end
         self.maxBatch = max(1, maxBatch)
         self.stats = stats
     }
@@ -168,13 +172,13 @@ final class BatchBuffer<Element: Sendable>: @unchecked Sendable {
         buffer.reserveCapacity(min(maxBatch, max(16, batch.count)))
         stats.delivered.add(batch.count, ordering: .relaxed)
         stats.batches.add(1, ordering: .relaxed)
-        continuation.yield(batch)
+        sink(batch)
     }
 
     @inlinable
     func finish() {
         flush()
-        continuation.finish()
+        end()
     }
 }
 
@@ -217,11 +221,26 @@ extension DBusConnection {
         decode: @escaping @Sendable (DBusMessage, inout DBusMessageReader) throws -> Element?
     ) async throws -> AsyncStream<[Element]> {
         let (stream, cont) = AsyncStream<[Element]>.makeStream(bufferingPolicy: .bufferingNewest(bufferLimit))
-        let buffer = BatchBuffer(maxBatch: maxBatch, stats: stats, continuation: cont, decode: decode)
-        let unsubscribe = try await subscribe(rule, deliver: { buffer.deliver($0) }, flush: { buffer.flush() },
-                                              finish: { buffer.finish() })
+        let unsubscribe = try await signalBatches(matching: rule, maxBatch: maxBatch, stats: stats, decode: decode,
+                                                  deliver: { cont.yield($0) }, finished: { cont.finish() })
         cont.onTermination = { _ in unsubscribe() }
         return stream
+    }
+
+    /// The same batches without a stream: each is handed to `deliver` on the dispatch thread itself, in
+    /// order, and `finished` is called once after the last (the connection closed). For a consumer whose
+    /// work on a batch is short and never blocks or waits for this connection (it takes the batch into
+    /// its state under a lock): it saves waking a task and the stream's hand-over for every batch.
+    /// Returns what removes the subscription; a batch already being delivered may still arrive after it.
+    @inlinable
+    public func signalBatches<Element: Sendable>(
+        matching rule: DBusMatchRule, maxBatch: Int = 1024, stats: DBusSubscriptionStats = DBusSubscriptionStats(),
+        decode: @escaping @Sendable (DBusMessage, inout DBusMessageReader) throws -> Element?,
+        deliver: @escaping @Sendable ([Element]) -> Void, finished: @escaping @Sendable () -> Void
+    ) async throws -> @Sendable () -> Void {
+        let buffer = BatchBuffer(maxBatch: maxBatch, stats: stats, sink: deliver, end: finished, decode: decode)
+        return try await subscribe(rule, deliver: { buffer.deliver($0) }, flush: { buffer.flush() },
+                                   finish: { buffer.finish() })
     }
 
     /// Adds a subscriber made of the given closures (called on the dispatch thread); returns what

@@ -204,6 +204,40 @@ final class SignalTests: XCTestCase {
         XCTAssertEqual(stats.rejected.load(ordering: .relaxed), 3)
     }
 
+    /// The batches without a stream: handed over on the connection's own thread, every signal once and
+    /// in order, and `finished` after the last one when the connection closes.
+    func testBatchesHandedOverOnTheDispatchThread() async throws {
+        let rx = try await DBusConnection.connect(.address(bus.address))
+        let tx = try await DBusConnection.connect(.address(bus.address))
+        defer { tx.close() }
+        let (handed, cont) = AsyncStream<(values: [Int32], thread: String)>.makeStream()
+        let stats = DBusSubscriptionStats()
+        _ = try await rx.signalBatches(
+            matching: DBusMatchRule(interface: "org.example.Inline"), maxBatch: 64, stats: stats,
+            decode: { _, r in try r.readInt32() },
+            deliver: { batch in
+                let name = (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? "?"
+                cont.yield((batch, name.trimmingCharacters(in: .newlines)))
+            },
+            finished: { cont.finish() })
+        let n = 500
+        for i in 0..<n {
+            try tx.emitSignal(path: "/", interface: "org.example.Inline", name: "S", arguments: [.int32(Int32(i))])
+        }
+        try await busRoundTrip(tx)
+        var values: [Int32] = []
+        var threads: Set<String> = []
+        for await b in handed {
+            values += b.values
+            threads.insert(b.thread)
+            if values.count == n { rx.close() }
+        }
+        XCTAssertEqual(values, (0..<Int32(n)).map { $0 })
+        XCTAssertEqual(threads, ["clicker-dbus"])
+        XCTAssertEqual(stats.delivered.load(ordering: .relaxed), n)
+        XCTAssertLessThanOrEqual(stats.batches.load(ordering: .relaxed), n)
+    }
+
     func testPropertiesChangedConvenienceAndNameOwnerChanged() async throws {
         let server = try await DBusConnection.connect(.address(bus.address))
         let client = try await DBusConnection.connect(.address(bus.address))
