@@ -34,17 +34,21 @@ public final class BallotLedger {
         }
     }
 
-    /// Registers a poll and its questions; again with the same policy, adds the questions not yet
-    /// there. A poll's change policy never changes: asking for another throws `policyConflict`.
+    /// Registers a poll and its questions; again with the same vote ID and policy, adds the questions
+    /// not yet there. A poll's vote ID and change policy never change: asking for another throws
+    /// `registrationConflict`.
     public func register(poll: Int64, voteID: UInt16, policy: ChangePolicy, questions: [UInt8]) throws(LedgerError) {
         try Self.mapped {
             try db.transaction {
                 try db.execute("""
                     INSERT INTO polls (poll_id, vote_id, change_policy) VALUES ($1, $2, $3) ON CONFLICT (poll_id) DO NOTHING
                     """, [.int(poll), .int(Int64(voteID)), .text(policy.rawValue)])
-                let stored = try db.execute("SELECT change_policy FROM polls WHERE poll_id = $1", [.int(poll)]).rows.first?.text(0)
-                guard stored == policy.rawValue else {
-                    throw LedgerError.policyConflict(poll: poll, stored: stored ?? "none", asked: policy.rawValue)
+                let row = try db.execute("SELECT vote_id, change_policy FROM polls WHERE poll_id = $1", [.int(poll)]).rows.first
+                let storedVoteID = try row?.int(0), storedPolicy = try row?.text(1)
+                guard storedVoteID == Int64(voteID), storedPolicy == policy.rawValue else {
+                    throw LedgerError.registrationConflict(
+                        poll: poll, stored: "vote ID \(storedVoteID.map(String.init) ?? "none"), change policy \(storedPolicy ?? "none")",
+                        asked: "vote ID \(voteID), change policy \(policy.rawValue)")
                 }
                 for q in Set(questions).sorted() {
                     try db.execute("INSERT INTO questions (poll_id, question) VALUES ($1, $2) ON CONFLICT DO NOTHING",

@@ -52,8 +52,9 @@ public struct CountedBallot: Sendable, Hashable {
 public enum LedgerError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The database was migrated by a newer build than this one.
     case schemaTooNew(database: Int, known: Int)
-    /// A poll registered again with another change policy (the ranking of its ballots would change).
-    case policyConflict(poll: Int64, stored: String, asked: String)
+    /// A poll registered again with another vote ID or change policy (its ballots would belong to
+    /// another poll, or rank differently).
+    case registrationConflict(poll: Int64, stored: String, asked: String)
     /// A ballot for a poll or question not registered with ``BallotLedger/register(poll:voteID:policy:questions:)``.
     case unknownQuestion(poll: Int64, question: UInt8)
     /// The database said no, or could not be reached.
@@ -64,8 +65,8 @@ public enum LedgerError: Error, Sendable, Equatable, CustomStringConvertible {
         case .schemaTooNew(let database, let known):
             "the ballot ledger's database is at schema version \(database), newer than this build knows (version \(known)); "
                 + "use a build of clicker at least as new as the one that upgraded it"
-        case .policyConflict(let poll, let stored, let asked):
-            "poll \(poll) is in the ledger with change policy \(stored), not \(asked)"
+        case .registrationConflict(let poll, let stored, let asked):
+            "poll \(poll) is in the ledger with \(stored), not \(asked)"
         case .unknownQuestion(let poll, let question):
             "poll \(poll) has no question \(question) in the ledger"
         case .database(let e): e.description

@@ -52,12 +52,17 @@ final class LedgerSchemaTests: XCTestCase {
         }
     }
 
-    func testRegistrationKeepsTheChangePolicyAndUnknownQuestionsAreRefused() throws {
+    func testRegistrationKeepsTheVoteIDAndChangePolicyAndUnknownQuestionsAreRefused() throws {
         let ledger = try BallotLedger(url: try SharedServer.database())
         try ledger.register(poll: 1, voteID: 3, policy: .firstResponseOnly, questions: [1])
         try ledger.register(poll: 1, voteID: 3, policy: .firstResponseOnly, questions: [1, 2])
         XCTAssertThrowsError(try ledger.register(poll: 1, voteID: 3, policy: .latestWins, questions: [3])) {
-            XCTAssertEqual($0 as? LedgerError, .policyConflict(poll: 1, stored: "firstResponseOnly", asked: "latestWins"))
+            XCTAssertEqual($0 as? LedgerError, .registrationConflict(poll: 1, stored: "vote ID 3, change policy firstResponseOnly",
+                                                                     asked: "vote ID 3, change policy latestWins"))
+        }
+        XCTAssertThrowsError(try ledger.register(poll: 1, voteID: 4, policy: .firstResponseOnly, questions: [3])) {
+            XCTAssertEqual("\($0)", "poll 1 is in the ledger with vote ID 3, change policy firstResponseOnly, "
+                           + "not vote ID 4, change policy firstResponseOnly")
         }
         let b = LedgerBallot(poll: 1, question: 3, voter: VoterKey(mode: .roster, voterID: 1), sequence: 1, answer: .choice(0),
                              verified: true, heardAt: 1, address: DeviceAddress(rawValue: 1))

@@ -291,24 +291,6 @@ final class LineSink: Sendable {
     var all: [String] { storage.withLock { $0 } }
 }
 
-/// Whether `stream` delivers an element before `limit` (a bound for a broken run, not a wait the
-/// test relies on: a working run returns as soon as the element arrives).
-func first(of stream: AsyncStream<Void>, within limit: Duration) async -> Bool {
-    await withTaskGroup(of: Bool.self) { group in
-        group.addTask {
-            for await _ in stream { return true }
-            return false
-        }
-        group.addTask {
-            try? await Task.sleep(for: limit)
-            return false
-        }
-        let got = await group.next() ?? false
-        group.cancelAll()
-        return got
-    }
-}
-
 /// A thread-safe counter for script actions.
 final class Counter: Sendable {
     private let storage = Mutex(0)

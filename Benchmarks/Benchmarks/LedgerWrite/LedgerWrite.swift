@@ -1,11 +1,11 @@
-// Ballots written per second into the PostgreSQL ballot ledger (ClickerLedger) and, in the same run,
-// into ClickerStore's SQLite: one ballot per transaction and 100 per transaction, each ballot a new
-// voter. Both flush every commit: PostgreSQL with its defaults (fsync, synchronous_commit=on) on a
-// private server on loopback TCP, SQLite with synchronous=FULL. Throughput is in transactions per
-// second: multiply the batched figures by 100 for ballots per second.
+// Ballots written per second into the PostgreSQL ballot ledger (ClickerLedger): one ballot per
+// transaction and 100 per transaction, each ballot a new voter, flushing every commit (PostgreSQL's
+// defaults: fsync, synchronous_commit=on) on a private server on loopback TCP. SQLite's figures for the
+// same workload are StoreCommit's `synchronous=full` rows: run both targets in one invocation
+// (`--target LedgerWrite --target StoreCommit`). Throughput is in transactions per second: multiply
+// the batched figures by 100 for ballots per second.
 import Benchmark
 import ClickerLedger
-import ClickerStore
 import ClickerTally
 import ClickerTransport
 import ClickerWire
@@ -48,32 +48,6 @@ let benchmarks: @Sendable () -> Void = {
                     try ledger.write(next())
                 } else {
                     try ledger.write(batch: (0..<batch).map { _ in next() })
-                }
-            }
-            benchmark.stopMeasurement()
-        }
-
-        Benchmark("store (SQLite, synchronous=full): \(batch) ballot(s) per transaction") { benchmark in
-            let dir = FileManager.default.temporaryDirectory.appendingPathComponent("clicker-bench-\(UUID().uuidString)").path
-            defer { try? FileManager.default.removeItem(atPath: dir) }
-            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-            let store = try ClickerStore(path: dir + "/bench.sqlite", durability: .full)
-            let poll = try store.createPoll(voteID: Data([1, 2, 3, 4]), joinCode: "123456", mode: .roster)
-            try store.openQuestion(poll: poll.id, number: 1)
-            var n: UInt64 = 0
-            func next() -> BallotRecord {
-                n += 1
-                let voter = Data((0..<8).map { UInt8(truncatingIfNeeded: n >> (56 - 8 * UInt64($0))) })
-                let now = Date()
-                return BallotRecord(poll: poll.id, question: 1, voter: voter, answer: .choice(UInt8(n % 4)), sequence: UInt32(n % 7 + 1),
-                                    address: "00:AA:01:00:00:01", firstHeard: now, lastHeard: now, gattVerified: n % 2 == 0)
-            }
-            benchmark.startMeasurement()
-            for _ in benchmark.scaledIterations {
-                if batch == 1 {
-                    try store.record(next())
-                } else {
-                    try store.record((0..<batch).map { _ in next() })
                 }
             }
             benchmark.stopMeasurement()
