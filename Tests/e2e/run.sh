@@ -3,6 +3,7 @@
 # BlueZ stack (bluetoothd 5.66, kernel 6.1, btvirt virtual LE controllers) in a QEMU guest.
 #
 #   Tests/e2e/run.sh [--no-build] [--list] [SCENARIO|all|hci ...]
+#   Tests/e2e/run.sh [--guest NAME] --image-only   (builds and caches the guest image, nothing else)
 #
 # No argument runs the default set (see scenarios.txt); `hci` adds the raw-HCI ones.
 # Needs root on a Debian 12 host with apt sources; installs qemu-system-x86, debootstrap
@@ -44,6 +45,7 @@ STO=${E2E_SCENARIO_TIMEOUT:-420}
 ACCEL=${ACCEL:-auto}
 MEM=${MEM:-1024}
 BUILD=1
+IMAGE_ONLY=0
 SELECT=()
 
 now() { date +%s.%N; }
@@ -53,7 +55,8 @@ TIMINGS=()
 timing() { TIMINGS+=("$1 $2s"); log "$1: $2s"; }
 
 catalogue() { grep -vE '^\s*(#|$)' "$HERE/scenarios.txt"; }
-names_in_set() { catalogue | awk -v s="$1" '$2==s {print $1}'; }
+# A scenario's set column may name several sets, comma-separated (default,debian13).
+names_in_set() { catalogue | awk -v s="$1" '{ n = split($2, a, ","); for (i = 1; i <= n; i++) if (a[i] == s) print $1 }'; }
 
 # Anything that stops us before the guest reports is a loud failure with the summary line.
 N_SELECTED=0
@@ -66,14 +69,15 @@ die() {
 while [ $# -gt 0 ]; do
   case $1 in
     --no-build) BUILD=0 ;;
+    --image-only) IMAGE_ONLY=1 ;;
     --guest) shift ;;   # read above
     --list) catalogue; exit 0 ;;
-    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     all|default) mapfile -t -O "${#SELECT[@]}" SELECT < <(names_in_set default) ;;
     hci) mapfile -t -O "${#SELECT[@]}" SELECT < <(names_in_set hci) ;;
     -*) echo "unknown option $1" >&2; exit 2 ;;
     *) if catalogue | awk '{print $1}' | grep -qx -- "$1"; then SELECT+=("$1")
-       elif catalogue | awk '{print $2}' | grep -qx -- "$1"; then mapfile -t -O "${#SELECT[@]}" SELECT < <(names_in_set "$1")
+       elif catalogue | awk '{print $2}' | tr , '\n' | grep -qx -- "$1"; then mapfile -t -O "${#SELECT[@]}" SELECT < <(names_in_set "$1")
        else echo "unknown scenario or set $1 (see --list)" >&2; exit 2; fi ;;
   esac
   shift
@@ -100,6 +104,7 @@ fi
 timing "host tools" "$(dt "$t")"
 
 # ---- 1. binaries under test -------------------------------------------------------
+if [ $IMAGE_ONLY = 0 ]; then
 mkdir -p "$OUT/share/bin"
 rm -rf "$OUT/share/logs" "$OUT/share/results.txt" "$OUT/share/bin"/*
 t=$(now)
@@ -136,6 +141,7 @@ if [ $E2E_INIT = systemd ]; then
   fi
   timing "packages" "$(dt "$t")"
 fi
+fi   # IMAGE_ONLY
 
 # ---- 2. guest image (cached) ---------------------------------------------------------
 t=$(now)
@@ -154,6 +160,7 @@ else
   timing "image build" "$(dt "$t")"
 fi
 flock -u 9
+if [ $IMAGE_ONLY = 1 ]; then echo "e2e: image ready: $IMG"; exit 0; fi
 
 # ---- 3. overlay: /init and the suite (rewritten every run) ----------------------------
 t=$(now)
