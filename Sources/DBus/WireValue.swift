@@ -140,7 +140,8 @@ extension DBusWireCursor {
 
     private mutating func readArray(_ sig: UnsafeRawBufferPointer, _ i: inout Int) throws -> DBusValue {
         let elementStart = i
-        let elementEnd = try WireSignature.completeTypeEnd(sig, from: i, arrays: 0, structs: 0)
+        // From the `a`: a dictionary entry is a complete type only inside its array.
+        let elementEnd = try WireSignature.completeTypeEnd(sig, from: i - 1, arrays: 0, structs: 0)
         i = elementEnd
         let element = UnsafeRawBufferPointer(rebasing: sig[elementStart..<elementEnd])
         let first = element[0]
