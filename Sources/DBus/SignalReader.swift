@@ -97,7 +97,7 @@ public final class DBusSignalReader: Sendable {
         endConnection()
         if let pending = handshake.continuation {
             pending.resume(throwing: error ?? DBusError(name: DBusError.disconnected, message: "closed while connecting"))
-        } else {
+        } else if handshake.failure == nil {
             finished(error)
         }
     }
@@ -199,6 +199,7 @@ private struct Handshake {
     var awaiting: Set<UInt32>
     var continuation: CheckedContinuation<DBusSignalReader, Error>?
     let reader: DBusSignalReader
+    /// The bus refused a call of the greeting (`open` has thrown it; `finished` is not called).
     var failure: DBusError?
 
     init(awaiting: [UInt32], continuation: CheckedContinuation<DBusSignalReader, Error>, reader: DBusSignalReader) {
@@ -233,8 +234,7 @@ final class WireBatch: @unchecked Sendable {
     /// Decodes one signal and keeps it: the number kept, or 0 when it was not.
     private let addOne: (DBusWireMessage) -> Int
     private let limit: Int
-    private let flushAll: () -> Int
-    private let stats: DBusSubscriptionStats
+    private let flushAll: () -> Void
     /// When the first signal of the batch being collected was decoded (monotonic nanoseconds).
     private(set) var pendingSince: UInt64?
 
@@ -257,14 +257,15 @@ final class WireBatch: @unchecked Sendable {
         }
         flushAll = {
             let batch = box.value
-            guard !batch.isEmpty else { return 0 }
+            guard !batch.isEmpty else { return }
             box.value = []
             box.value.reserveCapacity(min(limit, max(16, batch.count)))
+            // Counted before the hand-over: whoever sees the batch sees it counted.
+            stats.delivered.add(batch.count, ordering: .relaxed)
+            stats.batches.add(1, ordering: .relaxed)
             deliver(batch)
-            return batch.count
         }
         self.limit = limit
-        self.stats = stats
     }
 
     func add(_ m: DBusWireMessage) {
@@ -276,10 +277,7 @@ final class WireBatch: @unchecked Sendable {
     func flush() {
         guard pendingSince != nil else { return }
         pendingSince = nil
-        let n = flushAll()
-        guard n > 0 else { return }
-        stats.delivered.add(n, ordering: .relaxed)
-        stats.batches.add(1, ordering: .relaxed)
+        flushAll()
     }
 
     private final class Box<T> {

@@ -73,20 +73,23 @@ struct WireMarshaller {
     /// A whole signal message.
     static func signal(path: String, interface: String, member: String, arguments: [DBusValue], serial: UInt32 = 7,
                        bigEndian: Bool) -> [UInt8] {
+        message(type: 4, fields: [(1, .objectPath(DBusObjectPath(unchecked: path))), (2, .string(interface)), (3, .string(member))],
+                arguments: arguments, serial: serial, bigEndian: bigEndian)
+    }
+
+    /// A whole message of any type with the given header fields (the signature field is added).
+    static func message(type: UInt8, fields: [(UInt8, DBusValue)], arguments: [DBusValue], serial: UInt32 = 7,
+                        bigEndian: Bool = false) -> [UInt8] {
         var body = WireMarshaller(bigEndian: bigEndian)
         for a in arguments { body.value(a) }
         let sig = arguments.map(\.signatureString).joined()
         var m = WireMarshaller(bigEndian: bigEndian)
-        m.bytes = [bigEndian ? UInt8(ascii: "B") : UInt8(ascii: "l"), 4, 0, 1]
+        m.bytes = [bigEndian ? UInt8(ascii: "B") : UInt8(ascii: "l"), type, 0, 1]
         m.int(UInt32(body.bytes.count))
         m.int(serial)
-        var fields: [DBusValue] = [
-            .structure([.byte(1), .variant(.objectPath(DBusObjectPath(unchecked: path)))]),
-            .structure([.byte(2), .variant(.string(interface))]),
-            .structure([.byte(3), .variant(.string(member))]),
-        ]
-        if !sig.isEmpty { fields.append(.structure([.byte(8), .variant(.signature(DBusSignature(unchecked: sig)))])) }
-        m.value(.array(DBusSignature(unchecked: "(yv)"), fields))
+        var all = fields.map { DBusValue.structure([.byte($0.0), .variant($0.1)]) }
+        if !sig.isEmpty { all.append(.structure([.byte(8), .variant(.signature(DBusSignature(unchecked: sig)))])) }
+        m.value(.array(DBusSignature(unchecked: "(yv)"), all))
         m.pad(8)
         return m.bytes + body.bytes
     }
