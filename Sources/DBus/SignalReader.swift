@@ -93,7 +93,8 @@ public final class DBusSignalReader: Sendable {
         }
         var handshake = Handshake(awaiting: setup.serials, continuation: started, reader: self)
         let error = loop(fd, batch, &handshake)
-        batch.flush()
+        // What was read before the bus went (or the stream broke) is delivered; nothing after close().
+        if error != nil { batch.flush() }
         endConnection()
         if let pending = handshake.continuation {
             pending.resume(throwing: error ?? DBusError(name: DBusError.disconnected, message: "closed while connecting"))
@@ -123,13 +124,14 @@ public final class DBusSignalReader: Sendable {
                 dontWait = true
             }
             let n = buffer.read(from: fd, dontWait: dontWait)
-            if n == 0 || state.withLock({ $0.closeRequested }) {
-                return state.withLock { $0.closeRequested } ? nil
-                    : DBusError(name: DBusError.disconnected, message: "the bus closed the connection")
-            }
+            let readError = errno
+            // After `close()` the socket may still hold bytes: they are not handled.
+            if state.withLock({ $0.closeRequested }) { return nil }
+            if n == 0 { return DBusError(name: DBusError.disconnected, message: "the bus closed the connection") }
             if n < 0 {
-                if errno == EINTR { continue }
-                if errno == EAGAIN || errno == EWOULDBLOCK { batch.flush(); continue }
+                if readError == EINTR { continue }
+                if readError == EAGAIN || readError == EWOULDBLOCK { batch.flush(); continue }
+                errno = readError
                 return WireSocket.failure("read")
             }
             do {
