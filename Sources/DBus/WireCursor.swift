@@ -204,6 +204,15 @@ public struct DBusWireCursor {
     @inlinable
     public mutating func leaveVariant() { depth &-= 1 }
 
+    /// Whether `b` is UTF-8 without a NUL; no String is built when it is ASCII (as header names are).
+    static func isText(_ b: UnsafeRawBufferPointer) -> Bool {
+        for c in b {
+            if c == 0 { return false }
+            if c >= 0x80 { return text(b) != nil }
+        }
+        return true
+    }
+
     static func text(_ b: UnsafeRawBufferPointer) -> String? {
         guard !b.contains(0) else { return nil }
         return String(validating: b, as: UTF8.self)

@@ -71,7 +71,7 @@ public struct DBusWireMessage {
             func text(_ c: inout DBusWireCursor, path: Bool = false) throws -> Range<Int> {
                 let start = c.offset
                 let b = try c.readStringBytes()
-                guard DBusWireCursor.text(b) != nil, !path || DBusObjectPath.isValid(bytes: b) else {
+                guard path ? DBusObjectPath.isValid(bytes: b) : DBusWireCursor.isText(b) else {
                     throw DBusWireError(path ? .badObjectPath : .badString, at: start)
                 }
                 return (c.offset - 1 - b.count)..<(c.offset - 1)
