@@ -4,8 +4,8 @@
 //   even: HCI event packets, one after another (each as long as its header says; the last takes
 //         what is left) → `AdvertisementExtractor.extract` with one `ExtendedReportReassembler`
 //         for all of them (the HCI central's hot path);
-//   odd:  a D-Bus message in wire format → `dbus_message_demarshal` (libdbus validates it, as it
-//         does every message from the bus) → `SignalDecoder.decode` (the BlueZ central's decoder).
+//   odd:  a D-Bus message in wire format → `DBusWireMessage` (the signal reader's header parsing)
+//         → `SignalDecoder.decode` (the BlueZ central's decoder, on our own unmarshalling).
 // Properties: nothing traps; the extractor agrees with `HCIEvent.parse`, an independent walk of the
 // AD structures and an independent model of the chains of extended pieces; a rejected event
 // delivers nothing; the BlueZ hot path reads the same ballot
@@ -144,37 +144,30 @@ func checkHCIPacket(_ packet: [UInt8], _ reassembler: inout ExtendedReportReasse
 // MARK: BlueZ over D-Bus
 
 func checkDBus(_ wire: [UInt8]) {
-    var error = DBusError()
-    dbus_error_init(&error)
-    let raw = wire.withUnsafeBufferPointer { b in
-        b.baseAddress.flatMap { p in
-            p.withMemoryRebound(to: CChar.self, capacity: b.count) { dbus_message_demarshal($0, Int32(b.count), &error) }
+    wire.withUnsafeBytes { bytes in
+        // The reader hands the decoder only messages whose header parses (the others are counted).
+        guard let message = try? DBusWireMessage(parsing: bytes) else { return }
+        let signal: BlueZSignal?
+        do {
+            signal = try SignalDecoder.decode(message, clock: fuzzClock)
+        } catch {
+            return   // a counted rejection in the reader
         }
-    }
-    dbus_error_free(&error)
-    guard let raw else { return }   // libdbus refuses it: it would never reach the decoder
-    let message = DBusMessage(adopting: raw)
-    var reader = message.reader()
-    let signal: BlueZSignal?
-    do {
-        signal = try SignalDecoder.decode(message, &reader, clock: fuzzClock)
-    } catch {
-        return   // a counted rejection in the subscriber
-    }
-    guard case .advert(let fast)? = signal else { return }
-    // The hot path took it: the generic decoding of the same change must read the same ballot.
-    guard let path = message.path else { fatalError("an advert from a signal without a path") }
-    var full = message.reader()
-    guard (try? full.readString()) == BlueZ.device else { fatalError("an advert from another interface's change") }
-    // The hot path skips manufacturer entries of other shapes (an `ah` whose descriptors the message
-    // lacks, say) where the generic decoding rejects the whole signal; compare when both read it.
-    guard let changed = try? [String: DBusValue](from: &full) else { return }
-    let generic = SignalDecoder.advertFrom(path: path, properties: changed, at: fast.timestamp)
-    guard generic?.address ?? fast.address == fast.address else { fatalError("addresses differ") }
-    guard fast.manufacturerData(fuzzCompany) == generic?.manufacturerData(fuzzCompany) else {
-        fatalError("hot path read \(String(describing: fast.manufacturerData(fuzzCompany))), generic \(String(describing: generic?.manufacturerData(fuzzCompany)))")
-    }
-    if fast.manufacturerData(fuzzCompany) != nil, fast.rssi != generic?.rssi {
-        fatalError("hot path RSSI \(String(describing: fast.rssi)), generic \(String(describing: generic?.rssi))")
+        guard case .advert(let fast)? = signal else { return }
+        // The hot path took it: the generic decoding of the same change must read the same ballot.
+        guard let path = message.path else { fatalError("an advert from a signal without a path") }
+        var full = message.body()
+        guard (try? full.readString()) == BlueZ.device else { fatalError("an advert from another interface's change") }
+        // The hot path skips manufacturer entries of other shapes (an `ah`, say) where the generic
+        // decoding rejects the whole signal; compare when both read it.
+        guard let changed = try? full.readPropertyDictionary() else { return }
+        let generic = SignalDecoder.advertFrom(path: path, properties: changed, at: fast.timestamp)
+        guard generic?.address ?? fast.address == fast.address else { fatalError("addresses differ") }
+        guard fast.manufacturerData(fuzzCompany) == generic?.manufacturerData(fuzzCompany) else {
+            fatalError("hot path read \(String(describing: fast.manufacturerData(fuzzCompany))), generic \(String(describing: generic?.manufacturerData(fuzzCompany)))")
+        }
+        if fast.manufacturerData(fuzzCompany) != nil, fast.rssi != generic?.rssi {
+            fatalError("hot path RSSI \(String(describing: fast.rssi)), generic \(String(describing: generic?.rssi))")
+        }
     }
 }

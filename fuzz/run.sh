@@ -4,8 +4,10 @@
 #   advertisement  BallotCodec.openAdvertisement (ClickerWire sources, swift-crypto from a release build)
 #   gatt           BallotCodec.openGATT
 #   radio-input    the radios' decoders: HCI's AdvertisementExtractor.extract (reassembling) on event packets, and
-#                  BlueZ's SignalDecoder.decode on D-Bus messages that libdbus demarshals (BlueZ
+#                  BlueZ's SignalDecoder.decode on D-Bus messages our wire reader parses (BlueZ
 #                  sources, instrumented DBus and HCI modules, libdbus-1, libbluetooth)
+#   dbus-wire      the D-Bus wire-format reader (DBusWireMessage, DBusWireCursor) against libdbus's
+#                  dbus_message_demarshal on the same bytes (instrumented DBus module, libdbus-1)
 #   text           the join code, answer, enrollment code and device key parsers
 #   beacon         BeaconCodec.open (the voter's decoder of the tally's beacon frames) and the text
 #                  assembler
@@ -15,7 +17,7 @@
 #   fuzz/run.sh --runs N [target…]  N executions of the named targets
 #   fuzz/run.sh --seconds S [target…]
 #
-# Targets: advertisement, gatt, radio-input, text, beacon. Exit status is non-zero on any crash; crash
+# Targets: advertisement, gatt, radio-input, text, beacon, dbus-wire. Exit status is non-zero on any crash; crash
 # inputs land in fuzz/artifacts/. Needs: swift toolchain (libFuzzer ships with it), python3,
 # libdbus-1-dev and libbluetooth-dev (scripts/setup.sh).
 set -euo pipefail
@@ -29,12 +31,12 @@ while [ $# -gt 0 ]; do
         --short) mode=(-max_total_time=30) ;;
         --runs) mode=(-runs="$2"); shift ;;
         --seconds) mode=(-max_total_time="$2"); shift ;;
-        advertisement|gatt|radio-input|text|beacon) targets+=("$1") ;;
-        *) echo "usage: $0 [--short | --runs N | --seconds S] [advertisement|gatt|radio-input|text|beacon…]" >&2; exit 2 ;;
+        advertisement|gatt|radio-input|text|beacon|dbus-wire) targets+=("$1") ;;
+        *) echo "usage: $0 [--short | --runs N | --seconds S] [advertisement|gatt|radio-input|text|beacon|dbus-wire…]" >&2; exit 2 ;;
     esac
     shift
 done
-[ ${#targets[@]} -eq 0 ] && targets=(advertisement gatt radio-input text beacon)
+[ ${#targets[@]} -eq 0 ] && targets=(advertisement gatt radio-input text beacon dbus-wire)
 
 echo "== building swift-crypto, _CryptoExtras and swift-log (release)"
 swift build -c release --target _CryptoExtras >/dev/null
@@ -73,11 +75,17 @@ module() {
 }
 module ClickerTransport Sources/ClickerTransport/*.swift
 needs_radio=0
-for t in "${targets[@]}"; do [ "$t" = radio-input ] && needs_radio=1; done
-if [ $needs_radio = 1 ]; then
-    # -enable-testing: the harness builds a DBusMessage from demarshalled bytes (an internal initialiser).
+needs_dbus=0
+for t in "${targets[@]}"; do
+    [ "$t" = radio-input ] && needs_radio=1 && needs_dbus=1
+    [ "$t" = dbus-wire ] && needs_dbus=1
+done
+if [ $needs_dbus = 1 ]; then
+    # -enable-testing: the dbus-wire harness builds a DBusMessage from demarshalled bytes (an internal initialiser).
     module OSThreads Sources/OSThreads/*.swift
     module DBus -enable-testing Sources/DBus/*.swift
+fi
+if [ $needs_radio = 1 ]; then
     module ClickerDoctor Sources/ClickerDoctor/*.swift
     module HCI Sources/HCI/*.swift
 fi
@@ -95,6 +103,7 @@ for t in "${targets[@]}"; do
         beacon) inputs=("${wire[@]}" fuzz/FuzzBeacon.swift) ;;
         radio-input) inputs=(Sources/BlueZ/*.swift fuzz/FuzzRadioInput.swift "$OUT/libDBus.a" "$OUT/libHCI.a" "$OUT/libClickerDoctor.a" "$OUT/libOSThreads.a"
                              "$OUT/libClickerTransport.a" "${LOG_OBJS[@]}" -ldbus-1 -lbluetooth) ;;
+        dbus-wire) inputs=(fuzz/FuzzDBusWire.swift "$OUT/libDBus.a" "$OUT/libOSThreads.a" -ldbus-1) ;;
     esac
     echo "== building fuzz-$t"
     # (The linker's "Cannot export local symbol '__asan_…'" warnings are harmless; kept in the log.)

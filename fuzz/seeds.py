@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes libFuzzer seed corpora from the ```vector blocks of docs/PROTOCOL-VECTORS.md.
-usage: seeds.py PROTOCOL-VECTORS.md OUTDIR  → OUTDIR/{advertisement,gatt,radio-input,text,beacon}/
+usage: seeds.py PROTOCOL-VECTORS.md OUTDIR  → OUTDIR/{advertisement,gatt,radio-input,text,beacon,dbus-wire}/
 radio-input: HCI advertising-report events (first byte 0) and BlueZ D-Bus signals (first byte 1)
 carrying the vector advertisements."""
 import os, re, struct, sys
@@ -57,32 +57,33 @@ def split(sig):
 def pad(buf, n):
     while len(buf) % n: buf.append(0)
 
-def put(buf, sig, v):
+def put(buf, sig, v, e="<"):   # e: the byte order, struct's "<" or ">"
     c = sig[0]
     pad(buf, ALIGN[c])
-    if c in FMT: buf += struct.pack("<" + FMT[c], v)
+    if c in FMT: buf += struct.pack(e + FMT[c], v)
     elif c in "so":
-        b = v.encode(); buf += struct.pack("<I", len(b)) + b + b"\0"
+        b = v.encode(); buf += struct.pack(e + "I", len(b)) + b + b"\0"
     elif c == "g":
         b = v.encode(); buf += bytes([len(b)]) + b + b"\0"
     elif c == "v":
-        put(buf, "g", v[0]); put(buf, v[0], v[1])
+        put(buf, "g", v[0], e); put(buf, v[0], v[1], e)
     elif c in "({":
-        for t, x in zip(split(sig[1:-1]), v): put(buf, t, x)
+        for t, x in zip(split(sig[1:-1]), v): put(buf, t, x, e)
     elif c == "a":
         elem = sig[1:]
         at = len(buf); buf += b"\0\0\0\0"
         pad(buf, ALIGN[elem[0]])
         start = len(buf)
-        for x in v: put(buf, elem, x)
-        buf[at:at + 4] = struct.pack("<I", len(buf) - start)
+        for x in v: put(buf, elem, x, e)
+        buf[at:at + 4] = struct.pack(e + "I", len(buf) - start)
 
-def dbus_signal(path, interface, member, sig, args, serial=7):
+def dbus_signal(path, interface, member, sig, args, serial=7, big=False):
+    e = ">" if big else "<"
     body = bytearray()
-    for t, x in zip(split(sig), args): put(body, t, x)
+    for t, x in zip(split(sig), args): put(body, t, x, e)
     fields = [(1, ("o", path)), (2, ("s", interface)), (3, ("s", member)), (8, ("g", sig)), (7, ("s", ":1.4"))]
     msg = bytearray()
-    put(msg, "(yyyyuua(yv))", (ord("l"), 4, 0, 1, len(body), serial, fields))
+    put(msg, "(yyyyuua(yv))", (ord("B" if big else "l"), 4, 0, 1, len(body), serial, fields), e)
     pad(msg, 8)
     return bytes(msg + body)
 
@@ -108,7 +109,12 @@ for p in adv:
 radio.append(b"\x01" + dbus_signal("/", "org.freedesktop.DBus.ObjectManager", "InterfacesRemoved", "oas",
                                   [DEV, ["org.bluez.Device1"]]))
 
-for name, items in (("advertisement", adv), ("gatt", gatt), ("radio-input", radio), ("text", texts), ("beacon", beacon)):
+# dbus-wire: the D-Bus messages alone, and one in big-endian byte order
+wire = [x[1:] for x in radio if x[0] == 1]
+wire.append(dbus_signal(DEV, PROPS, "PropertiesChanged", "sa{sv}as", ["org.bluez.Device1", [("RSSI", ("n", -60))], []], big=True))
+
+for name, items in (("advertisement", adv), ("gatt", gatt), ("radio-input", radio), ("text", texts), ("beacon", beacon),
+                    ("dbus-wire", wire)):
     d = os.path.join(out, name)
     os.makedirs(d, exist_ok=True)
     for i, x in enumerate(items):

@@ -142,4 +142,6 @@ public struct BlueZCentralStatistics: Sendable, Hashable {
     public var heardAddresses: Int = 0
     /// The most GATT reads (connections) that were in progress at once.
     public var peakConcurrentReads: Int = 0
+    /// Signals from bluetoothd dropped because they did not parse (counted, never trapped on).
+    public var rejectedSignals: Int = 0
 }

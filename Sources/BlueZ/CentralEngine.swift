@@ -13,12 +13,16 @@ final class CentralEngine: Sendable {
     /// The radio status shown by `status()`.
     let statusHub: RadioStatusBroadcaster
     let slots: AsyncSemaphore
+    /// The signal readers' counters, across sessions (malformed signals dropped: `rejected`).
+    let signalStats = DBusSubscriptionStats()
 
     enum Control: Sendable {
-        case connectionClosed, owner(String), adapterAdded, adapterRemoved, powered(Bool), subscribersChanged, tick
+        /// The bus connection or the signal reader ended (why, when it was not a plain disconnection).
+        case connectionClosed(String?)
+        case owner(String), adapterAdded, adapterRemoved, powered(Bool), subscribersChanged, tick
     }
 
-    enum Outcome { case shutdown, disconnected, failed(BlueZError) }
+    enum Outcome { case shutdown, disconnected(String?), failed(BlueZError) }
 
     struct Subscriber {
         var company: UInt16
@@ -131,6 +135,7 @@ final class CentralEngine: Sendable {
             var st = s.stats
             st.mirroredObjects = s.mirror.count
             st.heardAddresses = s.heard.count
+            st.rejectedSignals = signalStats.rejected.load(ordering: .relaxed)
             return st
         }
     }

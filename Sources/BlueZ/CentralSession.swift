@@ -40,8 +40,8 @@ extension CentralEngine {
                     return
                 }
                 noteTrouble(e)
-            case .disconnected:
-                let e = BlueZError.busUnreachable(options.bus.spokenName, "connection lost")
+            case .disconnected(let why):
+                let e = BlueZError.busUnreachable(options.bus.spokenName, why ?? "connection lost")
                 noteTrouble(e)
                 radioLost(e)
             }
@@ -52,23 +52,25 @@ extension CentralEngine {
 
     func session(_ conn: DBusConnection) async -> Outcome {
         let (control, controlCont) = AsyncStream<Control>.makeStream()
-        // The signals are handled on the connection's dispatch thread as they are read (``SignalGate``):
-        // no task to wake for each batch.
+        // BlueZ's signals come through a reader of their own (its own socket and thread, our own
+        // unmarshalling) and are handled on its thread as they are read (``SignalGate``): no task to wake
+        // for each batch. Calls stay on `conn`.
         let gate = SignalGate(engine: self, control: controlCont)
-        let unsubscribe: @Sendable () -> Void
+        let reader: DBusSignalReader
         let owners: AsyncStream<DBusNameOwnerChange>
         do {
-            // Subscribe before reading the tree, so nothing between the two is missed.
-            unsubscribe = try await conn.signalBatches(
-                matching: DBusMatchRule(sender: BlueZ.service), maxBatch: 1024,
-                decode: { [clock = options.clock] m, r in try SignalDecoder.decode(m, &r, clock: clock) },
-                deliver: { gate.deliver($0) }, finished: { gate.finish() })
+            // Subscribe before reading the tree (the bus has added the rule when this returns), so
+            // nothing between the two is missed.
+            reader = try await DBusSignalReader.open(
+                options.bus, matching: [DBusMatchRule(sender: BlueZ.service)], maxBatch: 1024, stats: signalStats,
+                decode: { [clock = options.clock] m in try SignalDecoder.decode(m, clock: clock) },
+                deliver: { gate.deliver($0) }, finished: { gate.finish($0) })
         } catch {
             return .failed(.busUnreachable(options.bus.spokenName, "\(error)"))
         }
         defer {
             gate.close()
-            unsubscribe()
+            reader.close()
         }
         do {
             owners = try await conn.nameOwnerChanges(for: BlueZ.service)
@@ -87,6 +89,8 @@ extension CentralEngine {
         return await withTaskGroup(of: Void.self) { group -> Outcome in
             group.addTask {
                 for await change in owners { controlCont.yield(.owner(change.newOwner)) }
+                // The stream ends with the connection its calls go through.
+                if !Task.isCancelled { controlCont.yield(.connectionClosed(nil)) }
             }
             group.addTask {
                 while !Task.isCancelled {
@@ -111,8 +115,8 @@ extension CentralEngine {
         for await event in control {
             if Task.isCancelled { return .shutdown }
             switch event {
-            case .connectionClosed:
-                return state.withLock { $0.shutDown } ? .shutdown : .disconnected
+            case .connectionClosed(let why):
+                return state.withLock { $0.shutDown } ? .shutdown : .disconnected(why)
             case .owner(let newOwner):
                 if newOwner.isEmpty {
                     state.withLock { s in

@@ -133,30 +133,31 @@ struct ReportBatch {
     }
 }
 
-/// The signal batches of one bus connection, handed to ``CentralEngine/handle(_:)`` on the connection's
-/// dispatch thread as they are read. As a stream consumed by a task would: the batches read before the
+/// The signal batches of one bus connection, handed to ``CentralEngine/handle(_:)`` on the signal
+/// reader's thread as they are read. As a stream consumed by a task would: the batches read before the
 /// central follows them (``open()``) are kept and handled then, in order; the end of the connection
 /// reaches the control loop after the last batch; nothing is handled once the central is done with the
 /// connection (``close()``).
-/// `handle` is short and never blocks or waits for the connection, so the dispatch thread can run it.
+/// `handle` is short and never blocks or waits for the bus, so the reader's thread can run it.
 final class SignalGate: Sendable {
     private enum Phase {
-        /// Not yet followed: the batches kept, and whether the connection has ended.
-        case waiting([[BlueZSignal]], ended: Bool)
+        /// Not yet followed: the batches kept, and whether (and why) the reader has ended.
+        case waiting([[BlueZSignal]], ended: Ended?)
         case open
         case closed
     }
 
     private let engine: CentralEngine
     private let control: AsyncStream<CentralEngine.Control>.Continuation
-    private let phase = Mutex(Phase.waiting([], ended: false))
+    private struct Ended { var why: String? }
+    private let phase = Mutex(Phase.waiting([], ended: nil))
 
     init(engine: CentralEngine, control: AsyncStream<CentralEngine.Control>.Continuation) {
         self.engine = engine
         self.control = control
     }
 
-    /// A batch read (dispatch thread).
+    /// A batch read (the reader's thread).
     func deliver(_ batch: [BlueZSignal]) {
         phase.withLock { p in
             switch p {
@@ -170,27 +171,28 @@ final class SignalGate: Sendable {
         }
     }
 
-    /// The connection ended after its last batch (dispatch thread).
-    func finish() {
+    /// The reader ended after its last batch (its thread), with why when it was not closed by us.
+    func finish(_ error: DBusError?) {
+        let why = error.map { "signal reader: \($0)" }
         let now = phase.withLock { p -> Bool in
             switch p {
             case .open: return true
-            case .waiting(let kept, _): p = .waiting(kept, ended: true); return false
+            case .waiting(let kept, _): p = .waiting(kept, ended: Ended(why: why)); return false
             case .closed: return false
             }
         }
-        if now { control.yield(.connectionClosed) }
+        if now { control.yield(.connectionClosed(why)) }
     }
 
     /// The central follows the signals: the batches kept are handled, in order.
     func open() {
-        let ended = phase.withLock { p -> Bool in
-            guard case .waiting(let kept, let ended) = p else { return false }
+        let ended = phase.withLock { p -> Ended? in
+            guard case .waiting(let kept, let ended) = p else { return nil }
             for batch in kept { engine.handle(batch) }
             p = .open
             return ended
         }
-        if ended { control.yield(.connectionClosed) }
+        if let ended { control.yield(.connectionClosed(ended.why)) }
     }
 
     /// The central is done with the connection: no batch is handled after this returns.

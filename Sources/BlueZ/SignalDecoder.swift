@@ -28,7 +28,7 @@ struct Advert: Sendable {
     }
 }
 
-/// A signal from org.bluez, decoded on the bus's dispatch thread.
+/// A signal from org.bluez, decoded on the signal reader's thread.
 enum BlueZSignal: Sendable {
     /// A Device1 PropertiesChanged carrying nothing but ManufacturerData and/or RSSI (the hot path).
     case advert(Advert)
@@ -39,87 +39,78 @@ enum BlueZSignal: Sendable {
 }
 
 enum SignalDecoder {
-    /// Decodes one signal from org.bluez; nil for signals the central does not use.
-    /// Runs on the dispatch thread for every signal: the common case (a device's advertisement)
-    /// reads the message in place and allocates only the report's data.
-    static func decode(_ msg: DBusMessage, _ r: inout DBusMessageReader, clock: RadioClock) throws -> BlueZSignal? {
-        // Classify by the first argument's type, without building the member name on the hot path:
-        // PropertiesChanged starts with a string, InterfacesAdded/Removed with an object path.
-        switch r.currentType {
-        case .string?:
-            guard msg.hasSignature("sa{sv}as") else { return nil }  // PropertiesChanged (a short, inline string)
-            let isDevice = try r.readStringEquals("org.bluez.Device1")
-            if isDevice, let fast = try fastDeviceChange(msg, &r, at: clock.now) { return .advert(fast) }
-            var full = msg.reader()
-            let interface = try full.readString()
-            let changed = try [String: DBusValue](from: &full)
-            let invalidated = full.isAtEnd ? [] : try [String](from: &full)
+    /// Decodes one signal from org.bluez, as read from the bus by our own reader
+    /// (``DBusSignalReader``); nil for signals the central does not use. Runs on the reader's thread
+    /// for every signal: the common case (a device's advertisement) reads the message in place and
+    /// allocates only the report's data.
+    static func decode(_ msg: DBusWireMessage, clock: RadioClock) throws -> BlueZSignal? {
+        if msg.signatureIs("sa{sv}as") {
+            guard msg.memberIs("PropertiesChanged"), msg.interfaceIs("org.freedesktop.DBus.Properties") else { return nil }
+            var r = msg.body()
+            if try r.readStringEquals("org.bluez.Device1"), let fast = try fastDeviceChange(msg, &r, at: clock.now) {
+                return .advert(fast)
+            }
+            r = msg.body()
+            let interface = try r.readString()
+            let changed = try r.readPropertyDictionary()
+            let invalidated = try r.readStringArray()
             guard let path = msg.path else { return nil }
             var advert: Advert? = nil
             if interface == BlueZ.device { advert = advertFrom(path: path, properties: changed, at: clock.now) }
             return .propertiesChanged(path, interface, changed, invalidated, advert)
-        case .objectPath?:
-            switch msg.member {
-            case "InterfacesAdded":
-                let path = try r.readObjectPath()
-                let interfaces = try [String: [String: DBusValue]](from: &r)
-                var advert: Advert? = nil
-                if let dev = interfaces[BlueZ.device] { advert = advertFrom(path: path, properties: dev, at: clock.now) }
-                return .interfacesAdded(path, interfaces, advert)
-            case "InterfacesRemoved":
-                let path = try r.readObjectPath()
-                let names = try [String](from: &r)
-                return .interfacesRemoved(path, names)
-            default:
-                return nil
-            }
-        default:
-            return nil
         }
+        guard msg.interfaceIs("org.freedesktop.DBus.ObjectManager") else { return nil }
+        var r = msg.body()
+        if msg.signatureIs("oa{sa{sv}}"), msg.memberIs("InterfacesAdded") {
+            let path = try r.readObjectPath()
+            let interfaces = try r.readInterfaceDictionary()
+            var advert: Advert? = nil
+            if let dev = interfaces[BlueZ.device] { advert = advertFrom(path: path, properties: dev, at: clock.now) }
+            return .interfacesAdded(path, interfaces, advert)
+        }
+        if msg.signatureIs("oas"), msg.memberIs("InterfacesRemoved") {
+            let path = try r.readObjectPath()
+            return .interfacesRemoved(path, try r.readStringArray())
+        }
+        return nil
     }
 
     /// The hot path: `{ManufacturerData: a{qv}, RSSI: n}` and nothing else. Returns nil when the change
     /// has other properties too (the caller then decodes it fully), or the path is not a device path.
-    static func fastDeviceChange(_ msg: DBusMessage, _ r: inout DBusMessageReader, at now: RadioInstant) throws -> Advert? {
+    static func fastDeviceChange(_ msg: DBusWireMessage, _ r: inout DBusWireCursor, at now: RadioInstant) throws -> Advert? {
         guard let address = msg.withPathBytes({ DevicePath.address(ofBytes: $0) }) else { return nil }
         var advert = Advert(address: address, rssi: nil, timestamp: now)
-        var other = false
-        try r.forEachDictEntry { e in
-            if other {
-                return
+        var changed = try r.enterArray(elementAlignment: 8)
+        while !changed.isAtEnd {
+            try changed.align(8)
+            let key = try changed.readStringBytes()
+            let signature = try changed.enterVariant()
+            if wireEquals(key, "ManufacturerData"), wireEquals(signature, "a{qv}") {
+                try readManufacturerData(&changed, into: &advert)
+            } else if wireEquals(key, "RSSI"), wireEquals(signature, "n") {
+                advert.rssi = try changed.readInt16()
+            } else {
+                return nil
             }
-            let key = try e.withStringBytes { buf -> UInt8 in
-                if equals(buf, "ManufacturerData") { return 1 }
-                if equals(buf, "RSSI") { return 2 }
-                return 0
-            }
-            switch key {
-            case 1:
-                var v = try e.enterVariant()
-                guard v.currentType == .array else { other = true; return }
-                try readManufacturerData(&v, into: &advert)
-            case 2:
-                var v = try e.enterVariant()
-                guard v.currentType == .int16 else { other = true; return }
-                advert.rssi = try v.readInt16()
-            default:
-                other = true
-            }
+            changed.leaveVariant()
         }
-        if other { return nil }
         return advert
     }
 
-    /// Reads an `a{qv}` whose values are `ay`, skipping entries of any other shape.
-    static func readManufacturerData(_ r: inout DBusMessageReader, into advert: inout Advert) throws {
-        do {
-            try r.forEachDictEntry { e in
-                let company = try e.readUInt16()
-                var v = try e.enterVariant()
-                if let bytes = try? v.readBytes() { advert.addManufacturer(company, bytes) }
+    /// Reads an `a{qv}` whose values are `ay`, skipping (and checking) entries of any other shape.
+    static func readManufacturerData(_ r: inout DBusWireCursor, into advert: inout Advert) throws {
+        var entries = try r.enterArray(elementAlignment: 8)
+        while !entries.isAtEnd {
+            try entries.align(8)
+            let company = try entries.readUInt16()
+            let save = entries
+            if wireEquals(try entries.enterVariant(), "ay") {
+                advert.addManufacturer(company, try entries.readByteArray())
+                entries.leaveVariant()
+            } else {
+                entries = save
+                try entries.skipVariant()
             }
-        } catch is DBusDecodingError {
-            // Not an a{q…}: not manufacturer data as BlueZ sends it; ignore it.
         }
     }
 
@@ -146,13 +137,5 @@ enum SignalDecoder {
             }
         }
         return any ? advert : nil
-    }
-
-    @inline(__always)
-    static func equals(_ buf: UnsafeRawBufferPointer, _ s: StaticString) -> Bool {
-        guard buf.count == s.utf8CodeUnitCount else { return false }
-        let p = s.utf8Start
-        for i in 0..<buf.count where buf[i] != p[i] { return false }
-        return true
     }
 }

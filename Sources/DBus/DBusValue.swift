@@ -65,11 +65,14 @@ public struct DBusObjectPath: Sendable, Hashable, Comparable, CustomStringConver
     public static func < (a: DBusObjectPath, b: DBusObjectPath) -> Bool { a.rawValue < b.rawValue }
 
     /// Whether `path` satisfies the D-Bus object path grammar.
-    public static func isValid(_ path: String) -> Bool {
+    public static func isValid(_ path: String) -> Bool { isValid(bytes: path.utf8) }
+
+    /// Whether the UTF-8 bytes of a path satisfy the object path grammar.
+    static func isValid(bytes path: some Sequence<UInt8>) -> Bool {
         var first = true
         var prevSlash = false
         var count = 0
-        for c in path.utf8 {
+        for c in path {
             count += 1
             if first {
                 guard c == UInt8(ascii: "/") else { return false }

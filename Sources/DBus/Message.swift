@@ -184,6 +184,17 @@ public final class DBusMessage: @unchecked Sendable, CustomStringConvertible {
         return DBusMessage(adopting: m)
     }
 
+    /// The message in the wire format (marshalled by libdbus) with `serial` set; nil when out of memory.
+    /// For sending it through a socket of our own, and for tests of our unmarshaller.
+    func marshalled(serial: UInt32) -> [UInt8]? {
+        dbus_message_set_serial(raw, serial)
+        var p: UnsafeMutablePointer<CChar>?
+        var n: Int32 = 0
+        guard dbus_message_marshal(raw, &p, &n) != 0, let p else { return nil }
+        defer { dbus_free(p) }
+        return Array(UnsafeRawBufferPointer(start: p, count: Int(n)))
+    }
+
     /// Appends arguments to a message that has not been sent yet.
     func append(_ arguments: [DBusValue]) throws {
         guard !arguments.isEmpty else { return }

@@ -168,6 +168,32 @@ final class BlueZCentralTests: XCTestCase {
         XCTAssertEqual(central.statistics.heardAddresses, 1, "addresses of the old bluetoothd still remembered")
     }
 
+    /// Bytes that cannot begin a D-Bus message on the signal reader's socket: the central reports it,
+    /// loses the radio as when the bus goes, connects again and counts on.
+    func testAnUnreadableSignalStreamIsReportedAndTheCentralConnectsAgain() async throws {
+        let proxy = try BusProxy(bus: bus)
+        defer { proxy.stop() }
+        try await mock.addAdapter()
+        try await mock.addDevice(Self.voter1)
+        let central = makeCentral { $0.bus = .address(proxy.address) }
+        let status = Collector(central.status())
+        let reports = Collector(central.advertisements(companyID: 0xFFFF))
+        try await waitScanning(status)
+        try await mock.advertise(Self.voter1, data: [1])
+        try await reports.wait("first report") { $0.count == 1 }
+
+        XCTAssertEqual(proxy.injectIntoSignalReader(Array("not a D-Bus message at all".utf8)), 1)
+        try await status.wait("the reader's end reported") {
+            $0.contains { $0.state == .recovering && ($0.lastError?.contains("signal reader") ?? false) }
+        }
+        try await status.wait("scanning again") { $0.last?.state == .scanning }
+        try await mock.advertise(Self.voter1, data: [2, 2])
+        let got = try await reports.wait("a report after reconnecting") { $0.count == 2 }
+        XCTAssertEqual(got[1].data, [2, 2])
+        XCTAssertNil(reports.error)
+        XCTAssertGreaterThanOrEqual(central.statistics.acquisitions, 2)
+    }
+
     func testSurvivesAdapterRemovedAndReAdded() async throws {
         try await mock.addAdapter()
         let central = makeCentral()
