@@ -100,7 +100,7 @@ public struct LectureHall: Sendable, Hashable {
     }
 
     /// Where `end` is, given the seat order.
-    func point(of end: End, seats: [Int]) -> HallPoint {
+    public func point(of end: End, seats: [Int]) -> HallPoint {
         switch end {
         case .receiver(let k): return geometry.point(of: receivers[k % receivers.count])
         case .device(let i):
@@ -111,7 +111,7 @@ public struct LectureHall: Sendable, Hashable {
 
     /// Received power (dBm) of a transmission from `a` at `b` (the link is symmetric): transmit power,
     /// less the median loss, less the link's shadowing, a normal deviate seeded by `seed` and the pair.
-    func receivedPower(_ a: End, _ b: End, seats: [Int], seed: UInt64) -> Double {
+    public func receivedPower(_ a: End, _ b: End, seats: [Int], seed: UInt64) -> Double {
         let pa = point(of: a, seats: seats), pb = point(of: b, seats: seats)
         let d = pa.distance(to: pb)
         let loss = radio.medianLoss(distance: d, bodies: geometry.bodies(between: pa, and: pb))
@@ -154,4 +154,23 @@ public struct LectureHall: Sendable, Hashable {
     }
 
     static func standardNormalCDF(_ z: Double) -> Double { 0.5 * erfc(-z / 2.0.squareRoot()) }
+}
+
+extension AirConfiguration {
+    /// An air for `hall`: receivers of −93 dBm sensitivity (BLE radios at 1 Mb/s are specified at −90 to
+    /// −97 dBm), capture when a PDU is 6 dB above the sum of what overlaps it, no random loss.
+    public static func hall(_ hall: LectureHall, seed: UInt64, clock: AirClock = .virtual,
+                            firstEventPhase: FirstEventPhase = .randomWithinInterval,
+                            broadcast: BroadcastConfiguration = BroadcastConfiguration()) -> AirConfiguration {
+        AirConfiguration(seed: seed, clock: clock, captureThreshold: LectureHall.captureThreshold,
+                         sensitivity: LectureHall.sensitivity, firstEventPhase: firstEventPhase, broadcast: broadcast,
+                         hall: hall)
+    }
+}
+
+extension LectureHall {
+    /// The receivers' sensitivity in a hall's air (`AirConfiguration.hall`), dBm.
+    public static let sensitivity = -93.0
+    /// The capture threshold in a hall's air, dB.
+    public static let captureThreshold = 6.0
 }
