@@ -13,8 +13,10 @@ final class AirCore {
     var queue = EventQueue<Event>()
     /// The centrals' controllers: one per receiver of the hall, or one (AirStation.swift).
     let stations: [Station]
-    /// With a hall: the seat each device takes, by device index (`LectureHall.seatOrder`).
+    /// With a hall: the seat each device takes, by device index (`LectureHall.seatOrder`), and the
+    /// power of each link computed so far (`linkPower`).
     let seats: [Int]
+    var linkCache: [UInt64: Double] = [:]
     let gap: UInt64
     let maxDelay: UInt64
 

@@ -74,9 +74,17 @@ extension AirCore {
     }
 
     /// A station's PDU at its own other controllers, next to its antenna, is the top of the RSSI scale.
+    /// Each link is computed once (the model's arithmetic is the hall's hottest path); the cache is
+    /// emptied past 2 million links, a full hall of 2,000 seats.
     private func linkPower(from sender: Int, to end: LectureHall.End, _ hall: LectureHall) -> Double {
         let from: LectureHall.End = sender >= 0 ? .device(sender) : .receiver(Transmission.station(of: sender))
         if from == end { return 20 }
-        return hall.receivedPower(from, end, seats: seats, seed: config.seed)
+        let (lo, hi) = from.key < end.key ? (from.key, end.key) : (end.key, from.key)
+        let key = lo << 32 | hi
+        if let p = linkCache[key] { return p }
+        if linkCache.count >= 2_000_000 { linkCache.removeAll() }
+        let p = hall.receivedPower(from, end, seats: seats, seed: config.seed)
+        linkCache[key] = p
+        return p
     }
 }
