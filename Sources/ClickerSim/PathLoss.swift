@@ -14,9 +14,10 @@ import ClickerTransport
 ///
 /// Below the breakpoint distance `d_BP` the loss is free space (slope 2): `20·log10(4π·d·f/c)`, 40.2 dB
 /// at 1 m for 2.44 GHz (the middle of the advertising channels); beyond it, `L(d_BP) + 35·log10(d/d_BP)`.
-/// Shadowing: σ = 3 dB within `d_BP`, 5 dB beyond (model D). Model D (d_BP = 10 m) is TGn's large
-/// office with line of sight blocked in places; model E (d_BP = 20 m, σ 3/6 dB) its large open space.
-/// A hall full of seated people is D's case: open, but with the direct path through people.
+/// Shadowing: σ = 3 dB within `d_BP`, 5 dB beyond (model D). Model D (d_BP = 10 m) is TGn's typical
+/// office without line of sight; model E (d_BP = 20 m, σ 3/6 dB) its large open space and office. A
+/// full hall is open but has no clear line of sight between most desks: D (docs/DESIGN.md says what
+/// E would change).
 public struct IndoorPathLoss: Sendable, Hashable {
     public var frequency: Double
     public var breakpoint: Double
@@ -74,6 +75,7 @@ public struct LectureHall: Sendable, Hashable {
     public var receivers: [ReceiverPlacement]
     public var radio: IndoorPathLoss
 
+    /// `receivers`: none is taken as one at the front.
     public init(geometry: HallGeometry, receivers: [ReceiverPlacement] = [.front], radio: IndoorPathLoss = IndoorPathLoss()) {
         self.geometry = geometry
         self.receivers = receivers.isEmpty ? [.front] : receivers
