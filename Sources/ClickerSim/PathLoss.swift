@@ -13,7 +13,7 @@ import ClickerTransport
 /// straight path and log-normal shadowing drawn once per link.
 ///
 /// Below the breakpoint distance `d_BP` the loss is free space (slope 2): `20·log10(4π·d·f/c)`, 40.2 dB
-/// at 1 m for 2.44 GHz (the middle of the advertising channels); beyond it, `L(d_BP) + 35·log10(d/d_BP)`.
+/// at 1 m for 2.44 GHz (the middle of the band); beyond it, `L(d_BP) + 35·log10(d/d_BP)`.
 /// Shadowing: σ = 3 dB within `d_BP`, 5 dB beyond (model D). Model D (d_BP = 10 m) is TGn's typical
 /// office without line of sight; model E (d_BP = 20 m, σ 3/6 dB) its large open space and office. A
 /// full hall is open but has no clear line of sight between most desks: D (docs/DESIGN.md says what
