@@ -44,8 +44,14 @@ extension AirCore {
         let placements: [ReceiverPlacement?] = config.hall.map { $0.receivers.map { Optional($0) } } ?? [nil]
         return placements.enumerated().map { k, placement in
             Station(index: k, placement: placement, schedules: config.scanners.map { ScanSchedule($0, origin: start) },
-                    address: DeviceAddress(rawValue: config.broadcast.centralAddress.rawValue &+ UInt64(k)))
+                    address: address(ofReceiver: k, config))
         }
+    }
+
+    /// The address receiver `k` broadcasts under: the central's, with `k` in its fourth byte from the
+    /// right (devices' default addresses count up in the low bytes, `addDevice`).
+    static func address(ofReceiver k: Int, _ config: AirConfiguration) -> DeviceAddress {
+        DeviceAddress(rawValue: config.broadcast.centralAddress.rawValue &+ UInt64(k) << 24)
     }
 
     /// Power (dBm) at which `end` receives `tx`. Without a hall: a device's own `rssi` (its one path

@@ -208,6 +208,10 @@ public struct SimulatedCentral: CentralTransport, BroadcasterTransport {
     /// Its index in `LectureHall.receivers` (0 without a hall).
     public let receiver: Int
 
+    /// The address listeners hear its broadcast under: `BroadcastConfiguration.centralAddress` for the
+    /// first receiver, with the receiver's index in the fourth byte from the right for the others.
+    public var address: DeviceAddress { AirCore.address(ofReceiver: receiver, air.configuration) }
+
     /// Reports every PDU the scanners hear with manufacturer data under `companyID`.
     /// Scanning starts when the stream is created (synchronously) and stops when every
     /// consumer is gone (task cancelled or stream dropped). Buffers without bound.

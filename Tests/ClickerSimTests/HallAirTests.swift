@@ -100,8 +100,9 @@ final class HallAirTests: XCTestCase {
         let listens = (0..<600).map { _ in air.addPeripheral().listen(companyID: companyID, dutyCycle: .continuous) }
         air.run(until: at(10))
         air.finishAdvertisementStreams()
-        let addresses = [air.configuration.broadcast.centralAddress,
-                         DeviceAddress(rawValue: air.configuration.broadcast.centralAddress.rawValue + 1)]
+        let addresses = centrals.map(\.address)
+        XCTAssertEqual(addresses[0], air.configuration.broadcast.centralAddress)
+        XCTAssertEqual(Set(addresses).count, 2)
         var both = 0
         for (d, l) in listens.enumerated() {
             var from = Set<DeviceAddress>()
