@@ -6,9 +6,10 @@ import ClickerTransport
 // legacy advertising PDUs with their airtime, on the three primary channels at its interval; they
 // collide with everyone's and its receiver is deaf while it transmits, as any device's.
 //
-// Power: the simulator knows one path loss per device, to the central. A listener hears the attacker
-// at its own `rssi` (the attacker sits by the central, the strongest place for it), and the attacker
-// hears a device at that device's `rssi`.
+// Power: without a hall the simulator knows one path loss per device, to the central. A listener hears
+// the attacker at its own `rssi` (the attacker sits by the central, the strongest place for it), and
+// the attacker hears a device at that device's `rssi`. In a hall the attacker takes a seat like any
+// device and every link has its own loss (PathLoss.swift).
 
 extension AirCore {
     /// Makes `dev` an attacker's radio (it stays one until the air ends).
@@ -27,7 +28,7 @@ extension AirCore {
             let dev = devices[d]
             guard hears(dev, tx) else { continue }
             if sender.attacker { stats.attackerPDUsHeard += 1 }
-            deliverToListener(tx.pdu, from: sender.address, to: dev, at: tx.end)
+            deliverToListener(tx.pdu, from: sender.address, rssi: power(of: tx, at: .device(d)), to: dev, at: tx.end)
         }
     }
 }

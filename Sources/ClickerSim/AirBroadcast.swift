@@ -12,17 +12,19 @@ import ClickerTransport
 // broadcast PDU when its receiver sits on that PDU's channel, inside a scan window, for the PDU's
 // whole airtime, while it is not transmitting itself, and when nothing destroyed the PDU.
 //
-// Power at a listener: the simulator knows one path loss per device, to the central, so a listener
-// receives the broadcast at its own `rssi` (the link is symmetric) and counts each overlapping PDU at
-// the power the central would receive it with. Listeners hear only the central's broadcast, not
+// Power at a listener: without a hall the simulator knows one path loss per device, to the central,
+// so a listener receives the broadcast at its own `rssi` (the link is symmetric) and counts each
+// overlapping PDU at the power the central would receive it with. In a hall (PathLoss.swift) every
+// link has its own loss: a listener hears each receiver's broadcast, and sums the overlapping PDUs,
+// at the power that reaches its seat. Listeners hear only the central's broadcast, not
 // each other's advertisements, except an attacker's radio (AirAttacker.swift), which hears every
 // device's and whose advertisements every listener hears.
 
 extension AirCore {
     // MARK: Broadcasting
 
-    /// Starts or replaces the broadcast; a replacement takes effect at the next event, from its first frame.
-    func startBroadcast(_ payload: BroadcastPayload) throws {
+    /// Starts or replaces `station`'s broadcast; a replacement takes effect at the next event, from its first frame.
+    func startBroadcast(_ payload: BroadcastPayload, at station: Station) throws {
         guard !payload.frames.isEmpty else { throw TransportError.unsupported("a broadcast needs at least one frame") }
         let extended = config.broadcast.extended
         let limit = (extended ? BroadcastCapabilities.extended : .legacy).maxFrameLength
@@ -37,31 +39,32 @@ extension AirCore {
             extended ? PDUSnapshot(auxiliaryFrame: $0, companyID: payload.companyID, interval: interval)
                 : PDUSnapshot(broadcastFrame: $0, companyID: payload.companyID, interval: interval)
         }
-        let wasBroadcasting = broadcast != nil, oldNote = broadcastNote
-        broadcast = BroadcastState(companyID: payload.companyID, frames: frames, interval: interval)
-        broadcastNote = clamped == payload.interval ? nil
+        let wasBroadcasting = station.broadcast != nil, oldNote = station.broadcastNote
+        station.broadcast = BroadcastState(companyID: payload.companyID, frames: frames, interval: interval)
+        station.broadcastNote = clamped == payload.interval ? nil
             : "broadcast interval \(payload.interval) outside \(range.lowerBound)...\(range.upperBound); using \(clamped)"
         if !wasBroadcasting {
-            broadcastGeneration += 1
-            schedule(.broadcastEvent(generation: broadcastGeneration), at: now.adding(rng.upTo(maxDelay)))
+            station.broadcastGeneration += 1
+            schedule(.broadcastEvent(station: station.index, generation: station.broadcastGeneration),
+                     at: now.adding(rng.upTo(maxDelay)))
         }
-        if broadcastNote != oldNote { publishCentralStatus() }
+        if station.broadcastNote != oldNote { publishCentralStatus(station) }
     }
 
-    func stopBroadcast() {
-        guard broadcast != nil else { return }
-        broadcast = nil
-        broadcastGeneration += 1
+    func stopBroadcast(at station: Station) {
+        guard station.broadcast != nil else { return }
+        station.broadcast = nil
+        station.broadcastGeneration += 1
         // PDUs of the event in progress that have not started will not be sent: no deafness for them.
-        centralDeaf.removeAll { $0.start > now }
-        if broadcastNote != nil {
-            broadcastNote = nil
-            publishCentralStatus()
+        station.deaf.removeAll { $0.start > now }
+        if station.broadcastNote != nil {
+            station.broadcastNote = nil
+            publishCentralStatus(station)
         }
     }
 
-    func broadcastEvent(generation g: UInt64) {
-        guard g == broadcastGeneration, let b = broadcast else { return }
+    func broadcastEvent(_ station: Station, generation g: UInt64) {
+        guard g == station.broadcastGeneration, let b = station.broadcast else { return }
         if let dwell = config.broadcast.frameDwell {
             // The host changes the frame: the same one until it held the air for the dwell.
             if let since = b.shownSince, now >= since + dwell.clampedNanoseconds {
@@ -73,7 +76,7 @@ extension AirCore {
         let frame = b.frames[b.next % b.frames.count]
         if config.broadcast.frameDwell == nil { b.next = (b.next + 1) % b.frames.count }
         stats.broadcastEvents += 1
-        centralDeaf.removeAll { $0.end.adding(3_000_000) < now }  // no event lasts 3 ms: older ones matter no more
+        station.deaf.removeAll { $0.end.adding(3_000_000) < now }  // no event lasts 3 ms: older ones matter no more
         let channels = (config.broadcast.channels.isEmpty ? [37, 38, 39] : config.broadcast.channels).filter { (37...39).contains($0) }
         // Extended: the primary channels carry the short ADV_EXT_IND; the frame follows on a
         // secondary channel once the last of them has ended.
@@ -81,40 +84,36 @@ extension AirCore {
         if config.broadcast.extended, !channels.isEmpty {
             let indication = ExtendedAdvertising.indicationAirTime.clampedNanoseconds
             let lastEnd = now + UInt64(channels.count) * indication + UInt64(channels.count - 1) * gap
-            auxiliary = AuxiliaryBroadcast(pdu: frame, start: lastEnd + ExtendedAdvertising.auxiliaryOffset.clampedNanoseconds)
+            auxiliary = AuxiliaryBroadcast(pdu: frame, start: lastEnd + ExtendedAdvertising.auxiliaryOffset.clampedNanoseconds,
+                                           station: station.index)
         }
         let pdu = auxiliary.map { PDUSnapshot(indicationOf: $0) } ?? frame
         var t = now
         for ch in channels {
             stats.broadcastPDUs += 1
-            if config.broadcast.deafness == .packets { centralDeaf.append((t, t + pdu.airTime)) }
+            if config.broadcast.deafness == .packets { station.deaf.append((t, t + pdu.airTime)) }
             if t == now {
-                startBroadcastPDU(channel: ch, pdu: pdu)
+                startBroadcastPDU(station, channel: ch, pdu: pdu)
             } else {
-                schedule(.broadcastPDUStart(generation: g, channel: ch, pdu: pdu), at: t)
+                schedule(.broadcastPDUStart(station: station.index, generation: g, channel: ch, pdu: pdu), at: t)
             }
             t = t + pdu.airTime + gap
         }
         var eventEnd = t - gap
         if let aux = auxiliary {
-            if config.broadcast.deafness == .packets { centralDeaf.append((aux.start, aux.end)) }
+            if config.broadcast.deafness == .packets { station.deaf.append((aux.start, aux.end)) }
             schedule(.broadcastAuxiliaryEnd(generation: g, aux), at: aux.end)
             eventEnd = aux.end
         }
-        if config.broadcast.deafness == .wholeEvent, t > now { centralDeaf.append((now, eventEnd)) }
-        schedule(.broadcastEvent(generation: g), at: now.adding(b.interval).adding(rng.upTo(maxDelay)))
+        if config.broadcast.deafness == .wholeEvent, t > now { station.deaf.append((now, eventEnd)) }
+        schedule(.broadcastEvent(station: station.index, generation: g), at: now.adding(b.interval).adding(rng.upTo(maxDelay)))
     }
 
-    func startBroadcastPDU(channel: UInt8, pdu: PDUSnapshot) {
-        // Its power matters only at the central's other controllers, next to its antenna: the
-        // strongest signal the simulator knows, which no peripheral's PDU survives.
-        startTransmission(Transmission(device: Transmission.central, channel: channel, start: now,
-                                       rssi: 20, pdu: pdu))  // the top of the RSSI scale
-    }
-
-    /// True when the broadcasting controller transmits at some point of [start, end).
-    func centralIsDeaf(from start: UInt64, to end: UInt64) -> Bool {
-        centralDeaf.contains { $0.start < end && start < $0.end }
+    func startBroadcastPDU(_ station: Station, channel: UInt8, pdu: PDUSnapshot) {
+        // Without a hall its power matters only at the central's other controllers, next to its
+        // antenna: the strongest signal the simulator knows, which no peripheral's PDU survives.
+        startTransmission(Transmission(device: Transmission.sender(station: station.index), channel: channel,
+                                       start: now, rssi: 20, pdu: pdu))  // the top of the RSSI scale
     }
 
     // MARK: Listening
@@ -140,7 +139,7 @@ extension AirCore {
                 aux.listeners.insert(d)
                 continue
             }
-            deliverBroadcast(tx.pdu, to: dev, at: tx.end)
+            deliverBroadcast(tx.pdu, from: stations[Transmission.station(of: tx.device)], to: dev, at: tx.end)
         }
     }
 
@@ -159,13 +158,15 @@ extension AirCore {
             if central { stats.broadcastMissedWhileTransmitting += 1 }
             return false
         }
-        if dev.rssi < config.sensitivity {
+        let end = LectureHall.End.device(dev.index)
+        let received = power(of: tx, at: end)
+        if received < config.sensitivity {
             if central { stats.broadcastOutOfRange += 1 }
             return false
         }
         if tx.overlaps > 0 {
-            // tx.interference sums the others' power (its own power is never added to itself).
-            if let threshold = config.captureThreshold, dev.rssi - 10 * log10(tx.interference) >= threshold {
+            // The interference sums the others' power (its own power is never added to itself).
+            if let threshold = config.captureThreshold, received - 10 * log10(interference(on: tx, at: end)) >= threshold {
                 if central { stats.broadcastCaptures += 1 }
             } else {
                 if central { stats.broadcastCollisions += 1 } else { stats.attackerCollisions += 1 }
@@ -193,20 +194,22 @@ extension AirCore {
                 stats.broadcastAuxiliaryRandomLosses += 1
                 continue
             }
-            deliverBroadcast(aux.pdu, to: dev, at: aux.end)
+            deliverBroadcast(aux.pdu, from: stations[aux.station], to: dev, at: aux.end)
         }
     }
 
-    private func deliverBroadcast(_ pdu: PDUSnapshot, to dev: Device, at end: UInt64) {
+    private func deliverBroadcast(_ pdu: PDUSnapshot, from station: Station, to dev: Device, at end: UInt64) {
         stats.broadcastPDUsHeard += 1
-        deliverToListener(pdu, from: config.broadcast.centralAddress, to: dev, at: end)
+        let received = power(from: Transmission.sender(station: station.index), centralRSSI: 20, at: .device(dev.index))
+        deliverToListener(pdu, from: station.address, rssi: received, to: dev, at: end)
     }
 
-    /// One report of `pdu`, sent by `address`, to each of `dev`'s listening streams of its company ID.
-    func deliverToListener(_ pdu: PDUSnapshot, from address: DeviceAddress, to dev: Device, at end: UInt64) {
+    /// One report of `pdu`, sent by `address` and received at `rssi` dBm, to each of `dev`'s listening
+    /// streams of its company ID.
+    func deliverToListener(_ pdu: PDUSnapshot, from address: DeviceAddress, rssi received: Double, to dev: Device, at end: UInt64) {
         let noise = config.rssiNoise > 0 ? (rng.unitInterval() * 2 - 1) * config.rssiNoise : 0
         let report = AdvertisementReport(address: address,
-                                         rssi: Int8(sanitizedRSSI((dev.rssi + noise).rounded())),
+                                         rssi: Int8(sanitizedRSSI((received + noise).rounded())),
                                          companyID: pdu.companyID, data: pdu.data,
                                          timestamp: RadioInstant(nanoseconds: end))
         for key in dev.listeners.keys.sorted() {

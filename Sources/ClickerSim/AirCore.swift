@@ -11,7 +11,12 @@ final class AirCore {
     var rng: Xoshiro256StarStar
     private(set) var now: UInt64
     var queue = EventQueue<Event>()
-    let schedules: [ScanSchedule]
+    /// The centrals' controllers: one per receiver of the hall, or one (AirStation.swift).
+    let stations: [Station]
+    /// With a hall: the seat each device takes, by device index (`LectureHall.seatOrder`), and the
+    /// power of each link computed so far (`linkPower`).
+    let seats: [Int]
+    var linkCache: [UInt64: Double] = [:]
     let gap: UInt64
     let maxDelay: UInt64
 
@@ -19,25 +24,14 @@ final class AirCore {
     var byAddress: [DeviceAddress: Int] = [:]
     var active: [[Transmission]] = [[], [], []]  // channels 37, 38, 39
 
-    var reportSubscribers: [UInt64: (companyID: UInt16, continuation: AsyncThrowingStream<AdvertisementReport, any Error>.Continuation)] = [:]
-    var centralStatusSubscribers: [UInt64: AsyncStream<RadioStatus>.Continuation] = [:]
-    var scanningSince: UInt64?
     var nextID: UInt64 = 1
 
     var requests: [UInt64: ReadRequest] = [:]
-    var queued: [UInt64] = []
-    var slotsInUse = 0
     var cancelledEarly: Set<UInt64> = []
 
     var stats = AirStatistics()
     var outputs: [Output] = []
 
-    /// The central's broadcast, its generation (bumped when it stops or starts), and the intervals
-    /// in which its broadcasting controller is deaf because it transmits (recent ones only).
-    var broadcast: BroadcastState?
-    var broadcastGeneration: UInt64 = 0
-    var centralDeaf: [(start: UInt64, end: UInt64)] = []
-    var broadcastNote: String?
     /// Indices of the devices listening, ascending.
     var listeningDevices: [Int] = []
     /// Indices of the attackers' radios, ascending (AirAttacker.swift).
@@ -47,7 +41,8 @@ final class AirCore {
         self.config = config
         rng = Xoshiro256StarStar(seed: config.seed)
         now = start
-        schedules = config.scanners.map { ScanSchedule($0, origin: start) }
+        stations = Self.stations(config, start: start)
+        seats = config.hall?.seatOrder(seed: config.seed) ?? []
         gap = config.interChannelGap.clampedNanoseconds
         maxDelay = config.maxAdvertisingDelay.clampedNanoseconds
     }
@@ -97,12 +92,12 @@ final class AirCore {
             if let r = requests[id] {
                 finish(r, .failure(TransportError.timeout("reading \(r.key.characteristic) from \(devices[r.device].address)")))
             }
-        case .broadcastEvent(let g): broadcastEvent(generation: g)
-        case .broadcastPDUStart(let g, let ch, let pdu):
-            guard g == broadcastGeneration, broadcast != nil else { return }
-            startBroadcastPDU(channel: ch, pdu: pdu)
+        case .broadcastEvent(let k, let g): broadcastEvent(stations[k], generation: g)
+        case .broadcastPDUStart(let k, let g, let ch, let pdu):
+            guard g == stations[k].broadcastGeneration, stations[k].broadcast != nil else { return }
+            startBroadcastPDU(stations[k], channel: ch, pdu: pdu)
         case .broadcastAuxiliaryEnd(let g, let aux):
-            guard g == broadcastGeneration else { return }
+            guard g == stations[aux.station].broadcastGeneration else { return }
             endBroadcastAuxiliary(aux)
         }
     }
@@ -122,11 +117,11 @@ final class AirCore {
             // listens to: all go on air. Otherwise only those a scanner of the central may hear matter.
             // So do they all while an attacker's radio is in the air: it hears every one, and each of its
             // own may destroy another listener's.
-            let everyPDU = (broadcast != nil && !listeningDevices.isEmpty) || !attackers.isEmpty
+            let everyPDU = (stations.contains { $0.broadcast != nil } && !listeningDevices.isEmpty) || !attackers.isEmpty
             var t = now
             for ch: UInt8 in 37...39 {
                 let end = t + pdu.airTime
-                if everyPDU || schedules.contains(where: { $0.mayHear(channel: ch, start: t, end: end) }) {
+                if everyPDU || stations.contains(where: { $0.schedules.contains { $0.mayHear(channel: ch, start: t, end: end) } }) {
                     if t == now {
                         startPDU(device: dev, channel: ch, pdu: pdu)
                     } else {
@@ -152,6 +147,10 @@ final class AirCore {
             other.overlaps += 1
             tx.interference += milliwatts(other.rssi)
             tx.overlaps += 1
+            if config.hall != nil {
+                other.overlappers.append(tx.device)
+                tx.overlappers.append(other.device)
+            }
         }
         active[c].append(tx)
         schedule(.pduEnd(tx), at: tx.end)
@@ -164,23 +163,28 @@ final class AirCore {
         if let i = active[c].firstIndex(where: { $0 === tx }) { active[c].remove(at: i) }
         if tx.isBroadcast { return endBroadcastPDU(tx) }
         let dev = devices[tx.device]
-        guard let since = scanningSince, since <= tx.start else {
-            if !attackers.isEmpty { endPDUAtListeners(tx) }
-            return
-        }
+        for station in stations { endPDU(tx, of: dev, at: station) }
+        if !attackers.isEmpty { endPDUAtListeners(tx) }
+    }
+
+    /// `tx` at each scanner of `station` that listened to it: heard, or why not.
+    private func endPDU(_ tx: Transmission, of dev: Device, at station: Station) {
+        guard let since = station.scanningSince, since <= tx.start else { return }
+        let end = LectureHall.End.receiver(station.index)
         var heard = false
-        for (k, schedule) in schedules.enumerated() where schedule.hears(channel: tx.channel, start: tx.start, end: tx.end) {
+        for (k, schedule) in station.schedules.enumerated() where schedule.hears(channel: tx.channel, start: tx.start, end: tx.end) {
             stats.pdusListened += 1
-            if k == config.broadcast.broadcastingScanner, centralIsDeaf(from: tx.start, to: tx.end) {
+            if k == config.broadcast.broadcastingScanner, station.isDeaf(from: tx.start, to: tx.end) {
                 stats.missedWhileBroadcasting += 1
                 continue
             }
-            if tx.rssi < config.sensitivity {
+            let rssi = power(of: tx, at: end)
+            if rssi < config.sensitivity {
                 stats.outOfRange += 1
                 continue
             }
             if tx.overlaps > 0 {
-                if let threshold = config.captureThreshold, tx.rssi - 10 * log10(tx.interference) >= threshold {
+                if let threshold = config.captureThreshold, rssi - 10 * log10(interference(on: tx, at: end)) >= threshold {
                     stats.captures += 1
                 } else {
                     stats.collisions += 1
@@ -193,20 +197,19 @@ final class AirCore {
             }
             stats.pdusReceived += 1
             heard = true
-            deliverReport(tx, address: dev.address)
+            deliverReport(tx, rssi: rssi, address: dev.address, to: station)
         }
-        if heard && tx.pdu.connectable { connectIfWanted(dev) }
-        if !attackers.isEmpty { endPDUAtListeners(tx) }
+        if heard && tx.pdu.connectable { connectIfWanted(dev, at: station) }
     }
 
-    private func deliverReport(_ tx: Transmission, address: DeviceAddress) {
-        guard !reportSubscribers.isEmpty else { return }
+    private func deliverReport(_ tx: Transmission, rssi received: Double, address: DeviceAddress, to station: Station) {
+        guard !station.reportSubscribers.isEmpty else { return }
         let noise = config.rssiNoise > 0 ? (rng.unitInterval() * 2 - 1) * config.rssiNoise : 0
-        let rssi = Int8(sanitizedRSSI((tx.rssi + noise).rounded()))
+        let rssi = Int8(sanitizedRSSI((received + noise).rounded()))
         let report = AdvertisementReport(address: address, rssi: rssi, companyID: tx.pdu.companyID,
                                          data: tx.pdu.data, timestamp: RadioInstant(nanoseconds: tx.end))
-        for key in reportSubscribers.keys.sorted() {
-            guard let sub = reportSubscribers[key], sub.companyID == tx.pdu.companyID else { continue }
+        for key in station.reportSubscribers.keys.sorted() {
+            guard let sub = station.reportSubscribers[key], sub.companyID == tx.pdu.companyID else { continue }
             outputs.append(.report(sub.continuation, report))
             stats.reportsDelivered += 1
         }
@@ -295,34 +298,41 @@ final class AirCore {
 
     // MARK: Scanning
 
-    var scanning: Bool { !reportSubscribers.isEmpty || requests.values.contains { $0.state == .initiating } }
-
-    var centralStatus: RadioStatus {
-        RadioStatus(adapter: "simulated air", state: scanningSince == nil ? .stopped : .scanning,
-                    lastDiscoveryRestart: scanningSince.map { RadioInstant(nanoseconds: $0) }, lastError: broadcastNote)
+    func scanning(_ station: Station) -> Bool {
+        !station.reportSubscribers.isEmpty
+            || requests.values.contains { $0.station == station.index && $0.state == .initiating }
     }
 
-    /// Starts or stops the scanners to match demand; tells status subscribers.
-    func updateScanning() {
-        let want = scanning
-        guard want != (scanningSince != nil) else { return }
-        scanningSince = want ? now : nil
-        publishCentralStatus()
+    func centralStatus(_ station: Station) -> RadioStatus {
+        let adapter = station.placement.map { "simulated air (\($0))" } ?? "simulated air"
+        return RadioStatus(adapter: adapter, state: station.scanningSince == nil ? .stopped : .scanning,
+                           lastDiscoveryRestart: station.scanningSince.map { RadioInstant(nanoseconds: $0) },
+                           lastError: station.broadcastNote)
     }
 
-    func publishCentralStatus() {
-        let s = centralStatus
-        for key in centralStatusSubscribers.keys.sorted() {
-            if let c = centralStatusSubscribers[key] { outputs.append(.status(c, s)) }
+    /// Starts or stops the station's scanners to match demand; tells status subscribers.
+    func updateScanning(_ station: Station) {
+        let want = scanning(station)
+        guard want != (station.scanningSince != nil) else { return }
+        station.scanningSince = want ? now : nil
+        publishCentralStatus(station)
+    }
+
+    func publishCentralStatus(_ station: Station) {
+        let s = centralStatus(station)
+        for key in station.statusSubscribers.keys.sorted() {
+            if let c = station.statusSubscribers[key] { outputs.append(.status(c, s)) }
         }
     }
 
     func finishReportStreams() {
-        for key in reportSubscribers.keys.sorted() {
-            if let sub = reportSubscribers[key] { outputs.append(.finishReports(sub.continuation)) }
+        for station in stations {
+            for key in station.reportSubscribers.keys.sorted() {
+                if let sub = station.reportSubscribers[key] { outputs.append(.finishReports(sub.continuation)) }
+            }
+            station.reportSubscribers = [:]
+            updateScanning(station)
         }
-        reportSubscribers = [:]
-        updateScanning()
         for d in listeningDevices { stopAllListening(devices[d]) }
     }
 }

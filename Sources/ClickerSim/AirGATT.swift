@@ -1,10 +1,11 @@
 import ClickerTransport
 
-// GATT reads: a read waits for a connection slot, then for the device's next connectable PDU a scanner
-// hears, then for the exchange; the device stops advertising while connected.
+// GATT reads: a read waits for a connection slot of its station, then for the device's next
+// connectable PDU one of that station's scanners hears, then for the exchange; the device stops
+// advertising while connected.
 
 extension AirCore {
-    func beginRead(id: UInt64, address: DeviceAddress, key: GATTKey, timeout: UInt64,
+    func beginRead(id: UInt64, at station: Station, address: DeviceAddress, key: GATTKey, timeout: UInt64,
                    continuation: CheckedContinuation<[UInt8], any Error>) {
         if cancelledEarly.remove(id) != nil {
             outputs.append(.read(continuation, .failure(CancellationError())))
@@ -15,11 +16,11 @@ extension AirCore {
             outputs.append(.read(continuation, .failure(TransportError.notConnected(address))))
             return
         }
-        let r = ReadRequest(id: id, device: dev.index, key: key, continuation: continuation)
+        let r = ReadRequest(id: id, device: dev.index, station: station.index, key: key, continuation: continuation)
         requests[id] = r
-        queued.append(id)
+        station.queued.append(id)
         schedule(.readTimeout(request: id), at: now.adding(timeout))
-        promote()
+        promote(station)
     }
 
     func cancelRead(id: UInt64) {
@@ -30,26 +31,26 @@ extension AirCore {
         }
     }
 
-    func promote() {
-        while slotsInUse < Swift.max(1, config.connections.maxConcurrent), !queued.isEmpty {
-            let id = queued.removeFirst()
+    func promote(_ station: Station) {
+        while station.slotsInUse < Swift.max(1, config.connections.maxConcurrent), !station.queued.isEmpty {
+            let id = station.queued.removeFirst()
             guard let r = requests[id], r.state == .queued else { continue }
             r.state = .initiating
-            slotsInUse += 1
-            stats.peakConnections = Swift.max(stats.peakConnections, slotsInUse)
+            station.slotsInUse += 1
+            stats.peakConnections = Swift.max(stats.peakConnections, station.slotsInUse)
         }
-        updateScanning()
+        updateScanning(station)
     }
 
-    func connectIfWanted(_ dev: Device) {
-        guard let r = requests.values.filter({ $0.device == dev.index && $0.state == .initiating })
+    func connectIfWanted(_ dev: Device, at station: Station) {
+        guard let r = requests.values.filter({ $0.device == dev.index && $0.station == station.index && $0.state == .initiating })
             .min(by: { $0.id < $1.id })
         else { return }
         r.state = .connected
         dev.connections += 1
         stats.connectionsEstablished += 1
         schedule(.connectionComplete(request: r.id), at: now.adding(config.connections.exchangeDuration.clampedNanoseconds))
-        updateScanning()
+        updateScanning(station)
     }
 
     func completeConnection(_ id: UInt64) {
@@ -65,15 +66,16 @@ extension AirCore {
     /// Ends a read: frees its connection slot, resumes its caller (outside the lock).
     func finish(_ r: ReadRequest, _ result: Result<[UInt8], any Error>) {
         requests[r.id] = nil
+        let station = stations[r.station]
         switch r.state {
-        case .queued: queued.removeAll { $0 == r.id }
-        case .initiating: slotsInUse -= 1
+        case .queued: station.queued.removeAll { $0 == r.id }
+        case .initiating: station.slotsInUse -= 1
         case .connected:
-            slotsInUse -= 1
+            station.slotsInUse -= 1
             devices[r.device].connections -= 1
         }
         if case .success = result { stats.readsSucceeded += 1 } else { stats.readsFailed += 1 }
         outputs.append(.read(r.continuation, result))
-        promote()
+        promote(station)
     }
 }

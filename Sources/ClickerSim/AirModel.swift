@@ -65,12 +65,15 @@ final class PDUSnapshot {
 final class AuxiliaryBroadcast {
     let pdu: PDUSnapshot
     let start: UInt64
+    /// The station that sends it.
+    let station: Int
     var end: UInt64 { start + pdu.airTime }
     var listeners: Set<Int> = []
 
-    init(pdu: PDUSnapshot, start: UInt64) {
+    init(pdu: PDUSnapshot, start: UInt64, station: Int) {
         self.pdu = pdu
         self.start = start
+        self.station = station
     }
 }
 
@@ -120,7 +123,7 @@ struct Listener {
 
 /// One PDU in the air on one channel.
 final class Transmission {
-    /// Index of the sending device, or `Transmission.central` for the central's broadcast.
+    /// Index of the sending device, or `Transmission.sender(station:)` for a station's broadcast.
     let device: Int
     let channel: UInt8
     let start: UInt64
@@ -130,9 +133,14 @@ final class Transmission {
     /// Sum of the power (mW) of every PDU that overlapped this one.
     var interference: Double = 0
     var overlaps = 0
+    /// With a hall: the senders of the PDUs that overlapped this one, so that each receiver sums their
+    /// power as it receives them.
+    var overlappers: [Int] = []
 
-    static let central = -1
-    var isBroadcast: Bool { device == Self.central }
+    /// The sender of station `k`'s broadcast PDUs.
+    static func sender(station k: Int) -> Int { -1 - k }
+    static func station(of sender: Int) -> Int { -1 - sender }
+    var isBroadcast: Bool { device < 0 }
 
     init(device: Int, channel: UInt8, start: UInt64, rssi: Double, pdu: PDUSnapshot) {
         self.device = device
@@ -190,13 +198,16 @@ final class ReadRequest {
     enum State { case queued, initiating, connected }
     let id: UInt64
     let device: Int
+    /// The station whose controller connects.
+    let station: Int
     let key: GATTKey
     let continuation: CheckedContinuation<[UInt8], any Error>
     var state = State.queued
 
-    init(id: UInt64, device: Int, key: GATTKey, continuation: CheckedContinuation<[UInt8], any Error>) {
+    init(id: UInt64, device: Int, station: Int, key: GATTKey, continuation: CheckedContinuation<[UInt8], any Error>) {
         self.id = id
         self.device = device
+        self.station = station
         self.key = key
         self.continuation = continuation
     }
@@ -235,8 +246,8 @@ enum Event {
     case script(ScriptAction)
     case connectionComplete(request: UInt64)
     case readTimeout(request: UInt64)
-    case broadcastEvent(generation: UInt64)
-    case broadcastPDUStart(generation: UInt64, channel: UInt8, pdu: PDUSnapshot)
+    case broadcastEvent(station: Int, generation: UInt64)
+    case broadcastPDUStart(station: Int, generation: UInt64, channel: UInt8, pdu: PDUSnapshot)
     case broadcastAuxiliaryEnd(generation: UInt64, AuxiliaryBroadcast)
 }
 

@@ -163,6 +163,10 @@ public struct AirConfiguration: Sendable, Hashable {
     public var firstEventPhase: FirstEventPhase
     /// The central's broadcast and the peripherals' listening.
     public var broadcast: BroadcastConfiguration
+    /// A lecture hall: seats, receivers (one central each, `SimulatedAir.centrals()`) and a path loss per
+    /// link (PathLoss.swift), instead of one RSSI per device. Nil (the default): one central, and
+    /// every device heard at its own `rssi` (`defaultRSSIRange`) by the central and every listener.
+    public var hall: LectureHall?
 
     public init(seed: UInt64 = 1, clock: AirClock = .virtual,
                 scanners: [ScannerConfiguration] = [ScannerConfiguration()],
@@ -172,7 +176,8 @@ public struct AirConfiguration: Sendable, Hashable {
                 sensitivity: Double = -95, defaultRSSIRange: ClosedRange<Double> = -85 ... -45,
                 rssiNoise: Double = 2, connections: ConnectionConfiguration = ConnectionConfiguration(),
                 firstEventPhase: FirstEventPhase = .randomWithinInterval,
-                broadcast: BroadcastConfiguration = BroadcastConfiguration()) {
+                broadcast: BroadcastConfiguration = BroadcastConfiguration(), hall: LectureHall? = nil) {
+        self.hall = hall
         self.seed = seed
         self.clock = clock
         self.scanners = scanners
@@ -212,7 +217,7 @@ public struct AirStatistics: Sendable, Hashable {
     public var connectionsEstablished = 0
     public var readsSucceeded = 0
     public var readsFailed = 0
-    /// Most connections (being set up or open) at any one time.
+    /// Most connections (being set up or open) of one central at any one time.
     public var peakConnections = 0
 
     // The central's broadcast and the peripherals' listening.

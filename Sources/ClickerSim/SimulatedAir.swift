@@ -90,8 +90,21 @@ public final class SimulatedAir: Sendable {
         return SimulatedPeripheral(air: self, address: a)
     }
 
-    /// The central side of the air (the laptop). Several centrals share the same scanners.
-    public func central() -> SimulatedCentral { SimulatedCentral(air: self) }
+    /// The central side of the air (the laptop; in a hall, its first receiver). Several centrals of one
+    /// receiver share its scanners.
+    public func central() -> SimulatedCentral { SimulatedCentral(air: self, receiver: 0) }
+
+    /// One central per receiver of the hall (`LectureHall.receivers`, in order), or the one central.
+    public func centrals() -> [SimulatedCentral] {
+        (0..<(configuration.hall?.receivers.count ?? 1)).map { SimulatedCentral(air: self, receiver: $0) }
+    }
+
+    /// Every receiver as the tally's one central: ``centrals()`` merged (`MergedCentral.combining`),
+    /// each named after its place in the hall. Without a hall, the one central itself.
+    public func receivingCentral() -> any CentralTransport {
+        let names = configuration.hall?.receivers.map(\.description) ?? ["simulated air"]
+        return MergedCentral.combining(zip(names, centrals()).map { MergedCentral.Member(name: $0, central: $1) })
+    }
 
     // MARK: Scripting
 
@@ -189,26 +202,32 @@ public final class SimulatedAir: Sendable {
     }
 }
 
-/// The central (laptop) side of a `SimulatedAir`.
+/// The central (laptop) side of a `SimulatedAir`: the controllers of one receiver.
 public struct SimulatedCentral: CentralTransport, BroadcasterTransport {
     public let air: SimulatedAir
+    /// Its index in `LectureHall.receivers` (0 without a hall).
+    public let receiver: Int
+
+    /// The address listeners hear its broadcast under: `BroadcastConfiguration.centralAddress` for the
+    /// first receiver, with the receiver's index in the fourth byte from the right for the others.
+    public var address: DeviceAddress { AirCore.address(ofReceiver: receiver, air.configuration) }
 
     /// Reports every PDU the scanners hear with manufacturer data under `companyID`.
     /// Scanning starts when the stream is created (synchronously) and stops when every
     /// consumer is gone (task cancelled or stream dropped). Buffers without bound.
     public func advertisements(companyID: UInt16) -> AsyncThrowingStream<AdvertisementReport, any Error> {
         let (stream, continuation) = AsyncThrowingStream<AdvertisementReport, any Error>.makeStream()
-        let air = self.air
+        let air = self.air, k = receiver
         let id = air.withCore { c in
             let id = c.makeID()
-            c.reportSubscribers[id] = (companyID, continuation)
-            c.updateScanning()
+            c.stations[k].reportSubscribers[id] = (companyID, continuation)
+            c.updateScanning(c.stations[k])
             return id
         }
         continuation.onTermination = { _ in
             air.withCore { c in
-                c.reportSubscribers[id] = nil
-                c.updateScanning()
+                c.stations[k].reportSubscribers[id] = nil
+                c.updateScanning(c.stations[k])
             }
         }
         return stream
@@ -220,13 +239,13 @@ public struct SimulatedCentral: CentralTransport, BroadcasterTransport {
     /// (on the simulator's clock), and `CancellationError` when the task is cancelled.
     public func readCharacteristic(device: DeviceAddress, service: UUID128, characteristic: UUID128,
                                    timeout: Duration) async throws -> [UInt8] {
-        let air = self.air
+        let air = self.air, k = receiver
         let id = air.core.withLock { $0.makeID() }
         let key = GATTKey(service: service, characteristic: characteristic)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (cont: CheckedContinuation<[UInt8], any Error>) in
                 air.withCore { c in
-                    c.beginRead(id: id, address: device, key: key, timeout: timeout.clampedNanoseconds, continuation: cont)
+                    c.beginRead(id: id, at: c.stations[k], address: device, key: key, timeout: timeout.clampedNanoseconds, continuation: cont)
                 }
             }
         } onCancel: {
@@ -251,24 +270,26 @@ public struct SimulatedCentral: CentralTransport, BroadcasterTransport {
     /// Throws `TransportError.unsupported` for no frame or a frame over the capabilities' length; an interval outside
     /// 20 ms...10.24 s is clamped and noted in `status()`.
     public func broadcast(_ payload: BroadcastPayload) async throws {
-        try air.withCore { c in try c.startBroadcast(payload) }
+        let k = receiver
+        try air.withCore { c in try c.startBroadcast(payload, at: c.stations[k]) }
     }
 
     public func stopBroadcasting() async throws {
-        air.withCore { $0.stopBroadcast() }
+        let k = receiver
+        air.withCore { c in c.stopBroadcast(at: c.stations[k]) }
     }
 
     public func status() -> AsyncStream<RadioStatus> {
         let (stream, continuation) = AsyncStream<RadioStatus>.makeStream()
-        let air = self.air
+        let air = self.air, k = receiver
         let id = air.withCore { c in
             let id = c.makeID()
-            c.centralStatusSubscribers[id] = continuation
-            c.outputs.append(.status(continuation, c.centralStatus))
+            c.stations[k].statusSubscribers[id] = continuation
+            c.outputs.append(.status(continuation, c.centralStatus(c.stations[k])))
             return id
         }
         continuation.onTermination = { _ in
-            air.withCore { c in c.centralStatusSubscribers[id] = nil }
+            air.withCore { c in c.stations[k].statusSubscribers[id] = nil }
         }
         return stream
     }

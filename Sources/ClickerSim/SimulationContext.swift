@@ -28,7 +28,8 @@ public struct SimulationContext {
         if let d = core.device(address) { core.remove(d) }
     }
 
-    /// Moves the device (changes its received signal strength, dBm).
+    /// Moves the device (changes its received signal strength, dBm). In a hall a device's links follow
+    /// from its seat, and this changes nothing.
     public func setRSSI(_ address: DeviceAddress, _ dBm: Double) {
         core.device(address)?.rssi = sanitizedRSSI(dBm)
     }
@@ -37,10 +38,10 @@ public struct SimulationContext {
         core.device(address)?.gatt[GATTKey(service: service, characteristic: characteristic)] = value
     }
 
-    /// Starts or replaces the central's broadcast.
-    public func broadcast(_ payload: BroadcastPayload) throws { try core.startBroadcast(payload) }
+    /// Starts or replaces the broadcast of the air's first central.
+    public func broadcast(_ payload: BroadcastPayload) throws { try core.startBroadcast(payload, at: core.stations[0]) }
 
-    public func stopBroadcasting() { core.stopBroadcast() }
+    public func stopBroadcasting() { core.stopBroadcast(at: core.stations[0]) }
 
     /// Schedules another action `delay` after now.
     public func schedule(after delay: Duration, _ action: @escaping ScriptAction) {

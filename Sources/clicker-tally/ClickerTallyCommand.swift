@@ -99,7 +99,7 @@ struct RunArguments: ParsableArguments {
         if let web { await controller.setProjectorURL("\(web.url)") }
 
         let opened: OpenedCentral
-        do { opened = try await radio.open(kind, seed: room.seed, logger: logger) } catch {
+        do { opened = try await radio.open(kind, seed: room.seed, hall: try room.lectureHall(), logger: logger) } catch {
             await web?.stop()
             throw Failure("\(error)")
         }

@@ -111,7 +111,7 @@ struct Daemon: AsyncParsableCommand {
             throw error
         }
         let opened: OpenedCentral
-        do { opened = try await radio.open(kind, seed: room.seed, logger: logger,
+        do { opened = try await radio.open(kind, seed: room.seed, hall: try room.lectureHall(), logger: logger,
                                           keepTrying: true) } catch {
             await web?.stop()
             throw Failure("\(error)")

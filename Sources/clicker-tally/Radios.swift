@@ -35,14 +35,17 @@ struct CentralRadioArguments: ParsableArguments {
     @Option(help: "Socket of the simulated air (--radio sim).")
     var air: String = SimulatedAir.defaultSocketPath
 
-    /// Opens the central side of the chosen radio.
-    func open(_ kind: RadioKind, seed: UInt64, logger: Logger, keepTrying: Bool = false) async throws -> OpenedCentral {
+    /// Opens the central side of the chosen radio; on the simulated air, in `hall` when there is one
+    /// (its receivers merged into one central).
+    func open(_ kind: RadioKind, seed: UInt64, hall: LectureHall? = nil, logger: Logger,
+              keepTrying: Bool = false) async throws -> OpenedCentral {
         switch kind {
         case .sim:
             // A listener that lags (a `--simulate` room lives in this process) misses frames, as a
             // busy receiver does, instead of queueing them without bound.
-            let air = SimulatedAir(AirConfiguration(seed: seed, clock: .realTime(),
-                                                    broadcast: BroadcastConfiguration(listenBuffer: 8)))
+            let broadcast = BroadcastConfiguration(listenBuffer: 8)
+            let air = SimulatedAir(hall.map { AirConfiguration.hall($0, seed: seed, clock: .realTime(), broadcast: broadcast) }
+                                   ?? AirConfiguration(seed: seed, clock: .realTime(), broadcast: broadcast))
             // Host the air so that voters in other processes can join. With `--radio sim` that is the
             // point of the run: an air nobody can join would never get a vote, so it is an error. A
             // `--simulate` room alone votes in this process and still runs on a private air.
@@ -56,7 +59,12 @@ struct CentralRadioArguments: ParsableArguments {
                 host = nil
             }
             if let host { logger.info("simulated air open for clicker-vote --radio sim on \(host.path)") }
-            return OpenedCentral(central: air.central(), air: air) {
+            if let hall {
+                logger.info("simulated hall of \(hall.geometry.rows) rows of \(hall.geometry.seatsPerRow) seats, receivers: \(hall.receivers.map(\.description).joined(separator: ", "))")
+            }
+            let central = air.receivingCentral()
+            return OpenedCentral(central: central, air: air) {
+                MergedCentral.of(central)?.shutdown()
                 await host?.shutdown()
                 air.stop()
             }

@@ -141,6 +141,38 @@ final class CommandLineTests: XCTestCase {
                        [QuestionDefinition(kinds: [.ranking], options: 3, optionTexts: ["Swift", "Rust", "Go"])])
     }
 
+    /// `--hall` and `--receivers`: bad input is a usage error that says what is wrong, for a run and for
+    /// the daemon; a room seated in a hall with two receivers votes.
+    func testHallArgumentsAreCheckedAndASeatedRoomVotes() throws {
+        let dir = NSTemporaryDirectory() + "clicker-cli-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: dir) }
+        let db = dir + "/clicker.sqlite"
+        let cases: [([String], String)] = [
+            (["--hall", "30x20"], "--hall seats a simulated room: give --simulate N too"),
+            (["--simulate", "601", "--hall", "30x20"], "a 30x20 hall has 600 seats, too few for --simulate 601"),
+            (["--simulate", "60", "--hall", "30by20"], "a hall is ROWSxSEATS, such as 30x20"),
+            (["--simulate", "60", "--hall", "30x20", "--receivers", "front,side"], "unknown receiver position \"side\""),
+            (["--simulate", "60", "--hall", "30x20", "--receivers", "40:2"], "receiver 40:2 is outside the hall"),
+            (["--simulate", "60", "--receivers", "front"], "--receivers places receivers in a hall: give --hall too"),
+        ]
+        for command in [[], ["daemon"]] {
+            for (args, message) in cases {
+                let r = try clickerTally(command + args + ["--db", db], runtime: dir)
+                XCTAssertEqual(r.status, 64, "\(args): \(r.stderr)")
+                XCTAssertTrue(r.stderr.contains(message), "\(args): \(r.stderr)")
+            }
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: db), "nothing opened")
+        let room = try clickerTally(["--simulate", "40", "--hall", "5x8", "--receivers", "front,back", "--simulate-speed", "50",
+                                     "--seed", "3", "--no-store", "--duration", "6", "--json"], runtime: dir)
+        XCTAssertEqual(room.status, 0, room.stderr)
+        let last = try XCTUnwrap(room.stdout.split(separator: "\n").last)
+        let json = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any])
+        XCTAssertGreaterThan(try XCTUnwrap(json["voters"] as? Int), 0, room.stdout)
+        XCTAssertTrue(room.stderr.contains("receivers: front, back"), room.stderr)
+    }
+
     func testTheDaemonRefusesNoStoreBeforeOpeningAnything() throws {
         let dir = NSTemporaryDirectory() + "clicker-cli-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)

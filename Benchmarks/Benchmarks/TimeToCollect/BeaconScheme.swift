@@ -95,7 +95,7 @@ final class BeaconScheme: TallyScheme {
     /// Every ballot of the benchmark is its voter's first: sequence 1.
     static let sequence: UInt16 = 1
 
-    func start(air: SimulatedAir, central: SimulatedCentral, voters: [SimulatedPeripheral], castAt: [Double]) async throws {
+    func start(air: SimulatedAir, central: any BroadcasterTransport, voters: [SimulatedPeripheral], castAt: [Double]) async throws {
         radios = voters
         self.castAt = castAt
         startTally(try await central.broadcastCapabilities())
@@ -123,7 +123,7 @@ final class BeaconScheme: TallyScheme {
     /// Every voter on the roster shows "counted" (the others never can).
     var isFinished: Bool { !shownAt.prefix(enrolled).contains(nil) }
 
-    func step(reports: [(voter: Int, at: UInt64)], now: UInt64, air: SimulatedAir, central: SimulatedCentral) async throws {
+    func step(reports: [(voter: Int, at: UInt64)], now: UInt64, air: SimulatedAir, central: any BroadcasterTransport) async throws {
         // The tally: every report of a voter is its counted ballot heard (the detector counts the first).
         reportsSeen += reports.count
         for r in reports {
@@ -190,7 +190,7 @@ final class BeaconScheme: TallyScheme {
         if tally.hasPending || (due && refreshing) { try await compose(at: now, central: central) }
     }
 
-    func compose(at now: UInt64, central: SimulatedCentral) async throws {
+    func compose(at now: UInt64, central: any BroadcasterTransport) async throws {
         let p = tally.payload(.open(question), tick: UInt32(now / 10_000_000) + 1, at: now)
         try await central.broadcast(p)
         if debugBeacon {

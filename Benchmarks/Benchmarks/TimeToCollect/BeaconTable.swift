@@ -173,7 +173,8 @@ struct Shown {
     let counted: Int
 
     init(_ results: [RoundResult]) {
-        delays = results.flatMap { r in zip(r.firstHeard, r.shown).compactMap { h, s in h == nil ? nil : s } }
+        // Of the voters counted only (a voter never heard is left out, not taken as never shown).
+        delays = results.flatMap { r in zip(r.firstHeard, r.shown).compactMap { h, s -> Double?? in h == nil ? .none : .some(s) } }
         counted = results.flatMap(\.firstHeard).compactMap { $0 }.count
     }
 

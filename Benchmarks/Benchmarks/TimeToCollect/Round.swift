@@ -116,9 +116,9 @@ protocol TallyScheme: AnyObject {
     /// Whether the tally's controller broadcasts extended advertising (`BroadcastConfiguration.extended`).
     var extendedBroadcast: Bool { get }
     /// Called once at t = 0; `voters[i]` is voter i's radio, `castAt[i]` when it casts (seconds).
-    func start(air: SimulatedAir, central: SimulatedCentral, voters: [SimulatedPeripheral], castAt: [Double]) async throws
+    func start(air: SimulatedAir, central: any BroadcasterTransport, voters: [SimulatedPeripheral], castAt: [Double]) async throws
     /// Called after each step with every report of a voter the tally heard in it (index, radio time ns).
-    func step(reports: [(voter: Int, at: UInt64)], now: UInt64, air: SimulatedAir, central: SimulatedCentral) async throws
+    func step(reports: [(voter: Int, at: UInt64)], now: UInt64, air: SimulatedAir, central: any BroadcasterTransport) async throws
     /// Whether the scheme has nothing left to wait for (every voter shown "counted").
     var isFinished: Bool { get }
     func finish()
@@ -129,16 +129,17 @@ final class ScanOnly: TallyScheme {
     var votersFollowBeacon: Bool { false }
     var extendedBroadcast: Bool { false }
     var isFinished: Bool { true }
-    func start(air: SimulatedAir, central: SimulatedCentral, voters: [SimulatedPeripheral], castAt: [Double]) async throws {}
-    func step(reports: [(voter: Int, at: UInt64)], now: UInt64, air: SimulatedAir, central: SimulatedCentral) async throws {}
+    func start(air: SimulatedAir, central: any BroadcasterTransport, voters: [SimulatedPeripheral], castAt: [Double]) async throws {}
+    func step(reports: [(voter: Int, at: UInt64)], now: UInt64, air: SimulatedAir, central: any BroadcasterTransport) async throws {}
     func finish() {}
 }
 
 /// One round: returns the first-heard times (virtual seconds) of the voters, as the central's stream shows them.
 /// With `poll`, the voters advertise its ballots and every report also goes through its pipeline.
+/// With `hall`, the voters take its seats and its receivers are the tally's radios (HallTable.swift).
 func runRound(voters n: Int, interval: Duration, seed: UInt64, horizon: Double, options: Options,
               detector: some HeardDetector, poll: RealPoll? = nil,
-              scheme: any TallyScheme = ScanOnly(), castAt: [Double]? = nil) async throws -> RoundResult {
+              scheme: any TallyScheme = ScanOnly(), castAt: [Double]? = nil, hall: LectureHall? = nil) async throws -> RoundResult {
     var detector = detector
     var pipeline = poll?.pipeline()
     var firstCounted = [Double?](repeating: nil, count: n)
@@ -150,11 +151,13 @@ func runRound(voters n: Int, interval: Duration, seed: UInt64, horizon: Double, 
     // (StaggeredStart). Otherwise each voter's first event comes at a random phase, as buttons pressed at
     // unrelated moments, unless --synchronized.
     let phase: FirstEventPhase = scheme.votersFollowBeacon || options.synchronized ? .immediate : .randomWithinInterval
-    let air = SimulatedAir(AirConfiguration(seed: seed, firstEventPhase: phase,
-                                            broadcast: BroadcastConfiguration(extended: scheme.extendedBroadcast,
-                                                                              frameDwell: options.frameDwell)))
-    let central = air.central()
-    var reports = central.advertisements(companyID: 0xFFFF).makeAsyncIterator()
+    let broadcast = BroadcastConfiguration(extended: scheme.extendedBroadcast, frameDwell: options.frameDwell)
+    let air = SimulatedAir(hall.map { .hall($0, seed: seed, firstEventPhase: phase, broadcast: broadcast) }
+                           ?? AirConfiguration(seed: seed, firstEventPhase: phase, broadcast: broadcast))
+    let central: any BroadcasterTransport = hall == nil ? air.central() : EveryReceiver(air.centrals())
+    // In a hall the receivers' reports come through the tally's merged central (HallTable.swift).
+    let merged = hall.map { _ in MergedReports(air.receivingCentral(), companyID: 0xFFFF) }
+    var reports = hall == nil ? air.central().advertisements(companyID: 0xFFFF).makeAsyncIterator() : nil
     var addresses: [DeviceAddress] = []
     var radios: [SimulatedPeripheral] = []
     let casts = castAt ?? [Double](repeating: 0, count: n)
@@ -187,9 +190,13 @@ func runRound(voters n: Int, interval: Duration, seed: UInt64, horizon: Double, 
         // Drain exactly what this step delivered: never blocks, and the order is the air's.
         let now = air.statistics.reportsDelivered
         batch.removeAll(keepingCapacity: true)
-        for _ in delivered..<now {
-            guard let r = try await reports.next() else { break }
-            batch.append(r)
+        if let merged {
+            batch = await merged.take(total: now)
+        } else {
+            for _ in delivered..<now {
+                guard let r = try await reports?.next() else { break }
+                batch.append(r)
+            }
         }
         if let poll, var pl = pipeline.take() {
             // Taken out of the optional so that ingest mutates in place (a second reference would make

@@ -6,7 +6,7 @@
 // at least once; the table shows medians over the seeds next to the analytic model.
 //
 // Run: swift run -c release --package-path Benchmarks TimeToCollect [--seeds 20] [--quick]
-//      [--synchronized] [--quiet-when-heard] [--pipeline] [--beacon [--rooms 300,1000,2000]]
+//      [--synchronized] [--quiet-when-heard] [--pipeline] [--beacon [--rooms 300,1000,2000]] [--hall]
 //
 // With --beacon: today's scheme (voters at 100 ms, the tally only scans) and the beacon scheme (the tally's
 // real `TallyBeacon` broadcasting, voters following it by the rules of docs/PROTOCOL.md §11.10) side by side
@@ -18,6 +18,9 @@
 // voter's payload. With --pipeline every voter advertises a real sealed ballot, every report also goes
 // through the real `IngestPipeline`, and the table shows "counted" (the tally's first `.new`) next to
 // "heard" for the same runs, with the pipeline's CPU cost per report (PipelineTable.swift).
+//
+// With --hall: 600 voters seated in a lecture hall with path loss per link, the beacon in extended frames,
+// one receiver at the front against three (front, middle, back), same seeds (HallTable.swift).
 //
 // Round.swift runs one round; Format.swift holds the medians and table cells.
 
@@ -45,6 +48,8 @@ struct Options {
     var frameDwell: Duration? = nil
     /// --short: --beacon's first table and the question-2 rows only.
     var short = false
+    /// --hall: one receiver against three in a 600-seat hall.
+    var hall = false
 }
 
 func parseOptions() -> Options {
@@ -60,11 +65,12 @@ func parseOptions() -> Options {
         case "--beacon": o.beacon = true
         case "--frame-dwell": if let v = args.popFirst().flatMap({ Int($0) }), v > 0 { o.frameDwell = .milliseconds(v) }
         case "--short": o.short = true
+        case "--hall": o.hall = true
         case "--rooms":
             let rooms = args.popFirst().map { $0.split(separator: ",").compactMap { Int($0) }.filter { $0 > 0 } } ?? []
             if !rooms.isEmpty { o.rooms = rooms }
         default:
-            print("usage: TimeToCollect [--seeds N] [--quick] [--synchronized] [--quiet-when-heard] [--pipeline] [--beacon [--rooms N,N...] [--frame-dwell MS] [--short]]")
+            print("usage: TimeToCollect [--seeds N] [--quick] [--synchronized] [--quiet-when-heard] [--pipeline] [--beacon [--rooms N,N...] [--frame-dwell MS] [--short]] [--hall]")
             exit(2)
         }
     }
@@ -78,6 +84,10 @@ if options.pipeline {
 }
 if options.beacon {
     try await beaconTable(options)
+    exit(0)
+}
+if options.hall {
+    try await hallTable(options)
     exit(0)
 }
 let airTime = LegacyAdvertising.airTime(of: votePayload(0, interval: .milliseconds(100)))
