@@ -41,6 +41,14 @@ final class MergedReports: Sendable {
 
     deinit { task.cancel() }
 
+    /// Returns once every one of `centrals` scans: the merged central subscribes to each from a task
+    /// of its own, and a round must not start before (a seed would not give one run).
+    static func untilScanning(_ centrals: [SimulatedCentral]) async {
+        for c in centrals {
+            for await s in c.status() where s.state == .scanning { break }
+        }
+    }
+
     func take(total: Int) async -> [AdvertisementReport] {
         while true {
             let batch = box.state.withLock { b -> [AdvertisementReport]? in

@@ -157,6 +157,7 @@ func runRound(voters n: Int, interval: Duration, seed: UInt64, horizon: Double, 
     let central: any BroadcasterTransport = hall == nil ? air.central() : EveryReceiver(air.centrals())
     // In a hall the receivers' reports come through the tally's merged central (HallTable.swift).
     let merged = hall.map { _ in MergedReports(air.receivingCentral(), companyID: 0xFFFF) }
+    if merged != nil { await MergedReports.untilScanning(air.centrals()) }
     var reports = hall == nil ? air.central().advertisements(companyID: 0xFFFF).makeAsyncIterator() : nil
     var addresses: [DeviceAddress] = []
     var radios: [SimulatedPeripheral] = []
