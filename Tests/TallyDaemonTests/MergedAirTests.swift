@@ -55,7 +55,15 @@ final class MergedAirTests: XCTestCase {
         XCTAssertEqual(r.counts[Answer.choice(0).description], 3)
         XCTAssertEqual(r.counts[Answer.choice(1).description], 3)
         XCTAssertEqual(r.counts[Answer.choice(2).description], 3)
-        while heard.counts.withLock({ $0.contains(0) }), ContinuousClock.now < deadline { await Task.yield() }
+        // The beacon starts on the controller's own clock, which may come after the steps above on a busy
+        // machine: the airs go on carrying what it broadcasts until both listeners have heard it.
+        var t = RadioInstant(nanoseconds: 20 * 250_000_000)
+        while heard.counts.withLock({ $0.contains(0) }), ContinuousClock.now < deadline {
+            t = RadioInstant(nanoseconds: t.nanoseconds + 250_000_000)
+            await front.advance(until: t)
+            await back.advance(until: t)
+            await Task.yield()
+        }
         let frames = heard.counts.withLock { $0 }
         XCTAssertGreaterThan(frames[0], 0, "the beacon is on the front air")
         XCTAssertGreaterThan(frames[1], 0, "the beacon is on the back air")
