@@ -151,7 +151,6 @@ public struct DBusWireMessage {
 
     @inlinable public func interfaceIs(_ s: StaticString) -> Bool { slice(interfaceRange).map { wireEquals($0, s) } ?? false }
     @inlinable public func memberIs(_ s: StaticString) -> Bool { slice(memberRange).map { wireEquals($0, s) } ?? false }
-    @inlinable public func senderIs(_ s: StaticString) -> Bool { slice(senderRange).map { wireEquals($0, s) } ?? false }
     @inlinable public func signatureIs(_ s: StaticString) -> Bool { wireEquals(slice(signatureRange) ?? UnsafeRawBufferPointer(start: nil, count: 0), s) }
 
     /// A cursor at the first argument.
