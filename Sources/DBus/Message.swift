@@ -65,13 +65,6 @@ public final class DBusMessage: @unchecked Sendable, CustomStringConvertible {
         dbus_message_get_signature(raw).map { DBusSignature(unchecked: String(cString: $0)) } ?? .empty
     }
 
-    /// Whether the body's signature is `s` (compared in place, no allocation).
-    public func hasSignature(_ s: StaticString) -> Bool {
-        guard let p = dbus_message_get_signature(raw) else { return s.utf8CodeUnitCount == 0 }
-        return strncmpC(p, UnsafeRawPointer(s.utf8Start).assumingMemoryBound(to: CChar.self), s.utf8CodeUnitCount) == 0
-            && p[s.utf8CodeUnitCount] == 0
-    }
-
     /// The serial number assigned when the message was sent.
     public var serial: UInt32 { dbus_message_get_serial(raw) }
 

@@ -25,10 +25,6 @@ public final class DBusSignalReader: Sendable {
     /// Signals decoded (`delivered`), dropped as malformed (`rejected`) or not wanted (`skipped`).
     public let stats: DBusSubscriptionStats
 
-    /// How long decoded signals may wait for more once the socket has run dry (as ``DBusConnection``'s
-    /// batches do): one hand-over per burst, not per signal.
-    static let batchDelayNanos: UInt64 = 4_000_000
-
     private init(stats: DBusSubscriptionStats) { self.stats = stats }
 
     /// Connects to the bus, says `Hello` and adds `rules`; returns once the bus has accepted them, so no
@@ -117,9 +113,9 @@ public final class DBusSignalReader: Sendable {
         while true {
             var dontWait = false
             if let since = batch.pendingSince {
-                // Signals wait for their batch: leave the socket alone until the batch is due, then take
-                // everything that arrived meanwhile in one read.
-                let due = since &+ Self.batchDelayNanos, now = monotonicNanos()
+                // Signals wait for their batch as long as ``DBusConnection``'s do: leave the socket alone
+                // until the batch is due, then take everything that arrived meanwhile in one read.
+                let due = since &+ ConnectionCore.batchDelayNanos, now = monotonicNanos()
                 if due > now { waitForClose(fd, nanos: due - now) }
                 dontWait = true
             }
@@ -152,9 +148,9 @@ public final class DBusSignalReader: Sendable {
             stats.rejected.add(1, ordering: .relaxed)
             return
         }
-        switch message.typeCode {
-        case 4: batch.add(message)
-        case 2, 3: handshake.reply(message)
+        switch message.type {
+        case .signal?: batch.add(message)
+        case .methodReturn?, .error?: handshake.reply(message)
         default: stats.skipped.add(1, ordering: .relaxed)
         }
     }
@@ -215,7 +211,7 @@ private struct Handshake {
             reader.stats.skipped.add(1, ordering: .relaxed)
             return
         }
-        if m.typeCode == 3 {
+        if m.type == .error {
             var body = m.body()
             let text = m.signatureIs("s") ? (try? body.readString()) ?? "" : ""
             let e = DBusError(name: m.errorName ?? DBusError.failed, message: text)

@@ -70,9 +70,6 @@ public struct DBusWireCursor {
         self.depth = depth
     }
 
-    /// Where the cursor is, from the start of the message.
-    public var position: Int { offset }
-
     /// Whether every byte of this cursor's range has been read.
     @inlinable public var isAtEnd: Bool { offset >= end }
 

@@ -3,7 +3,7 @@
 /// ``body()``. It points into memory it does not own: valid only while its bytes are (inside the
 /// callback it is handed to).
 public struct DBusWireMessage {
-    public let bytes: UnsafeRawBufferPointer
+    @usableFromInline let bytes: UnsafeRawBufferPointer
     @usableFromInline let swapped: Bool
     /// The type byte: 1 call, 2 return, 3 error, 4 signal (others are to be ignored).
     public let typeCode: UInt8
@@ -28,12 +28,7 @@ public struct DBusWireMessage {
     /// is then lost.
     public static func frameLength(_ prefix: UnsafeRawBufferPointer) throws -> Int {
         guard prefix.count >= prefixLength else { throw DBusWireError(.truncated, at: prefix.count) }
-        let swapped: Bool
-        switch prefix[0] {
-        case UInt8(ascii: "l"): swapped = UInt32(1).littleEndian != 1
-        case UInt8(ascii: "B"): swapped = UInt32(1).bigEndian != 1
-        default: throw DBusWireError(.badHeader, at: 0)
-        }
+        let swapped = try isSwapped(prefix[0])
         guard prefix[3] == 1 else { throw DBusWireError(.badHeader, at: 3) }
         func u32(_ at: Int) -> Int {
             let raw = prefix.loadUnaligned(fromByteOffset: at, as: UInt32.self)
@@ -47,12 +42,21 @@ public struct DBusWireMessage {
         return total
     }
 
+    /// Whether a message with this first byte (its byte order) has the other order than the machine's.
+    static func isSwapped(_ order: UInt8) throws -> Bool {
+        switch order {
+        case UInt8(ascii: "l"): return UInt32(1).littleEndian != 1
+        case UInt8(ascii: "B"): return UInt32(1).bigEndian != 1
+        default: throw DBusWireError(.badHeader, at: 0)
+        }
+    }
+
     /// Parses the header of the message that `bytes` holds exactly.
     public init(parsing bytes: UnsafeRawBufferPointer) throws {
         let total = try Self.frameLength(bytes)
         guard total == bytes.count else { throw DBusWireError(.truncated, at: bytes.count) }
         self.bytes = bytes
-        swapped = bytes[0] == UInt8(ascii: "l") ? UInt32(1).littleEndian != 1 : UInt32(1).bigEndian != 1
+        swapped = try Self.isSwapped(bytes[0])
         typeCode = bytes[1]
         var c = DBusWireCursor(bytes: bytes, offset: 8, end: bytes.count, swapped: swapped)
         serial = try c.readUInt32()
@@ -151,7 +155,6 @@ public struct DBusWireMessage {
 
     @inlinable public func interfaceIs(_ s: StaticString) -> Bool { slice(interfaceRange).map { wireEquals($0, s) } ?? false }
     @inlinable public func memberIs(_ s: StaticString) -> Bool { slice(memberRange).map { wireEquals($0, s) } ?? false }
-    @inlinable public func senderIs(_ s: StaticString) -> Bool { slice(senderRange).map { wireEquals($0, s) } ?? false }
     @inlinable public func signatureIs(_ s: StaticString) -> Bool { wireEquals(slice(signatureRange) ?? UnsafeRawBufferPointer(start: nil, count: 0), s) }
 
     /// A cursor at the first argument.
