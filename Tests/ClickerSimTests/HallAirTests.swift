@@ -7,13 +7,8 @@ import XCTest
 final class HallAirTests: XCTestCase {
     let geometry = HallGeometry(rows: 30, seatsPerRow: 20)
 
-    /// The addresses each receiver's central heard after `seconds` of 600 voters advertising at 100 ms.
-    func heardByReceiver(_ hall: LectureHall, seed: UInt64, seconds: Double) async throws -> [Set<DeviceAddress>] {
-        let air = SimulatedAir(.hall(hall, seed: seed))
-        let streams = air.centrals().map { $0.advertisements(companyID: companyID) }
-        for i in 0..<geometry.seats { try await air.addPeripheral().advertise(payload(i)) }
-        air.run(until: at(seconds))
-        air.finishAdvertisementStreams()
+    /// The addresses each of `streams` carried, once it has finished.
+    func addresses(in streams: [AsyncThrowingStream<AdvertisementReport, any Error>]) async throws -> [Set<DeviceAddress>] {
         var heard: [Set<DeviceAddress>] = []
         for s in streams {
             var set = Set<DeviceAddress>()
@@ -21,6 +16,16 @@ final class HallAirTests: XCTestCase {
             heard.append(set)
         }
         return heard
+    }
+
+    /// The addresses each receiver's central heard after `seconds` of 600 voters advertising at 100 ms.
+    func heardByReceiver(_ hall: LectureHall, seed: UInt64, seconds: Double) async throws -> [Set<DeviceAddress>] {
+        let air = SimulatedAir(.hall(hall, seed: seed))
+        let streams = air.centrals().map { $0.advertisements(companyID: companyID) }
+        for i in 0..<geometry.seats { try await air.addPeripheral().advertise(payload(i)) }
+        air.run(until: at(seconds))
+        air.finishAdvertisementStreams()
+        return try await addresses(in: streams)
     }
 
     /// The lectern's receiver alone, in a full 600-seat hall, hears at most 70 % of it: the seats whose
@@ -77,12 +82,7 @@ final class HallAirTests: XCTestCase {
         XCTAssertGreaterThan(air.statistics.captures, 0)
         XCTAssertGreaterThan(air.statistics.collisions, 0)
         air.finishAdvertisementStreams()
-        var heard: [Set<DeviceAddress>] = []
-        for s in streams {
-            var set = Set<DeviceAddress>()
-            for try await r in s { set.insert(r.address) }
-            heard.append(set)
-        }
+        let heard = try await addresses(in: streams)
         XCTAssertEqual(heard, [[voters[0].address], [voters[1].address]])
     }
 
