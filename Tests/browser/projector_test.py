@@ -98,8 +98,12 @@ def until(what, condition, timeout=30, interval=0.1):
 
 
 def bars(driver):
-    return {e.get_attribute("data-option"): int(e.get_attribute("data-count"))
-            for e in driver.find_elements(By.CSS_SELECTOR, ".bar[data-option]")}
+    """The bars' options and counts, read in one script: the page redraws them on every event, so
+    elements found first and read afterwards may already be gone (a stale reference)."""
+    pairs = driver.execute_script(
+        "return Array.from(document.querySelectorAll('.bar[data-option]'))"
+        ".map(e => [e.getAttribute('data-option'), e.getAttribute('data-count')]);")
+    return {option: int(count) for option, count in pairs or [] if count is not None}
 
 
 def png_size(path):
@@ -193,7 +197,8 @@ def main():
             check("the option texts are shown", all(o in labels for o in OPTIONS), labels[:200])
             check("the voters counted are shown as the tally shows them", driver.find_element(By.ID, "voters").text
                   == str(status()["voters"]), driver.find_element(By.ID, "voters").text)
-            printed = [e.text.split("\n")[0] for e in driver.find_elements(By.CSS_SELECTOR, "#results .count")]
+            printed = [t.split("\n")[0] for t in driver.execute_script(
+                "return Array.from(document.querySelectorAll('#results .count')).map(e => e.innerText);")]
             check("each bar prints its count", sorted(printed) == sorted(str(n) for n in shown.values()), f"{printed}")
             source = driver.page_source
             check("no voter ID on the page", not any(v in source for v in voter_ids(voters, counted)))

@@ -172,12 +172,12 @@ def run_dbus(a, env):
             right += 1
         else:
             print(f"  question {q}: counted {got}, expected {want}")
-            rows = {b["voter"]: b for b in (r or {}).get("ballots", [])}
+            by_voter = {b["voter"]: b for b in (r or {}).get("ballots", [])}
             for i, ballots in enumerate(plans.get(q, [])):
                 if not ballots:
                     continue
                 vid = "%08x" % room.ids[i]
-                b = rows.get(vid)
+                b = by_voter.get(vid)
                 if b is None or b["sequence"] != ballots[-1][1] or b["answer"] != ballots[-1][2]:
                     print(f"    voter {i} {vid}: counted {b and (b['sequence'], b['answer'])}, plan {[(round(t), s, l) for t, s, l in ballots]} qsec {qsec}")
     check("dbus: every question's counts equal the room's final answers", right == len(counted) == a.questions,
