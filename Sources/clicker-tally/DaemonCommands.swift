@@ -164,6 +164,9 @@ struct StatisticsLine: Encodable {
     var staleDevicesRemoved: Int?
     var discoveryRestarts: Int?
     var acquisitions: Int?
+    /// Reports the central dropped for a consumer too far behind, and bluetoothd's signals it could not parse.
+    var droppedReports: Int?
+    var rejectedSignals: Int?
     var heap: HeapUsage?
 
     init(controller: PollController, central: any CentralTransport) async {
@@ -184,6 +187,8 @@ struct StatisticsLine: Encodable {
             staleDevicesRemoved = all.map(\.staleDevicesRemoved).reduce(0, +)
             discoveryRestarts = all.map(\.discoveryRestarts).reduce(0, +)
             acquisitions = all.map(\.acquisitions).reduce(0, +)
+            droppedReports = all.map(\.droppedReports).reduce(0, +)
+            rejectedSignals = all.map(\.rejectedSignals).reduce(0, +)
         }
     }
 

@@ -156,12 +156,12 @@ def run_dbus(a, env):
     events += [(fstart, 100, flood_on), (fstart + a.flood_min * 60 / a.accel, 101, flood_off)]
     try:
         rows, counted = lecture(a, env, "dbus", d, on_tick, events)
-        acquisitions = d.statistics().get("acquisitions")
+        stats = d.statistics()
     finally:
         d.stop()
         gen.stop()
-    # Every question counts exactly the room's final answers (all changes end by 80 % of the question).
-    right = 0
+    # Every question counts exactly the room's final answers (all changes end by 60 % of the question).
+    right, wrong = 0, []
     for q, r in counted:
         want = {}
         for ballots in plans.get(q, []):
@@ -170,21 +170,32 @@ def run_dbus(a, env):
         got = {k: v for k, v in (r or {}).get("counts", {}).items() if v}
         if got == want:
             right += 1
-        else:
-            print(f"  question {q}: counted {got}, expected {want}")
-            by_voter = {b["voter"]: b for b in (r or {}).get("ballots", [])}
-            for i, ballots in enumerate(plans.get(q, [])):
-                if not ballots:
-                    continue
-                vid = "%08x" % room.ids[i]
-                b = by_voter.get(vid)
-                if b is None or b["sequence"] != ballots[-1][1] or b["answer"] != ballots[-1][2]:
-                    print(f"    voter {i} {vid}: counted {b and (b['sequence'], b['answer'])}, plan {[(round(t), s, l) for t, s, l in ballots]} qsec {qsec}")
+            continue
+        print(f"  question {q}: counted {got}, expected {want}")
+        by_voter = {b["voter"]: b for b in (r or {}).get("ballots", [])}
+        for i, ballots in enumerate(plans.get(q, [])):
+            if not ballots:
+                continue
+            vid = "%08x" % room.ids[i]
+            b = by_voter.get(vid)
+            if b is None or b["sequence"] != ballots[-1][1] or b["answer"] != ballots[-1][2]:
+                # The lecture second of each ballot, so a late last change shows as such.
+                plan = [(round(t), seq, letter) for t, seq, letter in ballots]
+                print(f"    voter {i} {vid}: counted {b and (b['sequence'], b['answer'])}, plan {plan} of {qsec:g} s")
+                wrong.append(f"q{q} voter {vid} counted {b and (b['sequence'], b['answer'])}, room's last {plan[-1]}")
+    # The failure line carries the first few voters (a long log's reader may see only that line).
     check("dbus: every question's counts equal the room's final answers", right == len(counted) == a.questions,
-          f"{right} of {a.questions} questions exact")
+          f"{right} of {a.questions} questions exact" + (f"; {'; '.join(wrong[:3])}" if wrong else ""))
+    acquisitions = stats.get("acquisitions")
     restarts = len([e for e in events if e[2] is restart])
+    # More than one more than the restarts is not a failure by itself (a mirror read that came too early is
+    # read again) but is named: it is also what the central losing its signal reader's stream would show.
+    extra = (acquisitions or 0) - (restarts + 1)
     check("dbus: the daemon re-acquired bluetoothd after every restart", (acquisitions or 0) >= restarts + 1,
-          f"{restarts} restarts, {acquisitions} acquisitions")
+          f"{restarts} restarts, {acquisitions} acquisitions" + (f" ({extra} more than the restarts)" if extra > 0 else ""))
+    check("dbus: every signal of the generator parsed, no report dropped",
+          stats.get("rejectedSignals") == 0 and stats.get("droppedReports") == 0,
+          f"rejected signals {stats.get('rejectedSignals')}, dropped reports {stats.get('droppedReports')}")
     check("dbus: every room update acknowledged by the generator", tick["missed"] == 0,
           f"{tick['acks']} updates, {tick['missed']} unacknowledged")
     rej = {}
