@@ -21,6 +21,8 @@ public struct ShipperStatus: Sendable, Equatable {
     public var undecodable = 0
     /// The questions the ledger had registered for the poll at the last look.
     public var questions: [QuestionSpec] = []
+
+    public init() {}
 }
 
 /// The receiver's writer, on an OS thread of its own (its SQLite and libpq calls block): it appends
