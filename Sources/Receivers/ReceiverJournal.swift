@@ -19,7 +19,11 @@ final class ReceiverJournal: Sendable {
     init(path: String) throws(ReceiverError) {
         do {
             var config = Configuration()
-            config.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }
+            config.prepareDatabase { db in
+                try db.execute(sql: "PRAGMA synchronous = NORMAL")
+                // Shipped rows are overwritten with zeros, not left in the file's free pages.
+                try db.execute(sql: "PRAGMA secure_delete = ON")
+            }
             let fd = open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0o600)
             guard fd >= 0 else { throw ReceiverError.journal("cannot open \(path): \(String(cString: strerror(errno)))") }
             close(fd)

@@ -51,6 +51,10 @@ final class ReceiverJournalTests: XCTestCase {
             await receiver.take(reports)
         }
 
+        var info = stat()
+        XCTAssertEqual(stat(journal, &info), 0)
+        XCTAssertEqual(info.st_mode & 0o777, 0o600, "the journal is its owner's only")
+
         // The database takes the first hundred.
         await hear((0..<100).map { report(sealers, $0, sequence: 1, answer: $0, ms: UInt64($0)) })
         var status = await receiver.sync()
