@@ -129,7 +129,7 @@ let package = Package(
         // PostgreSQL through libpq: connections from a URL, parameterised statements, transactions.
         .target(name: "PostgresClient", dependencies: ["CLibPQ"]),
         // The ballot ledger several receivers share in PostgreSQL: versioned schema, the counting rule as one upsert.
-        .target(name: "ClickerLedger", dependencies: ["PostgresClient", "ClickerTally", "ClickerWire", "ClickerTransport"]),
+        .target(name: "ClickerLedger", dependencies: ["PostgresClient", "ClickerTally", "ClickerWire", "ClickerTransport", "OSThreads"]),
         // A private PostgreSQL server (initdb + pg_ctl) for tests and benchmarks (used only by them).
         .target(name: "PostgresTestSupport"),
         // Receivers: what one central hears, counted and written to the ledger through a local journal.

@@ -126,6 +126,21 @@ public final class BallotLedger {
         }
     }
 
+    /// Counted ballots per answer of every question of `poll` that has any, counted by the database.
+    public func counts(poll: Int64) throws(LedgerError) -> [UInt8: [Answer: Int]] {
+        try Self.mapped {
+            let rows = try db.execute("""
+                SELECT question, answer, count(*) FROM ballots WHERE poll_id = $1 GROUP BY question, answer
+                """, [.int(poll)]).rows
+            var out: [UInt8: [Answer: Int]] = [:]
+            for r in rows {
+                guard let q = UInt8(exactly: try r.int(0)) else { throw PostgresError(.badValue, "a question out of range") }
+                out[q, default: [:]][try Self.answer(r.bytes(1))] = Int(try r.int(2))
+            }
+            return out
+        }
+    }
+
     // MARK: The statement
 
     /// One statement: the span of what was heard from the voter widens (a no-op for a replay), and the

@@ -95,10 +95,24 @@ public enum LedgerSchema {
                 WITH CHECK (poll_id IN (SELECT ledger_receiver_polls()))
             """,
         ],
+        // 4: a notification on channel `clicker_ledger`, the poll's number as payload, when a
+        // transaction that changed a counted ballot commits (PostgreSQL sends one per poll and
+        // transaction): what the instructor's `LedgerFollower` waits for.
+        [
+            """
+            CREATE FUNCTION ledger_notify() RETURNS trigger LANGUAGE plpgsql AS
+            'BEGIN PERFORM pg_notify(''clicker_ledger'', NEW.poll_id::text); RETURN NULL; END'
+            """,
+            "CREATE TRIGGER ballots_changed AFTER INSERT OR UPDATE ON ballots FOR EACH ROW EXECUTE FUNCTION ledger_notify()",
+        ],
     ]
 
     /// The version this build writes and reads.
     public static var version: Int { migrations.count }
+
+    /// The channel of ``migrations``' version 4: one notification per poll and committed transaction
+    /// that changed a counted ballot, the poll's number as payload.
+    public static let channel = "clicker_ledger"
 
     /// Any constant: the advisory lock migrations take, so that concurrent openers migrate one at a time.
     static let migrationLock: Int64 = 0x636C_6963_6B65_72   // "clicker"

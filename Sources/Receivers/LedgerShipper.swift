@@ -13,7 +13,8 @@ public struct ShipperStatus: Sendable, Equatable {
     public var journaled = 0
     /// Why the ledger takes no writes now (unreachable, refused); nil while it does.
     public var databaseError: String?
-    /// Why the journal refused its last append; the ballots stay in memory and are appended again.
+    /// Why the journal failed last, if it did: a refused append leaves the ballots in memory, to be
+    /// appended again on the next pass.
     public var journalError: String?
     /// Connections to the ledger opened (the first, and one per reconnection).
     public var connections = 0
@@ -69,9 +70,9 @@ final class LedgerShipper: Sendable {
                     defer { s.pending = []; s.waiters = [] }
                     return (s.pending, s.waiters, s.stopping, s.status)
                 }
-                let after = writer.pass(appending: batch, status: status)
+                let (after, appended) = writer.pass(appending: batch, status: status)
                 // A batch the journal refused stays in memory, first in line for the next pass.
-                let leftOver = after.journalError == nil ? [] : batch
+                let leftOver = appended ? [] : batch
                 channel.state.withLock { s in
                     s.pending = leftOver + s.pending
                     s.status = after
@@ -150,15 +151,18 @@ private struct Writer {
         self.batchLimit = batchLimit
     }
 
-    /// Journals `batch`, then ships the journal while the ledger takes it.
-    mutating func pass(appending batch: [LedgerBallot], status: ShipperStatus) -> ShipperStatus {
+    /// Journals `batch`, then ships the journal while the ledger takes it; says whether `batch` is in
+    /// the journal.
+    mutating func pass(appending batch: [LedgerBallot], status: ShipperStatus) -> (ShipperStatus, appended: Bool) {
         var status = status
+        var appended = true
         if !batch.isEmpty {
             do {
                 try journal.append(batch)
                 status.journalError = nil
             } catch {
                 status.journalError = "\(error)"
+                appended = false
             }
         }
         let now = clock.now
@@ -166,23 +170,26 @@ private struct Writer {
             do {
                 ledger = try connect()
                 status.connections += 1
+                status.databaseError = nil
                 nextQuestions = nil
             } catch {
                 failed(error, at: now, &status)
             }
         }
         while let ledger {
+            let oldest: (ballots: [LedgerBallot], through: Int64?, undecodable: Int)
+            do { oldest = try journal.oldest(batchLimit) } catch { status.journalError = "\(error)"; break }
+            guard let through = oldest.through else { break }
             do {
-                let (ballots, through, undecodable) = try journal.oldest(batchLimit)
-                guard let through else { break }
-                if !ballots.isEmpty { try ledger.write(batch: ballots) }
-                try journal.shipped(through: through)
-                status.shipped += ballots.count
-                status.undecodable += undecodable
-                status.databaseError = nil
+                if !oldest.ballots.isEmpty { try ledger.write(batch: oldest.ballots) }
             } catch {
                 failed(error, at: now, &status)
+                break
             }
+            status.shipped += oldest.ballots.count
+            status.undecodable += oldest.undecodable
+            // Not deleted: shipped again on the next pass, which changes nothing in the ledger.
+            do { try journal.shipped(through: through) } catch { status.journalError = "\(error)"; break }
         }
         if let ledger, nextQuestions.map({ now >= $0 }) ?? true {
             do {
@@ -193,7 +200,7 @@ private struct Writer {
             }
         }
         status.journaled = (try? journal.count()) ?? status.journaled
-        return status
+        return (status, appended)
     }
 
     /// The ledger failed: its connection is dropped and a new one tried `retryInterval` from now.

@@ -1,8 +1,10 @@
 import ClickerLedger
 import ClickerTestSupport
 import ClickerTally
+import ClickerTransport
 import ClickerWire
 import Foundation
+import Synchronization
 import XCTest
 
 /// The built executables: `clicker-tally ledger open` registers a poll and prints a receiver token,
@@ -97,5 +99,37 @@ final class ReceiverCommandTests: XCTestCase {
                                                    "--journal", dir + "/journal.sqlite", "--duration", "1"], home: dir)
         XCTAssertNotEqual(wrong.0, 0)
         XCTAssertTrue(wrong.2.contains("the join code is of vote 1234, but the receiver token is for the poll of vote 4821"), wrong.2)
+    }
+
+    /// `ledger watch` prints the counts at start and again when a receiver's commit changes them.
+    func testLedgerWatchPrintsTheCountsWhenACommitChangesThem() async throws {
+        let url = try SharedServer.database()
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let instructor = try BallotLedger(url: url)
+        try instructor.register(poll: 21, voteID: 21, policy: .latestWins, questions: [1, 2])
+        let receiver = try BallotLedger(url: try instructor.issueReceiverToken(poll: 21, validUntil: Int64(Date().timeIntervalSince1970) + 3600)
+                                            .url(replacingCredentialsOf: url), migrate: false)
+        let (watch, out, err) = try process("clicker-tally", ["ledger", "watch", "--store", url, "--poll", "21", "--duration", "60"], home: dir)
+        defer { if watch.isRunning { watch.terminate() } }
+        let printed = Mutex("")
+        out.fileHandleForReading.readabilityHandler = { h in
+            let chunk = String(decoding: h.availableData, as: UTF8.self)
+            printed.withLock { $0 += chunk }
+        }
+        defer { out.fileHandleForReading.readabilityHandler = nil }
+        try await eventually("the first line", timeout: .seconds(30)) { printed.withLock { $0.contains("no ballots yet\n") } }
+        func ballot(_ voter: UInt32, _ question: UInt8, _ answer: UInt8) -> LedgerBallot {
+            LedgerBallot(poll: 21, question: question, voter: VoterKey(mode: .anonymous, voterID: voter), sequence: 1,
+                         answer: .choice(answer), verified: false, heardAt: 0, address: DeviceAddress(rawValue: UInt64(voter)))
+        }
+        try receiver.write(batch: [ballot(1, 1, 0), ballot(2, 1, 1), ballot(3, 1, 1), ballot(1, 2, 2)])
+        try await eventually("the counts after the commit", timeout: .seconds(30)) {
+            printed.withLock { $0.contains("q1: A 1, B 2 (3 voters); q2: C 1 (1 voter)\n") }
+        }
+        watch.terminate()
+        watch.waitUntilExit()
+        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        XCTAssertFalse(printed.withLock { $0 }.contains("cannot be read"), stderr)
     }
 }
