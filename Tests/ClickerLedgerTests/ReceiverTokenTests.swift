@@ -57,6 +57,11 @@ final class ReceiverTokenTests: XCTestCase {
             XCTAssertThrowsError(try db.execute(statement), statement) { XCTAssertEqual(self.sqlState($0), "42501", statement) }
         }
         XCTAssertEqual(try instructor.counts(poll: 1, question: 1), [.choice(1): 2])
+
+        // What it does learn of other polls: their numbers, and when their counted ballots change.
+        try db.execute("LISTEN \(LedgerSchema.channel)")
+        try instructor.write(ballot(poll: 2, voter: 9))
+        XCTAssertEqual(try db.notifications(waitingUpTo: .seconds(10)).map(\.payload), ["2"])
     }
 
     func testClosingThePollEndsItsTokensAndItTakesNoNewOnes() throws {
