@@ -14,8 +14,6 @@ public actor LedgerReceiver {
     let shipper: LedgerShipper
     /// The poll, as the ledger named it for this receiver's token.
     public nonisolated let poll: ReceiverPoll
-    /// Advertisement reports taken in.
-    public private(set) var reportsHeard = 0
     /// Ballots handed to the writer (counted changes of a voter's ballot).
     public private(set) var ballotsCounted = 0
 
@@ -61,7 +59,6 @@ public actor LedgerReceiver {
         learnQuestions()
         var out: [LedgerBallot] = []
         for r in reports {
-            reportsHeard &+= 1
             if let b = count.ingest(r) { out.append(b) }
         }
         ballotsCounted += out.count
