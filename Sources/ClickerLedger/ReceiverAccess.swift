@@ -70,6 +70,11 @@ extension BallotLedger {
                     .rows.map { try $0.text(0) }
                 var sessions: [Int64] = []
                 for role in roles {
+                    // Spelled into the statements below: only a name this code makes is accepted.
+                    guard role.hasPrefix("clicker_receiver_"), role.utf8.allSatisfy({ $0 == UInt8(ascii: "_") || (97...122).contains($0)
+                                                                                        || (48...57).contains($0) }) else {
+                        throw PostgresError(.badValue, "a receiver role not made by clicker: \(role.prefix(80))")
+                    }
                     sessions += try db.execute("SELECT pid FROM pg_stat_activity WHERE usename = $1", [.text(role)]).rows.map { try $0.int(0) }
                     try db.execute("DROP OWNED BY \(role)")
                     try db.execute("DROP ROLE \(role)")
