@@ -129,9 +129,12 @@ let package = Package(
         // PostgreSQL through libpq: connections from a URL, parameterised statements, transactions.
         .target(name: "PostgresClient", dependencies: ["CLibPQ"]),
         // The ballot ledger several receivers share in PostgreSQL: versioned schema, the counting rule as one upsert.
-        .target(name: "ClickerLedger", dependencies: ["PostgresClient", "ClickerTally", "ClickerWire", "ClickerTransport"]),
+        .target(name: "ClickerLedger", dependencies: ["PostgresClient", "ClickerTally", "ClickerWire", "ClickerTransport", "OSThreads"]),
         // A private PostgreSQL server (initdb + pg_ctl) for tests and benchmarks (used only by them).
         .target(name: "PostgresTestSupport"),
+        // Receivers: what one central hears, counted and written to the ledger through a local journal.
+        .target(name: "Receivers", dependencies: ["ClickerLedger", "ClickerTally", "ClickerTransport", "ClickerWire", "OSThreads",
+                                           "PrivateFiles", .product(name: "GRDB", package: "GRDB.swift")]),
         .target(name: "ClickerStore", dependencies: ["ClickerTransport", "ClickerWire", "ClickerTally", "PrivateFiles", .product(name: "GRDB", package: "GRDB.swift")]),
         .target(name: "TerminalView"),
         // A pseudo-terminal pair that tests and the ViewLoop benchmark type into and read back.
@@ -174,7 +177,7 @@ let package = Package(
         // Executables only wire things together
         .executableTarget(name: "clicker-tally", dependencies: [
             "ClickerCommandLine", "TallyDaemon", "ClickerQuestions", "ClickerSim", "BlueZ", "HCI", "Voter", "DBus", "ClickerStore", "TerminalView", "ClickerDoctor",
-            "ProjectorWeb", "PrivateFiles", "DemoRoom", "ICUData",
+            "ProjectorWeb", "PrivateFiles", "DemoRoom", "ICUData", "Receivers", "ClickerLedger",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -196,7 +199,8 @@ let package = Package(
         .testTarget(name: "HCITests", dependencies: ["HCI", "CBluetooth", "ClickerTransport", "ClickerSim"]),
         .testTarget(name: "ClickerStoreTests", dependencies: ["ClickerStore", "ClickerSim", "ClickerWire", "ClickerTally", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "ClickerLedgerTests", dependencies: ["ClickerLedger", "PostgresClient", "PostgresTestSupport", "ClickerTally",
-                                                              "ClickerWire", "ClickerTransport", "OSThreads"]),
+                                                              "ClickerWire", "ClickerTransport", "OSThreads", "Receivers",
+                                                              "ClickerSim", "ClickerTestSupport"]),
         .testTarget(name: "TerminalViewTests", dependencies: ["TerminalView", "TerminalTestSupport", "ClickerWire", "ClickerSim"], exclude: ["Snapshots"]),
         // Tier 2: real dbus-daemon + python-dbusmock standing in for bluetoothd
         .testTarget(name: "DBusTests", dependencies: ["ClickerTestSupport", "DBus", "DBusTestSupport"]),

@@ -16,28 +16,36 @@ public final class BallotLedger {
     /// ``upsertSQL``, parsed and planned once per connection.
     private let upsert: PreparedStatement
 
-    /// Connects to `url` and brings the schema to this build's version. Throws `schemaTooNew` for a
-    /// database a newer build migrated.
-    public convenience init(url: String) throws(LedgerError) {
+    /// Connects to `url` and brings the schema to this build's version (`migrate`, the instructor's
+    /// side), or only checks that it is at that version (a receiver, whose role may not change it).
+    /// Throws `schemaTooNew` for a database a newer build migrated.
+    public convenience init(url: String, migrate: Bool = true) throws(LedgerError) {
         let db: PostgresConnection
         do { db = try PostgresConnection(url: url) } catch { throw .database(error) }
-        try self.init(connection: db)
+        try self.init(connection: db, migrate: migrate)
     }
 
-    /// Uses an open connection (migrating it like ``init(url:)``); one ledger per connection, which
-    /// holds its prepared statement.
-    public init(connection: PostgresConnection) throws(LedgerError) {
+    /// Uses an open connection (migrating or checking it like ``init(url:migrate:)``); one ledger per
+    /// connection, which holds its prepared statement.
+    public init(connection: PostgresConnection, migrate: Bool = true) throws(LedgerError) {
         db = connection
         upsert = try Self.mapped {
-            try LedgerSchema.migrate(connection)
+            if migrate { try LedgerSchema.migrate(connection) } else { try LedgerSchema.check(connection) }
             return try connection.prepare(Self.upsertSQL, as: "clicker_ledger_upsert")
         }
     }
 
-    /// Registers a poll and its questions; again with the same vote ID and policy, adds the questions
-    /// not yet there. A poll's vote ID and change policy never change: asking for another throws
-    /// `registrationConflict`.
+    /// Registers a poll and its questions as single choices of four options (A–D), as
+    /// ``register(poll:voteID:policy:specs:)`` does.
     public func register(poll: Int64, voteID: UInt16, policy: ChangePolicy, questions: [UInt8]) throws(LedgerError) {
+        try register(poll: poll, voteID: voteID, policy: policy, specs: questions.map { QuestionSpec.choice($0) })
+    }
+
+    /// Registers a poll and its questions, with the answers each offers (what a receiver counts);
+    /// again with the same vote ID and policy, adds the questions not yet there (a question keeps its
+    /// first definition). A poll's vote ID and change policy never change: asking for another throws
+    /// `registrationConflict`.
+    public func register(poll: Int64, voteID: UInt16, policy: ChangePolicy, specs: [QuestionSpec]) throws(LedgerError) {
         try Self.mapped {
             try db.transaction {
                 try db.execute("""
@@ -50,9 +58,11 @@ public final class BallotLedger {
                         poll: poll, stored: "vote ID \(storedVoteID.map(String.init) ?? "none"), change policy \(storedPolicy ?? "none")",
                         asked: "vote ID \(voteID), change policy \(policy.rawValue)")
                 }
-                for q in Set(questions).sorted() {
-                    try db.execute("INSERT INTO questions (poll_id, question) VALUES ($1, $2) ON CONFLICT DO NOTHING",
-                                   [.int(poll), .int(Int64(q))])
+                for spec in specs.sorted(by: { $0.number < $1.number }) {
+                    try db.execute("""
+                        INSERT INTO questions (poll_id, question, options, kinds, numeric_lowest, numeric_highest)
+                        VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING
+                        """, LedgerQuestions.parameters(spec, poll: poll))
                 }
             }
         }
@@ -112,6 +122,21 @@ public final class BallotLedger {
                 """, [.int(poll), .int(Int64(question))]).rows
             var out: [Answer: Int] = [:]
             for r in rows { out[try Self.answer(r.bytes(0))] = Int(try r.int(1)) }
+            return out
+        }
+    }
+
+    /// Counted ballots per answer of every question of `poll` that has any, counted by the database.
+    public func counts(poll: Int64) throws(LedgerError) -> [UInt8: [Answer: Int]] {
+        try Self.mapped {
+            let rows = try db.execute("""
+                SELECT question, answer, count(*) FROM ballots WHERE poll_id = $1 GROUP BY question, answer
+                """, [.int(poll)]).rows
+            var out: [UInt8: [Answer: Int]] = [:]
+            for r in rows {
+                guard let q = UInt8(exactly: try r.int(0)) else { throw PostgresError(.badValue, "a question out of range") }
+                out[q, default: [:]][try Self.answer(r.bytes(1))] = Int(try r.int(2))
+            }
             return out
         }
     }

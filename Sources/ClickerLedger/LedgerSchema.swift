@@ -57,10 +57,62 @@ public enum LedgerSchema {
             SELECT poll_id, question, voter_mode, voter_id, sequence, sequence, heard_at, heard_at FROM ballots
             """,
         ],
+        // 3: what a receiver needs to count a question (its answers), and receivers' access: a
+        // database role per receiver token, limited by row-level security to its poll's rows while
+        // its `ledger_receivers` row says it is valid (docs/LEDGER.md, "Receivers"). Table owners
+        // (the instructor's role) are not subject to the policies.
+        [
+            "ALTER TABLE polls ADD COLUMN closed_at timestamptz",
+            """
+            ALTER TABLE questions ADD COLUMN options smallint NOT NULL DEFAULT 4 CHECK (options BETWEEN 1 AND 8),
+                ADD COLUMN kinds text NOT NULL DEFAULT '1',
+                ADD COLUMN numeric_lowest integer, ADD COLUMN numeric_highest integer
+            """,
+            """
+            CREATE TABLE ledger_receivers (
+                role_name text PRIMARY KEY,
+                poll_id bigint NOT NULL REFERENCES polls ON DELETE CASCADE,
+                valid_until timestamptz NOT NULL)
+            """,
+            """
+            CREATE FUNCTION ledger_receiver_polls() RETURNS SETOF bigint LANGUAGE sql STABLE AS
+            'SELECT poll_id FROM ledger_receivers WHERE role_name = current_user AND valid_until > now()'
+            """,
+            "ALTER TABLE ledger_receivers ENABLE ROW LEVEL SECURITY",
+            "CREATE POLICY own_row ON ledger_receivers FOR SELECT USING (role_name = current_user)",
+            "ALTER TABLE polls ENABLE ROW LEVEL SECURITY",
+            "CREATE POLICY receiver_reads ON polls FOR SELECT USING (poll_id IN (SELECT ledger_receiver_polls()))",
+            "ALTER TABLE questions ENABLE ROW LEVEL SECURITY",
+            "CREATE POLICY receiver_reads ON questions FOR SELECT USING (poll_id IN (SELECT ledger_receiver_polls()))",
+            "ALTER TABLE ballots ENABLE ROW LEVEL SECURITY",
+            """
+            CREATE POLICY receiver_writes ON ballots USING (poll_id IN (SELECT ledger_receiver_polls()))
+                WITH CHECK (poll_id IN (SELECT ledger_receiver_polls()))
+            """,
+            "ALTER TABLE ballot_spans ENABLE ROW LEVEL SECURITY",
+            """
+            CREATE POLICY receiver_writes ON ballot_spans USING (poll_id IN (SELECT ledger_receiver_polls()))
+                WITH CHECK (poll_id IN (SELECT ledger_receiver_polls()))
+            """,
+        ],
+        // 4: a notification on channel `clicker_ledger`, the poll's number as payload, when a
+        // transaction that changed a counted ballot commits (PostgreSQL sends one per poll and
+        // transaction): what the instructor's `LedgerFollower` waits for.
+        [
+            """
+            CREATE FUNCTION ledger_notify() RETURNS trigger LANGUAGE plpgsql AS
+            'BEGIN PERFORM pg_notify(''clicker_ledger'', NEW.poll_id::text); RETURN NULL; END'
+            """,
+            "CREATE TRIGGER ballots_changed AFTER INSERT OR UPDATE ON ballots FOR EACH ROW EXECUTE FUNCTION ledger_notify()",
+        ],
     ]
 
     /// The version this build writes and reads.
     public static var version: Int { migrations.count }
+
+    /// The channel of ``migrations``' version 4: one notification per poll and committed transaction
+    /// that changed a counted ballot, the poll's number as payload.
+    public static let channel = "clicker_ledger"
 
     /// Any constant: the advisory lock migrations take, so that concurrent openers migrate one at a time.
     static let migrationLock: Int64 = 0x636C_6963_6B65_72   // "clicker"
@@ -83,5 +135,13 @@ public enum LedgerSchema {
             }
             return found
         }
+    }
+
+    /// Checks, without changing anything, that the database is at this build's version: what a
+    /// receiver does, whose role may read the schema but not change it.
+    static func check(_ db: PostgresConnection) throws {
+        let found = Int(try db.execute("SELECT coalesce(max(version), 0) FROM ledger_schema_version").rows.first?.int(0) ?? 0)
+        guard found <= version else { throw LedgerError.schemaTooNew(database: found, known: version) }
+        guard found == version else { throw LedgerError.schemaTooOld(database: found, known: version) }
     }
 }

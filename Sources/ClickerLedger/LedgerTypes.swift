@@ -55,6 +55,12 @@ public enum LedgerError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A poll registered again with another vote ID or change policy (its ballots would belong to
     /// another poll, or rank differently).
     case registrationConflict(poll: Int64, stored: String, asked: String)
+    /// A receiver opened a database an older build migrated (the instructor's tally upgrades it).
+    case schemaTooOld(database: Int, known: Int)
+    /// The receiver token names no poll: it expired, or its poll was closed.
+    case tokenNotValid
+    /// A receiver token asked for a poll that is closed, or not in the ledger.
+    case pollClosed(poll: Int64)
     /// A ballot for a poll or question not registered with ``BallotLedger/register(poll:voteID:policy:questions:)``.
     case unknownQuestion(poll: Int64, question: UInt8)
     /// The database said no, or could not be reached.
@@ -65,6 +71,13 @@ public enum LedgerError: Error, Sendable, Equatable, CustomStringConvertible {
         case .schemaTooNew(let database, let known):
             "the ballot ledger's database is at schema version \(database), newer than this build knows (version \(known)); "
                 + "use a build of clicker at least as new as the one that upgraded it"
+        case .schemaTooOld(let database, let known):
+            "the ballot ledger's database is at schema version \(database), older than this build (version \(known)); "
+                + "the instructor's clicker-tally upgrades it when it opens it"
+        case .tokenNotValid:
+            "this receiver token is not valid: its poll was closed or its time ran out; ask the instructor for a new one"
+        case .pollClosed(let poll):
+            "poll \(poll) is closed or not in the ledger: it takes no receivers"
         case .registrationConflict(let poll, let stored, let asked):
             "poll \(poll) is in the ledger with \(stored), not \(asked)"
         case .unknownQuestion(let poll, let question):

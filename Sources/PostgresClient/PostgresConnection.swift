@@ -13,7 +13,7 @@ import Glibc
 /// Statements go through `PQexecParams` or, prepared once, `PQexecPrepared`, with parameters in text
 /// format: values are never spliced into the SQL text.
 public final class PostgresConnection {
-    private let handle: OpaquePointer
+    let handle: OpaquePointer
 
     /// Connects to `url` (`postgres://user:password@host:port/database?…`, or `postgresql://`; a
     /// `host` parameter naming a directory connects over that directory's unix socket). Blocks until
@@ -188,7 +188,7 @@ public final class PostgresConnection {
     /// The server's version number (150018 for 15.18).
     public var serverVersion: Int { Int(PQserverVersion(handle)) }
 
-    private var lastError: String { PostgresError.trimmed(PQerrorMessage(handle).map { String(cString: $0) } ?? "") }
+    var lastError: String { PostgresError.trimmed(PQerrorMessage(handle).map { String(cString: $0) } ?? "") }
 }
 
 /// A statement prepared on one connection (``PostgresConnection/prepare(_:as:)``), run by name.

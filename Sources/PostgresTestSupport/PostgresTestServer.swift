@@ -25,6 +25,8 @@ public final class PostgresTestServer: @unchecked Sendable {
     public let directory: String
     private let bin: String
     private let runAs: [String]
+    /// The server's options (port, sockets, durability), the same at every start.
+    private let options: String
     private let lock = NSLock()
     private var stopped = false
 
@@ -63,14 +65,14 @@ public final class PostgresTestServer: @unchecked Sendable {
             runAs = []
         }
         port = try Self.freePort()
+        var options = "-p \(port) -k \(directory) -h 127.0.0.1"
+        if !durable { options += " -F -c synchronous_commit=off -c full_page_writes=off" }
+        self.options = options
         do {
             try Self.run(runAs, ["/bin/sh", "-c", "umask 077 && printf %s \"$0\" > \"$1\"", Self.password, directory + "/pw"])
             try Self.run(runAs, [bin + "/initdb", "-D", directory + "/data", "-U", Self.user, "--pwfile=\(directory)/pw",
                                  "--auth-local=trust", "--auth-host=scram-sha-256", "-E", "UTF8", "--locale=C", "--no-sync"])
-            var options = "-p \(port) -k \(directory) -h 127.0.0.1"
-            if !durable { options += " -F -c synchronous_commit=off -c full_page_writes=off" }
-            try Self.run(runAs, [bin + "/pg_ctl", "-D", directory + "/data", "-l", directory + "/log", "-w", "-t", "30",
-                                 "-o", options, "start"])
+            try start()
         } catch {
             let log = (try? String(contentsOfFile: directory + "/log", encoding: .utf8)) ?? ""
             try? FileManager.default.removeItem(atPath: directory)
@@ -79,6 +81,19 @@ public final class PostgresTestServer: @unchecked Sendable {
     }
 
     deinit { stop() }
+
+    /// Starts the server (again, after ``halt()``) on the same port and data, and waits until it
+    /// accepts connections.
+    public func start() throws {
+        try Self.run(runAs, [bin + "/pg_ctl", "-D", directory + "/data", "-l", directory + "/log", "-w", "-t", "30",
+                             "-o", options, "start"])
+    }
+
+    /// Stops the server, ending its connections, and keeps its data for ``start()``: a database
+    /// that goes away and comes back.
+    public func halt() throws {
+        try Self.run(runAs, [bin + "/pg_ctl", "-D", directory + "/data", "-m", "fast", "-w", "stop"])
+    }
 
     /// The URL of `database` on this server, over TCP with the test password.
     public func url(database: String = "postgres", password: String = PostgresTestServer.password) -> String {

@@ -27,7 +27,7 @@ struct ClickerTallyCommand: AsyncParsableCommand {
             """ + "\n" + runOptionsHelp,
         version: ClickerVersion.text(program: "clicker-tally"),
         subcommands: [Run.self, Daemon.self, Watch.self, Status.self, New.self, Open.self, Close.self, Next.self,
-                      Results.self, Export.self, Polls.self, RosterCommand.self, Doctor.self],
+                      Results.self, Export.self, Polls.self, RosterCommand.self, Doctor.self, ReceiverCommand.self, LedgerCommand.self],
         // The default run is a subcommand, not the root's own options: a subcommand's `--json` or
         // `--question` must not be taken by the root (`results --json`).
         defaultSubcommand: Run.self

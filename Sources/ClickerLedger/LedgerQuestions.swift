@@ -1,0 +1,47 @@
+import ClickerTally
+import ClickerWire
+import PostgresClient
+
+/// A question's answers as the ledger keeps them: what a receiver needs to count it (the number of
+/// options, the kinds accepted, a numeric question's range). Titles and option texts stay with the
+/// instructor's tally.
+enum LedgerQuestions {
+    static func parameters(_ spec: QuestionSpec, poll: Int64) -> [PostgresValue] {
+        [.int(poll), .int(Int64(spec.number)), .int(Int64(spec.options)),
+         .text(spec.kinds.map(\.rawValue).sorted().map(String.init).joined(separator: ",")),
+         spec.numeric.map { .int(Int64($0.lowest)) } ?? .null, spec.numeric.map { .int(Int64($0.highest)) } ?? .null]
+    }
+
+    static func spec(_ row: PostgresRow) throws(PostgresError) -> QuestionSpec {
+        guard let number = UInt8(exactly: try row.int(0)), let options = Int(exactly: try row.int(1)) else {
+            throw PostgresError(.badValue, "a question row out of range")
+        }
+        var kinds = Set<Answer.Kind>()
+        for part in try row.text(2).split(separator: ",") {
+            guard let raw = UInt8(part), let kind = Answer.Kind(rawValue: raw) else {
+                throw PostgresError(.badValue, "question \(number) has an unknown answer kind \(part.prefix(8))")
+            }
+            kinds.insert(kind)
+        }
+        var numeric: NumericRange?
+        if row.values.count > 4, row.values[3] != nil, row.values[4] != nil {
+            guard let low = Int16(exactly: try row.int(3)), let high = Int16(exactly: try row.int(4)) else {
+                throw PostgresError(.badValue, "question \(number) has a numeric range out of 16 bits")
+            }
+            numeric = NumericRange(lowest: low, highest: high)
+        }
+        return QuestionSpec(number: number, options: options, kinds: kinds, numeric: numeric)
+    }
+}
+
+extension BallotLedger {
+    /// The questions registered for `poll`, in order, with the answers each offers.
+    public func questions(poll: Int64) throws(LedgerError) -> [QuestionSpec] {
+        try Self.mapped {
+            try db.execute("""
+                SELECT question, options, kinds, numeric_lowest, numeric_highest FROM questions
+                WHERE poll_id = $1 ORDER BY question
+                """, [.int(poll)]).rows.map(LedgerQuestions.spec)
+        }
+    }
+}
