@@ -5,7 +5,7 @@
 # hci_vhci and 9p are modules) plus a `debootstrap --variant=minbase` root with
 # dbus, bluez (bluetoothd, bluetoothctl, btmon, btmgmt), bluez-test-tools (btvirt),
 # python3-dbus and the system libraries our binaries (static Swift stdlib) link against:
-# libdbus-1-3, libbluetooth3, libsqlite3-0 (GRDB), libstdc++6 (swift-crypto). Root and modules are packed as one uncompressed
+# libdbus-1-3, libbluetooth3, libsqlite3-0 (GRDB), libstdc++6 (swift-crypto), libpq5 (the ballot ledger). Root and modules are packed as one uncompressed
 # initramfs, so there is no disk image and no guest initrd tooling.
 #
 # The trixie image replaces Debian's btvirt with one built from Debian's 5.82 source plus a fix
@@ -20,7 +20,7 @@
 
 E2E_SUITE=${E2E_GUEST:-bookworm}
 case $E2E_SUITE in bookworm|trixie) ;; *) echo "e2e: E2E_GUEST must be bookworm or trixie" >&2; return 2 ;; esac
-E2E_PKGS=dbus,bluez,bluez-test-tools,python3-dbus,python3-gi,libdbus-1-3,libbluetooth3,libsqlite3-0,libstdc++6,kmod,procps
+E2E_PKGS=dbus,bluez,bluez-test-tools,python3-dbus,python3-gi,libdbus-1-3,libbluetooth3,libsqlite3-0,libstdc++6,libpq5,kmod,procps
 E2E_MODDIRS="crypto arch/x86/crypto lib net/bluetooth drivers/bluetooth net/rfkill net/9p fs/9p fs/netfs fs/fscache drivers/virtio drivers/char/hw_random"
 
 # The Debian mirror: the first "URIs:" (deb822) or "deb" line of the host's apt sources.
