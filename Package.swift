@@ -196,7 +196,7 @@ let package = Package(
         .testTarget(name: "ClickerSimTests", dependencies: ["ClickerTestSupport", "ClickerSim", "ClickerTransport", "ClickerWire", "ClickerTally",
                                                           "OSThreads"]),
         .testTarget(name: "ClickerDoctorTests", dependencies: ["ClickerDoctor"]),
-        .testTarget(name: "HCITests", dependencies: ["HCI", "CBluetooth", "ClickerTransport", "ClickerSim"]),
+        .testTarget(name: "HCITests", dependencies: ["HCI", "CBluetooth", "ClickerTransport", "ClickerSim", "ClickerTestSupport"]),
         .testTarget(name: "ClickerStoreTests", dependencies: ["ClickerStore", "ClickerSim", "ClickerWire", "ClickerTally", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "ClickerLedgerTests", dependencies: ["ClickerLedger", "PostgresClient", "PostgresTestSupport", "ClickerTally",
                                                               "ClickerWire", "ClickerTransport", "OSThreads", "Receivers",

@@ -2,7 +2,6 @@ import ClickerDoctor
 import ClickerTransport
 import DBus
 import Logging
-import Synchronization
 
 /// What the doctor learns through bluetoothd: its version, whether this user may call it, the adapters,
 /// and, on the adapter the tally or voter would use, what it tries: a broadcast while the adapter scans
@@ -19,16 +18,20 @@ public enum BlueZDoctor {
         public var callTimeout: Duration
         /// Whether manufacturer data (after the company ID) is a tally's beacon frame.
         public var isBeacon: @Sendable ([UInt8]) -> Bool
+        /// The doctor's one clock: its waits (for discovery, for a beacon) and the central it tries
+        /// run on it (the continuous clock by default; tests move a clock of their own).
+        public var clock: RadioClock
 
         public init(bus: DBusBusTarget = .system, adapter: AdapterSelection = .firstPowered, role: DoctorFindings.Role,
                     listen: Duration = .seconds(6), callTimeout: Duration = .seconds(10),
-                    isBeacon: @escaping @Sendable ([UInt8]) -> Bool = { _ in false }) {
+                    isBeacon: @escaping @Sendable ([UInt8]) -> Bool = { _ in false }, clock: RadioClock = RadioClock()) {
             self.bus = bus
             self.adapter = adapter
             self.role = role
             self.listen = listen
             self.callTimeout = callTimeout
             self.isBeacon = isBeacon
+            self.clock = clock
         }
     }
 
@@ -102,18 +105,23 @@ public enum BlueZDoctor {
     /// Scans on `name` and, while it does, broadcasts a probe frame; the tally then probes extended frames,
     /// the voter listens for a beacon.
     static func tryRadio(_ o: Options, adapter name: String, findings f: inout DoctorFindings, logger: Logger) async {
-        let central = BlueZCentral(options: BlueZCentralOptions(bus: o.bus, adapter: .name(name), discoveryRestartInterval: nil,
-                                                                callTimeout: o.callTimeout), logger: logger)
-        let clock = ContinuousClock()
-        let heard = HeardBeacon()
+        var centralOptions = BlueZCentralOptions(bus: o.bus, adapter: .name(name), discoveryRestartInterval: nil,
+                                                 callTimeout: o.callTimeout)
+        centralOptions.clock = o.clock
+        let central = BlueZCentral(options: centralOptions, logger: logger)
+        let clock = o.clock
         let isBeacon = o.isBeacon
         let reports = central.advertisements(companyID: companyID)
+        // An element once a beacon frame is heard (kept until the listening phase asks); the reports are
+        // read to the end, so the scan goes on while the broadcast is tried.
+        let (heard, beaconHeard) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         let listening = Task {
             do {
-                for try await r in reports where isBeacon(r.data) { heard.set() }
+                for try await r in reports where isBeacon(r.data) { beaconHeard.yield() }
             } catch {}
+            beaconHeard.finish()
         }
-        let scanning = await waitForScanning(central, within: o.listen)
+        let scanning = await waitForScanning(central, within: o.listen, on: clock)
         let startedListening = clock.now
         if let problem = scanning {
             f.broadcastWhileScanning = .failed("discovery did not start: \(problem)")
@@ -148,21 +156,37 @@ public enum BlueZDoctor {
         case .vote:
             f.extendedFrames = .notTried("a voter sends legacy frames only")
             if scanning == nil {
-                let until = startedListening.advanced(by: o.listen)
-                while clock.now < until, !heard.value {
-                    try? await Task.sleep(for: .milliseconds(100))
-                }
-                f.tallyHeard = heard.value
-                f.listenedSeconds = Double((clock.now - startedListening).components.seconds)
-                    + Double((clock.now - startedListening).components.attoseconds) / 1e18
+                f.tallyHeard = await firstBeacon(heard, before: startedListening + o.listen, on: clock)
+                let listened = clock.now - startedListening
+                f.listenedSeconds = Double(listened.components.seconds) + Double(listened.components.attoseconds) / 1e18
             }
         }
         listening.cancel()
         await central.shutdown()
     }
 
-    /// nil once the central reports scanning; else its last problem after `limit`.
-    static func waitForScanning(_ central: BlueZCentral, within limit: Duration) async -> String? {
+    /// Whether `heard` yields before `deadline` on `clock` (a stream that ends unheard waits for the deadline).
+    static func firstBeacon(_ heard: AsyncStream<Void>, before deadline: RadioInstant, on clock: RadioClock) async -> Bool {
+        await withTaskGroup(of: Bool?.self) { group in
+            group.addTask {
+                for await _ in heard { return true }
+                return nil
+            }
+            group.addTask {
+                try? await clock.sleep(until: deadline)
+                return false
+            }
+            var result = false
+            while let next = await group.next() {
+                if let next { result = next; break }
+            }
+            group.cancelAll()
+            return result
+        }
+    }
+
+    /// nil once the central reports scanning; else its last problem after `limit` on `clock`.
+    static func waitForScanning(_ central: BlueZCentral, within limit: Duration, on clock: RadioClock) async -> String? {
         let statuses = central.status()
         return await withTaskGroup(of: String?.self) { group in
             group.addTask {
@@ -174,7 +198,7 @@ public enum BlueZDoctor {
                 return last
             }
             group.addTask {
-                try? await Task.sleep(for: max(limit, .seconds(2)))
+                try? await clock.sleep(for: max(limit, .seconds(2)))
                 return "not scanning after \(max(limit, .seconds(2)))"
             }
             let first = await group.next() ?? "no status"
@@ -184,9 +208,3 @@ public enum BlueZDoctor {
     }
 }
 
-/// Whether a beacon frame was heard; set from the listening task, read by the doctor.
-final class HeardBeacon: Sendable {
-    private let flag = Mutex(false)
-    func set() { flag.withLock { $0 = true } }
-    var value: Bool { flag.withLock { $0 } }
-}

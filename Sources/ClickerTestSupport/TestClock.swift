@@ -16,7 +16,7 @@ public final class TestClock: Clock, Sendable {
         var now = Instant(offset: .zero)
         var nextID = 0
         var sleepers: [Int: Sleeper] = [:]
-        var watchers: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+        var watchers: [(isReady: @Sendable ([Int: Sleeper]) -> Bool, continuation: CheckedContinuation<Void, Never>)] = []
         var woken = 0
     }
 
@@ -61,10 +61,20 @@ public final class TestClock: Clock, Sendable {
 
     /// Suspends until at least `count` tasks are asleep on this clock.
     public func waitForSleepers(_ count: Int) async {
+        await waitUntil { $0.count >= count }
+    }
+
+    /// Suspends until a task is asleep on this clock until exactly `deadline` (one timer among others,
+    /// told apart by when it is due).
+    public func waitForSleeper(until deadline: Instant) async {
+        await waitUntil { $0.values.contains { $0.deadline == deadline } }
+    }
+
+    private func waitUntil(_ isReady: @escaping @Sendable ([Int: Sleeper]) -> Bool) async {
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
             let ready = state.withLock { s in
-                if s.sleepers.count >= count { return true }
-                s.watchers.append((count, c))
+                if isReady(s.sleepers) { return true }
+                s.watchers.append((isReady, c))
                 return false
             }
             if ready { c.resume() }
@@ -88,9 +98,9 @@ public final class TestClock: Clock, Sendable {
     }
 
     private static func satisfied(_ s: inout State) -> [CheckedContinuation<Void, Never>] {
-        let n = s.sleepers.count
-        let ready = s.watchers.filter { $0.count <= n }.map(\.continuation)
-        s.watchers.removeAll { $0.count <= n }
+        let sleepers = s.sleepers
+        let ready = s.watchers.filter { $0.isReady(sleepers) }.map(\.continuation)
+        s.watchers.removeAll { $0.isReady(sleepers) }
         return ready
     }
 }

@@ -39,10 +39,9 @@ public final class HCICentral: CentralTransport {
         /// advertisement without it; emulated ones (BlueZ's btvirt) report an advertiser only when
         /// scanning or advertising is (re)enabled, so the tally needs this to see changed votes there.
         public var scanRestartInterval: Duration?
-        /// The backend's one clock: it stamps reports and status changes, and the scan restart and the
-        /// beacon's frame rotation wait on it (the continuous clock by default; tests step a clock of
-        /// their own). A command's timeout waits on the continuous clock: it guards against a
-        /// controller that stopped answering, which only real time shows.
+        /// The backend's one clock: it stamps reports and status changes, the scan restart and the
+        /// beacon's frame rotation wait on it, and a command times out once `commandTimeout` has passed
+        /// on it (the continuous clock by default; tests step a clock of their own).
         public var clock: RadioClock
 
         public init(scanInterval: Duration = .milliseconds(100), scanWindow: Duration? = nil,

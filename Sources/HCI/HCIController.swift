@@ -55,6 +55,8 @@ final class HCIController: Sendable {
     private struct Pending {
         var id: UInt64
         var opcode: HCIOpcode
+        /// When it times out, on `clock`.
+        var deadline: RadioInstant
         var continuation: CheckedContinuation<[UInt8], any Error>
     }
 
@@ -79,7 +81,7 @@ final class HCIController: Sendable {
     private let commandLock = AsyncLock()
     /// Called on the reader thread when the controller fails for good.
     private let onFailure: @Sendable (HCIError) -> Void
-    /// Timestamps reports as they are read.
+    /// Timestamps reports as they are read, and times out commands.
     private let clock: RadioClock
 
     init(channel: any HCIChannel, adapter: String, clock: RadioClock = RadioClock(),
@@ -102,7 +104,8 @@ final class HCIController: Sendable {
     var hasFailed: Bool { state.withLock { $0.failure != nil } }
 
     /// Sends `command` and returns the return parameters after the status octet.
-    /// Throws `HCIError.commandFailed` for a non-zero status, `.commandTimeout` after `timeout`.
+    /// Throws `HCIError.commandFailed` for a non-zero status, `.commandTimeout` once `timeout` has
+    /// passed on the controller's clock (the reader looks at each event and at least every 100 ms).
     func execute(_ command: HCICommand, timeout: Duration) async throws -> [UInt8] {
         try await commandLock.run { try await self.executeNow(command, timeout: timeout) }
     }
@@ -118,15 +121,11 @@ final class HCIController: Sendable {
             defer { s.nextID += 1 }
             return s.nextID
         }
-        let timer = Task { [self] in
-            try await Task.sleep(for: timeout)
-            takePending(id)?.continuation.resume(throwing: HCIError.commandTimeout(command.opcode))
-        }
-        defer { timer.cancel() }
+        let deadline = clock.now + timeout
         let parameters = try await withCheckedThrowingContinuation { (c: CheckedContinuation<[UInt8], any Error>) in
             let failure: HCIError? = state.withLock { s in
                 if let failure = s.failure { return failure }
-                s.pending = Pending(id: id, opcode: command.opcode, continuation: c)
+                s.pending = Pending(id: id, opcode: command.opcode, deadline: deadline, continuation: c)
                 return nil
             }
             if let failure { c.resume(throwing: failure); return }
@@ -193,10 +192,23 @@ final class HCIController: Sendable {
                 fail(error, notify: true)
                 break
             }
+            // Before the packet: a reply read after the deadline is late.
+            expireOverdueCommand()
             guard let packet else { continue }
             handle(packet, batch: &batch, reassembler: &reassembler)
         }
         channel.close()
+    }
+
+    /// Fails the pending command with `commandTimeout` if its deadline has passed on `clock`.
+    private func expireOverdueCommand() {
+        let now = clock.now
+        let overdue: Pending? = state.withLock { s in
+            guard let p = s.pending, p.deadline <= now else { return nil }
+            s.pending = nil
+            return p
+        }
+        if let p = overdue { p.continuation.resume(throwing: HCIError.commandTimeout(p.opcode)) }
     }
 
     private func handle(_ packet: [UInt8], batch: inout [AdvertisementReport],

@@ -67,9 +67,10 @@ public struct ProjectorFeed: Sendable {
         return (try? Array(encoder.encode(snapshot))) ?? Array("{}".utf8)
     }
 
-    /// Publishes the current snapshot, then a new one after each change, until cancelled; then ends
-    /// every subscriber's stream.
-    public func run<C: Clock>(clock: C = ContinuousClock()) async where C.Duration == Duration {
+    /// Publishes the current snapshot, then a new one after each change (paced on the poll's clock),
+    /// until cancelled; then ends every subscriber's stream.
+    public func run() async {
+        let clock = controller.clock
         // Subscribed before the first reading, so no change between the two is missed. `settle`: one more
         // reading once the count publisher's next epoch is due (it moves counts only when read).
         let settle = max(interval, await controller.options.publishRule.minInterval)

@@ -18,14 +18,17 @@ public final class ProjectorServer: Sendable {
     public let fanOut: SnapshotFanOut
     private let services: ServiceGroup
     private let task: Task<Void, Never>
+    /// The poll's clock: the feed's pacing and the stop's grace run on it.
+    private let clock: PollClock
 
     private init(address: ProjectorAddress, access: ProjectorAccess, fanOut: SnapshotFanOut, services: ServiceGroup,
-                 task: Task<Void, Never>) {
+                 task: Task<Void, Never>, clock: PollClock) {
         self.address = address
         self.access = access
         self.fanOut = fanOut
         self.services = services
         self.task = task
+        self.clock = clock
     }
 
     /// The page's URLs, with the token when one is needed (print them once, to the instructor): the
@@ -48,7 +51,7 @@ public final class ProjectorServer: Sendable {
 
     /// Starts serving `controller`'s page on `address`. Off loopback, `token` is required in every
     /// request (`ProjectorAccess`); on loopback no token is needed, but the request must name
-    /// this machine as its host.
+    /// this machine as its host. The page's timers run on the poll's clock (`PollController.clock`).
     /// - Parameters:
     ///   - interval: at most one snapshot per interval while changes arrive.
     ///   - maxConnections: connections held at once, at most the file descriptor limit less
@@ -98,7 +101,7 @@ public final class ProjectorServer: Sendable {
             switch result {
             case .success(let port):
                 return ProjectorServer(address: ProjectorAddress(host: address.host, port: port), access: access,
-                                       fanOut: fanOut, services: services, task: task)
+                                       fanOut: fanOut, services: services, task: task, clock: controller.clock)
             case .failure(let error):
                 task.cancel()
                 await task.value
@@ -122,15 +125,15 @@ public final class ProjectorServer: Sendable {
 
     /// Ends every event stream (each browser sees its stream end and reconnects after its `retry:`
     /// delay), lets the requests under way finish, closes the server and returns once it has stopped.
-    /// Connections still busy after `grace` (a browser that stopped reading) are cut.
+    /// Connections still busy after `grace` on the poll's clock (a browser that stopped reading) are cut.
     public func stop(grace: Duration = .seconds(2)) async {
         fanOut.finish()
         await services.triggerGracefulShutdown()
-        let task = self.task
+        let task = self.task, clock = self.clock
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await task.value }
             group.addTask {
-                try? await Task.sleep(for: grace)
+                try? await clock.sleep(for: grace)
                 task.cancel()
             }
             await group.next()

@@ -116,11 +116,11 @@ public struct LiveView {
         case update
     }
 
-    /// Runs until the operator quits (returns) or the task is cancelled.
+    /// Runs until the operator quits (returns) or the task is cancelled; its tick, frame pacing and
+    /// the clocks on screen run on `clock` (the poll's, when the view runs in the tally's process).
     public static func run(_ poll: any PollControl, terminal: TerminalSession, exportDirectory: String,
                            environment: [String: String], log: LogRoute? = nil, quitNeedsConfirmation: Bool = true,
-                           simulatedRoom: Int? = nil) async {
-        let clock = ContinuousClock()
+                           simulatedRoom: Int? = nil, clock: some Clock<Duration>) async {
         var view = LiveView(environment: environment, clock: clock, log: log, quitNeedsConfirmation: quitNeedsConfirmation)
         view.simulatedRoom = simulatedRoom
         let (wakes, wake) = AsyncStream<Wake>.makeStream()

@@ -68,11 +68,12 @@ public struct TallyRunService: Service {
                     case .live(let terminal, let dir, let log):
                         await LiveView.run(controller, terminal: terminal, exportDirectory: dir,
                                            environment: ProcessInfo.processInfo.environment, log: log,
-                                           simulatedRoom: room)
+                                           simulatedRoom: room, clock: controller.clock)
                     case .plain(let write):
-                        await PlainView.run(controller, simulatedRoom: room, write: write)
+                        await PlainView.run(controller, simulatedRoom: room, clock: controller.clock, write: write)
                     case .log(let write):
-                        await PlainView.run(controller, redactSecret: true, simulatedRoom: room, write: write)
+                        await PlainView.run(controller, redactSecret: true, simulatedRoom: room, clock: controller.clock,
+                                            write: write)
                     case .none:
                         await Self.untilShutdown()
                     }

@@ -92,7 +92,7 @@ public enum PlainView {
     ///   such as the journal); the instructor gets the whole code from `clicker-tally status`.
     public static func run<C: Clock>(_ controller: PollController, every: Duration = .seconds(2), redactSecret: Bool = false,
                                      simulatedRoom: Int? = nil, summary: RejectionSummary = RejectionSummary(),
-                                     clock: C = ContinuousClock(), write: @Sendable (String) -> Void) async
+                                     clock: C, write: @Sendable (String) -> Void) async
     where C.Duration == Duration {
         let formatter = PlainLineFormatter()
         var summary = summary

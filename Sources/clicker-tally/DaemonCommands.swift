@@ -122,7 +122,7 @@ struct Daemon: AsyncParsableCommand {
         let service = TallyRunService(
             controller: controller, central: opened.central,
             view: .log { logger.info("\($0)") }, simulatedRoom: room.simulate,
-            companions: [{ await api.emitChanges() }] + students + statisticsLog(controller, opened.central, logger),
+            companions: [{ await api.emitChanges(clock: controller.clock) }] + students + statisticsLog(controller, opened.central, logger),
             logger: logger)
         let group = ServiceGroup(configuration: ServiceGroupConfiguration(
             services: [.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup)],
@@ -209,7 +209,8 @@ struct Watch: AsyncParsableCommand {
         guard let terminal = try? TerminalSession() else { throw Failure("watch needs a terminal") }
         // Quitting only detaches from the daemon: no question to confirm.
         await LiveView.run(remote, terminal: terminal, exportDirectory: "",
-                           environment: ProcessInfo.processInfo.environment, quitNeedsConfirmation: false)
+                           environment: ProcessInfo.processInfo.environment, quitNeedsConfirmation: false,
+                           clock: ContinuousClock())
     }
 }
 

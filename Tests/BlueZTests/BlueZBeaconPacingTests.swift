@@ -23,7 +23,7 @@ extension BlueZBeaconTests {
         }
         let final = last[0]
         let applied = try await eventuallyHistory(atLeast: 2) { $0.contains(final) }
-        try await eventually("every applied frame reported") { taken.snapshot.count >= applied.count }
+        try await taken.wait("every applied frame reported") { $0.count >= applied.count }
         let stats = central.broadcastStatistics
         if stats.confirmationTimeouts == 0 {
             XCTAssertEqual(Array(taken.snapshot.prefix(applied.count).map(\.frame)), applied,

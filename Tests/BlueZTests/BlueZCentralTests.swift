@@ -274,7 +274,7 @@ final class BlueZCentralTests: XCTestCase {
 
     func firstError(_ central: BlueZCentral) async throws -> (any Error)? {
         let c = Collector(central.advertisements(companyID: 0xFFFF))
-        try await eventually("stream to fail") { c.isFinished }
+        try await c.end("stream to fail")
         return c.error
     }
 }

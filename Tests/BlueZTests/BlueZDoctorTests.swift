@@ -1,5 +1,6 @@
 @testable import BlueZ
 import ClickerDoctor
+import ClickerTestSupport
 import ClickerTransport
 import ClickerWire
 import DBus
@@ -45,9 +46,13 @@ final class BlueZDoctorTests: XCTestCase {
         setenv("PATH", "\(dir.path):\(savedPath ?? "")", 1)
     }
 
+    func options(_ role: DoctorFindings.Role, listen: Duration = .seconds(2), clock: RadioClock = RadioClock()) -> BlueZDoctor.Options {
+        BlueZDoctor.Options(bus: bus.target, role: role, listen: listen, callTimeout: .seconds(5),
+                            isBeacon: BeaconCodec.isBeaconFrame, clock: clock)
+    }
+
     func examine(_ role: DoctorFindings.Role, listen: Duration = .seconds(2)) async -> DoctorFindings {
-        await BlueZDoctor.examine(BlueZDoctor.Options(bus: bus.target, role: role, listen: listen, callTimeout: .seconds(5),
-                                                      isBeacon: BeaconCodec.isBeaconFrame))
+        await BlueZDoctor.examine(options(role, listen: listen))
     }
 
     /// What the stand-in was offered to broadcast: no frame a follower takes for one.
@@ -135,10 +140,17 @@ final class BlueZDoctorTests: XCTestCase {
         try await startMock()
         try await mock.addDevice("00:AA:01:00:00:09")
         try await mock.addDevice("00:AA:01:00:00:0A")
-        // Nothing but someone else's data and the probe: no tally.
+        // Nothing but someone else's data and the probe: no tally, for as long as the doctor listens on
+        // its clock. (1.5 s: a deadline no timer of the central's shares; its tick is whole seconds.)
         try await mock.advertise("00:AA:01:00:00:09", data: BlueZBeacon.probeFrame(length: 24))
-        var f = await examine(.vote, listen: .seconds(1))
+        let clock = TestClock()
+        let listen = Duration.milliseconds(1500)
+        let quiet = Task { [options = options(.vote, listen: listen, clock: RadioClock(clock))] in await BlueZDoctor.examine(options) }
+        await clock.waitForSleeper(until: TestClock.Instant(offset: listen))
+        clock.advance(by: listen)
+        var f = await quiet.value
         XCTAssertEqual(f.tallyHeard, false)
+        XCTAssertEqual(f.listenedSeconds, 1.5, "listened until the deadline on its clock")
         XCTAssertEqual(f.broadcastWhileScanning, .worked)
         // A tally's STATE frame (tagged), changing as the beacon's do, while the doctor listens.
         let tally: BlueZMock = mock

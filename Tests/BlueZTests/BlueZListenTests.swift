@@ -138,11 +138,11 @@ final class BlueZListenTests: XCTestCase {
         try await reports.wait("a frame") { !$0.isEmpty }
 
         mock.kill()
-        try await eventually("the stream to end") { reports.isFinished }
+        try await reports.end()
         XCTAssertEqual(reports.error as? BlueZError, .bluetoothdNotRunning)
         // Listening again while bluetoothd is away ends at once, with the same error.
         let again = Collector(voter.listen(companyID: 0xFFFF, dutyCycle: .fast))
-        try await eventually("the new stream to end") { again.isFinished }
+        try await again.end("the new stream to end")
         XCTAssertEqual(again.error as? BlueZError, .bluetoothdNotRunning)
 
         // bluetoothd back: listening works again.
@@ -168,7 +168,7 @@ final class BlueZListenTests: XCTestCase {
         let reports = Collector(voter.listen(companyID: 0xFFFF, dutyCycle: .fast))
         try await status.wait("scanning") { $0.last?.state == .scanning }
         try await mock.setPowered(false)
-        try await eventually("the stream to end") { reports.isFinished }
+        try await reports.end()
         XCTAssertEqual(reports.error as? BlueZError, .adapterPoweredOff("hci0"))
         XCTAssertFalse(voter.listener.state.withLock { $0.adapterPowered })
         try await mock.setPowered(true)
@@ -188,7 +188,7 @@ final class BlueZListenTests: XCTestCase {
         mock = nil
         let voter = makePeripheral()
         let reports = Collector(voter.listen(companyID: 0xFFFF, dutyCycle: .fast))
-        try await eventually("the stream to end") { reports.isFinished }
+        try await reports.end()
         XCTAssertEqual(reports.error as? BlueZError, .bluetoothdNotRunning)
     }
 }

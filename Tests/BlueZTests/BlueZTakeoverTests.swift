@@ -1,5 +1,6 @@
 import BlueZ
 import ClickerTally
+import ClickerTestSupport
 import ClickerTransport
 import ClickerWire
 import Crypto
@@ -32,7 +33,7 @@ final class BlueZTakeoverTests: XCTestCase {
             let controller = try PollController(options: PollOptions(joinCode: Self.code, policy: policy, gattTimeout: .seconds(5)),
                                                 store: nil)
             let run = Task { try await controller.run(central: central) }
-            try await eventually("scanning") { await controller.radio.state == .scanning }
+            try await until(controller.changeFeed.subscribe(), "scanning") { await controller.radio.state == .scanning }
 
             // The attacker first, with the sequence that wins under the policy.
             let pollKey = BallotKey.anonymous(Self.secret)
@@ -46,7 +47,7 @@ final class BlueZTakeoverTests: XCTestCase {
                                              characteristic: BallotFormat.ballotCharacteristicUUID,
                                              value: BallotCodec.sealGATT(forge(.choice(3)), key: pollKey, signingKey: attackerKey))
             try await mock.advertise(Self.attackerAddress, data: BallotCodec.sealAdvertisement(forge(.choice(3)), key: pollKey))
-            try await eventually("the attacker's ballot counted, unverified, and its GATT value rejected") {
+            try await until(controller.changeFeed.subscribe(), "the attacker's ballot counted, unverified, and its GATT value rejected") {
                 let r = await controller.results()
                 return r.counts["D"] == 1 && (r.rejected["badSignature"] ?? 0) > 0
             }
@@ -57,7 +58,7 @@ final class BlueZTakeoverTests: XCTestCase {
                                              characteristic: BallotFormat.ballotCharacteristicUUID,
                                              value: victim.gattValue(question: 1, sequence: 3, answer: .choice(1)))
             try await mock.advertise(Self.victimAddress, data: victim.advertisement(question: 1, sequence: 3, answer: .choice(1)))
-            try await eventually("the victim's ballot counted, verified") {
+            try await until(controller.changeFeed.subscribe(), "the victim's ballot counted, verified") {
                 let r = await controller.results()
                 return r.ballots.first.map { $0.answer == "B" && $0.gattVerified } ?? false
             }
@@ -65,7 +66,7 @@ final class BlueZTakeoverTests: XCTestCase {
             // The attacker again, with another answer: rejected, the victim's answer stays counted.
             try await mock.advertise(Self.attackerAddress, data: BallotCodec.sealAdvertisement(forge(.choice(2)), key: pollKey),
                                      rssi: -40)
-            try await eventually("the attacker's new ballot rejected") {
+            try await until(controller.changeFeed.subscribe(), "the attacker's new ballot rejected") {
                 (await controller.results().rejected["unverifiedChange"] ?? 0) > 0
             }
             run.cancel()

@@ -1,5 +1,6 @@
 import BlueZ
 import ClickerTally
+import ClickerTestSupport
 import ClickerTransport
 import ClickerWire
 import DBus
@@ -30,7 +31,7 @@ final class BlueZTwoAdapterTests: XCTestCase {
         XCTAssertTrue(central is MergedBroadcastingCentral)
         let controller = try PollController(options: PollOptions(joinCode: Self.code, gattTimeout: .seconds(5)), store: nil)
         let run = Task { try await controller.run(central: central) }
-        try await eventually("both adapters scanning") { await controller.radio.adapter == "hci0, hci1" }
+        try await until(controller.changeFeed.subscribe(), "both adapters scanning") { await controller.radio.adapter == "hci0, hci1" }
 
         // Three voters only hci1 hears, each serving its ballot over GATT there; one voter both hear.
         var adverts: [(String, String, [UInt8])] = []

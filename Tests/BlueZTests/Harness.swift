@@ -2,6 +2,7 @@ import ClickerTransport
 import DBus
 import Foundation
 import Synchronization
+import TallyDaemon
 import XCTest
 
 /// Tier-2 harness: a private dbus-daemon and python-dbusmock (clicker_bluez5 template) as bluetoothd.
@@ -304,25 +305,37 @@ final class Collector<Element: Sendable>: Sendable {
     let failure = Mutex<(any Error)?>(nil)
     let finished = Mutex<Bool>(false)
     let task = Mutex<Task<Void, Never>?>(nil)
+    /// A notice after each item collected and at the stream's end.
+    let changes = ChangeFeed()
 
     init(_ stream: AsyncThrowingStream<Element, any Error>) {
         let t = Task { [self] in
             do {
-                for try await x in stream { self.items.withLock { $0.append(x) } }
+                for try await x in stream { self.add(x) }
             } catch {
                 self.failure.withLock { $0 = error }
             }
-            self.finished.withLock { $0 = true }
+            self.finish()
         }
         task.withLock { $0 = t }
     }
 
     init(_ stream: AsyncStream<Element>) {
         let t = Task { [self] in
-            for await x in stream { self.items.withLock { $0.append(x) } }
-            self.finished.withLock { $0 = true }
+            for await x in stream { self.add(x) }
+            self.finish()
         }
         task.withLock { $0 = t }
+    }
+
+    private func add(_ x: Element) {
+        items.withLock { $0.append(x) }
+        changes.signal()
+    }
+
+    private func finish() {
+        finished.withLock { $0 = true }
+        changes.signal()
     }
 
     var snapshot: [Element] { items.withLock { $0 } }
@@ -331,20 +344,34 @@ final class Collector<Element: Sendable>: Sendable {
 
     func cancel() { task.withLock { $0?.cancel() } }
 
-    /// Waits until `condition` holds on the collected items; fails the test after `timeout`.
+    /// Waits until `condition` holds on the collected items, looking again at each item and at the
+    /// stream's end (events, not a timer); fails the test after `timeout`, the guard of a broken run.
     @discardableResult
     func wait(_ what: String, timeout: Duration = .seconds(10), file: StaticString = #filePath, line: UInt = #line,
               until condition: ([Element]) -> Bool) async throws -> [Element] {
+        let notices = changes.subscribe()   // before the first look: no item slips in between
+        var s = snapshot
+        if condition(s) { return s }
         let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            let s = snapshot
-            if condition(s) { return s }
-            if isFinished { break }
-            try await Task.sleep(for: .milliseconds(20))
+        let guardTimer = Task { [changes] in
+            try? await Task.sleep(for: timeout)
+            changes.signal()
         }
-        let s = snapshot
+        defer { guardTimer.cancel() }
+        for await _ in notices {
+            s = snapshot
+            if condition(s) { return s }
+            if isFinished || ContinuousClock.now >= deadline { break }
+        }
+        s = snapshot
         if condition(s) { return s }
         XCTFail("timed out waiting for \(what); have \(s.count) items; error: \(String(describing: error))", file: file, line: line)
         throw HarnessError.timeout(what)
+    }
+
+    /// Waits until the stream has ended (its error, if any, is `error`).
+    func end(_ what: String = "the stream to end", timeout: Duration = .seconds(10), file: StaticString = #filePath,
+             line: UInt = #line) async throws {
+        try await wait(what, timeout: timeout, file: file, line: line) { _ in self.isFinished }
     }
 }

@@ -74,11 +74,17 @@ final class SignalTests: XCTestCase {
         XCTAssertEqual(withSub, baseline + 1)
         XCTAssertEqual(rx.activeMatchCount, 1)
         let got = Mutex(0)
+        let (delivered, deliver) = AsyncStream<Void>.makeStream()
         let consumer = Task {
-            for await _ in stream { got.withLock { $0 += 1 } }
+            for await _ in stream {
+                got.withLock { $0 += 1 }
+                deliver.yield()
+            }
         }
         try tx.emitSignal(path: "/", interface: "org.example.Sig", name: "S")
-        try await eventually("first signal") { got.withLock { $0 } == 1 }
+        let arrived = await first(of: delivered, within: .seconds(10))
+        XCTAssertTrue(arrived, "the first signal reached the consumer")
+        XCTAssertEqual(got.withLock { $0 }, 1)
         consumer.cancel()
         await consumer.value
         try await eventually("RemoveMatch") { try await busMatchRuleCount(tx, for: name) == baseline }

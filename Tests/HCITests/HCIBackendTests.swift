@@ -1,3 +1,4 @@
+import ClickerTestSupport
 import ClickerTransport
 @testable import HCI
 import Synchronization
@@ -182,19 +183,33 @@ final class HCIBackendTests: XCTestCase {
         await central.shutdown()
     }
 
+    /// A command times out on the central's clock, not in real time: a reply read before
+    /// `commandTimeout` has passed on it is taken; a command still unanswered once it has passed fails
+    /// the stream at once (long before it would pass in real time), and nothing more is sent.
     func testCentralCommandTimeout() async {
         let fake = FakeController()
-        fake.state.withLock { $0.silent = [0x200B] }
-        let central = HCICentral(channel: fake, adapter: "hci0", options: .init(commandTimeout: .milliseconds(50)))
-        let start = ContinuousClock.now
-        do {
-            for try await _ in central.advertisements(companyID: 0xFFFF) {}
-            XCTFail("stream ended without error")
-        } catch {
-            XCTAssertEqual(error as? HCIError, .commandTimeout(.leSetScanParameters))
+        fake.state.withLock { $0.silent = [0x200B, 0x200C] }
+        let clock = TestClock()
+        let timeout = Duration.seconds(30)
+        let central = HCICentral(channel: fake, adapter: "hci0", options: .init(commandTimeout: timeout, clock: RadioClock(clock)))
+        let started = ContinuousClock.now
+        let outcome = Task { () -> (any Error)? in
+            do {
+                for try await _ in central.advertisements(companyID: 0xFFFF) {}
+                return nil
+            } catch {
+                return error
+            }
         }
-        XCTAssertGreaterThanOrEqual(ContinuousClock.now - start, .milliseconds(50))
-        XCTAssertEqual(fake.commandOpcodes, initSequence + [0x200B], "nothing sent after the unanswered command")
+        await fake.wait("Set Scan Parameters, unanswered") { $0.commandOpcodes.last == 0x200B }
+        clock.advance(by: timeout - .milliseconds(1))
+        fake.inject(commandComplete(0x200B, [0]))
+        await fake.wait("Set Scan Enable after the late reply") { $0.commandOpcodes.last == 0x200C }
+        clock.advance(by: timeout)
+        let error = await outcome.value
+        XCTAssertEqual(error as? HCIError, .commandTimeout(.leSetScanEnable))
+        XCTAssertLessThan(ContinuousClock.now - started, timeout, "timed out on the clock, not in real time")
+        XCTAssertEqual(fake.commandOpcodes, initSequence + [0x200B, 0x200C], "nothing sent after the unanswered command")
         await central.shutdown()
     }
 

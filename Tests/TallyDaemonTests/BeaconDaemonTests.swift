@@ -175,7 +175,7 @@ final class BeaconDaemonTests: XCTestCase {
         let forced = RecordingBroadcaster(capabilities: bluetooth4)
         let tally = try PollController(options: asked, store: nil)
         let run2 = Task { try await tally.run(central: forced) }
-        try await eventually("the beacon goes out when asked for") { forced.payloads.count >= 1 }
+        try await until(forced.broadcasts.subscribe(), "the beacon goes out when asked for") { forced.payloads.count >= 1 }
         let alert = await tally.viewModel().alert
         XCTAssertNil(alert)
         run2.cancel()
@@ -203,7 +203,7 @@ final class BeaconDaemonTests: XCTestCase {
         let controller = try PollController(options: PollOptions(joinCode: code, roster: roster, confirmByGATT: false), store: nil)
         let run = Task { try await controller.run(central: radio) }
         defer { run.cancel() }
-        try await eventually("a payload") { !radio.payloads.isEmpty }
+        try await until(radio.broadcasts.subscribe(), "a payload") { !radio.payloads.isEmpty }
         let secret = pollSecret(code)
         func report(_ device: DeviceKey, address: UInt64, ms: UInt64) -> AdvertisementReport {
             AdvertisementReport(address: DeviceAddress(rawValue: address), rssi: -50, companyID: BallotFormat.companyID,
@@ -211,7 +211,8 @@ final class BeaconDaemonTests: XCTestCase {
                                     .advertisement(question: 1, sequence: 1, answer: .choice(1)),
                                 timestamp: RadioInstant(nanoseconds: ms * 1_000_000))
         }
-        func acknowledged() -> Set<AckFingerprint> {
+        let key = self.key
+        @Sendable func acknowledged() -> Set<AckFingerprint> {
             Set(radio.payloads.flatMap(\.frames).flatMap { f -> [AckFingerprint] in
                 if case .success(.acks(let a)) = BeaconCodec.open(f, key: key), a.question == 1 { a.fingerprints } else { [] }
             })
@@ -222,7 +223,7 @@ final class BeaconDaemonTests: XCTestCase {
         // comes after every report of the stranger was taken.
         for i in 0..<5 { radio.ads.yield(report(stranger, address: 1, ms: 2 + 100 * UInt64(i))) }
         radio.ads.yield(report(student, address: 2, ms: 600))
-        try await eventually("the student's ballot acknowledged") { acknowledged().contains(studentPrint) }
+        try await until(radio.broadcasts.subscribe(), "the student's ballot acknowledged") { acknowledged().contains(studentPrint) }
         let r = await controller.results()
         XCTAssertEqual(r.voters, 1)
         XCTAssertEqual(r.rejected[Rejection.unknownVoter.rawValue], 5, "\(r.rejected)")
@@ -240,9 +241,12 @@ final class BeaconDaemonTests: XCTestCase {
         let run = Task { try await controller.run(central: radio) }
         defer { run.cancel() }
         let broadcast = BeaconAirModel.Broadcast(interval: TallyBeacon.Tuning().composer.fastInterval)
-        func forRoom(_ n: Int) -> Int? { BeaconAirModel.stateInterval(unacknowledged: n, acknowledged: 0, broadcast: broadcast).milliseconds }
-        func lastInterval() -> Int? { radio.payloads.last.flatMap { BeaconCodec.state(in: $0, key: key) }?.interval.milliseconds }
-        try await eventually("the opening payload") { lastInterval() == forRoom(1) }
+        let key = self.key
+        @Sendable func forRoom(_ n: Int) -> Int? {
+            BeaconAirModel.stateInterval(unacknowledged: n, acknowledged: 0, broadcast: broadcast).milliseconds
+        }
+        @Sendable func lastInterval() -> Int? { radio.payloads.last.flatMap { BeaconCodec.state(in: $0, key: key) }?.interval.milliseconds }
+        try await until(radio.broadcasts.subscribe(), "the opening payload") { lastInterval() == forRoom(1) }
         // Roster-mode ballots of voter IDs on no roster (the tag is never checked: no key for them).
         for id in 0..<300 {
             let b = Ballot(mode: .roster, voteID: code.voteID, question: 1, voterID: UInt32(0x5000_0000 + id), sequence: 1,
@@ -253,7 +257,7 @@ final class BeaconDaemonTests: XCTestCase {
                                                 timestamp: RadioInstant(nanoseconds: 1_000_000)))
         }
         try await untilChanged(controller, "all 300 rejected") { await controller.results().rejected[Rejection.unknownVoter.rawValue] == 300 }
-        try await eventually("the interval for 300 voters", timeout: .seconds(20)) { lastInterval() == forRoom(300) }
+        try await until(radio.broadcasts.subscribe(), "the interval for 300 voters", timeout: .seconds(20)) { lastInterval() == forRoom(300) }
         let counted = await controller.results().voters
         XCTAssertEqual(counted, 0)
     }
@@ -266,8 +270,10 @@ final class BeaconDaemonTests: XCTestCase {
             let radio = RecordingBroadcaster(capabilities: capabilities)
             let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: nil)
             let run = Task { try await controller.run(central: radio) }
-            try await eventually("the view says \(frames)") { await controller.viewModel().radio.beacon == frames }
-            try await eventually("the beacon went out") { radio.payloads.count >= 1 }
+            // The frames are chosen before the first payload goes out.
+            try await until(radio.broadcasts.subscribe(), "the beacon went out") { radio.payloads.count >= 1 }
+            let said = await controller.viewModel().radio.beacon
+            XCTAssertEqual(said, frames)
             let longest = radio.payloads.flatMap(\.frames).map(\.count).max() ?? 0
             XCTAssertLessThanOrEqual(longest, frames == .legacy ? BeaconFormat.legacyBudgetWithFlags : BeaconFormat.extendedBudgetWithFlags)
             run.cancel()
@@ -329,7 +335,7 @@ final class BeaconDaemonTests: XCTestCase {
             let controller = try PollController(options: options, store: nil)
             let run = Task { try await controller.run(central: radio) }
             defer { run.cancel() }
-            try await eventually("a payload", timeout: .seconds(20)) { !radio.payloads.isEmpty }
+            try await until(radio.broadcasts.subscribe(), "a payload", timeout: .seconds(20)) { !radio.payloads.isEmpty }
             guard let first = radio.payloads.first, let s = BeaconCodec.state(in: first, key: key),
                   case .open = s.poll else { return nil }
             XCTAssertEqual(s.mode, mode)
@@ -347,7 +353,7 @@ final class BeaconDaemonTests: XCTestCase {
         let radio = RecordingBroadcaster()
         let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: nil)
         let run = Task { try await controller.run(central: radio) }
-        try await eventually("the first payload") { radio.payloads.count >= 1 }
+        try await until(radio.broadcasts.subscribe(), "the first payload") { radio.payloads.count >= 1 }
         radio.ads.yield(ballot(voter: 3, answer: .choice(1)))
         try await untilChanged(controller, "the ballot counted") { await controller.results().voters == 1 }
         run.cancel()
@@ -374,6 +380,8 @@ final class RecordingBroadcaster: CentralTransport, BroadcasterTransport {
     init(capabilities: BroadcastCapabilities = .legacy) { self.capabilities = capabilities }
     let (stream, ads) = AsyncThrowingStream<AdvertisementReport, any Error>.makeStream()
     private let log = Mutex<(payloads: [BroadcastPayload], events: [String])>(([], []))
+    /// A notice after each payload it is given to broadcast.
+    let broadcasts = ChangeFeed()
     var payloads: [BroadcastPayload] { log.withLock { $0.payloads } }
     var events: [String] { log.withLock { $0.events } }
 
@@ -386,6 +394,7 @@ final class RecordingBroadcaster: CentralTransport, BroadcasterTransport {
     func broadcastCapabilities() async throws -> BroadcastCapabilities { capabilities }
     func broadcast(_ payload: BroadcastPayload) async throws {
         log.withLock { $0.payloads.append(payload); $0.events.append("broadcast") }
+        broadcasts.signal()
     }
     func stopBroadcasting() async throws { log.withLock { $0.events.append("stop") } }
 }

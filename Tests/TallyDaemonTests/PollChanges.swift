@@ -1,3 +1,4 @@
+import ClickerTestSupport
 import TallyDaemon
 import XCTest
 
@@ -7,28 +8,5 @@ import XCTest
 func untilChanged(_ poll: PollController, _ what: String, timeout: Duration = .seconds(10),
                   file: StaticString = #filePath, line: UInt = #line,
                   _ condition: @escaping @Sendable () async -> Bool) async throws {
-    let changes = poll.changeFeed.subscribe()   // before the first look: no change slips in between
-    if await condition() { return }
-    if await first(of: changes, within: timeout, where: condition) { return }
-    XCTFail("no change of the poll made this true: \(what)", file: file, line: line)
-    throw EventuallyTimeout(what: what)
-}
-
-/// Whether `stream` delivers an element for which `accept` holds before `limit` (a bound for a broken
-/// run, not a wait the test relies on: a working run returns as soon as such an element arrives).
-func first(of stream: AsyncStream<Void>, within limit: Duration,
-           where accept: @escaping @Sendable () async -> Bool = { true }) async -> Bool {
-    await withTaskGroup(of: Bool.self) { group in
-        group.addTask {
-            for await _ in stream where await accept() { return true }
-            return false
-        }
-        group.addTask {
-            try? await Task.sleep(for: limit)
-            return false
-        }
-        let got = await group.next() ?? false
-        group.cancelAll()
-        return got
-    }
+    try await until(poll.changeFeed.subscribe(), what, timeout: timeout, file: file, line: line, condition)
 }

@@ -98,7 +98,7 @@ final class PollControllerTests: XCTestCase {
         let (shown, seen) = AsyncStream<Void>.makeStream()
         let lines = LineSink { if $0.contains("voters=1") { seen.yield() } }
         await controller.ingest(report(voter: 1, answer: .choice(0)))
-        let logging = Task { await PlainView.run(controller, every: .milliseconds(1), redactSecret: true) { lines.add($0) } }
+        let logging = Task { await PlainView.run(controller, every: .milliseconds(1), redactSecret: true, clock: controller.clock) { lines.add($0) } }
         // Acknowledged: the line that shows the ballot was written (the limit only ends a broken run).
         let arrived = await first(of: shown, within: .seconds(60))
         logging.cancel()

@@ -21,8 +21,9 @@ final class SignedBeaconDaemonTests: XCTestCase {
         let radio = RecordingBroadcaster(capabilities: .extended)
         let controller = try PollController(options: options, store: nil)
         let run = Task { try await controller.run(central: radio) }
-        try await eventually("the beacon went out") { radio.payloads.count >= 1 }
-        try await eventually("the view says signed") { await controller.viewModel().radio.beacon == .extended }
+        try await until(radio.broadcasts.subscribe(), "the beacon went out") { radio.payloads.count >= 1 }
+        let said = await controller.viewModel().radio.beacon
+        XCTAssertEqual(said, .extended, "the view says signed")
         let key = BeaconKey(pollSecret(code))
         let frames = radio.payloads.flatMap(\.frames)
         XCTAssertFalse(frames.isEmpty)
@@ -65,7 +66,7 @@ final class SignedBeaconDaemonTests: XCTestCase {
         let radio = RecordingBroadcaster(capabilities: .extended)
         let controller = try PollController(options: options, store: nil)
         let run = Task { try await controller.run(central: radio) }
-        try await eventually("two payloads out") { radio.payloads.count >= 2 }
+        try await until(radio.broadcasts.subscribe(), "two payloads out") { radio.payloads.count >= 2 }
         let own = radio.payloads.flatMap(\.frames).filter { $0[1] == BeaconFrameKind.state.typeByte(signed: true) }
         XCTAssertGreaterThanOrEqual(own.count, 2)
         for (i, f) in own.enumerated() {
@@ -97,8 +98,9 @@ final class SignedBeaconDaemonTests: XCTestCase {
         let radio = RecordingBroadcaster(capabilities: .extended)
         let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: nil)
         let run = Task { try await controller.run(central: radio) }
-        try await eventually("the view says unsigned") { await controller.viewModel().radio.beacon == .extendedUnsigned }
-        try await eventually("the beacon went out") { radio.payloads.count >= 1 }
+        try await until(radio.broadcasts.subscribe(), "the beacon went out") { radio.payloads.count >= 1 }
+        let said = await controller.viewModel().radio.beacon
+        XCTAssertEqual(said, .extendedUnsigned, "the view says unsigned")
         let key = BeaconKey(pollSecret(code))
         for f in radio.payloads.flatMap(\.frames) { XCTAssertFalse(try BeaconCodec.envelope(f, key: key).get().isSigned) }
         run.cancel()
