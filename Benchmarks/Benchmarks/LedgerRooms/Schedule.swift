@@ -8,6 +8,8 @@ struct Heard {
     var at: Double
     var voter: Int
     var data: [UInt8]
+
+    func later(by seconds: Double) -> Heard { Heard(at: at + seconds, voter: voter, data: data) }
 }
 
 /// The voters of one room (their keys, hence their voter IDs) and the patterns they vote in.
@@ -16,6 +18,14 @@ struct Room {
 
     init(secret: PollSecret, voters: Int, rng: inout SplitMix64) {
         sealers = (0..<voters).map { _ in BallotSealer(secret: secret, deviceKey: DeviceKey.generate(using: &rng)) }
+    }
+
+    /// `questions` one after another, `length` seconds each, as ``lecture(question:length:castWindow:rng:)``
+    /// has them, votes spread over the first two thirds of each.
+    func lecture(questions: [UInt8], length: Double, rng: inout SplitMix64) -> [Heard] {
+        questions.enumerated().flatMap { i, q in
+            lecture(question: q, length: length, castWindow: length * 2 / 3, rng: &rng).map { $0.later(by: Double(i) * length) }
+        }
     }
 
     /// A question as a lecture has it: each voter casts at a moment spread over the first

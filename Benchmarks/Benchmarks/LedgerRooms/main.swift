@@ -139,18 +139,27 @@ func feed(_ receiver: LedgerReceiver, _ heard: [Heard], start: ContinuousClock.I
                 i += 1
             }
             guard !batch.isEmpty else { continue }
-            let before = await receiver.ballotsCounted
-            let handed = clock.now
-            await receiver.take(batch)
-            let n = await receiver.ballotsCounted - before
+            let (n, handed) = await hand(batch, to: receiver)
             guard n > 0 else { continue }
-            group.addTask {
-                _ = await receiver.sync()
-                let latency = seconds(since: handed)
-                samples.add(latency: latency, ballots: n, committedAt: seconds())
-            }
+            group.addTask { await awaitCommit(of: n, handed: handed, by: receiver, samples: samples) }
         }
     }
+}
+
+/// Hands a radio batch to the receiver; returns how many ballots it passed on to its writer, and when
+/// the batch was handed.
+func hand(_ batch: [AdvertisementReport], to receiver: LedgerReceiver) async -> (ballots: Int, handed: ContinuousClock.Instant) {
+    let before = await receiver.ballotsCounted
+    let handed = clock.now
+    await receiver.take(batch)
+    return (await receiver.ballotsCounted - before, handed)
+}
+
+/// Waits for the end of the writer's pass that commits what was handed, and records its latency.
+func awaitCommit(of ballots: Int, handed: ContinuousClock.Instant, by receiver: LedgerReceiver, samples: SampleLog) async {
+    _ = await receiver.sync()
+    let latency = seconds(since: handed)
+    samples.add(latency: latency, ballots: ballots, committedAt: seconds())
 }
 
 /// The SQLite room fed the same way, each ballot the pipeline counts committed in its own transaction.
@@ -223,15 +232,10 @@ func describe(_ name: String, _ s: Samples, window: (Double, Double)) -> String 
 var lectureLedger: [[Heard]] = []
 for room in rooms {
     let offset = Double.random(in: 0..<10, using: &rng)
-    let q1 = room.lecture(question: 1, length: options.lecture, castWindow: options.lecture * 2 / 3, rng: &rng)
-    let q2 = room.lecture(question: 2, length: options.lecture, castWindow: options.lecture * 2 / 3, rng: &rng)
-    lectureLedger.append((q1 + q2.map { Heard(at: $0.at + options.lecture, voter: $0.voter, data: $0.data) })
-        .map { Heard(at: $0.at + offset, voter: $0.voter, data: $0.data) })
+    lectureLedger.append(room.lecture(questions: [1, 2], length: options.lecture, rng: &rng).map { $0.later(by: offset) })
 }
-let sq1 = sqliteRoom.lecture(question: 1, length: options.lecture, castWindow: options.lecture * 2 / 3, rng: &rng)
-let sq2 = sqliteRoom.lecture(question: 2, length: options.lecture, castWindow: options.lecture * 2 / 3, rng: &rng)
 let lecture = try await phase(receivers, ledgerHeard: lectureLedger,
-                              sqliteHeard: sq1 + sq2.map { Heard(at: $0.at + options.lecture, voter: $0.voter, data: $0.data) })
+                              sqliteHeard: sqliteRoom.lecture(questions: [1, 2], length: options.lecture, rng: &rng))
 // The window where every room is in its questions: from the last room's start to the first room's end.
 let window = (lecture.start + 10, lecture.start + 2 * options.lecture)
 print("\nlecture (\(Int(options.lecture)) s questions, two a room), load \(lecture.load.0) → \(lecture.load.1), "
@@ -280,16 +284,9 @@ await withTaskGroup(of: Void.self) { group in
                         Room.report(voter: $0.offset, data: $0.element, at: satStart + Double(round) * 0.2)
                     }
                     if flying == 3 { await inFlight.next(); flying -= 1 }
-                    let before = await receiver.ballotsCounted
-                    let handed = clock.now
-                    await receiver.take(reports)
-                    let n = await receiver.ballotsCounted - before
+                    let (n, handed) = await hand(reports, to: receiver)
                     flying += 1
-                    inFlight.addTask {
-                        _ = await receiver.sync()
-                        let latency = seconds(since: handed)
-                        saturation.add(latency: latency, ballots: n, committedAt: seconds())
-                    }
+                    inFlight.addTask { await awaitCommit(of: n, handed: handed, by: receiver, samples: saturation) }
                 }
             }
         }
