@@ -61,6 +61,8 @@ let package = Package(
         .library(name: "HCI", targets: ["HCI"]),
         .library(name: "ClickerStore", targets: ["ClickerStore"]),
         .library(name: "ClickerLedger", targets: ["ClickerLedger"]),
+        // A receiver's counting, journal and writer; the LedgerRooms benchmark runs forty of them.
+        .library(name: "Receivers", targets: ["Receivers"]),
         // A private PostgreSQL server for the ledger's tests and the LedgerWrite benchmark.
         .library(name: "PostgresTestSupport", targets: ["PostgresTestSupport"]),
         .library(name: "TerminalView", targets: ["TerminalView"]),

@@ -70,6 +70,22 @@ let package = Package(
             path: "Benchmarks/LedgerWrite",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        // A campus: 40 rooms' receivers (journal, writer thread, connection each) writing to one
+        // PostgreSQL, against one room committed to SQLite as the tally does, in one run (prints its figures).
+        // Run: swift run -c release --package-path Benchmarks LedgerRooms
+        .executableTarget(
+            name: "LedgerRooms",
+            dependencies: [
+                .product(name: "ClickerLedger", package: "clicker"),
+                .product(name: "ClickerStore", package: "clicker"),
+                .product(name: "ClickerTally", package: "clicker"),
+                .product(name: "ClickerTransport", package: "clicker"),
+                .product(name: "ClickerWire", package: "clicker"),
+                .product(name: "PostgresTestSupport", package: "clicker"),
+                .product(name: "Receivers", package: "clicker"),
+            ],
+            path: "Benchmarks/LedgerRooms"
+        ),
         // A class list of 10,000 and 100,000 rows read and enrolled, as `roster import` does (ordo-one benchmark).
         .executableTarget(
             name: "RosterImport",
