@@ -136,7 +136,8 @@ let package = Package(
         .target(name: "PostgresTestSupport"),
         // Receivers: what one central hears, counted and written to the ledger through a local journal.
         .target(name: "Receivers", dependencies: ["ClickerLedger", "ClickerTally", "ClickerTransport", "ClickerWire", "OSThreads",
-                                           "PrivateFiles", .product(name: "GRDB", package: "GRDB.swift")]),
+                                           "PrivateFiles", "TallyDaemon", .product(name: "GRDB", package: "GRDB.swift"),
+                                           .product(name: "Logging", package: "swift-log")]),
         .target(name: "ClickerStore", dependencies: ["ClickerTransport", "ClickerWire", "ClickerTally", "PrivateFiles", .product(name: "GRDB", package: "GRDB.swift")]),
         .target(name: "TerminalView"),
         // A pseudo-terminal pair that tests and the ViewLoop benchmark type into and read back.
@@ -202,7 +203,8 @@ let package = Package(
         .testTarget(name: "ClickerStoreTests", dependencies: ["ClickerStore", "ClickerSim", "ClickerWire", "ClickerTally", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "ClickerLedgerTests", dependencies: ["ClickerLedger", "PostgresClient", "PostgresTestSupport", "ClickerTally",
                                                               "ClickerWire", "ClickerTransport", "OSThreads", "Receivers",
-                                                              "ClickerSim", "ClickerTestSupport"]),
+                                                              "ClickerSim", "ClickerTestSupport", "TallyDaemon",
+                                                              .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "TerminalViewTests", dependencies: ["TerminalView", "TerminalTestSupport", "ClickerWire", "ClickerSim"], exclude: ["Snapshots"]),
         // Tier 2: real dbus-daemon + python-dbusmock standing in for bluetoothd
         .testTarget(name: "DBusTests", dependencies: ["ClickerTestSupport", "DBus", "DBusTestSupport"]),

@@ -103,11 +103,9 @@ public final class BallotLedger {
                       let high = UInt16(exactly: try r.int(8)) else {
                     throw PostgresError(.badValue, "a ballot row out of range")
                 }
-                let address = try r.bytes(6)
-                guard address.count == 6 else { throw PostgresError(.badValue, "an address of \(address.count) bytes") }
                 out[VoterKey(mode: mode, voterID: id)] = CountedBallot(
                     sequence: seq, answer: try Self.answer(r.bytes(3)), verified: try r.bool(4), heardAt: try r.int(5),
-                    address: DeviceAddress(address[0], address[1], address[2], address[3], address[4], address[5]),
+                    address: try Self.address(r.bytes(6)),
                     lowestSequence: low, highestSequence: high, firstHeard: try r.int(9), lastHeard: try r.int(10))
             }
             return out

@@ -10,6 +10,11 @@ import Synchronization
 /// thread of its own with a connection of its own (its waits block). It yields the counts at start,
 /// then each time they changed; when the connection fails, it connects again (at most once per
 /// `retryInterval`) and yields the counts as they are then.
+///
+/// Following with `ballots`, each reading also carries the counted ballots that changed since the
+/// one before (all of them in the first), read from the snapshot the last reading took
+/// (``BallotLedger/changes(poll:since:)``), across reconnections: what the instructor's tally
+/// counts with its own.
 public final class LedgerFollower: Sendable {
     /// One reading of the poll's counts.
     public struct Reading: Sendable, Equatable {
@@ -17,10 +22,13 @@ public final class LedgerFollower: Sendable {
         public var counts: [UInt8: [Answer: Int]]
         /// Why the ledger cannot be read now (the last counts stand); nil while it can.
         public var error: String?
+        /// Following with `ballots`: the counted ballots written since the reading before.
+        public var changed: [LedgerBallot]
 
-        public init(counts: [UInt8: [Answer: Int]], error: String? = nil) {
+        public init(counts: [UInt8: [Answer: Int]], error: String? = nil, changed: [LedgerBallot] = []) {
             self.counts = counts
             self.error = error
+            self.changed = changed
         }
     }
 
@@ -36,9 +44,10 @@ public final class LedgerFollower: Sendable {
     /// The readings, in order.
     public let readings: AsyncStream<Reading>
 
-    /// Starts following `poll` in the ledger at `url` (the instructor's role, or a receiver's).
-    /// Returns nil when the system refuses a thread.
-    public init?(url: String, poll: Int64, retryInterval: Duration = .seconds(1)) {
+    /// Starts following `poll` in the ledger at `url` (the instructor's role, or a receiver's), with
+    /// the ballots that changed in each reading when `ballots` is set. Returns nil when the system
+    /// refuses a thread.
+    public init?(url: String, poll: Int64, ballots: Bool = false, retryInterval: Duration = .seconds(1)) {
         let (readings, continuation) = AsyncStream<Reading>.makeStream(bufferingPolicy: .bufferingNewest(64))
         self.readings = readings
         let control = self.control
@@ -46,22 +55,28 @@ public final class LedgerFollower: Sendable {
         let retryNanoseconds = UInt64(max(0, seconds)) * 1_000_000_000 + UInt64(max(0, atto / 1_000_000_000))
         guard let thread = OSThread.start(name: "clicker-follow", {
             var last: Reading?
+            var seen: LedgerSnapshot?
             func publish(_ r: Reading) {
-                guard r != last else { return }
+                guard r.counts != last?.counts || r.error != last?.error || !r.changed.isEmpty else { return }
                 last = r
                 continuation.yield(r)
+            }
+            func read(_ ledger: BallotLedger) throws -> Reading {
+                var changed: [LedgerBallot] = []
+                if ballots { (changed, seen) = try ledger.changes(poll: poll, since: seen) }
+                return Reading(counts: try ledger.counts(poll: poll), changed: changed)
             }
             while !control.stopped {
                 do {
                     let ledger = try BallotLedger(url: url, migrate: false)
                     try ledger.db.execute("LISTEN \(LedgerSchema.channel)")
-                    publish(Reading(counts: try ledger.counts(poll: poll), error: nil))
+                    publish(try read(ledger))
                     let payload = String(poll)
                     while !control.stopped {
                         // A short wait, so that `stop()` is noticed soon; a notification ends it at once.
                         let arrived = try ledger.db.notifications(waitingUpTo: .milliseconds(200))
                         if arrived.contains(where: { $0.channel == LedgerSchema.channel && $0.payload == payload }) {
-                            publish(Reading(counts: try ledger.counts(poll: poll), error: nil))
+                            publish(try read(ledger))
                         }
                     }
                 } catch {

@@ -105,6 +105,19 @@ public enum LedgerSchema {
             """,
             "CREATE TRIGGER ballots_changed AFTER INSERT OR UPDATE ON ballots FOR EACH ROW EXECUTE FUNCTION ledger_notify()",
         ],
+        // 5: the transaction that last wrote each counted ballot (set on insert by the default, on
+        // update by the trigger, whoever writes), so that a reader can ask for the ballots changed
+        // since a snapshot it took (``BallotLedger/changes(poll:since:)``): the instructor's tally
+        // counts every receiver's ballots with its own. Needs PostgreSQL 13 or later (`xid8`).
+        [
+            "ALTER TABLE ballots ADD COLUMN written_by xid8 NOT NULL DEFAULT pg_current_xact_id()",
+            "CREATE INDEX ballots_written_by ON ballots (poll_id, written_by)",
+            """
+            CREATE FUNCTION ledger_stamp() RETURNS trigger LANGUAGE plpgsql AS
+            'BEGIN NEW.written_by := pg_current_xact_id(); RETURN NEW; END'
+            """,
+            "CREATE TRIGGER ballots_stamped BEFORE UPDATE ON ballots FOR EACH ROW EXECUTE FUNCTION ledger_stamp()",
+        ],
     ]
 
     /// The version this build writes and reads.

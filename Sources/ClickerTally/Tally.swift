@@ -405,6 +405,24 @@ public struct Tally: Sendable {
         return outcome
     }
 
+    /// Counts a ballot that another receiver of this poll heard and counted (the shared ledger's),
+    /// by the rule of ``record(_:from:at:proof:)`` for an advertised ballot: a roster ballot is
+    /// verified by its mode, an anonymous one is not (a signature it was read with elsewhere is not
+    /// here to check). What the rule refuses, and repeats, are not counted as rejections or repeats:
+    /// they are this tally's own ballots coming back, or older than what it heard itself, not
+    /// anything a student sent. `previous`: the voter's counted record before.
+    public mutating func merge(_ ballot: Ballot, from address: DeviceAddress, at time: RadioInstant,
+                               previous: inout VoterRecord?) -> RecordOutcome {
+        let (rejectionsBefore, repeatsBefore) = (rejections, repeats)
+        let outcome = record(ballot, from: address, at: time, proof: .advertised, previous: &previous)
+        switch outcome {
+        case .rejected: rejections = rejectionsBefore
+        case .repeated: repeats = repeatsBefore
+        default: break
+        }
+        return outcome
+    }
+
     /// Restores a binding kept with the poll (a resume binds keys before replaying ballots).
     public mutating func restore(binding key: VoterPublicKey, voterID: UInt32) {
         bindings.bind(key, voterID: voterID)

@@ -65,6 +65,8 @@ public enum ReceiverError: Error, Sendable, Equatable, CustomStringConvertible {
     case journal(String)
     /// The system refused a thread.
     case threadUnavailable
+    /// A roster poll: receivers hold no roster, so the ledger does not count one.
+    case rosterPoll
 
     public var description: String {
         switch self {
@@ -73,6 +75,7 @@ public enum ReceiverError: Error, Sendable, Equatable, CustomStringConvertible {
         case .ledger(let e): "\(e)"
         case .journal(let why): "the receiver's journal: \(why)"
         case .threadUnavailable: "the system refused a thread for the receiver's writer"
+        case .rosterPoll: "receivers count anonymous polls only: a roster poll cannot be counted in the ledger (leave out --roster or --ledger)"
         }
     }
 }

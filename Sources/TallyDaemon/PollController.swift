@@ -79,6 +79,8 @@ public actor PollController {
     var pollCreatedAt: Date
     /// The beacon: what the tally broadcasts, and the beacon frames it hears.
     var beacon: BeaconRuntime
+    /// Where the ballots this tally counts go once saved (the shared ledger), if anywhere.
+    var countedSink: (@Sendable (SharedBallot) -> Void)?
 
     /// Starts a new poll (`.fresh`: `options.joinCode` must not be in `store`; the open poll there is
     /// closed), or continues the open poll of `store` (`.resume`). The poll opens at `clock`'s
@@ -206,8 +208,10 @@ public actor PollController {
     }
 
     /// Commits what a result counted. A ballot read over GATT is stored as verified when the tally
-    /// counts it verified (only the ballot read back, never another one heard before it).
-    func accept(_ r: IngestResult, address: DeviceAddress, readOverGATT: Bool = false) {
+    /// counts it verified (only the ballot read back, never another one heard before it). A ballot
+    /// another receiver counted (`heardElsewhere`, ``countShared(_:)``) is committed, shown and acknowledged
+    /// like one heard here, but asks for no GATT read, and what the rule refuses of it is not recorded.
+    func accept(_ r: IngestResult, address: DeviceAddress, readOverGATT: Bool = false, heardElsewhere: Bool = false) {
         let gattVerified = readOverGATT && r.ballot.map { $0.mode == .anonymous && isCountedAndVerified($0) } ?? false
         switch r.outcome {
         case .new, .changed:
@@ -217,8 +221,13 @@ public actor PollController {
             acceptedRate.record(at: clock.date)
             if b.question == question { publisher.note(VoterKey(mode: b.mode, voterID: b.voterID)) }
             beaconCounted(b, at: radioNow)
-            if !readOverGATT { verification.budget.counted(at: radioNow) }
+            if !heardElsewhere {
+                share(b)
+                if !readOverGATT { verification.budget.counted(at: radioNow) }
+            }
             version &+= 1
+        case .rejected where heardElsewhere:
+            return
         case .rejected(let reason):
             // Counted once per report, repeats included, under the question current now.
             if rejections.record(reason.rawValue, question: question, from: address) || !verification.newBindings.isEmpty {
@@ -233,11 +242,12 @@ public actor PollController {
             // The same answer again: stored when its sequence became the counted one (or it was verified).
             if gattVerified || b.sequence != committed[b.question]?[key] {
                 guard commit([record(b, address: address, gattVerified: gattVerified)]) else { return notSaved(b, r) }
+                if !heardElsewhere { share(b) }
             }
             // Counted (the same answer again, perhaps under a new sequence): acknowledged, or heard
             // again by a voter that may have missed its acknowledgement.
             beaconCounted(b, at: radioNow)
         }
-        if !readOverGATT { requestRead(after: r, address: address) }
+        if !readOverGATT && !heardElsewhere { requestRead(after: r, address: address) }
     }
 }

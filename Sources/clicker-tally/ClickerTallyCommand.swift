@@ -58,6 +58,7 @@ struct RunArguments: ParsableArguments {
 
     @OptionGroup var room: SimulationArguments
     @OptionGroup var webArguments: WebArguments
+    @OptionGroup var ledger: LedgerArguments
 
     @Option(parsing: .unconditional, help: ArgumentHelp("Stop after this many seconds and print the results.", valueName: "seconds"))
     var duration: Double?
@@ -92,6 +93,7 @@ struct RunArguments: ParsableArguments {
                                             logger: logger)
         } catch { throw Failure("\(error)") }
         if let previousNote { FileHandle.standardError.write(Data((previousNote + "\n").utf8)) }
+        let link = try await ledger.link(controller)
         // Before the live view takes the terminal: a port in use is an error the instructor sees.
         let web = try await webArguments.start(controller: controller, logger: logger) { line in
             FileHandle.standardError.write(Data((line + "\n").utf8))
@@ -106,6 +108,7 @@ struct RunArguments: ParsableArguments {
         var companions = room.companions(air: opened.air, controller: controller, options: poll.options,
                                          question: poll.firstQuestion, logger: logger)
         if let web { companions.append { await web.run() } }
+        if let link { companions.append { [logger] in await link.run(logger: logger) } }
 
         let view: ViewMode
         if !json, TerminalSession.isTerminal(STDOUT_FILENO), TerminalSession.isTerminal(STDIN_FILENO) {
@@ -143,6 +146,7 @@ struct RunArguments: ParsableArguments {
             FileHandle.standardError.write(Data("log lines of this run: \(file)\n".utf8))
         }
         await opened.close()
+        if let link { FileHandle.standardError.write(Data((PollSummary.ledger(await link.finish(), poll: link.poll) + "\n").utf8)) }
 
         if store != nil, await controller.exportedAt == nil {
             // Quitting without `e`: the files a graded poll needs were never written.

@@ -8,6 +8,7 @@ import DBus
 import Foundation
 import Logging
 import ProjectorWeb
+import Receivers
 import ServiceLifecycle
 import TallyDaemon
 import TerminalView
@@ -40,6 +41,7 @@ struct Daemon: AsyncParsableCommand {
     @OptionGroup var busArguments: BusArguments
     @OptionGroup var room: SimulationArguments
     @OptionGroup var webArguments: WebArguments
+    @OptionGroup var ledger: LedgerArguments
 
     @Flag(help: ArgumentHelp("Continue the poll left open when --resume would take it (as after a restart or an upgrade), else close it and start a new one. The unit starts the daemon so."))
     var resumeOpen = false
@@ -101,6 +103,12 @@ struct Daemon: AsyncParsableCommand {
             throw Failure("D-Bus: \(error)")
         }
         if let previousNote { logger.notice("\(previousNote)") }
+        let link: TallyLedgerLink?
+        do { link = try await ledger.link(controller) } catch {
+            api.object.unexport()
+            connection.close()
+            throw error
+        }
         let voteID = await controller.joinCode.voteID
         logger.info("serving \(TallyBus.name); poll \(IDText.vote(voteID)) open, database \(store.path)")
         // The URL goes to the journal once (with the token when off loopback: journal readers can open the page).
@@ -119,6 +127,7 @@ struct Daemon: AsyncParsableCommand {
         var students = room.companions(air: opened.air, controller: controller, options: poll.options,
                                        question: poll.firstQuestion, logger: logger)
         if let web { students.append { await web.run() } }
+        if let link { students.append { await link.run(logger: logger) } }
         let service = TallyRunService(
             controller: controller, central: opened.central,
             view: .log { logger.info("\($0)") }, simulatedRoom: room.simulate,
@@ -130,6 +139,10 @@ struct Daemon: AsyncParsableCommand {
         try await group.run()
         await web?.stop()
         await opened.close()
+        if let link {
+            let status = await link.finish()
+            logger.notice("\(PollSummary.ledger(status, poll: link.poll))")
+        }
         api.object.unexport()
         connection.close()
         if let e = service.radioFailure { throw Failure("radio failed: \(e)") }

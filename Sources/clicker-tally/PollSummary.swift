@@ -1,6 +1,7 @@
 import ClickerTally
 import ClickerTransport
 import ClickerWire
+import Receivers
 import TallyDaemon
 import TerminalView
 
@@ -10,6 +11,13 @@ enum PollSummary {
     static func storageFailed(_ error: String) -> String {
         "the database could not be written during this run (\(error)): counting stopped while it failed; "
             + "the votes shown were saved, and votes heard meanwhile count only if heard again once it could be written"
+    }
+
+    /// What became of this tally's own ballots in the shared ledger.
+    static func ledger(_ s: ShipperStatus, poll: Int64) -> String {
+        "ledger poll \(poll): it committed \(s.shipped) ballots this tally counted"
+            + (s.journaled > 0 ? "; \(s.journaled) wait in the journal and go at the next run with --ledger" : "")
+            + (s.databaseError.map { " (last error: \($0))" } ?? "")
     }
 
     static func text(_ r: PollResults, simulatedRoom: Int? = nil) -> String {

@@ -53,7 +53,7 @@ struct ReceiverCommand: AsyncParsableCommand {
         logger.logLevel = .info
         let code: JoinCode
         do { code = try JoinCode(parsing: joinCode) } catch { throw Failure("--join-code: \(error)") }
-        let journalPath = try journal ?? Self.defaultJournal()
+        let journalPath = try journal ?? Self.defaultJournal(named: "receiver-journal.sqlite")
         // The radio's instant zero on the wall clock: reports are stamped on the monotonic clock from
         // the process's start (the simulated air's clock starts with it too).
         let radioEpoch = Int64(Date().timeIntervalSince1970 * 1_000_000) - Int64(RadioInstant.now().nanoseconds / 1000)
@@ -79,7 +79,8 @@ struct ReceiverCommand: AsyncParsableCommand {
         if status.journaled > 0 { throw ExitCode(3) }
     }
 
-    static func defaultJournal() throws -> String {
+    /// `name` in the state directory, made if need be.
+    static func defaultJournal(named name: String) throws -> String {
         let directory: String
         do { directory = try StoreLocation.defaultDirectory(environment: ProcessInfo.processInfo.environment) } catch {
             throw Failure("no place for the journal (\(error)): give --journal")
@@ -88,7 +89,7 @@ struct ReceiverCommand: AsyncParsableCommand {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
                                                     attributes: [.posixPermissions: 0o700])
         } catch { throw Failure("cannot make \(directory) for the journal: \(error)") }
-        return directory + "/receiver-journal.sqlite"
+        return directory + "/" + name
     }
 }
 

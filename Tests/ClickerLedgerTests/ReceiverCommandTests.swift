@@ -132,4 +132,56 @@ final class ReceiverCommandTests: XCTestCase {
         let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         XCTAssertFalse(printed.withLock { $0 }.contains("cannot be read"), stderr)
     }
+    /// The instructor's tally with `--ledger`, on one simulated air, and a receiver on another (the far
+    /// side of the hall): the tally's results have the voters of both airs, once each, and the ledger
+    /// has the tally's own voters as well as the receiver's.
+    func testATallyWithTheLedgerCountsTheReceiversVotersWithItsOwn() async throws {
+        let url = try SharedServer.database()
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let tallyAir = "/tmp/clicker-tally-air-\(getpid()).sock", receiverAir = "/tmp/clicker-receiver-air-\(getpid()).sock"
+        unlink(tallyAir)
+        unlink(receiverAir)
+        let (opened, token, openErr) = try finished("clicker-tally", ["ledger", "open", "--store", url, "--join-code", code, "--poll", "11"],
+                                                    home: dir)
+        XCTAssertEqual(opened, 0, openErr)
+        let (receiver, _, receiverErr) = try process("clicker-tally", [
+            "receiver", "--store", token.trimmingCharacters(in: .whitespacesAndNewlines), "--join-code", code, "--radio", "sim",
+            "--air", receiverAir, "--journal", dir + "/receiver.sqlite", "--duration", "90"], home: dir)
+        defer { if receiver.isRunning { receiver.terminate() } }
+        let (tally, tallyOut, tallyErr) = try process("clicker-tally", [
+            "--radio", "sim", "--air", tallyAir, "--join-code", code, "--no-store", "--no-gatt-confirm", "--ledger", url,
+            "--ledger-poll", "11", "--ledger-journal", dir + "/tally.sqlite", "--duration", "90", "--json"], home: dir)
+        defer { if tally.isRunning { tally.terminate() } }
+        try await eventually("both airs hosted", timeout: .seconds(30)) {
+            FileManager.default.fileExists(atPath: tallyAir) && FileManager.default.fileExists(atPath: receiverAir)
+        }
+        var voters: [Process] = []
+        defer { for v in voters where v.isRunning { v.terminate() } }
+        for (i, (air, answer)) in [(tallyAir, "A"), (tallyAir, "D"), (receiverAir, "B"), (receiverAir, "B"), (receiverAir, "C")].enumerated() {
+            let home = dir + "/student\(i)"
+            try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+            voters.append(try process("clicker-vote", ["--radio", "sim", "--air", air, "--question", "1", code, answer], home: home).0)
+        }
+        let instructor = try BallotLedger(url: url)
+        try await eventually("the five ballots are in the ledger", timeout: .seconds(60)) {
+            try instructor.counts(poll: 11, question: 1) == [.choice(0): 1, .choice(1): 2, .choice(2): 1, .choice(3): 1]
+        }
+        tally.terminate()
+        let out = String(decoding: tallyOut.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let err = String(decoding: tallyErr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        tally.waitUntilExit()
+        XCTAssertEqual(tally.terminationStatus, 0, err)
+        let json = try XCTUnwrap(out.split(separator: "\n").last.map { Data($0.utf8) })
+        let results = try XCTUnwrap(JSONSerialization.jsonObject(with: json) as? [String: Any], out)
+        XCTAssertEqual(results["voters"] as? Int, 5, out)
+        XCTAssertEqual(results["counts"] as? [String: Int], ["A": 1, "B": 2, "C": 1, "D": 1], out)
+        // A and D were heard only on the tally's air: in the ledger, they came from the tally. (A voter
+        // may send its ballot again under a new sequence: at least 2 ballots, and none left over.)
+        XCTAssertTrue(err.contains("ledger poll 11: it committed "), err)
+        XCTAssertFalse(err.contains("wait in the journal"), err)
+        receiver.terminate()
+        receiver.waitUntilExit()
+        _ = receiverErr
+    }
 }

@@ -1,0 +1,136 @@
+import ClickerLedger
+import ClickerTally
+import ClickerTransport
+import ClickerWire
+import Logging
+import PrivateFiles
+import TallyDaemon
+
+/// The instructor's tally in a poll that receivers count into the shared ledger (docs/LEDGER.md): one
+/// poll, every receiver's ballots counted once. The link registers the poll and each question the
+/// tally opens; hands every ballot the tally's own radio gets counted to a writer that journals and
+/// ships it like a receiver's (``LedgerShipper``); and counts the ballots the ledger has from the
+/// others in the tally (``PollController/countShared(_:)``), which then shows, saves, exports and
+/// acknowledges them like ballots it heard.
+public final class TallyLedgerLink: Sendable {
+    public let poll: Int64
+    let url: String
+    let controller: PollController
+    let shipper: LedgerShipper
+    let follower: LedgerFollower
+    let registrar = BlockingWorker(label: "clicker-ledger-register")
+    /// The question registered by ``start(url:poll:controller:journalPath:radioEpoch:retryInterval:)``.
+    let firstRegistered: UInt8
+
+    /// Registers `controller`'s poll as `poll` in the ledger at `url` (the instructor's role: the
+    /// schema is migrated if it is behind), opens the journal at `journalPath` and starts the writer
+    /// and the follower. `radioEpoch`: the wall time, in microseconds since the Unix epoch, of the
+    /// tally's radio instant zero (a ballot's `heardAt` in the ledger).
+    public static func start(url: String, poll: Int64, controller: PollController, journalPath: String, radioEpoch: Int64,
+                             retryInterval: Duration = .seconds(1)) async throws -> TallyLedgerLink {
+        let (voteID, policy, spec) = (await controller.joinCode.voteID, await controller.options.policy, await controller.spec)
+        // Receivers hold no roster: they could not tell a student's ballot from a forged one.
+        guard await controller.options.roster == nil else { throw ReceiverError.rosterPoll }
+        let registrar = BlockingWorker(label: "clicker-ledger-register")
+    /// The question registered by ``start(url:poll:controller:journalPath:radioEpoch:retryInterval:)``.
+    let firstRegistered: UInt8
+        let journal = try await registrar.run { () throws -> ReceiverJournal in
+            do {
+                try BallotLedger(url: url).register(poll: poll, voteID: voteID, policy: policy, specs: [spec])
+            } catch let e as LedgerError { throw ReceiverError.ledger(e) }
+            return try ReceiverJournal(path: journalPath)
+        }
+        let shipper = try LedgerShipper(journal: journal, poll: poll, connect: { try BallotLedger(url: url, migrate: false) },
+                                        clock: ElapsedClock(controller.clock), retryInterval: retryInterval)
+        guard let follower = LedgerFollower(url: url, poll: poll, ballots: true, retryInterval: retryInterval) else {
+            throw ReceiverError.threadUnavailable
+        }
+        await controller.shareCounted { shared in
+            shipper.submit([LedgerBallot(poll: poll, question: shared.question, voter: shared.voter, sequence: shared.sequence,
+                                         answer: shared.answer, verified: shared.verified,
+                                         heardAt: radioEpoch + Int64(shared.heard.nanoseconds / 1000), address: shared.address)])
+        }
+        return TallyLedgerLink(poll: poll, url: url, controller: controller, shipper: shipper, follower: follower,
+                               registered: spec.number)
+    }
+
+    init(poll: Int64, url: String, controller: PollController, shipper: LedgerShipper, follower: LedgerFollower,
+         registered: UInt8) {
+        self.poll = poll
+        firstRegistered = registered
+        self.url = url
+        self.controller = controller
+        self.shipper = shipper
+        self.follower = follower
+    }
+
+    /// Runs until cancelled: counts what the follower reads, registers each question the tally opens,
+    /// and once every `interval` of the poll's clock has the writer retry the ledger if it is due;
+    /// logs when the ledger stops or starts taking writes, or cannot be read.
+    public func run(interval: Duration = .seconds(1), logger: Logger) async {
+        let controller = self.controller, follower = self.follower
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                var lastError: String?
+                for await reading in follower.readings {
+                    if reading.error != lastError {
+                        if let e = reading.error { logger.warning("the ledger cannot be read (\(e)); receivers' ballots wait") }
+                        else if lastError != nil { logger.notice("the ledger can be read again") }
+                        lastError = reading.error
+                    }
+                    // Anonymous ballots only: a roster ballot in the ledger was not written by a receiver
+                    // (receivers count none), and its mode would make it verified here.
+                    let anonymous = reading.changed.filter { $0.voter.mode == .anonymous }
+                    guard !anonymous.isEmpty else { continue }
+                    await controller.countShared(anonymous.map {
+                        SharedBallot(question: $0.question, voter: $0.voter, sequence: $0.sequence, answer: $0.answer,
+                                     verified: $0.verified, address: $0.address)
+                    })
+                }
+            }
+            group.addTask { await self.registerQuestions(logger: logger) }
+            group.addTask {
+                var last = ShipperStatus()
+                while !Task.isCancelled {
+                    do { try await controller.clock.sleep(for: interval) } catch { break }
+                    let now = await self.shipper.sync()
+                    if now.databaseError != last.databaseError {
+                        if let e = now.databaseError { logger.warning("the ledger takes no writes (\(e)); counting into the journal") }
+                        else { logger.notice("the ledger takes writes again; \(now.shipped) ballots committed") }
+                    }
+                    if let e = now.journalError, e != last.journalError { logger.error("the journal refused ballots: \(e)") }
+                    last = now
+                }
+            }
+            // Each child ends when the run is cancelled; one that ends first ends the others.
+            await group.next()
+            group.cancelAll()
+        }
+    }
+
+    /// Registers each question as the tally opens it, so that receivers count it too.
+    func registerQuestions(logger: Logger) async {
+        let controller = self.controller, url = self.url, poll = self.poll
+        var registered: Set<UInt8> = [firstRegistered]
+        let voteID = await controller.joinCode.voteID, policy = await controller.options.policy
+        // Subscribed before the first look: a question opened in between is seen by the look or the next notice.
+        var changes = controller.changeFeed.subscribe().makeAsyncIterator()
+        repeat {
+            let (q, spec) = (await controller.question, await controller.spec)
+            guard !registered.contains(q) else { continue }
+            do {
+                try await registrar.run { try BallotLedger(url: url).register(poll: poll, voteID: voteID, policy: policy, specs: [spec]) }
+                registered.insert(q)
+            } catch {
+                logger.warning("question \(q) is not registered in the ledger yet (\(error)); receivers do not count it")
+            }
+        } while await changes.next() != nil
+    }
+
+    /// Stops following, ships what is left, and ends the writer; returns its final status.
+    public func finish() async -> ShipperStatus {
+        await controller.shareCounted(with: nil)
+        await follower.stop()
+        return await shipper.finish()
+    }
+}
