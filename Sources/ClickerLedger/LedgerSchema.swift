@@ -136,6 +136,8 @@ public enum LedgerSchema {
     static func migrate(_ db: PostgresConnection, to target: Int = version) throws -> Int {
         try db.transaction {
             try db.execute("SELECT pg_advisory_xact_lock($1)", [.int(migrationLock)])
+            // `IF NOT EXISTS` on a migrated database is not news: no NOTICE on the caller's stderr.
+            try db.execute("SET LOCAL client_min_messages = warning")
             try db.execute("""
                 CREATE TABLE IF NOT EXISTS ledger_schema_version (
                     version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())

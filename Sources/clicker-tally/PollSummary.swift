@@ -15,7 +15,7 @@ enum PollSummary {
 
     /// What became of this tally's own ballots in the shared ledger.
     static func ledger(_ s: ShipperStatus, poll: Int64) -> String {
-        "ledger poll \(poll): it committed \(s.shipped) ballots this tally counted"
+        "ledger poll \(poll): it committed \(s.shipped) ballot\(s.shipped == 1 ? "" : "s") this tally counted"
             + (s.journaled > 0 ? "; \(s.journaled) wait in the journal and go at the next run with --ledger" : "")
             + (s.databaseError.map { " (last error: \($0))" } ?? "")
     }

@@ -813,6 +813,67 @@ doctor() {
   note "doctor scenario took $(since "$t0") s"
 }
 
+# ---------------------------------------------------------------------------------
+# The ballot ledger on real BlueZ: PostgreSQL in the guest on loopback, a receiver on hci1 and the
+# instructor's tally with --ledger on hci0.
+LEDGER_URL=postgres://postgres@127.0.0.1:5432/postgres
+PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n1)   # the server's own tools, not Debian's wrappers
+loopback_up() {  # the guest brings up no network interface, and has no ip(8): SIOCSIFFLAGS IFF_UP on lo
+  python3 -c 'import fcntl, socket, struct
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+flags = struct.unpack("16sH", fcntl.ioctl(s, 0x8913, struct.pack("16sH14x", b"lo", 0))[:18])[1]
+fcntl.ioctl(s, 0x8914, struct.pack("16sH14x", b"lo", flags | 1))'
+}
+start_postgres() {
+  loopback_up || return 1
+  mkdir -p "$D/pg" && chown postgres "$D/pg" && chmod 700 "$D/pg"
+  runuser -u postgres -- "$PGBIN/initdb" -A trust -U postgres -D "$D/pg/data" > "$D/pg/initdb.log" 2>&1 || return 1
+  runuser -u postgres -- "$PGBIN/pg_ctl" -D "$D/pg/data" -l "$D/pg/server.log" -w -t 60 \
+    -o "-c listen_addresses=127.0.0.1 -p 5432 -k $D/pg -c fsync=off -c jit=off" start > /dev/null 2>&1
+}
+stop_postgres() { runuser -u postgres -- "$PGBIN/pg_ctl" -D "$D/pg/data" -m fast stop > /dev/null 2>&1; }
+sql() { "$PGBIN/psql" "$LEDGER_URL" -Atc "$1" 2>> "$D/psql.err"; }
+ledger_receiver() {
+  start_observers
+  start_postgres || { fail "PostgreSQL did not start in the guest: $(tail -n3 "$D/pg/server.log" "$D/pg/initdb.log" 2>/dev/null | tr '\n' ' ')"; return; }
+  check "PostgreSQL runs in the guest, on loopback" is 1 sql "SELECT 1"
+  note "$(sql 'SELECT version()' | cut -c1-60)"
+  XDG_STATE_HOME="$D/cli.state" "$E2E_BIN/clicker-tally" ledger open --store "$LEDGER_URL" --join-code "$JOIN" --poll 1 \
+    > token.out 2> token.err
+  check "ledger open prints a receiver token" grep -m1 -oE '^postgres://clicker_receiver_[0-9a-f]{6}' token.out
+  start_tally receiver receiver --store "$(head -n1 token.out)" --join-code "$JOIN" --radio bluez --adapter hci1 \
+    --journal "$D/receiver-journal.sqlite"
+  # v1 votes B while only the receiver listens, and leaves before the tally starts.
+  start_voter v1 hci2 "$JOIN" B --question 1
+  wait_until 120 "the receiver's ballot in the ledger" is 1 sql "SELECT count(*) FROM ballots" \
+    || fail "the receiver never wrote v1's ballot: $(tr '\n' '|' < receiver.err | tail -c 600)"
+  stop v1 TERM 30
+  start_tally tally --radio bluez --adapter hci0 --join-code "$JOIN" --question 1 --json --discovery-restart "$RESTART" \
+    --duration 3600 --no-gatt-confirm --ledger "$LEDGER_URL" --ledger-poll 1 --ledger-journal "$D/tally-journal.sqlite"
+  # v2 votes C: both radios hear it.
+  start_voter v2 hci3 "$JOIN" C --question 1
+  wait_seen hci0 "$A3" || fail "hci0 never received v2's advertisement"
+  wait_seen hci1 "$A3" || fail "hci1 never received v2's advertisement"
+  wait_until 120 "both ballots in the ledger" is 2 sql "SELECT count(*) FROM ballots" || fail "the ledger has $(sql 'SELECT count(*) FROM ballots') ballots"
+  sleep "$SETTLE"
+  finish_tally tally
+  check "the tally counts one B (heard only by the receiver, before it started) and one C" \
+    json tally 'j["counts"] == {"A":0,"B":1,"C":1,"D":0} and j["voters"] == 2'
+  check "v1's ballot in the tally is the one its voter sent (voter ID)" \
+    json tally "any(b['voter'] == '$(voter_id v1)' != '' and b['answer'] == 'B' for b in j['ballots'])"
+  check "nothing rejected" json tally 'sum(j.get("rejected", {}).values()) == 0'
+  # v2's ballot is the tally's own only when its radio counted it before the ledger brought it in.
+  check "the tally says what the ledger committed of its own, and nothing is left in its journal" \
+    sh -c "grep -m1 -E 'ledger poll 1: it committed [0-9]+ ballots? this tally counted$' tally.err && ! grep -q 'wait in the journal' tally.err"
+  check "no NOTICE from PostgreSQL on the tally's stderr" sh -c "! grep -m1 NOTICE tally.err"
+  check "the ledger counts what the tally counts: one B, one C, each voter once" \
+    is "0:B|1,0:C|1" sh -c "'$PGBIN/psql' '$LEDGER_URL' -Atc \"SELECT voter_mode || ':' || chr(65 + get_byte(answer, 2)) AS k, count(*) FROM ballots GROUP BY k ORDER BY k\" | paste -sd,"
+  stop receiver TERM 60
+  check "the receiver exits 0 after SIGTERM with its journal empty" sh -c "[ '$RC' = 0 ] && grep -m1 -E '^counted [0-9]+ ballots; the ledger committed [0-9]+$' receiver.out"
+  stop v2 TERM 30
+  stop_postgres
+}
+
 . /e2e/systemd.sh   # the set `systemd` (the bookworm-systemd guest)
 
 fn=$(echo "$SCN" | tr '-' '_')
