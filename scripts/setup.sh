@@ -9,7 +9,7 @@ pkgs=(libdbus-1-dev libbluetooth-dev libpq-dev pkg-config)
 if [ "${1:-}" = "--test" ]; then
   pkgs+=(dbus-daemon dbus-bin python3-dbus python3-dbusmock tmux valgrind util-linux passwd
          python3-gi binutils systemd qemu-system-x86 debootstrap cpio libdbus-1-3 sqlite3
-         chromium chromium-driver gdb procps postgresql)
+         chromium chromium-driver gdb procps postgresql iproute2)
 fi
 
 missing=()

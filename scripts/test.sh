@@ -6,8 +6,9 @@
 #      bluetoothd (inside swift test), plus: libdbus leak check under valgrind, the D-Bus
 #      policy against a real dbus-daemon, the systemd unit's security score, a short fuzz pass,
 #      the kill -9 crash-safety check, the live view in tmux, the projector page in headless
-#      chromium, and a short soak (an hour and a half of
-#      lecture in 90 s per scenario: memory, fds, WAL and tables must stay flat)
+#      chromium, a short soak (an hour and a half of
+#      lecture in 90 s per scenario: memory, fds, WAL and tables must stay flat), and the receivers
+#      of the ballot ledger under faults (kill -9, database restarts, a network cut)
 #   3. the release build: its code layout (scripts/check-layout.sh), the ICU data it links and looks
 #      up (scripts/check-icu.sh), the installed binaries' size (scripts/check-size.sh), then real
 #      BlueZ end to end on that build: bluetoothd 5.66 and virtual LE controllers in a QEMU guest, then
@@ -92,6 +93,7 @@ stage crash-safety Tests/crash/run.sh --small
 stage live-view-tmux Tests/tmux/run.sh
 stage projector-browser Tests/browser/run.sh
 stage soak-short Tests/soak/run.sh --short
+stage ledger-faults Tests/ledger-faults/run.sh   # receivers killed, the database restarted, one cut off: each ballot once
 if [ "${SKIP_E2E:-0}" != 1 ]; then
   stage code-layout scripts/check-layout.sh   # builds the release binaries the end-to-end suite runs
   # docs/REFERENCE.md is what the release binaries' --help says (clicker-vote built here; the suite below reuses it)

@@ -26,106 +26,166 @@ public struct ShipperStatus: Sendable, Equatable {
     public init() {}
 }
 
-/// The receiver's writer, on an OS thread of its own (its SQLite and libpq calls block): it appends
-/// the ballots handed to it to the journal, then ships the journal to the ledger in batches of at
-/// most `batchLimit`, one transaction each. Ballots that arrive while a batch is written wait for the
-/// next pass and go together (group commit). When the ledger fails, the connection is dropped and a
-/// new one is tried on a pass at least `retryInterval` later on `clock`; meanwhile ballots go to the
-/// journal only.
+/// The receiver's writer, on two OS threads of its own (its SQLite and libpq calls block): the
+/// journal's thread appends the ballots handed to it to the journal; the ledger's thread ships the
+/// journal to the ledger in batches of at most `batchLimit`, one transaction each. Two threads, so
+/// that a ledger that does not answer (a connection that hangs, as on a network that drops its
+/// packets) never keeps counted ballots out of the journal: a receiver killed then loses none.
+/// Ballots that arrive while a batch is written go together in a later one (group commit). When the
+/// ledger fails, the connection is dropped and a new one is tried on a pass at least `retryInterval`
+/// later on `clock`; meanwhile ballots go to the journal only.
 ///
 /// A pass runs when ballots are handed over (``submit(_:)``), when ``sync()`` asks for one, and at
 /// the end (``finish()``). Nothing here sleeps: whoever wants a retry without new ballots calls
 /// ``sync()`` (the receiver does so on its clock).
 final class LedgerShipper: Sendable {
-    /// What the receiver and the writer's thread share.
+    /// What the receiver and the writer's threads share.
     final class Channel: Sendable {
         struct State {
+            /// Handed over, not yet in the journal.
             var pending: [LedgerBallot] = []
-            var waiters: [CheckedContinuation<ShipperStatus, Never>] = []
+            /// Syncs waiting for the journal's pass, then (moved by it) for the ledger's.
+            var journalWaiters: [CheckedContinuation<ShipperStatus, Never>] = []
+            var shipWaiters: [CheckedContinuation<ShipperStatus, Never>] = []
+            /// Journal-only waits (``journaled()``): resumed after the journal's pass.
+            var appendWaiters: [CheckedContinuation<Void, Never>] = []
             var stopping = false
-            /// The thread has ended: a sync is answered at once.
+            /// The journal's thread has ended: the ledger's thread runs its last pass.
+            var journalDone = false
+            /// Both threads have ended: a sync is answered at once.
             var finished = false
             var status = ShipperStatus()
         }
 
         let state = Mutex(State())
-        /// One signal per hand-over, sync or finish: the thread sleeps while it is zero.
-        let wake = DispatchSemaphore(value: 0)
+        /// One signal per hand-over, sync or finish: the journal's thread sleeps while it is zero.
+        let journalWake = DispatchSemaphore(value: 0)
+        /// One signal per journal pass: the ledger's thread sleeps while it is zero.
+        let shipWake = DispatchSemaphore(value: 0)
     }
 
     private let channel = Channel()
-    private let thread: ThreadHandle
+    private let shipThread: ThreadHandle
 
-    /// Starts the writer's thread. `connect` opens the ledger (on that thread); `poll` is the poll
-    /// whose questions it looks up after each connection and at most once per `retryInterval`.
+    /// Starts the writer's threads. `connect` opens the ledger (on the ledger's thread); `poll` is the
+    /// poll whose questions it looks up after each connection and at most once per `retryInterval`.
     init(journal: ReceiverJournal, poll: Int64, connect: @escaping @Sendable () throws -> BallotLedger, clock: ElapsedClock,
          retryInterval: Duration, batchLimit: Int = 1000) throws(ReceiverError) {
         let channel = self.channel
-        guard let thread = OSThread.start(name: "clicker-ledger", {
+        guard let shipThread = OSThread.start(name: "clicker-ledger", {
             var writer = Writer(journal: journal, poll: poll, connect: connect, clock: clock, retryInterval: retryInterval,
                                 batchLimit: max(1, batchLimit))
             while true {
-                channel.wake.wait()
-                let (batch, waiters, stopping, status) = channel.state.withLock { s in
-                    defer { s.pending = []; s.waiters = [] }
-                    return (s.pending, s.waiters, s.stopping, s.status)
+                channel.shipWake.wait()
+                let (waiters, last, status) = channel.state.withLock { s in
+                    defer { s.shipWaiters = [] }
+                    return (s.shipWaiters, s.journalDone, s.status)
                 }
-                let (after, appended) = writer.pass(appending: batch, status: status)
-                // A batch the journal refused stays in memory, first in line for the next pass.
-                let leftOver = appended ? [] : batch
-                channel.state.withLock { s in
-                    s.pending = leftOver + s.pending
-                    s.status = after
+                let after = writer.ship(status: status)
+                let (late, now) = channel.state.withLock { s in
+                    s.status.merge(shipping: after)
+                    guard last else { return ([CheckedContinuation<ShipperStatus, Never>](), s.status) }
+                    s.finished = true
+                    defer { s.shipWaiters = []; s.journalWaiters = [] }
+                    return (s.shipWaiters + s.journalWaiters, s.status)
                 }
-                for w in waiters { w.resume(returning: after) }
-                if stopping {
-                    let late = channel.state.withLock { s in
-                        s.finished = true
-                        defer { s.waiters = [] }
-                        return s.waiters
-                    }
-                    for w in late { w.resume(returning: after) }
-                    return
-                }
+                for w in waiters + late { w.resume(returning: now) }
+                if last { return }
             }
         }) else { throw .threadUnavailable }
-        self.thread = thread
+        guard OSThread.start(name: "clicker-journal", {
+            while true {
+                channel.journalWake.wait()
+                let (batch, stopping) = channel.state.withLock { s in
+                    defer { s.pending = [] }
+                    return (s.pending, s.stopping)
+                }
+                var refusal: String?
+                if !batch.isEmpty {
+                    do { try journal.append(batch) } catch { refusal = "\(error)" }
+                }
+                let flushed = channel.state.withLock { s in
+                    // A batch the journal refused stays in memory, first in line for the next pass.
+                    if refusal != nil { s.pending = batch + s.pending }
+                    if !batch.isEmpty { s.status.journalError = refusal }
+                    s.shipWaiters += s.journalWaiters
+                    s.journalWaiters = []
+                    s.journalDone = stopping
+                    defer { s.appendWaiters = [] }
+                    return s.appendWaiters
+                }
+                for w in flushed { w.resume() }
+                channel.shipWake.signal()
+                if stopping { return }
+            }
+        }) != nil else {
+            channel.state.withLock { $0.journalDone = true }
+            channel.shipWake.signal()
+            throw .threadUnavailable
+        }
+        self.shipThread = shipThread
     }
 
-    /// A receiver dropped without ``finish()``: the thread runs a last pass and ends.
+    /// A receiver dropped without ``finish()``: the threads run a last pass and end.
     deinit {
         channel.state.withLock { $0.stopping = true }
-        channel.wake.signal()
+        channel.journalWake.signal()
     }
 
-    /// Hands ballots to the writer; they are journaled on its next pass.
+    /// Hands ballots to the writer; they are journaled on its journal thread's next pass.
     func submit(_ ballots: [LedgerBallot]) {
         guard !ballots.isEmpty else { return }
         channel.state.withLock { $0.pending += ballots }
-        channel.wake.signal()
+        channel.journalWake.signal()
     }
 
-    /// Runs a pass (journaling what was handed over before, retrying the ledger if a retry is due) and
-    /// returns the status after it.
+    /// Runs a pass (journaling what was handed over before, then retrying the ledger if a retry is
+    /// due) and returns the status after it.
     func sync() async -> ShipperStatus {
         await withCheckedContinuation { c in
             let finished = channel.state.withLock { s in
-                if !s.finished { s.waiters.append(c) }
+                if !s.finished { s.journalWaiters.append(c) }
                 return s.finished ? s.status : nil
             }
-            if let finished { c.resume(returning: finished) } else { channel.wake.signal() }
+            if let finished { c.resume(returning: finished) } else { channel.journalWake.signal() }
+        }
+    }
+
+    /// Returns once what was handed over before is in the journal (or the journal refused it),
+    /// whatever the ledger's thread is doing.
+    func journaled() async {
+        await withCheckedContinuation { c in
+            let done = channel.state.withLock { s in
+                if !s.journalDone { s.appendWaiters.append(c) }
+                return s.journalDone
+            }
+            if done { c.resume() } else { channel.journalWake.signal() }
         }
     }
 
     /// The status after the last pass.
     var status: ShipperStatus { channel.state.withLock { $0.status } }
 
-    /// Runs a last pass and ends the thread; returns the final status.
+    /// Runs a last pass and ends the threads; returns the final status.
     func finish() async -> ShipperStatus {
         channel.state.withLock { $0.stopping = true }
-        channel.wake.signal()
-        await thread.finished()
+        channel.journalWake.signal()
+        await shipThread.finished()
         return status
+    }
+}
+
+extension ShipperStatus {
+    /// Takes what the ledger's thread found in its pass. `journalError` is the journal's thread's
+    /// (its last append) unless the ledger's pass found the journal failing too.
+    mutating func merge(shipping after: ShipperStatus) {
+        shipped = after.shipped
+        journaled = after.journaled
+        databaseError = after.databaseError
+        connections = after.connections
+        undecodable = after.undecodable
+        questions = after.questions
+        if let e = after.journalError { journalError = e }
     }
 }
 
@@ -151,20 +211,11 @@ private struct Writer {
         self.batchLimit = batchLimit
     }
 
-    /// Journals `batch`, then ships the journal while the ledger takes it; says whether `batch` is in
-    /// the journal.
-    mutating func pass(appending batch: [LedgerBallot], status: ShipperStatus) -> (ShipperStatus, appended: Bool) {
+    /// Ships the journal while the ledger takes it (connecting first when a retry is due), and looks
+    /// the poll's questions up when that is due.
+    mutating func ship(status: ShipperStatus) -> ShipperStatus {
         var status = status
-        var appended = true
-        if !batch.isEmpty {
-            do {
-                try journal.append(batch)
-                status.journalError = nil
-            } catch {
-                status.journalError = "\(error)"
-                appended = false
-            }
-        }
+        status.journalError = nil
         let now = clock.now
         if ledger == nil, nextConnect.map({ now >= $0 }) ?? true {
             do {
@@ -200,7 +251,7 @@ private struct Writer {
             }
         }
         status.journaled = (try? journal.count()) ?? status.journaled
-        return (status, appended)
+        return status
     }
 
     /// The ledger failed: its connection is dropped and a new one tried `retryInterval` from now.
