@@ -55,7 +55,9 @@ if mode == "send" {
                                       .array(.string, [])])
         if i % 5000 == 4999 { try await Task.sleep(for: .milliseconds(1)) }
     }
-    try await Task.sleep(for: .milliseconds(500))
+    // A call's reply comes after the bus has taken every signal sent before it (on a loaded machine
+    // half a second was not always enough for them to leave, and the receiver waited for ever).
+    _ = try await tx.nameOwner("org.example.Blaster")
     exit(0)
 }
 let rx = try await DBusConnection.connect(.address(address))
