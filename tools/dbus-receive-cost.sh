@@ -3,7 +3,8 @@
 # binding's batched fast path, in a release build. The receiver is stopped (SIGSTOP) while the sender
 # queues N signals in a private dbus-daemon, then resumed, so it drains them at full speed: the
 # figure is the dispatch thread's CPU time (read + libdbus parse/validate + routing + decode +
-# batching) divided by N, plus the consumer's per-signal CPU.
+# batching) divided by N, plus the consumer's per-signal CPU; "fast pending" is "fast" with a call
+# awaiting its reply throughout, whose deadline the dispatch thread then looks at on every wake-up.
 # Usage: tools/dbus-receive-cost.sh [N=100000] [runs=3]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,9 +20,14 @@ cleanup() {
 trap cleanup EXIT
 
 SWIFTC="$(command -v swiftc || echo /opt/swift/usr/bin/swiftc)"
-"$SWIFTC" -O -swift-version 6 -module-name exp -package-name clicker -I Sources/CDBus \
+# DBus imports OSThreads: built first, as a module of its own.
+"$SWIFTC" -O -swift-version 6 -parse-as-library -module-name OSThreads -package-name clicker \
+    -emit-module -emit-module-path "$WORK/OSThreads.swiftmodule" -emit-library -static \
+    Sources/OSThreads/*.swift -o "$WORK/libOSThreads.a"
+"$SWIFTC" -O -swift-version 6 -module-name exp -package-name clicker -I Sources/CDBus -I "$WORK" -L "$WORK" \
     $(pkg-config --cflags dbus-1 | sed 's/-I/-Xcc -I/g') \
-    Sources/DBus/*.swift Tests/DBusTests/AdvReportDecoder.swift tools/dbus-receive-cost/main.swift -ldbus-1 -o "$WORK/exp"
+    Sources/DBus/*.swift Tests/DBusTests/AdvReportDecoder.swift tools/dbus-receive-cost/main.swift \
+    -lOSThreads -ldbus-1 -o "$WORK/exp"
 
 cc -O2 tools/dbus-receive-cost/libdbus-floor.c $(pkg-config --cflags --libs dbus-1) -o "$WORK/floor"
 
@@ -32,9 +38,10 @@ ADDR="unix:path=$WORK/bus"
 
 echo "libdbus floor: $("$WORK/floor" 100000 | tail -1)"
 "$WORK/exp" "$ADDR" 200000 micro
-for mode in fast null; do
+for mode in fast null "fast pending"; do
     for _ in $(seq "$RUNS"); do
-        "$WORK/exp" "$ADDR" "$N" recv "$mode" >"$WORK/recv.out" 2>&1 &
+        # shellcheck disable=SC2086 # "fast pending" is two arguments
+        "$WORK/exp" "$ADDR" "$N" recv $mode >"$WORK/recv.out" 2>&1 &
         RECV=$!
         for _ in $(seq 300); do grep -q READY "$WORK/recv.out" 2>/dev/null && break; sleep 0.1; done
         kill -STOP "$RECV"

@@ -47,7 +47,8 @@ public struct BlueZCentralOptions: Sendable {
     /// memory; seen in the QEMU guest). Not every bluetoothd confirms frame changes, so the beacon lets them drain.
     public var beaconUnregisterSettle: Duration = .seconds(1)
     /// The clock the backend stamps reports with, decides by (discovery restarts, stale devices,
-    /// retries) and waits on (retries, its tick, the beacon's rotation); tests pass a clock they move.
+    /// retries) and waits on (retries, its tick, the beacon's rotation, its calls' timeouts on its bus
+    /// connections); tests pass a clock they move.
     public var clock = RadioClock()
 
     public init(bus: DBusBusTarget = .system, adapter: AdapterSelection = .firstPowered,

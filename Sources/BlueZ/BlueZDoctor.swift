@@ -18,8 +18,8 @@ public enum BlueZDoctor {
         public var callTimeout: Duration
         /// Whether manufacturer data (after the company ID) is a tally's beacon frame.
         public var isBeacon: @Sendable ([UInt8]) -> Bool
-        /// The doctor's one clock: its waits (for discovery, for a beacon) and the central it tries
-        /// run on it (the continuous clock by default; tests move a clock of their own).
+        /// The doctor's one clock: its waits (for discovery, for a beacon), its calls' timeouts and the
+        /// central it tries run on it (the continuous clock by default; tests move a clock of their own).
         public var clock: RadioClock
 
         public init(bus: DBusBusTarget = .system, adapter: AdapterSelection = .firstPowered, role: DoctorFindings.Role,
@@ -42,7 +42,7 @@ public enum BlueZDoctor {
         var f = DoctorFindings(role: o.role, radio: "bluez")
         let conn: DBusConnection
         do {
-            conn = try await DBusConnection.connect(o.bus)
+            conn = try await DBusConnection.connect(o.bus, clock: o.clock.elapsed)
         } catch {
             f.unreachable = BlueZError.busUnreachable(o.bus.spokenName, "\(error)").description
             f.bluetoothd = await DaemonVersion.find(nil, timeout: o.callTimeout)

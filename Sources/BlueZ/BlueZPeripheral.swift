@@ -19,7 +19,8 @@ public struct BlueZPeripheralOptions: Sendable {
     /// completes on freed memory (`add_adv_params_callback`, seen in the Debian 13 guest when a loaded host
     /// left a registration unanswered for 10 s and the voter withdrew it and registered again).
     public var registrationTimeout: Duration
-    /// The clock the peripheral's retries and its listener's timers run on; tests pass a clock they move.
+    /// The clock the peripheral's retries, its listener's timers and its calls' timeouts on its bus
+    /// connection run on; tests pass a clock they move.
     public var clock = RadioClock()
 
     public init(bus: DBusBusTarget = .system, adapter: AdapterSelection = .firstPowered,
@@ -132,7 +133,7 @@ actor PeripheralEngine {
             conn = c
         } else {
             do {
-                conn = try await DBusConnection.connect(options.bus)
+                conn = try await DBusConnection.connect(options.bus, clock: options.clock.elapsed)
             } catch {
                 throw fail(.busUnreachable(options.bus.spokenName, "\(error)"))
             }

@@ -14,7 +14,7 @@ extension BeaconAdvertiser {
             conn = c
         } else {
             do {
-                conn = try await DBusConnection.connect(options.bus)
+                conn = try await DBusConnection.connect(options.bus, clock: options.clock.elapsed)
             } catch {
                 throw fail(.busUnreachable(options.bus.spokenName, "\(error)"))
             }

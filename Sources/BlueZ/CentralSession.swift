@@ -8,7 +8,7 @@ extension CentralEngine {
         while !Task.isCancelled {
             let conn: DBusConnection
             do {
-                conn = try await DBusConnection.connect(options.bus)
+                conn = try await DBusConnection.connect(options.bus, clock: options.clock.elapsed)
             } catch {
                 let e = BlueZError.busUnreachable(options.bus.spokenName, "\(error)")
                 if !state.withLock({ $0.everReady }) && !options.waitForRadio {

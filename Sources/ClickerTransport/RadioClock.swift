@@ -12,6 +12,9 @@ public struct RadioClock: Sendable {
 
     public var now: RadioInstant { base + timer.now.offset }
 
+    /// The same clock as a `Clock`, for what takes one (a D-Bus connection's reply deadlines).
+    public var elapsed: ElapsedClock { timer }
+
     public func sleep(for duration: Duration) async throws {
         try await timer.sleep(for: duration)
     }

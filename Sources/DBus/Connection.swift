@@ -55,10 +55,14 @@ public final class DBusConnection: Sendable {
     deinit { core.requestClose() }
 
     /// Connects (authentication and `Hello` run on the new dispatch thread, not on the caller's).
-    public static func connect(_ target: DBusBusTarget) async throws -> DBusConnection {
-        try await withCheckedThrowingContinuation { (cont: CheckedContinuation<DBusConnection, Error>) in
+    /// A call's `timeout` passes on `clock`: the continuous clock by default; a test passes a clock it
+    /// moves, and a component the clock it runs on.
+    public static func connect(_ target: DBusBusTarget,
+                               clock: some Clock<Duration> = ContinuousClock()) async throws -> DBusConnection {
+        let deadlines = DeadlineClock(clock)
+        return try await withCheckedThrowingContinuation { (cont: CheckedContinuation<DBusConnection, Error>) in
             let started = OSThread.start(name: "clicker-dbus") {
-                ConnectionCore.threadMain(target: target, cont: cont)
+                ConnectionCore.threadMain(target: target, clock: deadlines, cont: cont)
             }
             if started == nil {
                 cont.resume(throwing: DBusError(name: DBusError.failed, message: "cannot start dispatch thread"))
@@ -81,8 +85,8 @@ public final class DBusConnection: Sendable {
     // MARK: Calls
 
     /// Calls a method and returns the reply message. A D-Bus error reply throws ``DBusError`` with the
-    /// peer's error name and message; no reply within `timeout` throws `NoReply` (``DBusError/isTimeout``);
-    /// task cancellation throws `CancellationError`.
+    /// peer's error name and message; no reply before `timeout` has passed on the connection's clock
+    /// throws `NoReply` (``DBusError/isTimeout``); task cancellation throws `CancellationError`.
     public func call(destination: String?, path: DBusObjectPath, interface: String?, method: String,
                      arguments: [DBusValue] = [], timeout: Duration = .seconds(25)) async throws -> DBusMessage {
         let msg = try DBusMessage.methodCall(destination: destination, path: path, interface: interface,

@@ -11,6 +11,7 @@ struct RawConnection: @unchecked Sendable {
 
 struct ReplyWaiter {
     let continuation: CheckedContinuation<DBusMessage, Error>
+    /// When the call fails with `NoReply`, on the connection's ``DeadlineClock``.
     let deadline: UInt64
 }
 
@@ -18,6 +19,7 @@ struct CoreState {
     var closed = false
     var stopRequested = false
     var waiters: [UInt32: ReplyWaiter] = [:]
+    /// At or before the earliest deadline of `waiters` (`.max`: none to look at).
     var earliestDeadline: UInt64 = .max
     var activeMatches = 0
 }
@@ -28,6 +30,8 @@ final class ConnectionCore: Sendable {
     let raw: RawConnection
     let socketFD: Int32
     let waker: Waker
+    /// What reply deadlines are read on.
+    let clock: DeadlineClock
     let state = Mutex(CoreState())
     /// Signal subscribers; the dispatch thread reads them without a lock (``SubscriberList/current()``).
     let subscribers = SubscriberList()
@@ -41,6 +45,10 @@ final class ConnectionCore: Sendable {
     /// signal: at 20,000 signals/s arriving in bursts of 20 every millisecond, a batch per burst would
     /// mean a thousand wake-ups a second. Batches also go out as soon as they are full.
     static let batchDelayNanos: UInt64 = 4_000_000
+    /// How often the dispatch thread looks at the reply deadlines while a call waits, at the least.
+    /// The connection's clock need not keep pace with real time (a test moves its own), so the time
+    /// left on it is no promise of when a deadline comes.
+    static let deadlineCheckNanos: UInt64 = 100_000_000
     /// Signals read from the bus so far (written by the dispatch thread only; for tests).
     let signalsRead = Atomic<Int>(0)
     /// CPU clock of the dispatch thread (valid while `threadRunning`).
@@ -48,11 +56,12 @@ final class ConnectionCore: Sendable {
 
     var conn: OpaquePointer { raw.ptr }
 
-    init(conn: OpaquePointer, socketFD: Int32, wake: (Int32, Int32)) {
+    init(conn: OpaquePointer, socketFD: Int32, wake: (Int32, Int32), clock: DeadlineClock) {
         liveCores.add(1, ordering: .relaxed)
         self.raw = RawConnection(ptr: conn)
         self.socketFD = socketFD
         self.waker = Waker(read: wake.0, write: wake.1)
+        self.clock = clock
     }
 
     deinit {
@@ -91,9 +100,7 @@ final class ConnectionCore: Sendable {
         let token = SerialToken()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (cont: CheckedContinuation<DBusMessage, Error>) in
-                let ns = timeout.components.seconds.multipliedReportingOverflow(by: 1_000_000_000)
-                let total = ns.overflow ? Int64.max : ns.partialValue &+ timeout.components.attoseconds / 1_000_000_000
-                let deadline = total <= 0 ? monotonicNanos() : monotonicNanos() &+ UInt64(clamping: total)
+                let deadline = clock.deadline(after: timeout)
                 let result: Result<Bool, DBusError> = state.withLock { s in
                     guard !s.closed && !s.stopRequested else {
                         return .failure(DBusError(name: DBusError.disconnected, message: "connection closed"))

@@ -16,7 +16,7 @@ extension ConnectionCore {
         }
     }
 
-    static func threadMain(target: DBusBusTarget, cont: CheckedContinuation<DBusConnection, Error>) {
+    static func threadMain(target: DBusBusTarget, clock: DeadlineClock, cont: CheckedContinuation<DBusConnection, Error>) {
         _ = dbus_threads_init_default()
         var err = CDBus.DBusError()
         dbus_error_init(&err)
@@ -52,7 +52,7 @@ extension ConnectionCore {
             return
         }
         let unique = dbus_bus_get_unique_name(c).map { String(cString: $0) }
-        let core = ConnectionCore(conn: c, socketFD: fd, wake: wake)
+        let core = ConnectionCore(conn: c, socketFD: fd, wake: wake, clock: clock)
         core.installCallbacks()
         cont.resume(returning: DBusConnection(core: core, uniqueName: register ? unique : nil))
         core.run()
@@ -67,8 +67,10 @@ extension ConnectionCore {
         dbus_connection_set_wakeup_main_function(conn, wakeupMain, token, nil)
     }
 
-    /// The dispatch loop: dispatch everything queued, then wait for the socket, the wake pipe or the
-    /// next reply deadline, then read and write without blocking.
+    /// The dispatch loop: dispatch everything queued, fail the calls whose reply deadline has passed on
+    /// the connection's clock, then wait for the socket, the wake pipe, the next reply deadline (looked
+    /// at again at least every `deadlineCheckNanos` while a call waits) or the next batch, then read and
+    /// write without blocking.
     func run() {
         liveThreads.add(1, ordering: .relaxed)
         waker.dispatchThread.store(currentThreadID(), ordering: .releasing)
@@ -88,9 +90,15 @@ extension ConnectionCore {
             }
             let (stop, deadline) = state.withLock { ($0.stopRequested, $0.earliestDeadline) }
             if stop || dbus_connection_get_is_connected(conn) == 0 { break }
-            var now = monotonicNanos()
-            if deadline <= now { expireWaiters(now: now); now = monotonicNanos() }
+            // The connection's clock is read once per turn, and only while a call may wait.
+            var clockNow: UInt64? = nil
+            if deadline != .max {
+                let t = clock.now
+                if deadline <= t { expireWaiters(now: t) }
+                clockNow = t
+            }
             if !readSomething {
+                let now = monotonicNanos()
                 // The socket ran dry: deliver the buffered batches once the oldest has waited
                 // `batchDelayNanos`, else wake up for them then.
                 var flushDue = UInt64.max
@@ -102,13 +110,12 @@ extension ConnectionCore {
                     }
                 }
                 let (earliest, awaitingReplies) = state.withLock { ($0.earliestDeadline, !$0.waiters.isEmpty) }
-                let nextDeadline = min(earliest, flushDue)
-                let timeoutMs: Int32
-                if nextDeadline == .max {
-                    timeoutMs = -1
-                } else {
-                    timeoutMs = Int32(clamping: (nextDeadline &- min(now, nextDeadline)) / 1_000_000 + 1)
+                var wait = flushDue == .max ? UInt64.max : flushDue &- now
+                if awaitingReplies {
+                    let t = clockNow ?? clock.now
+                    wait = min(wait, earliest &- min(t, earliest), Self.deadlineCheckNanos)
                 }
+                let timeoutMs = wait == .max ? -1 : Int32(clamping: wait / 1_000_000 + 1)
                 let wantWrite = dbus_connection_has_messages_to_send(conn) != 0
                 // While a batch waits for its time and no call waits for a reply, the socket is left alone
                 // until the batch is due: the signals arriving meanwhile are then read in one go, one

@@ -127,17 +127,11 @@ extension BlueZCentralTests {
             } catch { return error }
         }
 
-        // Connect never answers.
-        try await mock.setConnectBehaviour(Self.voter1, "hang")
+        // Connected, but services never resolve. (A Connect that never answers:
+        // testAnUnansweredConnectTimesOutOnTheBackendsClock.)
+        try await mock.setConnectBehaviour(Self.voter1, "unresolved")
         var start = ContinuousClock.now
         var err = await read()
-        guard case .timeout? = err as? TransportError else { return XCTFail("hang: \(String(describing: err))") }
-        XCTAssertLessThan(ContinuousClock.now - start, .seconds(3))
-
-        // Connected, but services never resolve.
-        try await mock.setConnectBehaviour(Self.voter1, "unresolved")
-        start = ContinuousClock.now
-        err = await read()
         guard case .timeout? = err as? TransportError else { return XCTFail("unresolved: \(String(describing: err))") }
         XCTAssertLessThan(ContinuousClock.now - start, .seconds(3))
 
@@ -183,22 +177,61 @@ extension BlueZCentralTests {
         try await mock.setConnectBehaviour(Self.voter1, "unresolved")
         let testClock = TestClock()
         let central = makeCentral { $0.clock = RadioClock(testClock) }
-        let device = DeviceAddress(Self.voter1)!, service = Self.service, char = Self.ballotChar
-        let finished = Finished()
-        let read = Task { () -> (any Error)? in
-            defer { finished.flag.store(true, ordering: .sequentiallyConsistent) }
-            do {
-                _ = try await central.readCharacteristic(device: device, service: service, characteristic: char,
-                                                         timeout: .seconds(3600))
-                return nil
-            } catch { return error }
-        }
+        let (read, finished) = startRead(central, timeout: .seconds(3600))
         try await eventually("the read waiting for the services") { central.engine.parkedReads(.servicesResolved) == 1 }
         testClock.advance(by: .seconds(3600) - .milliseconds(1))
         for _ in 0..<100 { await Task.yield() }
-        XCTAssertFalse(finished.flag.load(ordering: .sequentiallyConsistent), "the read gave up before its deadline")
+        XCTAssertFalse(finished.isSet, "the read gave up before its deadline")
         XCTAssertEqual(central.engine.parkedReads(.servicesResolved), 1)
         testClock.advance(by: .milliseconds(1))
+        let error = await endOf(read)
+        guard case .timeout? = error as? TransportError else { return XCTFail("not a timeout: \(String(describing: error))") }
+    }
+
+    /// A Connect that bluetoothd never answers times out on the backend's clock too: the central's
+    /// D-Bus connection reads its calls' deadlines on that clock. With a test clock 1 ms short of the
+    /// read's hour the read is still waiting (after a round trip on that connection, so its dispatch
+    /// thread has looked at the deadlines since the clock moved); at the hour it fails as a timeout at
+    /// once.
+    func testAnUnansweredConnectTimesOutOnTheBackendsClock() async throws {
+        try await mock.addAdapter()
+        try await mock.addDevice(Self.voter1)
+        try await mock.addCharacteristic(Self.voter1, service: Self.service, characteristic: Self.ballotChar, value: [1])
+        try await mock.setConnectBehaviour(Self.voter1, "hang")
+        let testClock = TestClock()
+        let central = makeCentral { $0.clock = RadioClock(testClock) }
+        let (read, finished) = startRead(central, timeout: .seconds(3600))
+        let device: DBusObjectPath = "/org/bluez/hci0/dev_00_AA_01_00_00_01"
+        try await eventually("Connect at bluetoothd") { try await self.mock.calls(device).contains("Connect") }
+        testClock.advance(by: .seconds(3600) - .milliseconds(1))
+        let connection = try XCTUnwrap(central.engine.state.withLock { $0.connection })
+        _ = try await connection.nameOwner(BlueZ.service)
+        XCTAssertFalse(finished.isSet, "the read gave up before its deadline")
+        testClock.advance(by: .milliseconds(1))
+        let error = await endOf(read)
+        guard case .timeout(let what)? = error as? TransportError else { return XCTFail("not a timeout: \(String(describing: error))") }
+        XCTAssertTrue(what.hasPrefix("connecting to"), what)
+    }
+
+    /// Reads the ballot characteristic of voter 1 in a task that sets `Finished` when it ends.
+    private func startRead(_ central: BlueZCentral, timeout: Duration) -> (Task<(any Error)?, Never>, Finished) {
+        let device = DeviceAddress(Self.voter1)!, service = Self.service, char = Self.ballotChar
+        let finished = Finished()
+        let read = Task { () -> (any Error)? in
+            defer { finished.set() }
+            do {
+                _ = try await central.readCharacteristic(device: device, service: service, characteristic: char,
+                                                         timeout: timeout)
+                return nil
+            } catch { return error }
+        }
+        return (read, finished)
+    }
+
+    /// How `read` ended, once the clock has reached its deadline: a minute of wall time is only the
+    /// bound for a broken read that waits on the wall clock (the test fails then); a working one ends
+    /// at once.
+    private func endOf(_ read: Task<(any Error)?, Never>) async -> (any Error)? {
         let ended = await withTaskGroup(of: Bool.self) { group in
             group.addTask { _ = await read.value; return true }
             group.addTask { try? await Task.sleep(for: .seconds(60)); return false }
@@ -208,8 +241,7 @@ extension BlueZCentralTests {
             return first
         }
         XCTAssertTrue(ended, "the read did not end when the backend's clock reached its deadline")
-        let error = await read.value
-        guard case .timeout? = error as? TransportError else { return XCTFail("not a timeout: \(String(describing: error))") }
+        return await read.value
     }
 
     func testParallelReadsAreBounded() async throws {
@@ -242,5 +274,7 @@ extension BlueZCentralTests {
 
 /// Set when a task has finished (shared with it).
 private final class Finished: Sendable {
-    let flag = Atomic<Bool>(false)
+    private let flag = Atomic<Bool>(false)
+    func set() { flag.store(true, ordering: .sequentiallyConsistent) }
+    var isSet: Bool { flag.load(ordering: .sequentiallyConsistent) }
 }

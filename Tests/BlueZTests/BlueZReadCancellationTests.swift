@@ -1,4 +1,5 @@
 import BlueZ
+import ClickerTestSupport
 import ClickerTransport
 import DBus
 import Foundation
@@ -23,8 +24,12 @@ final class BlueZReadCancellationTests: XCTestCase {
             try await mock.addCharacteristic(a, service: Self.service, characteristic: Self.ballotChar, value: [1])
         }
         try await mock.setConnectBehaviour(Self.busy, "hang")
-        let central = BlueZCentral(options: BlueZCentralOptions(bus: bus.target, discoveryRestartInterval: nil,
-                                                                staleDeviceTimeout: nil, maxConcurrentConnections: 1))
+        // The first read's Connect times out when the test moves the central's clock, not in real time.
+        let clock = TestClock()
+        var options = BlueZCentralOptions(bus: bus.target, discoveryRestartInterval: nil, staleDeviceTimeout: nil,
+                                          maxConcurrentConnections: 1)
+        options.clock = RadioClock(clock)
+        let central = BlueZCentral(options: options)
         let service = Self.service, char = Self.ballotChar
         let busy = DeviceAddress(Self.busy)!, queued = DeviceAddress(Self.queued)!
         // The one connection slot is taken by a read whose Connect never answers.
@@ -37,6 +42,7 @@ final class BlueZReadCancellationTests: XCTestCase {
             try await central.readCharacteristic(device: queued, service: service, characteristic: char, timeout: .seconds(10))
         }
         second.cancel()
+        clock.advance(by: .seconds(2))
         _ = try? await first.value  // times out and frees the slot
         do {
             _ = try await second.value

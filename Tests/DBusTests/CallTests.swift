@@ -1,5 +1,6 @@
 import XCTest
 import Synchronization
+import ClickerTestSupport
 import DBus
 import DBusTestSupport
 
@@ -45,38 +46,73 @@ extension CallTests {
         }
     }
 
-    func testTimeout() async throws {
-        let start = ContinuousClock.now
+    /// A call's timeout passes on the connection's clock, not in real time. With a test clock 1 ms
+    /// short of the timeout, a reply that arrives then is taken and a call without one still waits;
+    /// once the clock reaches the timeout, that call fails with `NoReply`, long before the timeout has
+    /// passed in real time. Nothing in the test sleeps.
+    func testTheReplyDeadlineIsOnTheConnectionsClock() async throws {
+        let clock = TestClock()
+        let c = try await DBusConnection.connect(.address(bus.address), clock: clock)
+        defer { c.close() }
+        let timeout = Duration.seconds(30)
+        let started = ContinuousClock.now
+        var held: Task<DBusMessage, Error>!
+        var unanswered: Task<DBusMessage, Error>!
+        let ended = Flag()
+        try await hangingCall { held = Task { try await pyCall(c, "Hold", timeout: timeout) } }
+        try await hangingCall {
+            unanswered = Task {
+                defer { ended.set() }
+                return try await pyCall(c, "Hang", timeout: timeout)
+            }
+        }
+        clock.advance(by: timeout - .milliseconds(1))
+        // Release's own reply comes after the held call's, and after the dispatch thread has looked at
+        // the deadlines with the clock where it stands now.
+        _ = try await pyCall(c, "Release")
+        _ = try await held.value
+        XCTAssertFalse(ended.isSet, "a call failed before its deadline")
+        clock.advance(by: .milliseconds(1))
         do {
-            _ = try await call("Hang", timeout: .milliseconds(300))
+            _ = try await unanswered.value
             XCTFail("no timeout")
         } catch let e as DBusError {
-            XCTAssertTrue(e.isTimeout, "\(e)")
+            XCTAssertEqual(e.name, DBusError.noReply)
+            XCTAssertTrue(e.isTimeout)
         }
-        let elapsed = ContinuousClock.now - start
-        XCTAssertGreaterThanOrEqual(elapsed, .milliseconds(290))
-        XCTAssertLessThan(elapsed, .seconds(10))
+        XCTAssertLessThan(ContinuousClock.now - started, timeout, "timed out on the clock, not in real time")
         // Still usable afterwards.
-        let r = try await call("Echo", [.int32(7)])
+        let r = try await pyCall(c, "Echo", [.int32(7)])
         XCTAssertEqual(try r.decode(Int32.self), 7)
     }
 
+    /// A short timeout made while a long one waits fails at its own deadline on the connection's clock
+    /// (the earlier deadline is the one the dispatch thread looks for); the long call fails only when
+    /// the connection closes.
     func testShortTimeoutWhileLongOneIsPending() async throws {
-        let c = self.c!
-        async let long: DBusMessage = pyCall(c, "Hang", timeout: .seconds(30))
-        let start = ContinuousClock.now
-        await XCTAssertThrowsAsync { _ = try await pyCall(c, "Hang", timeout: .milliseconds(100)) }
-        XCTAssertLessThan(ContinuousClock.now - start, .seconds(5))
+        let clock = TestClock()
+        let c = try await DBusConnection.connect(.address(bus.address), clock: clock)
+        var long: Task<DBusMessage, Error>!
+        var short: Task<DBusMessage, Error>!
+        try await hangingCall { long = Task { try await pyCall(c, "Hang", timeout: .seconds(30)) } }
+        try await hangingCall { short = Task { try await pyCall(c, "Hang", timeout: .milliseconds(100)) } }
+        clock.advance(by: .milliseconds(100))
+        do {
+            _ = try await short.value
+            XCTFail("no timeout")
+        } catch let e as DBusError {
+            XCTAssertEqual(e.name, DBusError.noReply)
+        }
         c.close()
         do {
-            _ = try await long
+            _ = try await long.value
             XCTFail("pending call survived close")
         } catch let e as DBusError {
             XCTAssertEqual(e.name, DBusError.disconnected)
         }
     }
 
-    /// Waits until the echo service has received a `Hang` call (it signals `Hanging`).
+    /// Waits until the echo service has received a `Hang` or `Hold` call (it signals `Hanging`).
     func hangingCall(_ body: () -> Void) async throws {
         let hanging = try await c.signals(matching: DBusMatchRule(sender: "org.example.PyEcho", interface: "org.example.Echo",
                                                                   member: "Hanging"))
@@ -151,4 +187,11 @@ extension CallTests {
         for await _ in stream {}
         XCTAssertFalse(c.isConnected)
     }
+}
+
+/// Whether something has happened, set from any task.
+final class Flag: Sendable {
+    private let value = Atomic<Bool>(false)
+    func set() { value.store(true, ordering: .releasing) }
+    var isSet: Bool { value.load(ordering: .acquiring) }
 }

@@ -1,5 +1,6 @@
 import XCTest
 import Synchronization
+import ClickerTestSupport
 import DBus
 import DBusTestSupport
 #if canImport(Glibc)
@@ -40,7 +41,8 @@ final class LeakScenarioTests: XCTestCase {
 
     func runScenario(_ address: String) async throws {
         let server = try await DBusConnection.connect(.address(address))
-        let client = try await DBusConnection.connect(.address(address))
+        let clock = TestClock()
+        let client = try await DBusConnection.connect(.address(address), clock: clock)
         // Each Hang call announces itself, so calls are cancelled or cut off while really in flight.
         let (hanging, hangingCont) = AsyncStream<Void>.makeStream()
         var hangs = hanging.makeAsyncIterator()
@@ -76,11 +78,13 @@ final class LeakScenarioTests: XCTestCase {
         await XCTAssertThrowsAsync {
             _ = try await client.call(destination: "org.example.Leak", path: "/app/obj", interface: "org.example.Leak", method: "Nope")
         }
-        await XCTAssertThrowsAsync {
-            _ = try await client.call(destination: "org.example.Leak", path: "/app/obj", interface: "org.example.Leak",
-                                      method: "Hang", timeout: .milliseconds(50))
+        let timedOut = Task {
+            try await client.call(destination: "org.example.Leak", path: "/app/obj", interface: "org.example.Leak",
+                                  method: "Hang", timeout: .milliseconds(50))
         }
         _ = await hangs.next()
+        clock.advance(by: .milliseconds(50))
+        await XCTAssertThrowsAsync { _ = try await timedOut.value }
         let cancelled = Task {
             try await client.call(destination: "org.example.Leak", path: "/app/obj", interface: "org.example.Leak", method: "Hang")
         }

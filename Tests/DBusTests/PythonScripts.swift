@@ -11,6 +11,8 @@ bus = dbus.SessionBus()
 IFACE = "org.example.Echo"
 
 class Echo(dbus.service.Object):
+    held = []
+
     @dbus.service.method(IFACE)
     def Echo(self, *args):
         return tuple(args)
@@ -22,6 +24,17 @@ class Echo(dbus.service.Object):
     @dbus.service.method(IFACE, async_callbacks=("ok", "err"))
     def Hang(self, ok, err):
         self.Hanging()  # the call has arrived; it is never answered
+
+    @dbus.service.method(IFACE, async_callbacks=("ok", "err"))
+    def Hold(self, ok, err):
+        self.held.append(ok)
+        self.Hanging()  # the call has arrived; Release answers it
+
+    @dbus.service.method(IFACE)
+    def Release(self):
+        held, self.held = self.held, []
+        for ok in held:
+            ok()  # the held calls' replies go out before this call's own
 
     @dbus.service.signal(IFACE, signature="")
     def Hanging(self):
