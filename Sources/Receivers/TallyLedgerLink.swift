@@ -18,7 +18,8 @@ public final class TallyLedgerLink: Sendable {
     let controller: PollController
     let shipper: LedgerShipper
     let follower: LedgerFollower
-    let registrar = BlockingWorker(label: "clicker-ledger-register")
+    /// Registrations run here, off the cooperative pool (libpq blocks).
+    let registrar: BlockingWorker
     /// The question registered by ``start(url:poll:controller:journalPath:radioEpoch:retryInterval:)``.
     let firstRegistered: UInt8
 
@@ -32,8 +33,6 @@ public final class TallyLedgerLink: Sendable {
         // Receivers hold no roster: they could not tell a student's ballot from a forged one.
         guard await controller.options.roster == nil else { throw ReceiverError.rosterPoll }
         let registrar = BlockingWorker(label: "clicker-ledger-register")
-    /// The question registered by ``start(url:poll:controller:journalPath:radioEpoch:retryInterval:)``.
-    let firstRegistered: UInt8
         let journal = try await registrar.run { () throws -> ReceiverJournal in
             do {
                 try BallotLedger(url: url).register(poll: poll, voteID: voteID, policy: policy, specs: [spec])
@@ -51,12 +50,13 @@ public final class TallyLedgerLink: Sendable {
                                          heardAt: radioEpoch + Int64(shared.heard.nanoseconds / 1000), address: shared.address)])
         }
         return TallyLedgerLink(poll: poll, url: url, controller: controller, shipper: shipper, follower: follower,
-                               registered: spec.number)
+                               registrar: registrar, registered: spec.number)
     }
 
     init(poll: Int64, url: String, controller: PollController, shipper: LedgerShipper, follower: LedgerFollower,
-         registered: UInt8) {
+         registrar: BlockingWorker, registered: UInt8) {
         self.poll = poll
+        self.registrar = registrar
         firstRegistered = registered
         self.url = url
         self.controller = controller
