@@ -90,17 +90,7 @@ public final class TallyLedgerLink: Sendable {
             }
             group.addTask { await self.registerQuestions(logger: logger) }
             group.addTask {
-                var last = ShipperStatus()
-                while !Task.isCancelled {
-                    do { try await controller.clock.sleep(for: interval) } catch { break }
-                    let now = await self.shipper.sync()
-                    if now.databaseError != last.databaseError {
-                        if let e = now.databaseError { logger.warning("the ledger takes no writes (\(e)); counting into the journal") }
-                        else { logger.notice("the ledger takes writes again; \(now.shipped) ballots committed") }
-                    }
-                    if let e = now.journalError, e != last.journalError { logger.error("the journal refused ballots: \(e)") }
-                    last = now
-                }
+                await keepShipping(every: interval, on: controller.clock, logger: logger) { await self.shipper.sync() }
             }
             // Each child ends when the run is cancelled; one that ends first ends the others.
             await group.next()

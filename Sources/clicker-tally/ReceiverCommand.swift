@@ -94,7 +94,7 @@ struct ReceiverCommand: AsyncParsableCommand {
 }
 
 /// The receiver at work: the radio's reports counted, and once a second a pass of the writer (a retry
-/// of the database when one is due), its changes logged; until the duration or a signal.
+/// of the database when one is due, `LedgerReceiver.keepShipping`); until the duration or a signal.
 struct ReceiverService: Service {
     let receiver: LedgerReceiver
     let central: any CentralTransport
@@ -106,22 +106,7 @@ struct ReceiverService: Service {
         try await cancelWhenGracefulShutdown {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { try await receiver.run(central: central) }
-                group.addTask {
-                    var last = ShipperStatus()
-                    while true {
-                        try await Task.sleep(for: .seconds(1))
-                        let now = await receiver.sync()
-                        if now.databaseError != last.databaseError {
-                            if let e = now.databaseError {
-                                logger.warning("the ledger takes no writes (\(e)); counting into the journal")
-                            } else {
-                                logger.notice("the ledger takes writes again; \(now.shipped) ballots committed")
-                            }
-                        }
-                        if let e = now.journalError, e != last.journalError { logger.error("the journal refused ballots: \(e)") }
-                        last = now
-                    }
-                }
+                group.addTask { await receiver.keepShipping(logger: logger) }
                 if let duration { group.addTask { try await Task.sleep(for: duration) } }
                 do { _ = try await group.next() } catch is CancellationError {}
                 group.cancelAll()

@@ -53,13 +53,16 @@ final class TallyMergeTests: XCTestCase {
         XCTAssertEqual(t.rejections, [:])
     }
 
-    /// Merged ballots are held to the voter limit like heard ones.
+    /// Merged ballots are held to the voter limit like heard ones, at its real value (65,536 a question):
+    /// 70,000 made-up voters from a stolen receiver token.
     func testMergedVotersStopAtTheVoterLimit() {
         var t = Tally(voteID: 4821)
-        t.limits = Tally.Limits(votersPerQuestion: 100)
+        XCTAssertEqual(t.limits.votersPerQuestion, 65_536)
         t.open(.choice(1))
-        for v in UInt32(1)...300 { _ = merged(&t, ballot(v, 1, .choice(0))) }
-        XCTAssertEqual(t.question(1)?.voterCount, 100)
+        var refused = 0
+        for v in UInt32(1)...70_000 where merged(&t, ballot(v, 1, .choice(0))) == .rejected(.voterLimit) { refused += 1 }
+        XCTAssertEqual(t.question(1)?.voterCount, 65_536)
+        XCTAssertEqual(refused, 70_000 - 65_536)
         XCTAssertEqual(t.rejections, [:])
     }
 }
