@@ -42,9 +42,10 @@ public final class BallotLedger {
     }
 
     /// Registers a poll and its questions, with the answers each offers (what a receiver counts);
-    /// again with the same vote ID and policy, adds the questions not yet there (a question keeps its
-    /// first definition). A poll's vote ID and change policy never change: asking for another throws
-    /// `registrationConflict`.
+    /// again with the same vote ID and policy, adds the questions not yet there. Neither a poll's vote
+    /// ID and change policy nor a question's answers ever change: asking for others throws
+    /// `registrationConflict` (receivers would count answers the tally does not offer, or refuse
+    /// answers it does), and registers nothing.
     public func register(poll: Int64, voteID: UInt16, policy: ChangePolicy, specs: [QuestionSpec]) throws(LedgerError) {
         try Self.mapped {
             try db.transaction {
@@ -63,6 +64,14 @@ public final class BallotLedger {
                         INSERT INTO questions (poll_id, question, options, kinds, numeric_lowest, numeric_highest)
                         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING
                         """, LedgerQuestions.parameters(spec, poll: poll))
+                    let stored = try db.execute("""
+                        SELECT question, options, kinds, numeric_lowest, numeric_highest FROM questions
+                        WHERE poll_id = $1 AND question = $2
+                        """, [.int(poll), .int(Int64(spec.number))]).rows.first.map(LedgerQuestions.spec)
+                    guard let stored, stored == LedgerQuestions.counted(spec) else {
+                        throw LedgerError.registrationConflict(poll: poll, stored: stored.map(LedgerQuestions.described) ?? "no question \(spec.number)",
+                                                               asked: LedgerQuestions.described(spec))
+                    }
                 }
             }
         }

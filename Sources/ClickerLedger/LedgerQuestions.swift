@@ -12,6 +12,20 @@ enum LedgerQuestions {
          spec.numeric.map { .int(Int64($0.lowest)) } ?? .null, spec.numeric.map { .int(Int64($0.highest)) } ?? .null]
     }
 
+    /// What of `spec` the ledger keeps (and a receiver counts by).
+    static func counted(_ spec: QuestionSpec) -> QuestionSpec {
+        QuestionSpec(number: spec.number, options: spec.options, kinds: spec.kinds,
+                     numeric: spec.numeric.map { NumericRange(lowest: $0.lowest, highest: $0.highest) })
+    }
+
+    /// "question 2 with 4 options, answers choice and numeric, numbers 1…10" (wire values), for an error message.
+    static func described(_ spec: QuestionSpec) -> String {
+        let kinds = spec.kinds.sorted { $0.rawValue < $1.rawValue }.map { "\($0)" }
+        let answers = kinds.count > 1 ? kinds.dropLast().joined(separator: ", ") + " and " + (kinds.last ?? "") : kinds.first ?? "none"
+        let range = spec.numeric.map { ", numbers \($0.lowest)…\($0.highest)" } ?? ""
+        return "question \(spec.number) with \(spec.options) option\(spec.options == 1 ? "" : "s"), answers \(answers)\(range)"
+    }
+
     static func spec(_ row: PostgresRow) throws(PostgresError) -> QuestionSpec {
         guard let number = UInt8(exactly: try row.int(0)), let options = Int(exactly: try row.int(1)) else {
             throw PostgresError(.badValue, "a question row out of range")

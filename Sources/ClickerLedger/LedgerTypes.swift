@@ -66,6 +66,13 @@ public enum LedgerError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The database said no, or could not be reached.
     case database(PostgresError)
 
+    /// The server could not be reached or the connection broke: worth waiting for, unlike a refusal
+    /// (credentials, schema, registration), which the same request meets again.
+    public var isUnreachable: Bool {
+        guard case .database(let e) = self else { return false }
+        return e.kind == .unreachable || e.kind == .connectionLost
+    }
+
     public var description: String {
         switch self {
         case .schemaTooNew(let database, let known):

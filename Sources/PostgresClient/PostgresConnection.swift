@@ -17,11 +17,19 @@ public final class PostgresConnection {
 
     /// Connects to `url` (`postgres://user:password@host:port/database?…`, or `postgresql://`; a
     /// `host` parameter naming a directory connects over that directory's unix socket). Blocks until
-    /// the server answers or refuses; add `?connect_timeout=N` to bound the wait for a host that
-    /// does not answer at all.
-    public init(url: String) throws(PostgresError) {
+    /// the server answers or refuses, or `liveness` gives up on a host that does not answer; the
+    /// URL's own `connect_timeout`, `keepalives*` and `tcp_user_timeout` take precedence.
+    public init(url: String, liveness: ConnectionLiveness = .standard) throws(PostgresError) {
         try Self.validate(url)
-        guard let h = PQconnectdb(url) else { throw PostgresError(.connectionLost, "libpq could not allocate a connection") }
+        // Keywords are read in order and a later value wins; the URL, expanded from `dbname`, comes last.
+        let parameters = liveness.parameters + [("dbname", url)]
+        let owned = parameters.map { (strdup($0.0), strdup($0.1)) }
+        defer { for (k, v) in owned { free(k); free(v) } }
+        let keywords: [UnsafePointer<CChar>?] = owned.map { $0.0.map { UnsafePointer($0) } } + [nil]
+        let values: [UnsafePointer<CChar>?] = owned.map { $0.1.map { UnsafePointer($0) } } + [nil]
+        guard let h = PQconnectdbParams(keywords, values, 1) else {
+            throw PostgresError(.connectionLost, "libpq could not allocate a connection")
+        }
         guard PQstatus(h) == CONNECTION_OK else {
             let message = PostgresError.trimmed(PQerrorMessage(h).map { String(cString: $0) } ?? "")
             let needsPassword = PQconnectionNeedsPassword(h) == 1
@@ -184,6 +192,22 @@ public final class PostgresConnection {
             throw error
         }
     }
+
+    /// The connection's options as libpq settled them (keyword → value; options without a value left out).
+    public var options: [String: String] {
+        guard let list = PQconninfo(handle) else { return [:] }
+        defer { PQconninfoFree(list) }
+        var out: [String: String] = [:]
+        var p = list
+        while let keyword = p.pointee.keyword {
+            if let value = p.pointee.val { out[String(cString: keyword)] = String(cString: value) }
+            p += 1
+        }
+        return out
+    }
+
+    /// The connection's socket (for its options; reading or writing it would confuse libpq).
+    public var socket: Int32 { PQsocket(handle) }
 
     /// The server's version number (150018 for 15.18).
     public var serverVersion: Int { Int(PQserverVersion(handle)) }

@@ -21,19 +21,35 @@ public actor LedgerReceiver {
     /// thread, off the cooperative pool), opens the journal at `journalPath`, and starts the writer.
     /// `secret` is derived from the poll's join code (a join code of another poll is refused).
     /// `radioEpoch`: the wall time, in microseconds since the Unix epoch, of the radio's instant zero.
+    ///
+    /// A ledger that does not answer is waited for: asked again after `retryInterval` on `clock`,
+    /// then twice as long each time up to 10 s, with `waiting` told each time. The receiver counts
+    /// nothing meanwhile; a student's voter goes on sending until a beacon says "counted". A refusal
+    /// (token expired, poll closed, schema) throws at once, as does cancellation.
     public static func join(url: String, secret: PollSecret, journalPath: String, radioEpoch: Int64,
                             clock: some Clock<Duration> = ContinuousClock(), retryInterval: Duration = .seconds(1),
-                            flood: FloodPolicy = FloodPolicy()) async throws -> LedgerReceiver {
+                            flood: FloodPolicy = FloodPolicy(),
+                            waiting: @Sendable (LedgerError) -> Void = { _ in }) async throws -> LedgerReceiver {
         let worker = BlockingWorker(label: "clicker-receiver-join")
-        let (poll, questions, journal) = try await worker.run { () throws -> (ReceiverPoll, [QuestionSpec], ReceiverJournal) in
+        var pause = retryInterval
+        var joined: (ReceiverPoll, [QuestionSpec])?
+        while joined == nil {
             do {
-                let ledger = try BallotLedger(url: url, migrate: false)
-                let poll = try ledger.receiverPoll()
-                return (poll, try ledger.questions(poll: poll.poll), try ReceiverJournal(path: journalPath))
+                joined = try await worker.run { () throws -> (ReceiverPoll, [QuestionSpec]) in
+                    let ledger = try BallotLedger(url: url, migrate: false)
+                    let poll = try ledger.receiverPoll()
+                    return (poll, try ledger.questions(poll: poll.poll))
+                }
+            } catch let e as LedgerError where e.isUnreachable {
+                waiting(e)
+                try await clock.sleep(for: pause)
+                pause = min(pause * 2, max(retryInterval, .seconds(10)))
             } catch let e as LedgerError {
                 throw ReceiverError.ledger(e)
             }
         }
+        guard let (poll, questions) = joined else { throw CancellationError() }
+        let journal = try await worker.run { try ReceiverJournal(path: journalPath) }
         let count = try ReceiverCount(poll: poll, secret: secret, questions: questions, radioEpoch: radioEpoch, flood: flood)
         let shipper = try LedgerShipper(journal: journal, poll: poll.poll, connect: { try BallotLedger(url: url, migrate: false) },
                                         clock: ElapsedClock(clock), retryInterval: retryInterval)

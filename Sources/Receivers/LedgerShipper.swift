@@ -67,14 +67,17 @@ final class LedgerShipper: Sendable {
     private let channel = Channel()
     private let shipThread: ThreadHandle
 
-    /// Starts the writer's threads. `connect` opens the ledger (on the ledger's thread); `poll` is the
-    /// poll whose questions it looks up after each connection and at most once per `retryInterval`.
-    init(journal: ReceiverJournal, poll: Int64, connect: @escaping @Sendable () throws -> BallotLedger, clock: ElapsedClock,
+    /// Starts the writer's threads. `connect` opens the ledger (on the ledger's thread); `prepare`, if
+    /// given, runs on the ledger before each pass ships (the linked tally registers its questions
+    /// there), and its failure counts as the ledger's; `poll` is the poll whose questions it looks up
+    /// after each connection and at most once per `retryInterval`.
+    init(journal: ReceiverJournal, poll: Int64, connect: @escaping @Sendable () throws -> BallotLedger,
+         prepare: (@Sendable (BallotLedger) throws -> Void)? = nil, clock: ElapsedClock,
          retryInterval: Duration, batchLimit: Int = 1000) throws(ReceiverError) {
         let channel = self.channel
         guard let shipThread = OSThread.start(name: "clicker-ledger", {
-            var writer = Writer(journal: journal, poll: poll, connect: connect, clock: clock, retryInterval: retryInterval,
-                                batchLimit: max(1, batchLimit))
+            var writer = Writer(journal: journal, poll: poll, connect: connect, prepare: prepare, clock: clock,
+                                retryInterval: retryInterval, batchLimit: max(1, batchLimit))
             while true {
                 channel.shipWake.wait()
                 let (waiters, last, status) = channel.state.withLock { s in
@@ -194,6 +197,7 @@ private struct Writer {
     let journal: ReceiverJournal
     let poll: Int64
     let connect: @Sendable () throws -> BallotLedger
+    let prepare: (@Sendable (BallotLedger) throws -> Void)?
     let clock: ElapsedClock
     let retryInterval: Duration
     let batchLimit: Int
@@ -201,11 +205,12 @@ private struct Writer {
     var nextConnect: ElapsedClock.Instant?
     var nextQuestions: ElapsedClock.Instant?
 
-    init(journal: ReceiverJournal, poll: Int64, connect: @escaping @Sendable () throws -> BallotLedger, clock: ElapsedClock,
-         retryInterval: Duration, batchLimit: Int) {
+    init(journal: ReceiverJournal, poll: Int64, connect: @escaping @Sendable () throws -> BallotLedger,
+         prepare: (@Sendable (BallotLedger) throws -> Void)?, clock: ElapsedClock, retryInterval: Duration, batchLimit: Int) {
         self.journal = journal
         self.poll = poll
         self.connect = connect
+        self.prepare = prepare
         self.clock = clock
         self.retryInterval = retryInterval
         self.batchLimit = batchLimit
@@ -226,6 +231,9 @@ private struct Writer {
             } catch {
                 failed(error, at: now, &status)
             }
+        }
+        if let ledger, let prepare {
+            do { try prepare(ledger) } catch { failed(error, at: now, &status) }
         }
         while let ledger {
             let oldest: (ballots: [LedgerBallot], through: Int64?, undecodable: Int)

@@ -14,32 +14,41 @@ import TallyDaemon
 /// acknowledges them like ballots it heard.
 public final class TallyLedgerLink: Sendable {
     public let poll: Int64
-    let url: String
     let controller: PollController
+    let registration: LedgerRegistration
     let shipper: LedgerShipper
     let follower: LedgerFollower
-    /// Registrations run here, off the cooperative pool (libpq blocks).
-    let registrar: BlockingWorker
-    /// The question registered by ``start(url:poll:controller:journalPath:radioEpoch:retryInterval:)``.
-    let firstRegistered: UInt8
 
     /// Registers `controller`'s poll as `poll` in the ledger at `url` (the instructor's role: the
     /// schema is migrated if it is behind), opens the journal at `journalPath` and starts the writer
     /// and the follower. `radioEpoch`: the wall time, in microseconds since the Unix epoch, of the
     /// tally's radio instant zero (a ballot's `heardAt` in the ledger).
+    ///
+    /// A ledger that refuses (credentials, another vote ID, policy or question definition) throws
+    /// here: the instructor fixes it before the lecture. One that does not answer does not: the tally
+    /// counts into its journal, and the writer registers the poll and ships when the ledger is back
+    /// (`logger` says so).
     public static func start(url: String, poll: Int64, controller: PollController, journalPath: String, radioEpoch: Int64,
-                             retryInterval: Duration = .seconds(1)) async throws -> TallyLedgerLink {
+                             retryInterval: Duration = .seconds(1), logger: Logger = Logger(label: "clicker.ledger")) async throws -> TallyLedgerLink {
         let (voteID, policy, spec) = (await controller.joinCode.voteID, await controller.options.policy, await controller.spec)
         // Receivers hold no roster: they could not tell a student's ballot from a forged one.
         guard await controller.options.roster == nil else { throw ReceiverError.rosterPoll }
-        let registrar = BlockingWorker(label: "clicker-ledger-register")
-        let journal = try await registrar.run { () throws -> ReceiverJournal in
+        let registration = LedgerRegistration(poll: poll, voteID: voteID, policy: policy, first: spec)
+        // libpq and SQLite block: off the cooperative pool.
+        let (journal, away) = try await BlockingWorker(label: "clicker-ledger-register").run { () throws -> (ReceiverJournal, LedgerError?) in
+            var away: LedgerError?
             do {
-                try BallotLedger(url: url).register(poll: poll, voteID: voteID, policy: policy, specs: [spec])
+                try registration.register(on: BallotLedger(url: url))
+            } catch let e as LedgerError where e.isUnreachable {
+                away = e
             } catch let e as LedgerError { throw ReceiverError.ledger(e) }
-            return try ReceiverJournal(path: journalPath)
+            return (try ReceiverJournal(path: journalPath), away)
         }
-        let shipper = try LedgerShipper(journal: journal, poll: poll, connect: { try BallotLedger(url: url, migrate: false) },
+        if let away {
+            logger.warning("the ledger does not answer (\(away)); counting into the journal \(journalPath) until it does, then registering poll \(poll) and shipping")
+        }
+        let shipper = try LedgerShipper(journal: journal, poll: poll, connect: { try BallotLedger(url: url) },
+                                        prepare: { try registration.register(on: $0) },
                                         clock: ElapsedClock(controller.clock), retryInterval: retryInterval)
         guard let follower = LedgerFollower(url: url, poll: poll, ballots: true, retryInterval: retryInterval) else {
             throw ReceiverError.threadUnavailable
@@ -49,17 +58,13 @@ public final class TallyLedgerLink: Sendable {
                                          answer: shared.answer, verified: shared.verified,
                                          heardAt: radioEpoch + Int64(shared.heard.nanoseconds / 1000), address: shared.address)])
         }
-        return TallyLedgerLink(poll: poll, url: url, controller: controller, shipper: shipper, follower: follower,
-                               registrar: registrar, registered: spec.number)
+        return TallyLedgerLink(poll: poll, controller: controller, registration: registration, shipper: shipper, follower: follower)
     }
 
-    init(poll: Int64, url: String, controller: PollController, shipper: LedgerShipper, follower: LedgerFollower,
-         registrar: BlockingWorker, registered: UInt8) {
+    init(poll: Int64, controller: PollController, registration: LedgerRegistration, shipper: LedgerShipper, follower: LedgerFollower) {
         self.poll = poll
-        self.registrar = registrar
-        firstRegistered = registered
-        self.url = url
         self.controller = controller
+        self.registration = registration
         self.shipper = shipper
         self.follower = follower
     }
@@ -88,7 +93,7 @@ public final class TallyLedgerLink: Sendable {
                     })
                 }
             }
-            group.addTask { await self.registerQuestions(logger: logger) }
+            group.addTask { await self.registerQuestions() }
             group.addTask {
                 await keepShipping(every: interval, on: controller.clock, logger: logger) { await self.shipper.sync() }
             }
@@ -98,22 +103,13 @@ public final class TallyLedgerLink: Sendable {
         }
     }
 
-    /// Registers each question as the tally opens it, so that receivers count it too.
-    func registerQuestions(logger: Logger) async {
-        let controller = self.controller, url = self.url, poll = self.poll
-        var registered: Set<UInt8> = [firstRegistered]
-        let voteID = await controller.joinCode.voteID, policy = await controller.options.policy
+    /// Registers each question as the tally opens it, so that receivers count it too: a writer's
+    /// pass registers it at once, or when the ledger is back (``LedgerRegistration``).
+    func registerQuestions() async {
         // Subscribed before the first look: a question opened in between is seen by the look or the next notice.
         var changes = controller.changeFeed.subscribe().makeAsyncIterator()
         repeat {
-            let (q, spec) = (await controller.question, await controller.spec)
-            guard !registered.contains(q) else { continue }
-            do {
-                try await registrar.run { try BallotLedger(url: url).register(poll: poll, voteID: voteID, policy: policy, specs: [spec]) }
-                registered.insert(q)
-            } catch {
-                logger.warning("question \(q) is not registered in the ledger yet (\(error)); receivers do not count it")
-            }
+            if registration.add(await controller.spec) { _ = await shipper.sync() }
         } while await changes.next() != nil
     }
 

@@ -93,7 +93,7 @@ struct RunArguments: ParsableArguments {
                                             logger: logger)
         } catch { throw Failure("\(error)") }
         if let previousNote { FileHandle.standardError.write(Data((previousNote + "\n").utf8)) }
-        let link = try await ledger.link(controller)
+        let link = try await ledger.link(controller, logger: logger)
         // Before the live view takes the terminal: a port in use is an error the instructor sees.
         let web = try await webArguments.start(controller: controller, logger: logger) { line in
             FileHandle.standardError.write(Data((line + "\n").utf8))

@@ -104,7 +104,7 @@ struct Daemon: AsyncParsableCommand {
         }
         if let previousNote { logger.notice("\(previousNote)") }
         let link: TallyLedgerLink?
-        do { link = try await ledger.link(controller) } catch {
+        do { link = try await ledger.link(controller, logger: logger) } catch {
             api.object.unexport()
             connection.close()
             throw error

@@ -32,15 +32,15 @@ struct LedgerArguments: ParsableArguments {
         }
     }
 
-    /// Links `controller` to the ledger, or nil without `--ledger`.
-    func link(_ controller: PollController) async throws -> TallyLedgerLink? {
+    /// Links `controller` to the ledger, or nil without `--ledger`; `logger` hears whether the ledger answered.
+    func link(_ controller: PollController, logger: Logger) async throws -> TallyLedgerLink? {
         guard let ledger, let ledgerPoll else { return nil }
         let journal = try ledgerJournal ?? ReceiverCommand.defaultJournal(named: "tally-ledger-journal.sqlite")
         // The radio's instant zero on the wall clock (reports are stamped on the monotonic clock).
         let radioEpoch = Int64(Date().timeIntervalSince1970 * 1_000_000) - Int64(RadioInstant.now().nanoseconds / 1000)
         do {
             return try await TallyLedgerLink.start(url: ledger, poll: ledgerPoll, controller: controller, journalPath: journal,
-                                                   radioEpoch: radioEpoch)
+                                                   radioEpoch: radioEpoch, logger: logger)
         } catch { throw Failure("the ledger: \(error)") }
     }
 }

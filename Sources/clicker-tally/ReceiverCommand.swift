@@ -60,7 +60,9 @@ struct ReceiverCommand: AsyncParsableCommand {
         let receiver: LedgerReceiver
         do {
             receiver = try await LedgerReceiver.join(url: store, secret: PollSecret(deriving: code), journalPath: journalPath,
-                                                     radioEpoch: radioEpoch)
+                                                     radioEpoch: radioEpoch) { [logger] away in
+                logger.warning("the ledger does not answer (\(away)); trying again")
+            }
         } catch { throw Failure("\(error)") }
         let opened: OpenedCentral
         do { opened = try await radio.open(radio.radio, seed: seed, logger: logger) } catch { throw Failure("\(error)") }

@@ -76,4 +76,43 @@ final class LedgerSchemaTests: XCTestCase {
         try ledger.write(ok)
         XCTAssertEqual(try ledger.counts(poll: 1, question: 2), [.choice(0): 1])
     }
+
+    /// A question registered again with other answers (the tally's question file and `ledger open`'s
+    /// disagree) is refused, whichever field differs, and the refused registration adds nothing.
+    func testAQuestionRegisteredAgainWithOtherAnswersIsRefused() throws {
+        let ledger = try BallotLedger(url: try SharedServer.database())
+        let first = QuestionSpec(number: 1, options: 3, kinds: [.choice, .numeric], numeric: NumericRange(decimals: 1, lowest: -10, highest: 10))
+        try ledger.register(poll: 1, voteID: 3, policy: .latestWins, specs: [first])
+        // Titles, option texts, decimals and grading stay with the tally: registering them again is no conflict.
+        var retitled = first
+        retitled.title = "Which?"
+        retitled.optionTexts = ["x", "y", "z"]
+        retitled.numeric = NumericRange(decimals: 3, lowest: -10, highest: 10)
+        retitled.correct = [.choice(1)]
+        try ledger.register(poll: 1, voteID: 3, policy: .latestWins, specs: [retitled])
+
+        var others: [QuestionSpec] = []
+        for options in [1, 2, 4, 8] { var s = first; s.options = options; others.append(s) }
+        for kinds: Set<Answer.Kind> in [[.choice], [.numeric], [.choice, .numeric, .trueFalse], [.multiSelect]] {
+            var s = first; s.kinds = kinds; others.append(s)
+        }
+        for range in [NumericRange(lowest: -10, highest: 11), NumericRange(lowest: -9, highest: 10), nil] {
+            var s = first; s.numeric = range; others.append(s)
+        }
+        for other in others {
+            let two = QuestionSpec.choice(2, options: 5)
+            XCTAssertThrowsError(try ledger.register(poll: 1, voteID: 3, policy: .latestWins, specs: [two, other]), "\(other)") { error in
+                guard case .registrationConflict(poll: 1, let stored, let asked) = error as? LedgerError else {
+                    return XCTFail("\(error)")
+                }
+                XCTAssertEqual(stored, "question 1 with 3 options, answers choice and numeric, numbers -10…10")
+                XCTAssertTrue(asked.hasPrefix("question 1 with "), asked)
+                XCTAssertNotEqual(stored, asked)
+            }
+            // Question 2 came with the refused registration, which added nothing.
+            XCTAssertEqual(try ledger.questions(poll: 1).map(\.number), [1])
+        }
+        XCTAssertEqual(try ledger.questions(poll: 1), [QuestionSpec(number: 1, options: 3, kinds: [.choice, .numeric],
+                                                                    numeric: NumericRange(lowest: -10, highest: 10))])
+    }
 }

@@ -233,6 +233,10 @@ def main():
               f"receiver {CUT_RECEIVER} cut off from the database for {CUT:.0f} s, and killed during the cut after "
               f"question {QUESTIONS} opened")
         check(replayed > 0, f"{replayed} ballots delivered again, late, from saved journals")
+        waited = sum(open(r.log.name, "rb").read().count(b"the ledger does not answer") for r in receivers)
+        check(all(r.starts == 1 + r.kills for r in receivers),
+              "no receiver ended but by a kill (starts " + ", ".join(f"{r.k}: {r.starts} for {r.kills} kills" for r in receivers)
+              + f"); those started while the database was down waited for it ({waited} tries refused meanwhile)")
         for r, s in zip(receivers, statuses):
             rows = journal_rows(r.journal)
             check(s == 0 and rows == 0, f"receiver {r.k} stopped with status {s}, {rows} ballots left in its journal")

@@ -108,6 +108,7 @@ class Receiver:
         self.env = {"PATH": "/usr/bin:/bin:/usr/sbin:/sbin", "HOME": work, "XDG_RUNTIME_DIR": work, "XDG_STATE_HOME": work}
         self.proc = None
         self.starts = 0
+        self.kills = 0
         self.retry_at = 0.0
         self.hearing_since = None
 
@@ -143,10 +144,11 @@ class Receiver:
     def kill9(self):
         self.proc.send_signal(signal.SIGKILL)
         self.proc.wait()
+        self.kills += 1
 
     def supervise(self, now):
-        """Starts the receiver again when it ended (a start refused while the database is down ends
-        it: a receiver needs the database to learn its poll), as a service manager would."""
+        """Starts the receiver again when it ended, as a service manager would. Only a kill ends one:
+        a receiver started while the database is down waits for it (it learns its poll there)."""
         if self.proc is not None and self.proc.poll() is not None:
             if self.retry_at == 0.0:
                 self.retry_at = now + 0.5
