@@ -204,7 +204,8 @@ let package = Package(
         .testTarget(name: "ClickerLedgerTests", dependencies: ["ClickerLedger", "PostgresClient", "PostgresTestSupport", "ClickerTally",
                                                               "ClickerWire", "ClickerTransport", "OSThreads", "Receivers",
                                                               "ClickerSim", "ClickerTestSupport", "TallyDaemon",
-                                                              .product(name: "Logging", package: "swift-log")]),
+                                                              .product(name: "Logging", package: "swift-log"),
+                                                              .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "TerminalViewTests", dependencies: ["TerminalView", "TerminalTestSupport", "ClickerWire", "ClickerSim"], exclude: ["Snapshots"]),
         // Tier 2: real dbus-daemon + python-dbusmock standing in for bluetoothd
         .testTarget(name: "DBusTests", dependencies: ["ClickerTestSupport", "DBus", "DBusTestSupport"]),

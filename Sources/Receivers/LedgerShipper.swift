@@ -44,11 +44,14 @@ final class LedgerShipper: Sendable {
         struct State {
             /// Handed over, not yet in the journal.
             var pending: [LedgerBallot] = []
+            /// Journal passes begun. A waiter notes the count when it comes, and only a pass begun
+            /// after that answers it: one under way took its ballots before the waiter's were handed over.
+            var passes = 0
             /// Syncs waiting for the journal's pass, then (moved by it) for the ledger's.
-            var journalWaiters: [CheckedContinuation<ShipperStatus, Never>] = []
+            var journalWaiters: [(CheckedContinuation<ShipperStatus, Never>, after: Int)] = []
             var shipWaiters: [CheckedContinuation<ShipperStatus, Never>] = []
             /// Journal-only waits (``journaled()``): resumed after the journal's pass.
-            var appendWaiters: [CheckedContinuation<Void, Never>] = []
+            var appendWaiters: [(CheckedContinuation<Void, Never>, after: Int)] = []
             var stopping = false
             /// The journal's thread has ended: the ledger's thread runs its last pass.
             var journalDone = false
@@ -90,7 +93,7 @@ final class LedgerShipper: Sendable {
                     guard last else { return ([CheckedContinuation<ShipperStatus, Never>](), s.status) }
                     s.finished = true
                     defer { s.shipWaiters = []; s.journalWaiters = [] }
-                    return (s.shipWaiters + s.journalWaiters, s.status)
+                    return (s.shipWaiters + s.journalWaiters.map(\.0), s.status)
                 }
                 for w in waiters + late { w.resume(returning: now) }
                 if last { return }
@@ -99,9 +102,10 @@ final class LedgerShipper: Sendable {
         guard OSThread.start(name: "clicker-journal", {
             while true {
                 channel.journalWake.wait()
-                let (batch, stopping) = channel.state.withLock { s in
+                let (batch, stopping, pass) = channel.state.withLock { s in
                     defer { s.pending = [] }
-                    return (s.pending, s.stopping)
+                    s.passes += 1
+                    return (s.pending, s.stopping, s.passes)
                 }
                 var refusal: String?
                 if !batch.isEmpty {
@@ -111,11 +115,13 @@ final class LedgerShipper: Sendable {
                     // A batch the journal refused stays in memory, first in line for the next pass.
                     if refusal != nil { s.pending = batch + s.pending }
                     if !batch.isEmpty { s.status.journalError = refusal }
-                    s.shipWaiters += s.journalWaiters
-                    s.journalWaiters = []
+                    // Waiters that came during this pass wait for the next, which their signal brings.
+                    let answered = { (after: Int) in after < pass || stopping }
+                    s.shipWaiters += s.journalWaiters.filter { answered($0.after) }.map(\.0)
+                    s.journalWaiters.removeAll { answered($0.after) }
                     s.journalDone = stopping
-                    defer { s.appendWaiters = [] }
-                    return s.appendWaiters
+                    defer { s.appendWaiters.removeAll { answered($0.after) } }
+                    return s.appendWaiters.filter { answered($0.after) }.map(\.0)
                 }
                 for w in flushed { w.resume() }
                 channel.shipWake.signal()
@@ -147,7 +153,7 @@ final class LedgerShipper: Sendable {
     func sync() async -> ShipperStatus {
         await withCheckedContinuation { c in
             let finished = channel.state.withLock { s in
-                if !s.finished { s.journalWaiters.append(c) }
+                if !s.finished { s.journalWaiters.append((c, s.passes)) }
                 return s.finished ? s.status : nil
             }
             if let finished { c.resume(returning: finished) } else { channel.journalWake.signal() }
@@ -159,7 +165,7 @@ final class LedgerShipper: Sendable {
     func journaled() async {
         await withCheckedContinuation { c in
             let done = channel.state.withLock { s in
-                if !s.journalDone { s.appendWaiters.append(c) }
+                if !s.journalDone { s.appendWaiters.append((c, s.passes)) }
                 return s.journalDone
             }
             if done { c.resume() } else { channel.journalWake.signal() }

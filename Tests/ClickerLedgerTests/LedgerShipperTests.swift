@@ -5,6 +5,7 @@ import ClickerTransport
 import ClickerWire
 import Dispatch
 import Foundation
+import GRDB
 @testable import Receivers
 import XCTest
 
@@ -48,5 +49,42 @@ final class LedgerShipperTests: XCTestCase {
         XCTAssertEqual(status.shipped, 0)
         XCTAssertNotNil(status.databaseError)
         XCTAssertNil(status.journalError)
+    }
+
+    /// A wait is answered by a journal pass begun after it, never by one under way, which took its
+    /// batch before the waiter's ballots were handed over: 300 ballots, each waited for while another
+    /// task hands over ballots as fast as it can, each in the journal when its wait returns.
+    func testAWaitIsAnsweredOnlyByAPassBegunAfterIt() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let journal = try ReceiverJournal(path: directory + "/journal.sqlite")
+        let shipper = try LedgerShipper(journal: journal, poll: 7, connect: { throw Unreachable() },
+                                        clock: ElapsedClock(TestClock()), retryInterval: .seconds(1))
+        func ballot(_ voter: UInt32) -> LedgerBallot {
+            LedgerBallot(poll: 7, question: 1, voter: VoterKey(mode: .anonymous, voterID: voter), sequence: 1, answer: .choice(0),
+                         verified: false, heardAt: Int64(voter), address: DeviceAddress(rawValue: UInt64(voter)))
+        }
+        let others = Task.detached {
+            var voter: UInt32 = 0
+            while !Task.isCancelled && voter < 500_000 {
+                shipper.submit((voter..<voter + 100).map(ballot))
+                voter += 100
+                await Task.yield()
+            }
+        }
+        var late: [UInt32] = []
+        for k in UInt32(0)..<300 {
+            let voter = 1_000_000 + k
+            shipper.submit([ballot(voter)])
+            await shipper.journaled()
+            let there = try await journal.queue.read { db in
+                try Int.fetchOne(db, sql: "SELECT count(*) FROM journal WHERE voter = ?", arguments: [Int64(voter)]) ?? 0
+            }
+            if there != 1 { late.append(k) }
+        }
+        others.cancel()
+        await others.value
+        XCTAssertEqual(late, [], "ballots not in the journal when their wait returned")
+        _ = await shipper.finish()
     }
 }
