@@ -49,6 +49,29 @@ enum LedgerQuestions {
 }
 
 extension BallotLedger {
+    /// Closes `question` of `poll` (the instructor's role; a receiver's may not): from now on the
+    /// ledger takes none of its ballots, from any writer, and receivers stop counting it when they
+    /// next look (``closedQuestions(poll:)``). Returns false if it was closed already; throws
+    /// `unknownQuestion` for a question not registered.
+    @discardableResult
+    public func closeQuestion(poll: Int64, question: UInt8) throws(LedgerError) -> Bool {
+        let key: [PostgresValue] = [.int(poll), .int(Int64(question))]
+        let closed = try Self.mapped {
+            try db.execute("UPDATE questions SET closed_at = now() WHERE poll_id = $1 AND question = $2 AND closed_at IS NULL", key).affected
+        }
+        if closed > 0 { return true }
+        guard try closedQuestions(poll: poll).contains(question) else { throw .unknownQuestion(poll: poll, question: question) }
+        return false
+    }
+
+    /// The questions of `poll` closed in the ledger.
+    public func closedQuestions(poll: Int64) throws(LedgerError) -> Set<UInt8> {
+        try Self.mapped {
+            Set(try db.execute("SELECT question FROM questions WHERE poll_id = $1 AND closed_at IS NOT NULL", [.int(poll)])
+                .rows.compactMap { UInt8(exactly: try $0.int(0)) })
+        }
+    }
+
     /// The questions registered for `poll`, in order, with the answers each offers.
     public func questions(poll: Int64) throws(LedgerError) -> [QuestionSpec] {
         try Self.mapped {

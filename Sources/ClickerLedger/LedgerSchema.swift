@@ -118,6 +118,30 @@ public enum LedgerSchema {
             """,
             "CREATE TRIGGER ballots_stamped BEFORE UPDATE ON ballots FOR EACH ROW EXECUTE FUNCTION ledger_stamp()",
         ],
+        // 6: a question's close (``BallotLedger/closeQuestion(poll:question:)``, the instructor's):
+        // from then on a write of one of its ballots or spans, whoever writes, changes nothing (a
+        // BEFORE trigger skips the row; the rest of its batch commits), so every writer's count of it
+        // ends where the ledger's did. The trigger runs as the writer: a receiver's role reads its
+        // poll's questions.
+        [
+            "ALTER TABLE questions ADD COLUMN closed_at timestamptz",
+            """
+            CREATE FUNCTION ledger_open_question() RETURNS trigger LANGUAGE plpgsql AS
+            'BEGIN
+                IF EXISTS (SELECT 1 FROM questions q WHERE q.poll_id = NEW.poll_id AND q.question = NEW.question
+                           AND q.closed_at IS NOT NULL) THEN RETURN NULL; END IF;
+                RETURN NEW;
+            END'
+            """,
+            """
+            CREATE TRIGGER ballots_open_question BEFORE INSERT OR UPDATE ON ballots
+                FOR EACH ROW EXECUTE FUNCTION ledger_open_question()
+            """,
+            """
+            CREATE TRIGGER spans_open_question BEFORE INSERT OR UPDATE ON ballot_spans
+                FOR EACH ROW EXECUTE FUNCTION ledger_open_question()
+            """,
+        ],
     ]
 
     /// The version this build writes and reads.

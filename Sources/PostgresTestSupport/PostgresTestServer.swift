@@ -102,9 +102,14 @@ public final class PostgresTestServer: @unchecked Sendable {
 
     /// Creates an empty database (a fresh one per test) and returns its URL.
     public func makeDatabase(_ name: String) throws -> String {
-        try Self.run(runAs, [bin + "/psql", "-X", "-q", "-h", directory, "-p", String(port), "-U", Self.user, "-d", "postgres",
-                             "-c", "CREATE DATABASE \"\(name)\""])
+        try psql("CREATE DATABASE \"\(name)\"")
         return url(database: name)
+    }
+
+    /// Runs `sql` in `database` with psql, as the server's superuser.
+    public func psql(_ sql: String, database: String = "postgres") throws {
+        try Self.run(runAs, [bin + "/psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", directory, "-p", String(port), "-U", Self.user,
+                             "-d", database, "-c", sql])
     }
 
     /// Stops the server at once and removes its directory. Idempotent.

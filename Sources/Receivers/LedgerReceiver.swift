@@ -32,13 +32,13 @@ public actor LedgerReceiver {
                             waiting: @Sendable (LedgerError) -> Void = { _ in }) async throws -> LedgerReceiver {
         let worker = BlockingWorker(label: "clicker-receiver-join")
         var pause = retryInterval
-        var joined: (ReceiverPoll, [QuestionSpec])?
+        var joined: (ReceiverPoll, [QuestionSpec], Set<UInt8>)?
         while joined == nil {
             do {
-                joined = try await worker.run { () throws -> (ReceiverPoll, [QuestionSpec]) in
+                joined = try await worker.run { () throws -> (ReceiverPoll, [QuestionSpec], Set<UInt8>) in
                     let ledger = try BallotLedger(url: url, migrate: false)
                     let poll = try ledger.receiverPoll()
-                    return (poll, try ledger.questions(poll: poll.poll))
+                    return (poll, try ledger.questions(poll: poll.poll), try ledger.closedQuestions(poll: poll.poll))
                 }
             } catch let e as LedgerError where e.isUnreachable {
                 waiting(e)
@@ -48,9 +48,10 @@ public actor LedgerReceiver {
                 throw ReceiverError.ledger(e)
             }
         }
-        guard let (poll, questions) = joined else { throw CancellationError() }
+        guard let (poll, questions, closed) = joined else { throw CancellationError() }
         let journal = try await worker.run { try ReceiverJournal(path: journalPath) }
-        let count = try ReceiverCount(poll: poll, secret: secret, questions: questions, radioEpoch: radioEpoch, flood: flood)
+        var count = try ReceiverCount(poll: poll, secret: secret, questions: questions, radioEpoch: radioEpoch, flood: flood)
+        count.close(closed)
         let shipper = try LedgerShipper(journal: journal, poll: poll.poll, connect: { try BallotLedger(url: url, migrate: false) },
                                         clock: ElapsedClock(clock), retryInterval: retryInterval)
         return LedgerReceiver(count: count, shipper: shipper, poll: poll)
@@ -81,10 +82,11 @@ public actor LedgerReceiver {
         shipper.submit(out)
     }
 
-    /// Opens the questions the writer last found registered.
+    /// Opens the questions the writer last found registered, and closes those it found closed.
     func learnQuestions() {
-        let known = shipper.status.questions
-        if known.contains(where: { !count.questions.contains($0.number) }) { count.open(known) }
+        let status = shipper.status
+        count.open(status.questions)
+        count.close(status.closedQuestions)
     }
 
     /// Has the writer journal what was counted so far and ship what the ledger takes (reconnecting if

@@ -22,6 +22,8 @@ public struct ShipperStatus: Sendable, Equatable {
     public var undecodable = 0
     /// The questions the ledger had registered for the poll at the last look.
     public var questions: [QuestionSpec] = []
+    /// Those of them the ledger had closed at the last look.
+    public var closedQuestions: Set<UInt8> = []
 
     public init() {}
 }
@@ -194,6 +196,7 @@ extension ShipperStatus {
         connections = after.connections
         undecodable = after.undecodable
         questions = after.questions
+        closedQuestions = after.closedQuestions
         if let e = after.journalError { journalError = e }
     }
 }
@@ -259,6 +262,7 @@ private struct Writer {
         if let ledger, nextQuestions.map({ now >= $0 }) ?? true {
             do {
                 status.questions = try ledger.questions(poll: poll)
+                status.closedQuestions = try ledger.closedQuestions(poll: poll)
                 nextQuestions = now.advanced(by: retryInterval)
             } catch {
                 failed(error, at: now, &status)

@@ -34,6 +34,15 @@ public struct ReceiverCount: Sendable {
         for spec in specs where pipeline.tally.question(spec.number) == nil { pipeline.tally.open(spec) }
     }
 
+    /// Stops counting the questions of `numbers` (closed in the ledger): their ballots are refused
+    /// from now on, as the ledger refuses them.
+    public mutating func close(_ numbers: Set<UInt8>) {
+        let open = numbers.intersection(pipeline.tally.openQuestions)
+        guard !open.isEmpty else { return }
+        for q in open { pipeline.tally.close(question: q) }
+        pipeline.forgetClosedQuestions()
+    }
+
     /// The numbers of the questions counted.
     public var questions: Set<UInt8> { pipeline.tally.openQuestions }
 

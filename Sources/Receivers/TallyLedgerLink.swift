@@ -93,9 +93,9 @@ public final class TallyLedgerLink: Sendable {
                     })
                 }
             }
-            group.addTask { await self.registerQuestions() }
+            group.addTask { await self.followQuestions() }
             group.addTask {
-                await keepShipping(every: interval, on: controller.clock, logger: logger) { await self.shipper.sync() }
+                await keepShipping(every: interval, on: controller.clock, logger: logger) { await self.ship() }
             }
             // Each child ends when the run is cancelled; one that ends first ends the others.
             await group.next()
@@ -103,14 +103,34 @@ public final class TallyLedgerLink: Sendable {
         }
     }
 
-    /// Registers each question as the tally opens it, so that receivers count it too: a writer's
-    /// pass registers it at once, or when the ledger is back (``LedgerRegistration``).
-    func registerQuestions() async {
+    /// Registers each question as the tally opens it, so that receivers count it too (a writer's
+    /// pass registers it at once, or when the ledger is back), and closes it in the ledger when the
+    /// tally closes it, so that receivers stop (``LedgerRegistration``).
+    func followQuestions() async {
+        var open: Set<UInt8> = []
         // Subscribed before the first look: a question opened in between is seen by the look or the next notice.
         var changes = controller.changeFeed.subscribe().makeAsyncIterator()
         repeat {
-            if registration.add(await controller.spec) { _ = await shipper.sync() }
+            let (q, isOpen, spec) = (await controller.question, await controller.isOpen, await controller.spec)
+            var changed = registration.add(spec)
+            for closed in open where !(closed == q && isOpen) {
+                open.remove(closed)
+                registration.requestClose(closed)
+                changed = true
+            }
+            if isOpen { open.insert(q) }
+            if changed { _ = await ship() }
         } while await changes.next() != nil
+    }
+
+    /// A pass of the writer; when it leaves the journal empty, the close requests made before it are
+    /// released, and a second pass closes those questions in the ledger.
+    func ship() async -> ShipperStatus {
+        let closing = registration.closing
+        let status = await shipper.sync()
+        guard !closing.isEmpty, status.journaled == 0, status.databaseError == nil else { return status }
+        registration.release(closing)
+        return await shipper.sync()
     }
 
     /// Stops following, ships what is left, and ends the writer; returns its final status.

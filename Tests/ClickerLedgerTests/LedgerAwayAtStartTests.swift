@@ -42,8 +42,8 @@ final class LedgerAwayAtStartTests: XCTestCase {
     }
 
     /// The tally starts while the ledger is down (a fresh database: not even migrated yet), counts 100
-    /// voters over two questions, and when the ledger is back registers the poll and both questions
-    /// and ships all 100, each once.
+    /// voters over two questions, and when the ledger is back registers the poll and both questions,
+    /// ships all 100, each once, and closes question 1 (closed while the ledger was down) after its 60.
     func testATallyStartedWhileTheLedgerIsDownCountsAndRegistersAndShipsWhenItIsBack() async throws {
         let (server, url) = try ownServer("late")
         defer { server.stop() }
@@ -73,6 +73,12 @@ final class LedgerAwayAtStartTests: XCTestCase {
             return q1 == 60 && q2 == 40
         }
         XCTAssertEqual(try ledger().questions(poll: 6).map(\.number), [1, 2], "both questions registered, for the receivers")
+        // Question 1, closed by the tally while the ledger was down, is closed there once its 60 are in.
+        try await eventually("question 1 closed in the ledger", timeout: .seconds(60)) {
+            clock.advance(by: .seconds(1))
+            return (try? ledger().closedQuestions(poll: 6)) == [1]
+        }
+        XCTAssertEqual(try ledger().counted(poll: 6, question: 1).count, 60)
         let status = await link.finish()
         linked.cancel()
         await linked.value
