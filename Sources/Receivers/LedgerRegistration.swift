@@ -72,13 +72,11 @@ final class LedgerRegistration: Sendable {
             try ledger.register(poll: poll, voteID: voteID, policy: policy, specs: due)
             state.withLock { s in s.registered.formUnion(due.map(\.number)) }
         }
-        for q in state.withLock({ $0.due }).sorted() {
-            do {
-                try ledger.closeQuestion(poll: poll, question: q)
-            } catch .unknownQuestion {
-                // Not in the ledger, so nothing of it to close (and asking again would fail for ever).
-            }
-            state.withLock { _ = $0.due.remove(q) }
-        }
+        let closing = state.withLock { $0.due }
+        guard !closing.isEmpty else { return }
+        // A question the ledger does not have has nothing to close.
+        let there = Set(try ledger.questions(poll: poll).map(\.number))
+        for q in closing.sorted() where there.contains(q) { try ledger.closeQuestion(poll: poll, question: q) }
+        state.withLock { $0.due.subtract(closing) }
     }
 }

@@ -108,6 +108,9 @@ public final class TallyLedgerLink: Sendable {
     /// tally closes it, so that receivers stop (``LedgerRegistration``).
     func followQuestions() async {
         var open: Set<UInt8> = []
+        // The questions before the current one are closed here (a resumed poll, or one started past
+        // them): closed in the ledger too, if it has them.
+        for q in 0..<(await controller.question) { registration.requestClose(q) }
         // Subscribed before the first look: a question opened in between is seen by the look or the next notice.
         var changes = controller.changeFeed.subscribe().makeAsyncIterator()
         repeat {

@@ -136,4 +136,26 @@ final class LedgerQuestionCloseTests: XCTestCase {
         XCTAssertEqual(status.shipped, 50)
         XCTAssertEqual(status.journaled, 0)
     }
+
+    /// A tally that starts past a question (a resumed poll, or `--question 2`) closes it in the ledger,
+    /// where `ledger open --questions` registered the whole set; the later ones stay open.
+    func testATallyStartedPastAQuestionClosesItInTheLedger() async throws {
+        let url = try SharedServer.database()
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try BallotLedger(url: url).register(poll: 4, voteID: code.voteID, policy: .latestWins, specs: [.choice(1), .choice(2), .choice(3)])
+        var options = PollOptions(joinCode: code, firstQuestion: 2, confirmByGATT: false)
+        options.beacon = .off
+        let controller = try PollController(options: options, store: nil)
+        let link = try await TallyLedgerLink.start(url: url, poll: 4, controller: controller, journalPath: dir + "/t.sqlite", radioEpoch: 0)
+        let linked = Task { await link.run(logger: Logger(label: "test")) }
+        let instructor = try BallotLedger(url: url, migrate: false)
+        try await eventually("question 1 closed in the ledger", timeout: .seconds(30)) {
+            (try? instructor.closedQuestions(poll: 4)) == [1]
+        }
+        _ = await link.finish()
+        linked.cancel()
+        await linked.value
+        XCTAssertEqual(try instructor.closedQuestions(poll: 4), [1], "questions 2 and 3 stay open")
+    }
 }
