@@ -56,13 +56,15 @@ public final class PostgresConnection {
         PQconninfoFree(options)
     }
 
-    /// `message` without the password of `url` (libpq quotes the URL in some of its complaints).
+    /// `message` without the password of `url`, where libpq quotes the URL in its complaints
+    /// (`user:password@`; the rest of the message is left alone, so a short password such as `p`
+    /// does not blot out every `p` of it).
     static func redacted(_ message: String, url: String) -> String {
         guard let scheme = url.firstRange(of: "://") else { return message }
         let authority = url[scheme.upperBound...].prefix { $0 != "/" && $0 != "?" }
         guard let at = authority.lastIndex(of: "@"), let colon = authority[..<at].firstIndex(of: ":") else { return message }
         let password = String(authority[authority.index(after: colon)..<at])
-        return password.isEmpty ? message : message.replacing(password, with: "***")
+        return password.isEmpty ? message : message.replacing(":" + password + "@", with: ":***@")
     }
 
     /// What a failed start-up was. libpq gives no SQLSTATE then, only its message: options it checks
