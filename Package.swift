@@ -96,7 +96,9 @@ let package = Package(
         .systemLibrary(name: "CDBus", pkgConfig: "dbus-1", providers: [.apt(["libdbus-1-dev"])]),
         .systemLibrary(name: "CBluetooth", pkgConfig: "bluez", providers: [.apt(["libbluetooth-dev"])]),
         .systemLibrary(name: "CMalloc"),   // glibc's <malloc.h> (mallopt)
-        .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),   // PostgreSQL's client
+        // PostgreSQL's client: its header (CLibPQ), and the library loaded on first use (CLibPQLoader).
+        .systemLibrary(name: "CLibPQ", providers: [.apt(["libpq-dev"])]),
+        .target(name: "CLibPQLoader", linkerSettings: [.linkedLibrary("dl")]),
 
         // Pure core: no I/O
         .target(name: "ClickerWire", dependencies: ["ClickerTransport", .product(name: "Crypto", package: "swift-crypto"),
@@ -129,7 +131,7 @@ let package = Package(
         // (Sources/ICUData/README.md); .incbin finds the data through the header search path.
         .target(name: "ICUData", exclude: ["icudt76l.dat", "items.txt", "README.md"], cSettings: [.headerSearchPath(".")]),
         // PostgreSQL through libpq: connections from a URL, parameterised statements, transactions.
-        .target(name: "PostgresClient", dependencies: ["CLibPQ"]),
+        .target(name: "PostgresClient", dependencies: ["CLibPQ", "CLibPQLoader"]),
         // The ballot ledger several receivers share in PostgreSQL: versioned schema, the counting rule as one upsert.
         .target(name: "ClickerLedger", dependencies: ["PostgresClient", "ClickerTally", "ClickerWire", "ClickerTransport", "OSThreads"]),
         // A private PostgreSQL server (initdb + pg_ctl) for tests and benchmarks (used only by them).

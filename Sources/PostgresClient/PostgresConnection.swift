@@ -1,4 +1,5 @@
 import CLibPQ
+import CLibPQLoader
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -47,6 +48,7 @@ public final class PostgresConnection {
         guard url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") else {
             throw PostgresError(.badURL, "it does not start with postgres:// or postgresql:// (postgres://user:password@host:port/database)")
         }
+        try loadLibrary()
         var error: UnsafeMutablePointer<CChar>?
         guard let options = PQconninfoParse(url, &error) else {
             let message = redacted(error.map { PostgresError.trimmed(String(cString: $0)) } ?? "libpq could not parse it", url: url)
@@ -54,6 +56,15 @@ public final class PostgresConnection {
             throw PostgresError(.badURL, message)
         }
         PQconninfoFree(options)
+    }
+
+    /// Loads libpq, once for the process (`clicker_pq_load`): every libpq call of this module comes
+    /// after a connection's URL was validated, so after this.
+    static func loadLibrary() throws(PostgresError) {
+        var why = [CChar](repeating: 0, count: 256)
+        guard clicker_pq_load(&why, UInt(why.count)) == 0 else {
+            throw PostgresError(.clientLibrary, String(decoding: why.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        }
     }
 
     /// `message` without the password of `url`, where libpq quotes the URL in its complaints

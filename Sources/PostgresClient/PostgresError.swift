@@ -14,6 +14,8 @@ public struct PostgresError: Error, Sendable, Equatable, CustomStringConvertible
         case connectionLost
         /// A result value could not be read as the type asked for.
         case badValue
+        /// PostgreSQL's client library (libpq) is not installed, or too old.
+        case clientLibrary
     }
 
     public let kind: Kind
@@ -41,6 +43,7 @@ public struct PostgresError: Error, Sendable, Equatable, CustomStringConvertible
         case .sql(let state): "PostgreSQL error \(state): \(message)"
         case .connectionLost: "PostgreSQL connection failed: \(message)"
         case .badValue: "unexpected value from PostgreSQL: \(message)"
+        case .clientLibrary: message
         }
     }
 

@@ -37,6 +37,17 @@ final class VoterLinkTests: XCTestCase {
         }
     }
 
+    /// libpq and what it brings (OpenSSL, GnuTLS, Kerberos, LDAP) are loaded only by a tally that uses
+    /// the ledger (CLibPQLoader): not one of them is a library the tally needs to start.
+    /// (`ReceiverCommandTests` runs the ledger commands of the same binary against a real server.)
+    func testTheTallyLinksNoPostgreSQLClient() throws {
+        let needed = try neededLibraries(try executable("clicker-tally"))
+        XCTAssertTrue(needed.contains("libdbus-1.so.3"), "expected the tally's libraries: \(needed)")
+        for library in ["libpq.so.5", "libssl.so.3", "libcrypto.so.3", "libgssapi_krb5.so.2", "libldap-2.5.so.0"] {
+            XCTAssertFalse(needed.contains(library), "clicker-tally links \(library)")
+        }
+    }
+
     func testTheVoterLinksNeitherFoundationNorICU() throws {
         let voter = try executable("clicker-vote")
         let needed = try neededLibraries(voter)
