@@ -59,12 +59,14 @@ final class AirCore {
 
     // MARK: Running
 
-    /// Processes events up to and including `time`, at most `maxEvents` of them.
+    /// Processes events up to and including `time`, at most `maxEvents` of them, and with
+    /// `stopAtOutput` none after the first that gives something to deliver (its clock stands there).
     /// Returns true when every event up to `time` has run (the clock then stands at `time`).
-    func run(until time: UInt64, maxEvents: Int = .max) -> Bool {
+    func run(until time: UInt64, maxEvents: Int = .max, stopAtOutput: Bool = false) -> Bool {
         var n = 0
+        let delivered = outputs.count
         while let next = queue.nextTime, next <= time {
-            if n >= maxEvents { return false }
+            if n >= maxEvents || (stopAtOutput && outputs.count > delivered) { return false }
             guard let entry = queue.pop() else { break }
             now = Swift.max(now, entry.time)
             handle(entry.payload)

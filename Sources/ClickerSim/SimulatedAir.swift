@@ -130,14 +130,20 @@ public final class SimulatedAir: Sendable {
     /// read results as it goes. Does nothing with the real-time clock (the driver runs it).
     public func run(until time: RadioInstant) {
         guard isVirtual else { return }
-        while true {
-            // Stops at the first sleeper's deadline, wakes it, and goes on (``clock``).
-            let stop = Swift.min(time.nanoseconds, sleepers.nextDeadline ?? .max)
-            let (done, outputs) = core.withLock { c in (c.run(until: stop, maxEvents: 4096), c.takeOutputs()) }
-            for o in outputs { o.deliver() }
-            if done { sleepers.wake(upTo: stop) }
-            if done, stop >= time.nanoseconds { return }
+        while !runStep(until: time.nanoseconds, stopAtOutput: false) {}
+    }
+
+    /// Runs events towards `time` and delivers what they gave; stops at the first sleeper's deadline
+    /// and wakes it (``clock``), after 4096 events, and with `stopAtOutput` after the first event that
+    /// delivered something. Returns whether the clock stands at `time`.
+    private func runStep(until time: UInt64, stopAtOutput: Bool) -> Bool {
+        let stop = Swift.min(time, sleepers.nextDeadline ?? .max)
+        let (done, outputs) = core.withLock { c in
+            (c.run(until: stop, maxEvents: 4096, stopAtOutput: stopAtOutput), c.takeOutputs())
         }
+        for o in outputs { o.deliver() }
+        if done { sleepers.wake(upTo: stop) }
+        return done && stop >= time
     }
 
     /// Virtual clock: runs for `duration` from now.
@@ -153,6 +159,28 @@ public final class SimulatedAir: Sendable {
         while now < time {
             run(until: RadioInstant(nanoseconds: Swift.min(time.nanoseconds, now.nanoseconds.adding(q))))
             await Task.yield()
+        }
+    }
+
+    /// Virtual clock: runs up to `time` one delivery at a time, and awaits `settled` after each event
+    /// that delivered something (reports, a read's result, a sleeper woken) and after each `quantum`.
+    /// The clock stands still while `settled` runs, so what a delivery set going elsewhere (a tally
+    /// taking a report in, the GATT read it asks for, the read's result taken in) happens at the
+    /// delivery's instant on the air's clock, however late its task gets a thread; `settled` returns
+    /// once it has. With a `settled` that returns only then, a run depends on the seed and the script
+    /// alone, not on the machine's load (as a testing event loop runs what it woke before its clock moves).
+    public func advance(until time: RadioInstant, quantum: Duration = .milliseconds(10),
+                        settling settled: () async -> Void) async {
+        guard isVirtual else { return }
+        let q = Swift.max(1, quantum.clampedNanoseconds)
+        await settled()
+        while now < time {
+            let step = Swift.min(time.nanoseconds, now.nanoseconds.adding(q))
+            var reached = false
+            while !reached {
+                reached = runStep(until: step, stopAtOutput: true)
+                await settled()
+            }
         }
     }
 

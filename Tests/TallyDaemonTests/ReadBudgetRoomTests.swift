@@ -14,10 +14,17 @@ final class ReadBudgetRoomTests: XCTestCase {
     func testReadsTakeTheirShareWhileBallotsArriveAndVerifyEveryoneOnceQuiet() async throws {
         let n = 40
         let air = SimulatedAir(AirConfiguration(seed: 21, clock: .virtual))
-        let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: true), store: nil)
+        // No beacon: its loop runs beside the air (on the wall clock here) at instants `drive` does not
+        // wait for, and the run would depend on the machine's load. Without it `drive` starts and ends
+        // each read at the same instants of the air's clock on an idle machine and on a loaded one; with
+        // seeded keys too, every run gives the same figures.
+        var options = PollOptions(joinCode: code, confirmByGATT: true)
+        options.beacon = .off
+        let controller = try PollController(options: options, store: nil)
         let quiet = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+        var keys = SplitMix64(seed: 21)
         let voters = (0..<n).map { _ in
-            VoterSession(secret: pollSecret(code), question: 1, identity: DeviceKey.generate(), transport: air.addPeripheral(),
+            VoterSession(secret: pollSecret(code), question: 1, identity: DeviceKey.generate(using: &keys), transport: air.addPeripheral(),
                          state: nil, logger: quiet)
         }
         let run = await air.start(controller)

@@ -5,6 +5,13 @@ import ClickerTransport
 extension PollController {
     /// Whether GATT reads it asked for are not finished yet.
     var hasReadsOutstanding: Bool { verification.outstanding > 0 }
+
+    /// Whether it has taken in `delivered` reports and every GATT read it asked for is with the air
+    /// (`atAir` reads there) or waits for one of those to end: none is on its way to the air, being
+    /// refused by the budget, or back from the air with a result not yet taken in.
+    func isSettled(delivered: Int, atAir: Int) -> Bool {
+        reportsHeard >= delivered && atAir == min(verification.outstanding, max(1, options.maxConcurrentReads))
+    }
 }
 
 extension SimulatedAir {
@@ -17,21 +24,26 @@ extension SimulatedAir {
         return run
     }
 
-    /// Advances the virtual clock to `time`, then waits until `controller` has taken in every report
-    /// the air delivered and finished the GATT reads it asked for. The clock moves on only while a
-    /// read is with the air (it finishes only as the air's clock moves), never while a read is still
-    /// on its way to the air, so the virtual time a read takes does not depend on how fast this
-    /// machine is (the controller runs on a thread of its own, in parallel with the air).
+    /// Advances the virtual clock to `time` while `controller` keeps up: after each delivery the clock
+    /// stands still until the controller has taken in every report the air delivered and every GATT read
+    /// it asked for is with the air, so a read starts and ends at the same instants on the air's clock
+    /// however late its task gets a thread (the controller runs on a thread of its own, its reads on the
+    /// cooperative pool, in parallel with the air). Then it goes on until the reads are finished.
+    /// The controller must be the air's only reader: its reads at the air are the air's `pendingReads`.
     func drive(_ controller: PollController, until time: RadioInstant, quantum: Duration = .milliseconds(10)) async {
-        await advance(until: time, quantum: quantum)
-        while true {
-            while await controller.reportsHeard < statistics.reportsDelivered { await Task.yield() }
-            guard await controller.hasReadsOutstanding else { return }
-            if pendingReads > 0 {
-                await advance(until: RadioInstant(nanoseconds: now.nanoseconds + 10_000_000), quantum: quantum)
-            } else {
-                await Task.yield()
-            }
+        let settled = { await self.settle(controller) }
+        await advance(until: time, quantum: quantum, settling: settled)
+        while await controller.hasReadsOutstanding {
+            await advance(until: RadioInstant(nanoseconds: now.nanoseconds + 10_000_000), quantum: quantum, settling: settled)
+        }
+    }
+
+    /// Returns once `controller` is settled (``PollController/isSettled(delivered:atAir:)``). The air's
+    /// counts are read before the controller's turn: a read that reaches the air meanwhile only makes
+    /// it look unsettled once more.
+    func settle(_ controller: PollController) async {
+        while await !controller.isSettled(delivered: statistics.reportsDelivered, atAir: pendingReads) {
+            await Task.yield()
         }
     }
 }
