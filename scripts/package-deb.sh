@@ -163,7 +163,9 @@ for d in web questions; do
   sed 's|/usr/local/bin/|/usr/bin/|g' "systemd/clicker-tally-$d.conf" > "$W/$d.conf"
   install -D -m 0644 "$W/$d.conf" "$R/usr/share/doc/clicker-tally/examples/clicker-tally-$d.conf"
 done
-finish clicker-tally "adduser, $(shlibs clicker-tally)" "bluez, default-dbus-system-bus | dbus-system-bus" \
+# libpq5: the ledger's client library, which the tally loads when a command uses the ledger (dlopen,
+# so dpkg-shlibdeps does not see it).
+finish clicker-tally "adduser, libpq5, $(shlibs clicker-tally)" "bluez, default-dbus-system-bus | dbus-system-bus" \
 "Description: classroom clicker over Bluetooth LE: the instructor's tally
  clicker-tally counts the votes students send from clicker-vote as Bluetooth
  LE advertisements, through BlueZ: in a terminal (a poll with a live view), or
