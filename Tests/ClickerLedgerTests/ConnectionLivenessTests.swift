@@ -23,40 +23,40 @@ final class ConnectionLivenessTests: XCTestCase {
         return (fd, Int(UInt16(bigEndian: address.sin_port)))
     }
 
-    /// Connects on a thread of its own and waits at most `guardSeconds` of real time for the outcome
-    /// (without a timeout the connection would wait for ever, and so would the test).
-    private func connectOutcome(_ url: String, liveness: ConnectionLiveness = .standard, guardSeconds: Double) -> (error: PostgresError?, seconds: Double)? {
+    /// Connects to a silent server (`query` added to its URL) on a thread of its own, and waits at most
+    /// a minute of real time for the outcome: without a timeout the connection would wait for ever, and
+    /// so would the test. Nil if it did not return.
+    private func connectToSilentServer(query: String = "", connectTimeout: Int) throws -> (error: PostgresError?, seconds: Double)? {
+        let silent = try silentPort()
+        defer { close(silent.fd) }
+        var liveness = ConnectionLiveness.standard
+        liveness.connectTimeout = connectTimeout
+        let url = "postgres://u:p@127.0.0.1:\(silent.port)/db" + query
         let done = expectation(description: "connect returns")
         nonisolated(unsafe) var outcome: (PostgresError?, Double)?
         let start = Date()
-        Thread.detachNewThread {
+        Thread.detachNewThread { [liveness] in
             var error: PostgresError?
             do { _ = try PostgresConnection(url: url, liveness: liveness) } catch let e { error = e as? PostgresError }
             outcome = (error, Date().timeIntervalSince(start))
             done.fulfill()
         }
-        return XCTWaiter().wait(for: [done], timeout: guardSeconds) == .completed ? outcome : nil
+        return XCTWaiter().wait(for: [done], timeout: 60) == .completed ? outcome : nil
     }
 
     func testAServerThatNeverAnswersIsGivenUpOnWithinTheConnectTimeout() throws {
-        let silent = try silentPort()
-        defer { close(silent.fd) }
-        let liveness = ConnectionLiveness(connectTimeout: 2, keepaliveIdle: 10, keepaliveInterval: 5, keepaliveCount: 3, userTimeoutMilliseconds: 20_000)
-        let outcome = try XCTUnwrap(connectOutcome("postgres://u:p@127.0.0.1:\(silent.port)/db", liveness: liveness, guardSeconds: 60),
-                                    "the connection waited more than a minute on a silent server")
+        let outcome = try XCTUnwrap(connectToSilentServer(connectTimeout: 2), "the connection waited more than a minute on a silent server")
         XCTAssertEqual(outcome.error?.kind, .unreachable, "\(String(describing: outcome.error))")
         XCTAssertTrue("\(outcome.error.map { "\($0)" } ?? "")".contains("timeout"), "\(String(describing: outcome.error))")
         XCTAssertGreaterThanOrEqual(outcome.seconds, 1.9, "it waited out the timeout, not less")
     }
 
     func testTheURLsConnectTimeoutTakesPrecedence() throws {
-        let silent = try silentPort()
-        defer { close(silent.fd) }
-        // Defaults that would wait ten minutes; the URL asks for 2 s.
-        let patient = ConnectionLiveness(connectTimeout: 600, keepaliveIdle: 10, keepaliveInterval: 5, keepaliveCount: 3, userTimeoutMilliseconds: 20_000)
-        let outcome = try XCTUnwrap(connectOutcome("postgres://u:p@127.0.0.1:\(silent.port)/db?connect_timeout=2", liveness: patient, guardSeconds: 60),
+        // A default that would wait ten minutes; the URL asks for 2 s.
+        let outcome = try XCTUnwrap(connectToSilentServer(query: "?connect_timeout=2", connectTimeout: 600),
                                     "the URL's connect_timeout was not used")
         XCTAssertEqual(outcome.error?.kind, .unreachable)
+        XCTAssertTrue("\(outcome.error.map { "\($0)" } ?? "")".contains("timeout"), "\(String(describing: outcome.error))")
     }
 
     /// The options are on the connection's socket, where the kernel applies them.

@@ -24,11 +24,7 @@ final class LedgerQuestionCloseTests: XCTestCase {
     }
 
     func report(_ voter: UInt32, answer: UInt8, question: UInt8 = 1, at ms: UInt64) -> AdvertisementReport {
-        let b = Ballot(mode: .anonymous, voteID: code.voteID, question: question, voterID: voter, sequence: 1, answer: .choice(answer))
-        return AdvertisementReport(address: DeviceAddress(rawValue: 0xD000_0000_0000 | UInt64(voter)), rssi: -60,
-                                   companyID: BallotFormat.companyID,
-                                   data: BallotCodec.sealAdvertisement(b, key: .anonymous(pollSecret(code))),
-                                   timestamp: RadioInstant(nanoseconds: ms * 1_000_000))
+        anonymousReport(code, voter: voter, answer: answer, question: question, at: ms)
     }
 
     /// After the close, a receiver's batch of 100 new and 100 changed ballots of the question changes
@@ -39,8 +35,9 @@ final class LedgerQuestionCloseTests: XCTestCase {
         let instructor = try BallotLedger(url: url)
         try instructor.register(poll: 1, voteID: code.voteID, policy: .latestWins, specs: [.choice(1), .choice(2)])
         try instructor.write(batch: (UInt32(1)...100).map { ballot($0, answer: 0, poll: 1) })
-        let receiver = try BallotLedger(url: instructor.issueReceiverToken(poll: 1, validUntil: Int64(Date().timeIntervalSince1970) + 3600)
-                                            .url(replacingCredentialsOf: url), migrate: false)
+        let tokenURL = try instructor.issueReceiverToken(poll: 1, validUntil: Int64(Date().timeIntervalSince1970) + 3600)
+            .url(replacingCredentialsOf: url)
+        let receiver = try BallotLedger(url: tokenURL, migrate: false)
         XCTAssertThrowsError(try receiver.closeQuestion(poll: 1, question: 1), "a receiver closed a question") { error in
             XCTAssertEqual((error as? LedgerError).flatMap { if case .database(let e) = $0 { e.sqlState } else { nil } }, "42501", "\(error)")
         }
@@ -56,6 +53,17 @@ final class LedgerQuestionCloseTests: XCTestCase {
         let next = (UInt32(1)...100).map { ballot($0, question: 2, answer: 2, poll: 1) }
         try receiver.write(batch: late + changed + next)
         try instructor.write(ballot(300, answer: 1, poll: 1))   // nor from the instructor's role
+        // A stolen token's own SQL, not the ledger's upsert: 100 rows rewritten and 100 inserted, none taken;
+        // nor may it reopen the question.
+        let raw = try PostgresConnection(url: tokenURL)
+        XCTAssertEqual(try raw.execute("UPDATE ballots SET answer = '\\x010003'::bytea, verified = true WHERE poll_id = 1 AND question = 1").affected, 0)
+        XCTAssertEqual(try raw.execute("""
+            INSERT INTO ballots (poll_id, question, voter_mode, voter_id, sequence, answer, verified, heard_at, address)
+            SELECT 1, 1, 0, v, 9, '\\x010002'::bytea, true, 1, '\\x000000000001'::bytea FROM generate_series(1000, 1099) v
+            """).affected, 0)
+        XCTAssertThrowsError(try raw.execute("UPDATE questions SET closed_at = NULL WHERE poll_id = 1")) {
+            XCTAssertEqual(($0 as? PostgresError)?.sqlState, "42501", "\($0)")
+        }
 
         XCTAssertEqual(try instructor.counted(poll: 1, question: 1), before, "question 1 as it was at its close")
         XCTAssertEqual(try instructor.counts(poll: 1, question: 1), [.choice(0): 100])

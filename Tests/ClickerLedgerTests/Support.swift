@@ -1,4 +1,5 @@
 import ClickerLedger
+import ClickerTestSupport
 import ClickerTally
 import ClickerTransport
 import ClickerWire
@@ -92,4 +93,15 @@ func assertLedger(_ ledger: BallotLedger, poll: Int64, equals tally: Tally, ques
         XCTAssertEqual(try ledger.counts(poll: poll, question: q), tally.question(q)?.counts ?? [:],
                        "\(context) q\(q): counts", file: file, line: line)
     }
+}
+
+/// `voter`'s anonymous choice ballot in the poll of `code`, sealed as a voter seals it, heard at `ms`
+/// of radio time from an address of its own.
+func anonymousReport(_ code: JoinCode, voter: UInt32, sequence: UInt16 = 1, answer: UInt8, question: UInt8 = 1,
+                     at ms: UInt64) -> AdvertisementReport {
+    let b = Ballot(mode: .anonymous, voteID: code.voteID, question: question, voterID: voter, sequence: sequence, answer: .choice(answer))
+    return AdvertisementReport(address: DeviceAddress(rawValue: 0xD000_0000_0000 | UInt64(voter)), rssi: -60,
+                               companyID: BallotFormat.companyID,
+                               data: BallotCodec.sealAdvertisement(b, key: .anonymous(pollSecret(code))),
+                               timestamp: RadioInstant(nanoseconds: ms * 1_000_000))
 }

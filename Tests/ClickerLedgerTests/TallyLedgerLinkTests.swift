@@ -18,12 +18,7 @@ final class TallyLedgerLinkTests: XCTestCase {
     let code = try! JoinCode(parsing: "4821-ABCDE-FGHJK")  // test constant, not input
 
     func report(_ voter: UInt32, sequence: UInt16 = 1, answer: UInt8, question: UInt8 = 1, at ms: UInt64) -> AdvertisementReport {
-        let b = Ballot(mode: .anonymous, voteID: code.voteID, question: question, voterID: voter, sequence: sequence,
-                       answer: .choice(answer))
-        return AdvertisementReport(address: DeviceAddress(rawValue: 0xD000_0000_0000 | UInt64(voter)), rssi: -60,
-                                   companyID: BallotFormat.companyID,
-                                   data: BallotCodec.sealAdvertisement(b, key: .anonymous(pollSecret(code))),
-                                   timestamp: RadioInstant(nanoseconds: ms * 1_000_000))
+        anonymousReport(code, voter: voter, sequence: sequence, answer: answer, question: question, at: ms)
     }
 
     /// An anonymous poll without a beacon, linked to poll `poll` of the ledger at `url` and running the
