@@ -139,7 +139,8 @@ let package = Package(
         // Receivers: what one central hears, counted and written to the ledger through a local journal.
         .target(name: "Receivers", dependencies: ["ClickerLedger", "ClickerTally", "ClickerTransport", "ClickerWire", "OSThreads",
                                            "PrivateFiles", "TallyDaemon", .product(name: "GRDB", package: "GRDB.swift"),
-                                           .product(name: "Logging", package: "swift-log")]),
+                                           .product(name: "Logging", package: "swift-log"),
+                                           .product(name: "AsyncAlgorithms", package: "swift-async-algorithms")]),
         .target(name: "ClickerStore", dependencies: ["ClickerTransport", "ClickerWire", "ClickerTally", "PrivateFiles", .product(name: "GRDB", package: "GRDB.swift")]),
         .target(name: "TerminalView"),
         // A pseudo-terminal pair that tests and the ViewLoop benchmark type into and read back.
@@ -205,7 +206,7 @@ let package = Package(
         .testTarget(name: "ClickerStoreTests", dependencies: ["ClickerStore", "ClickerSim", "ClickerWire", "ClickerTally", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "ClickerLedgerTests", dependencies: ["ClickerLedger", "PostgresClient", "PostgresTestSupport", "ClickerTally",
                                                               "ClickerWire", "ClickerTransport", "OSThreads", "Receivers",
-                                                              "ClickerSim", "ClickerTestSupport", "TallyDaemon",
+                                                              "ClickerSim", "ClickerTestSupport", "TallyDaemon", "Voter",
                                                               .product(name: "Logging", package: "swift-log"),
                                                               .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "TerminalViewTests", dependencies: ["TerminalView", "TerminalTestSupport", "ClickerWire", "ClickerSim"], exclude: ["Snapshots"]),

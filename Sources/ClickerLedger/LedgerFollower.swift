@@ -1,5 +1,4 @@
 import ClickerWire
-import Dispatch
 import OSThreads
 import PostgresClient
 import Synchronization
@@ -32,14 +31,7 @@ public final class LedgerFollower: Sendable {
         }
     }
 
-    /// What the caller and the thread share: whether to stop, and the wake-up of a retry's wait.
-    final class Control: Sendable {
-        let stopping = Mutex(false)
-        let wake = DispatchSemaphore(value: 0)
-        var stopped: Bool { stopping.withLock { $0 } }
-    }
-
-    private let control = Control()
+    private let control = LedgerListening.Control()
     private let thread: ThreadHandle
     /// The readings, in order.
     public let readings: AsyncStream<Reading>
@@ -51,8 +43,6 @@ public final class LedgerFollower: Sendable {
         let (readings, continuation) = AsyncStream<Reading>.makeStream(bufferingPolicy: .bufferingNewest(64))
         self.readings = readings
         let control = self.control
-        let (seconds, atto) = retryInterval.components
-        let retryNanoseconds = UInt64(max(0, seconds)) * 1_000_000_000 + UInt64(max(0, atto / 1_000_000_000))
         guard let thread = OSThread.start(name: "clicker-follow", {
             var last: Reading?
             var seen: LedgerSnapshot?
@@ -61,29 +51,12 @@ public final class LedgerFollower: Sendable {
                 last = r
                 continuation.yield(r)
             }
-            func read(_ ledger: BallotLedger) throws -> Reading {
+            LedgerListening.run(url: url, channel: LedgerSchema.channel, poll: poll, retry: retryInterval, control: control) { ledger in
                 var changed: [LedgerBallot] = []
                 if ballots { (changed, seen) = try ledger.changes(poll: poll, since: seen) }
-                return Reading(counts: try ledger.counts(poll: poll), changed: changed)
-            }
-            while !control.stopped {
-                do {
-                    let ledger = try BallotLedger(url: url, migrate: false)
-                    try ledger.db.execute("LISTEN \(LedgerSchema.channel)")
-                    publish(try read(ledger))
-                    let payload = String(poll)
-                    while !control.stopped {
-                        // A short wait, so that `stop()` is noticed soon; a notification ends it at once.
-                        let arrived = try ledger.db.notifications(waitingUpTo: .milliseconds(200))
-                        if arrived.contains(where: { $0.channel == LedgerSchema.channel && $0.payload == payload }) {
-                            publish(try read(ledger))
-                        }
-                    }
-                } catch {
-                    publish(Reading(counts: last?.counts ?? [:], error: "\(error)"))
-                    // Until the next attempt, or `stop()`.
-                    _ = control.wake.wait(timeout: .now() + .nanoseconds(Int(clamping: retryNanoseconds)))
-                }
+                publish(Reading(counts: try ledger.counts(poll: poll), changed: changed))
+            } failed: { error in
+                publish(Reading(counts: last?.counts ?? [:], error: "\(error)"))
             }
             continuation.finish()
         }) else { return nil }
@@ -92,13 +65,9 @@ public final class LedgerFollower: Sendable {
 
     /// Stops following; returns once the thread has ended (the readings then finish).
     public func stop() async {
-        control.stopping.withLock { $0 = true }
-        control.wake.signal()
+        control.stop()
         await thread.finished()
     }
 
-    deinit {
-        control.stopping.withLock { $0 = true }
-        control.wake.signal()
-    }
+    deinit { control.stop() }
 }

@@ -142,6 +142,29 @@ public enum LedgerSchema {
                 FOR EACH ROW EXECUTE FUNCTION ledger_open_question()
             """,
         ],
+        // 7: the tally's beacon, for its receivers to broadcast (``BallotLedger/publishBeacon(poll:payload:)``):
+        // one row per poll, the payload its radio broadcasts now (frames the tally sealed and signed;
+        // empty once it stopped), its serial and when it was written; a notification on channel
+        // `clicker_beacon`, the poll's number as payload, at each write. Only the instructor's role
+        // writes it; a receiver's role reads its poll's row.
+        [
+            """
+            CREATE TABLE beacons (
+                poll_id bigint PRIMARY KEY REFERENCES polls ON DELETE CASCADE,
+                serial bigint NOT NULL,
+                company_id integer NOT NULL CHECK (company_id BETWEEN 0 AND 65535),
+                interval_us bigint NOT NULL CHECK (interval_us > 0),
+                frames bytea NOT NULL,
+                written_at timestamptz NOT NULL DEFAULT now())
+            """,
+            "ALTER TABLE beacons ENABLE ROW LEVEL SECURITY",
+            "CREATE POLICY receiver_reads ON beacons FOR SELECT USING (poll_id IN (SELECT ledger_receiver_polls()))",
+            """
+            CREATE FUNCTION ledger_beacon_notify() RETURNS trigger LANGUAGE plpgsql AS
+            'BEGIN PERFORM pg_notify(''clicker_beacon'', NEW.poll_id::text); RETURN NULL; END'
+            """,
+            "CREATE TRIGGER beacon_written AFTER INSERT OR UPDATE ON beacons FOR EACH ROW EXECUTE FUNCTION ledger_beacon_notify()",
+        ],
     ]
 
     /// The version this build writes and reads.
@@ -150,6 +173,10 @@ public enum LedgerSchema {
     /// The channel of ``migrations``' version 4: one notification per poll and committed transaction
     /// that changed a counted ballot, the poll's number as payload.
     public static let channel = "clicker_ledger"
+
+    /// The channel of ``migrations``' version 7: one notification per write of a poll's beacon, the
+    /// poll's number as payload.
+    public static let beaconChannel = "clicker_beacon"
 
     /// Any constant: the advisory lock migrations take, so that concurrent openers migrate one at a time.
     static let migrationLock: Int64 = 0x636C_6963_6B65_72   // "clicker"

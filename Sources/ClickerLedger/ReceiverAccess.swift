@@ -2,9 +2,9 @@ import ClickerTally
 import PostgresClient
 
 /// What a receiver token is: a database role of its own and its password, made for one poll.
-/// Row-level security (schema version 3) lets the role read that poll and its questions and write
-/// that poll's ballots, while its row in `ledger_receivers` exists and its time has not run out;
-/// closing the poll drops the role. Its login expires with it too (`VALID UNTIL`).
+/// Row-level security (schema version 3) lets the role read that poll, its questions and its beacon
+/// (version 7) and write that poll's ballots, while its row in `ledger_receivers` exists and its time
+/// has not run out; closing the poll drops the role. Its login expires with it too (`VALID UNTIL`).
 public struct ReceiverToken: Sendable, Hashable {
     public let role: String
     public let password: String
@@ -50,7 +50,7 @@ extension BallotLedger {
                 let until = try db.execute("SELECT to_char(to_timestamp($1) AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS')",
                                            [.int(validUntil)]).rows.first?.text(0) ?? ""
                 try db.execute("CREATE ROLE \(token.role) LOGIN PASSWORD '\(token.password)' VALID UNTIL '\(until)+00'")
-                try db.execute("GRANT SELECT ON ledger_schema_version, ledger_receivers, polls, questions TO \(token.role)")
+                try db.execute("GRANT SELECT ON ledger_schema_version, ledger_receivers, polls, questions, beacons TO \(token.role)")
                 try db.execute("GRANT SELECT, INSERT, UPDATE ON ballots, ballot_spans TO \(token.role)")
                 try db.execute("INSERT INTO ledger_receivers (role_name, poll_id, valid_until) VALUES ($1, $2, to_timestamp($3))",
                                [.text(token.role), .int(poll), .int(validUntil)])

@@ -11,13 +11,15 @@ import TallyDaemon
 /// tally opens; hands every ballot the tally's own radio gets counted to a writer that journals and
 /// ships it like a receiver's (``LedgerShipper``); and counts the ballots the ledger has from the
 /// others in the tally (``PollController/countShared(_:)``), which then shows, saves, exports and
-/// acknowledges them like ballots it heard.
+/// acknowledges them like ballots it heard; and writes what the tally's radio broadcasts to the ledger
+/// (``BeaconPublisher``), for the receivers to broadcast too (``BeaconRelay``).
 public final class TallyLedgerLink: Sendable {
     public let poll: Int64
     let controller: PollController
     let registration: LedgerRegistration
     let shipper: LedgerShipper
     let follower: LedgerFollower
+    let beacon: BeaconPublisher
 
     /// Registers `controller`'s poll as `poll` in the ledger at `url` (the instructor's role: the
     /// schema is migrated if it is behind), opens the journal at `journalPath` and starts the writer
@@ -50,23 +52,29 @@ public final class TallyLedgerLink: Sendable {
         let shipper = try LedgerShipper(journal: journal, poll: poll, connect: { try BallotLedger(url: url) },
                                         prepare: { try registration.register(on: $0) },
                                         clock: ElapsedClock(controller.clock), retryInterval: retryInterval)
-        guard let follower = LedgerFollower(url: url, poll: poll, ballots: true, retryInterval: retryInterval) else {
+        guard let follower = LedgerFollower(url: url, poll: poll, ballots: true, retryInterval: retryInterval),
+              let beacon = BeaconPublisher(poll: poll, retryInterval: retryInterval, connect: { try BallotLedger(url: url) }) else {
             throw ReceiverError.threadUnavailable
         }
+        // What the tally's radio broadcasts, for the receivers to broadcast too.
+        await controller.shareBeacon { beacon.submit($0) }
         await controller.shareCounted { shared in
             shipper.submit([LedgerBallot(poll: poll, question: shared.question, voter: shared.voter, sequence: shared.sequence,
                                          answer: shared.answer, verified: shared.verified,
                                          heardAt: radioEpoch + Int64(shared.heard.nanoseconds / 1000), address: shared.address)])
         }
-        return TallyLedgerLink(poll: poll, controller: controller, registration: registration, shipper: shipper, follower: follower)
+        return TallyLedgerLink(poll: poll, controller: controller, registration: registration, shipper: shipper, follower: follower,
+                               beacon: beacon)
     }
 
-    init(poll: Int64, controller: PollController, registration: LedgerRegistration, shipper: LedgerShipper, follower: LedgerFollower) {
+    init(poll: Int64, controller: PollController, registration: LedgerRegistration, shipper: LedgerShipper, follower: LedgerFollower,
+         beacon: BeaconPublisher) {
         self.poll = poll
         self.controller = controller
         self.registration = registration
         self.shipper = shipper
         self.follower = follower
+        self.beacon = beacon
     }
 
     /// Runs until cancelled: counts what the follower reads, registers each question the tally opens,
@@ -139,6 +147,8 @@ public final class TallyLedgerLink: Sendable {
     /// Stops following, ships what is left, and ends the writer; returns its final status.
     public func finish() async -> ShipperStatus {
         await controller.shareCounted(with: nil)
+        await controller.shareBeacon(with: nil)
+        await beacon.finish()
         await follower.stop()
         return await shipper.finish()
     }

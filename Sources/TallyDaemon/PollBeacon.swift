@@ -201,15 +201,17 @@ extension PollController {
     /// sealed long ago as its newest, or the tally's next frames would look ahead of its clock.
     static let stateRefresh: Duration = .seconds(1)
 
-    /// A payload went out (`error` nil) or did not. A failure is logged once, with the back-off, and again
-    /// only when the radio says something else; the first payload out after failures says so.
     /// The radio took `frame` (a radio that reports it: BlueZ where bluetoothd confirms frame changes).
     func beaconTaken(_ frame: FrameTaken) {
         let tick = beaconTick(clock.date)
         beacon.tally?.taken(frame, tick: tick)
     }
 
-    func beaconSent(_ error: (any Error)?) {
+    /// `payload` went out (`error` nil: handed to ``beaconSink`` too) or did not. A failure is logged
+    /// once, with the back-off, and again only when the radio says something else; the first payload
+    /// out after failures says so.
+    func beaconSent(_ payload: BroadcastPayload, _ error: (any Error)?) {
+        if error == nil { beaconSink?(payload) }
         if let error {
             let text = "\(error)"
             if beacon.lastError == nil {
@@ -282,7 +284,7 @@ extension PollController {
             }
             var failure: (any Error)?
             do { try await radio.broadcast(payload) } catch { failure = error }
-            await beaconSent(failure)
+            await beaconSent(payload, failure)
             if failure != nil { backoff.failed() } else { backoff.succeeded() }
             last = clock.now
             lastInterval = payload.interval
@@ -299,6 +301,7 @@ extension PollController {
             await beaconSigned(draft)
         }
         let payload = draft, clock = clock
+        await beaconSink?(payload)
         // Bounded whatever the radio does: a radio that hangs costs `closing` plus a second, no more.
         let sent = await within(closing + .seconds(1)) {
             do { try await radio.broadcast(payload) } catch { return false }
@@ -307,6 +310,7 @@ extension PollController {
         }
         if sent != true { logger.notice("beacon: the closing payload did not go out") }
         _ = await within(.seconds(1)) { try? await radio.stopBroadcasting(); return true }
+        await beaconSink?(nil)
     }
 
     /// The result of `work`, or nil when it takes longer than `limit` (it then goes on detached, and

@@ -81,6 +81,9 @@ public actor PollController {
     var beacon: BeaconRuntime
     /// Where the ballots this tally counts go once saved (the shared ledger), if anywhere.
     var countedSink: (@Sendable (SharedBallot) -> Void)?
+    /// Where each payload this tally's radio broadcasts goes too (the shared ledger, for receivers to
+    /// broadcast), if anywhere; nil is handed on when the tally stops broadcasting.
+    var beaconSink: (@Sendable (BroadcastPayload?) -> Void)?
 
     /// Starts a new poll (`.fresh`: `options.joinCode` must not be in `store`; the open poll there is
     /// closed), or continues the open poll of `store` (`.resume`). The poll opens at `clock`'s

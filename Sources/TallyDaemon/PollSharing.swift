@@ -39,6 +39,13 @@ extension PollController {
         countedSink = sink
     }
 
+    /// Hands each payload this tally's radio broadcasts from now on (signed, as it went out) to
+    /// `sink`, and nil when the tally stops broadcasting; nil stops. `sink` runs on the controller's
+    /// thread or the beacon's task: it must only hand the payload on.
+    public func shareBeacon(with sink: (@Sendable (BroadcastPayload?) -> Void)?) {
+        beaconSink = sink
+    }
+
     /// Counts ballots that other receivers of this poll counted, by the counting rule, as if heard
     /// now: saved, shown, and acknowledged by the beacon like ballots heard here. A ballot for a
     /// question not open here, or that ranks below the one counted here (this tally's own ballots

@@ -67,7 +67,11 @@ struct ReceiverCommand: AsyncParsableCommand {
         let opened: OpenedCentral
         do { opened = try await radio.open(radio.radio, seed: seed, logger: logger) } catch { throw Failure("\(error)") }
         logger.info("receiving for poll \(receiver.poll.poll) (vote \(receiver.poll.voteID)); journal \(journalPath)")
-        let service = ReceiverService(receiver: receiver, central: opened.central,
+        // The tally's beacon, as the ledger has it, goes out on this radio too (when it can broadcast).
+        let relay = (opened.central as? any BroadcasterTransport).flatMap { radio in
+            LedgerBeaconFeed(url: store, poll: receiver.poll.poll).map { (feed: $0, relay: BeaconRelay(radio: radio, logger: logger)) }
+        }
+        let service = ReceiverService(receiver: receiver, central: opened.central, beacon: relay,
                                       duration: duration.map { .milliseconds(Int64($0 * 1000)) }, logger: logger)
         let group = ServiceGroup(configuration: ServiceGroupConfiguration(
             services: [.init(service: service, successTerminationBehavior: .gracefullyShutdownGroup)],
@@ -95,16 +99,21 @@ struct ReceiverCommand: AsyncParsableCommand {
     }
 }
 
-/// The receiver at work: the radio's reports counted, and once a second a pass of the writer (a retry
-/// of the database when one is due, `LedgerReceiver.keepShipping`); until the duration or a signal.
+/// The receiver at work: the radio's reports counted, once a second a pass of the writer (a retry
+/// of the database when one is due, `LedgerReceiver.keepShipping`), and the tally's beacon broadcast
+/// (``BeaconRelay``); until the duration or a signal.
 struct ReceiverService: Service {
     let receiver: LedgerReceiver
     let central: any CentralTransport
+    let beacon: (feed: LedgerBeaconFeed, relay: BeaconRelay)?
     let duration: Duration?
     let logger: Logger
 
     func run() async throws {
         let receiver = self.receiver, central = self.central, logger = self.logger, duration = self.duration
+        // Beside the counting, not part of it: a relay that ends (a radio that cannot broadcast) ends nothing else.
+        let relaying = beacon.map { b in Task { await b.relay.run(b.feed.readings, clock: ContinuousClock()) } }
+        defer { relaying?.cancel() }
         try await cancelWhenGracefulShutdown {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { try await receiver.run(central: central) }
@@ -114,5 +123,8 @@ struct ReceiverService: Service {
                 group.cancelAll()
             }
         }
+        relaying?.cancel()
+        _ = await relaying?.value
+        await beacon?.feed.stop()
     }
 }

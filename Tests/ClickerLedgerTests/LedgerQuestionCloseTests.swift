@@ -39,7 +39,7 @@ final class LedgerQuestionCloseTests: XCTestCase {
             .url(replacingCredentialsOf: url)
         let receiver = try BallotLedger(url: tokenURL, migrate: false)
         XCTAssertThrowsError(try receiver.closeQuestion(poll: 1, question: 1), "a receiver closed a question") { error in
-            XCTAssertEqual((error as? LedgerError).flatMap { if case .database(let e) = $0 { e.sqlState } else { nil } }, "42501", "\(error)")
+            XCTAssertEqual(sqlState(error), "42501", "\(error)")
         }
         XCTAssertEqual(try instructor.closeQuestion(poll: 1, question: 1), true)
         XCTAssertEqual(try instructor.closeQuestion(poll: 1, question: 1), false, "closed already")

@@ -19,14 +19,6 @@ final class ReceiverTokenTests: XCTestCase {
                      answer: .choice(answer), verified: false, heardAt: 1_000, address: DeviceAddress(rawValue: UInt64(voter)))
     }
 
-    func sqlState(_ error: any Error) -> String? {
-        switch error {
-        case let e as LedgerError: if case .database(let p) = e { return p.sqlState } else { return nil }
-        case let e as PostgresError: return e.sqlState
-        default: return nil
-        }
-    }
-
     func testAReceiverReadsAndWritesItsOwnPollOnly() throws {
         let url = try SharedServer.database()
         let instructor = try BallotLedger(url: url)
@@ -46,7 +38,7 @@ final class ReceiverTokenTests: XCTestCase {
         XCTAssertEqual(try instructor.counts(poll: 1, question: 1), [.choice(1): 2])
 
         // Another poll's ballots: neither written nor read.
-        XCTAssertThrowsError(try receiver.write(ballot(poll: 2, voter: 6))) { XCTAssertEqual(self.sqlState($0), "42501") }
+        XCTAssertThrowsError(try receiver.write(ballot(poll: 2, voter: 6))) { XCTAssertEqual(sqlState($0), "42501") }
         XCTAssertEqual(try receiver.counts(poll: 2, question: 1), [:])
         XCTAssertEqual(try instructor.counts(poll: 2, question: 1), [.choice(1): 1])
         // No registering, deleting, or changing the poll's rule.
@@ -54,7 +46,7 @@ final class ReceiverTokenTests: XCTestCase {
         for statement in ["INSERT INTO polls VALUES (3, 1, 'latestWins')", "DELETE FROM ballots",
                           "UPDATE polls SET change_policy = 'firstResponseOnly'", "INSERT INTO questions (poll_id, question) VALUES (1, 9)",
                           "CREATE TABLE mine (x int)", "UPDATE ledger_receivers SET valid_until = now() + interval '1 year'"] {
-            XCTAssertThrowsError(try db.execute(statement), statement) { XCTAssertEqual(self.sqlState($0), "42501", statement) }
+            XCTAssertThrowsError(try db.execute(statement), statement) { XCTAssertEqual(sqlState($0), "42501", statement) }
         }
         XCTAssertEqual(try instructor.counts(poll: 1, question: 1), [.choice(1): 2])
 
@@ -104,7 +96,7 @@ final class ReceiverTokenTests: XCTestCase {
         try receiver.write(ballot(poll: 5, voter: 1))
         try PostgresConnection(url: url).execute("UPDATE ledger_receivers SET valid_until = now() - interval '1 second' WHERE role_name = $1",
                                                  [.text(token.role)])
-        XCTAssertThrowsError(try receiver.write(ballot(poll: 5, voter: 2))) { XCTAssertEqual(self.sqlState($0), "42501") }
+        XCTAssertThrowsError(try receiver.write(ballot(poll: 5, voter: 2))) { XCTAssertEqual(sqlState($0), "42501") }
         XCTAssertThrowsError(try receiver.receiverPoll()) { XCTAssertEqual($0 as? LedgerError, .tokenNotValid) }
         XCTAssertEqual(try instructor.counts(poll: 5, question: 1), [.choice(1): 1])
     }

@@ -4,6 +4,7 @@ import ClickerTally
 import ClickerTransport
 import ClickerWire
 import Foundation
+import PostgresClient
 import PostgresTestSupport
 import Synchronization
 import XCTest
@@ -104,4 +105,13 @@ func anonymousReport(_ code: JoinCode, voter: UInt32, sequence: UInt16 = 1, answ
                                companyID: BallotFormat.companyID,
                                data: BallotCodec.sealAdvertisement(b, key: .anonymous(pollSecret(code))),
                                timestamp: RadioInstant(nanoseconds: ms * 1_000_000))
+}
+
+/// The SQLSTATE of a refusal by PostgreSQL, through the ledger or a plain connection.
+func sqlState(_ error: any Error) -> String? {
+    switch error {
+    case let e as LedgerError: if case .database(let p) = e { return p.sqlState } else { return nil }
+    case let e as PostgresError: return e.sqlState
+    default: return nil
+    }
 }
