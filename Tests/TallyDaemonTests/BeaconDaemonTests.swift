@@ -75,9 +75,12 @@ final class BeaconDaemonTests: XCTestCase {
     /// On the simulated air: the tally broadcasts from the poll's start; a listener hears STATE open
     /// with the question, and ACKS frames holding the fingerprints of the ballots counted; after `n`
     /// STATE says question 2; the tally's own STATE frames heard by its scanner are no forgery.
+    /// The beacon runs on the air's clock, and `drive` lets it act at each instant before the air moves
+    /// on: what it has sent by a given instant of the air is the same on a loaded machine.
     func testTheTallyBroadcastsStateAndAcknowledgesWhatItCounts() async throws {
         let air = SimulatedAir(AirConfiguration(seed: 21, clock: .virtual))
-        let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: nil)
+        let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: nil,
+                                            clock: PollClock(air.clock))
         let ear = air.addPeripheral(rssi: -50)
         let heard = ear.listen(companyID: BallotFormat.companyID, dutyCycle: ScanDutyCycle(window: .milliseconds(60),
                                                                                            interval: .milliseconds(60)))
@@ -100,18 +103,18 @@ final class BeaconDaemonTests: XCTestCase {
             try await session.cast(.choice(UInt8(i % 4)))
         }
         let run = await air.start(controller)
-        try await eventually("the first payload") { await controller.beacon.payloads >= 1 }
         await air.drive(controller, until: RadioInstant(nanoseconds: 2_000_000_000))
+        let first = await controller.beacon.payloads
+        XCTAssertGreaterThanOrEqual(first, 1, "the first payload")
         for b in await controller.results().ballots {
             voters[UInt32(b.voter, radix: 16) ?? 0] = UInt16(b.sequence)
         }
         XCTAssertEqual(voters.count, 12)
-        // The counted ballots go into a payload; the listener hears it.
-        try await eventually("the acknowledgements composed") {
-            let pending = await controller.beacon.tally?.hasPending
-            let payloads = await controller.beacon.payloads
-            return pending == false && payloads >= 2
-        }
+        // The counted ballots went into a payload; the listener hears it.
+        let pending = await controller.beacon.tally?.hasPending
+        let payloads = await controller.beacon.payloads
+        XCTAssertEqual(pending, false, "the acknowledgements composed")
+        XCTAssertGreaterThanOrEqual(payloads, 2, "the acknowledgements composed")
         await air.drive(controller, until: RadioInstant(nanoseconds: 3_000_000_000))
         var got = try await drain()
         var states: [BeaconState] = got.compactMap { if case .state(let s) = $0 { s } else { nil } }
@@ -129,8 +132,9 @@ final class BeaconDaemonTests: XCTestCase {
         // Next question: STATE says 2.
         let before = await controller.beacon.payloads
         try await controller.nextQuestion()
-        try await eventually("the new question's payload") { await controller.beacon.payloads > before }
         await air.drive(controller, until: RadioInstant(nanoseconds: 3_500_000_000))
+        let after = await controller.beacon.payloads
+        XCTAssertGreaterThan(after, before, "the new question's payload")
         got = try await drain()
         states = got.compactMap { if case .state(let s) = $0 { s } else { nil } }
         XCTAssertEqual(states.last?.poll, .open(BeaconQuestion(number: 2, kind: .single, options: 4)))
@@ -351,18 +355,30 @@ final class BeaconDaemonTests: XCTestCase {
 
     func testTheEndOfTheRunSendsClosedThenStops() async throws {
         let radio = RecordingBroadcaster()
-        let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: nil)
+        let clock = TestClock()
+        let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: nil,
+                                            clock: PollClock(clock))
         let run = Task { try await controller.run(central: radio) }
-        try await until(radio.broadcasts.subscribe(), "the first payload") { radio.payloads.count >= 1 }
+        // The first refresh tick, taken once the beacon waits for it; the payload is out when it settles.
+        await controller.beaconSettled()
+        clock.advance(by: .milliseconds(250))
+        await controller.beaconSettled()
+        XCTAssertGreaterThanOrEqual(radio.payloads.count, 1, "the first payload")
         radio.ads.yield(ballot(voter: 3, answer: .choice(1)))
         try await untilChanged(controller, "the ballot counted") { await controller.results().voters == 1 }
         run.cancel()
         _ = try? await run.value
-        let start = ContinuousClock.now
-        await controller.endBeacon(closing: .milliseconds(300))
-        let took = ContinuousClock.now - start
-        XCTAssertGreaterThanOrEqual(took, .milliseconds(300))
-        XCTAssertLessThan(took, .seconds(2))
+        let start = clock.now
+        let ending = Task { await controller.endBeacon(closing: .milliseconds(300)) }
+        // The closing payload is out and the end waits for the poll's clock, not for the wall's.
+        await clock.waitForSleeper(until: start.advanced(by: .milliseconds(300)))
+        XCTAssertEqual(radio.events.last, "broadcast", "closed sent, not yet stopped")
+        clock.advance(by: .milliseconds(299))
+        XCTAssertEqual(radio.events.last, "broadcast", "299 ms in, it still says closed")
+        // At 300 ms it stops, with the clock standing there (the radio's bound of 1.3 s never comes).
+        clock.advance(by: .milliseconds(1))
+        try await until(radio.broadcasts.subscribe(), "stopped at 300 ms") { radio.events.last == "stop" }
+        await ending.value
         let events = radio.events
         XCTAssertEqual(events.last, "stop")
         guard let last = radio.payloads.last, let s = BeaconCodec.state(in: last, key: key) else {
@@ -380,7 +396,7 @@ final class RecordingBroadcaster: CentralTransport, BroadcasterTransport {
     init(capabilities: BroadcastCapabilities = .legacy) { self.capabilities = capabilities }
     let (stream, ads) = AsyncThrowingStream<AdvertisementReport, any Error>.makeStream()
     private let log = Mutex<(payloads: [BroadcastPayload], events: [String])>(([], []))
-    /// A notice after each payload it is given to broadcast.
+    /// A notice after each payload it is given to broadcast, and after it is told to stop.
     let broadcasts = ChangeFeed()
     var payloads: [BroadcastPayload] { log.withLock { $0.payloads } }
     var events: [String] { log.withLock { $0.events } }
@@ -396,5 +412,8 @@ final class RecordingBroadcaster: CentralTransport, BroadcasterTransport {
         log.withLock { $0.payloads.append(payload); $0.events.append("broadcast") }
         broadcasts.signal()
     }
-    func stopBroadcasting() async throws { log.withLock { $0.events.append("stop") } }
+    func stopBroadcasting() async throws {
+        log.withLock { $0.events.append("stop") }
+        broadcasts.signal()
+    }
 }
