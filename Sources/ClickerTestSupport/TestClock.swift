@@ -31,8 +31,8 @@ public final class TestClock: Clock, ArmingClock, Sendable {
         try await sleep(until: deadline, armed: {})
     }
 
-    /// ``ArmingClock``: `armed` runs once the sleeper is registered (before any task can move the clock
-    /// past its deadline unnoticed).
+    /// ``ArmingClock``: `armed` runs once the sleeper is registered; moving the clock past its deadline
+    /// from then on wakes it.
     public func sleep(until deadline: Instant, armed: @escaping @Sendable () -> Void) async throws {
         let id = state.withLock { s in
             defer { s.nextID += 1 }
