@@ -160,9 +160,10 @@ final class BeaconDaemonTests: XCTestCase {
         let radio = RecordingBroadcaster(capabilities: bluetooth4)
         let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: nil)
         let run = Task { try await controller.run(central: radio) }
-        try await eventually("the screen says the beacon is off") {
-            await controller.viewModel().alert?.hasPrefix("beacon off: this adapter cannot broadcast while it scans") == true
-        }
+        // The beacon's loop has ended (nothing to broadcast on): the screen says so by then.
+        await controller.beaconSettled()
+        let offAlert = await controller.viewModel().alert
+        XCTAssertTrue(offAlert?.hasPrefix("beacon off: this adapter cannot broadcast while it scans") == true, offAlert ?? "no alert")
         radio.ads.yield(ballot(voter: 3, answer: .choice(1)))
         try await untilChanged(controller, "the ballot counted") { await controller.results().voters == 1 }
         XCTAssertEqual(radio.events, [], "nothing was broadcast")
@@ -177,9 +178,11 @@ final class BeaconDaemonTests: XCTestCase {
         var asked = PollOptions(joinCode: code, confirmByGATT: false)
         asked.beacon = .always
         let forced = RecordingBroadcaster(capabilities: bluetooth4)
-        let tally = try PollController(options: asked, store: nil)
+        let clock = TestClock()
+        let tally = try PollController(options: asked, store: nil, clock: PollClock(clock))
         let run2 = Task { try await tally.run(central: forced) }
-        try await until(forced.broadcasts.subscribe(), "the beacon goes out when asked for") { forced.payloads.count >= 1 }
+        let out = await tally.pass(clock, .seconds(1)) { forced.payloads.count >= 1 }
+        XCTAssertTrue(out, "the beacon goes out when asked for")
         let alert = await tally.viewModel().alert
         XCTAssertNil(alert)
         run2.cancel()
@@ -204,10 +207,13 @@ final class BeaconDaemonTests: XCTestCase {
         let student = DeviceKey.generate(), stranger = DeviceKey.generate()
         let roster = try Roster(entries: [RosterEntry(name: "Ada", studentID: "s1", enrollment: student.enrollmentCode)])
         let radio = RecordingBroadcaster()
-        let controller = try PollController(options: PollOptions(joinCode: code, roster: roster, confirmByGATT: false), store: nil)
+        let clock = TestClock()
+        let controller = try PollController(options: PollOptions(joinCode: code, roster: roster, confirmByGATT: false), store: nil,
+                                            clock: PollClock(clock))
         let run = Task { try await controller.run(central: radio) }
         defer { run.cancel() }
-        try await until(radio.broadcasts.subscribe(), "a payload") { !radio.payloads.isEmpty }
+        let out = await controller.pass(clock, .seconds(1)) { !radio.payloads.isEmpty }
+        XCTAssertTrue(out, "a payload")
         let secret = pollSecret(code)
         func report(_ device: DeviceKey, address: UInt64, ms: UInt64) -> AdvertisementReport {
             AdvertisementReport(address: DeviceAddress(rawValue: address), rssi: -50, companyID: BallotFormat.companyID,
@@ -227,7 +233,9 @@ final class BeaconDaemonTests: XCTestCase {
         // comes after every report of the stranger was taken.
         for i in 0..<5 { radio.ads.yield(report(stranger, address: 1, ms: 2 + 100 * UInt64(i))) }
         radio.ads.yield(report(student, address: 2, ms: 600))
-        try await until(radio.broadcasts.subscribe(), "the student's ballot acknowledged") { acknowledged().contains(studentPrint) }
+        try await untilChanged(controller, "the student's ballot counted") { await controller.results().voters == 1 }
+        let acked = await controller.pass(clock, .seconds(1)) { acknowledged().contains(studentPrint) }
+        XCTAssertTrue(acked, "the student's ballot acknowledged")
         let r = await controller.results()
         XCTAssertEqual(r.voters, 1)
         XCTAssertEqual(r.rejected[Rejection.unknownVoter.rawValue], 5, "\(r.rejected)")
@@ -241,7 +249,9 @@ final class BeaconDaemonTests: XCTestCase {
     func testDevicesNotOnTheRosterLengthenTheIntervalAsVotersWould() async throws {
         let roster = try Roster(entries: [RosterEntry(name: "Ada", studentID: "s1", enrollment: DeviceKey.generate().enrollmentCode)])
         let radio = RecordingBroadcaster()
-        let controller = try PollController(options: PollOptions(joinCode: code, roster: roster, confirmByGATT: false), store: nil)
+        let clock = TestClock()
+        let controller = try PollController(options: PollOptions(joinCode: code, roster: roster, confirmByGATT: false), store: nil,
+                                            clock: PollClock(clock))
         let run = Task { try await controller.run(central: radio) }
         defer { run.cancel() }
         let broadcast = BeaconAirModel.Broadcast(interval: TallyBeacon.Tuning().composer.fastInterval)
@@ -250,7 +260,8 @@ final class BeaconDaemonTests: XCTestCase {
             BeaconAirModel.stateInterval(unacknowledged: n, acknowledged: 0, broadcast: broadcast).milliseconds
         }
         @Sendable func lastInterval() -> Int? { radio.payloads.last.flatMap { BeaconCodec.state(in: $0, key: key) }?.interval.milliseconds }
-        try await until(radio.broadcasts.subscribe(), "the opening payload") { lastInterval() == forRoom(1) }
+        var opened = await controller.pass(clock, .seconds(1)) { lastInterval() == forRoom(1) }
+        XCTAssertTrue(opened, "the opening payload")
         // Roster-mode ballots of voter IDs on no roster (the tag is never checked: no key for them).
         for id in 0..<300 {
             let b = Ballot(mode: .roster, voteID: code.voteID, question: 1, voterID: UInt32(0x5000_0000 + id), sequence: 1,
@@ -261,7 +272,8 @@ final class BeaconDaemonTests: XCTestCase {
                                                 timestamp: RadioInstant(nanoseconds: 1_000_000)))
         }
         try await untilChanged(controller, "all 300 rejected") { await controller.results().rejected[Rejection.unknownVoter.rawValue] == 300 }
-        try await until(radio.broadcasts.subscribe(), "the interval for 300 voters", timeout: .seconds(20)) { lastInterval() == forRoom(300) }
+        opened = await controller.pass(clock, .seconds(20)) { lastInterval() == forRoom(300) }
+        XCTAssertTrue(opened, "the interval for 300 voters: \(lastInterval() ?? 0) ms")
         let counted = await controller.results().voters
         XCTAssertEqual(counted, 0)
     }
@@ -272,10 +284,13 @@ final class BeaconDaemonTests: XCTestCase {
         // A join code given by hand commits to no key: extended frames go out unsigned, and the view says so.
         for (capabilities, frames) in [(BroadcastCapabilities.legacy, TallyViewModel.BeaconFrames.legacy), (.extended, .extendedUnsigned)] {
             let radio = RecordingBroadcaster(capabilities: capabilities)
-            let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: nil)
+            let clock = TestClock()
+            let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: nil,
+                                                clock: PollClock(clock))
             let run = Task { try await controller.run(central: radio) }
             // The frames are chosen before the first payload goes out.
-            try await until(radio.broadcasts.subscribe(), "the beacon went out") { radio.payloads.count >= 1 }
+            let out = await controller.pass(clock, .seconds(1)) { radio.payloads.count >= 1 }
+            XCTAssertTrue(out, "the beacon went out")
             let said = await controller.viewModel().radio.beacon
             XCTAssertEqual(said, frames)
             let longest = radio.payloads.flatMap(\.frames).map(\.count).max() ?? 0
@@ -296,23 +311,14 @@ final class BeaconDaemonTests: XCTestCase {
         let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: nil,
                                             clock: PollClock(clock))
         let run = Task { try await controller.run(central: radio) }
-        // The poll's clock in 10 ms steps, each taken while the beacon waits on it (its timer asks for
-        // the next tick only once the payload before has gone out), so a slow machine changes nothing.
-        func pass(_ span: Duration) async {
-            let end = clock.now.advanced(by: span)
-            while clock.now < end {
-                await clock.waitForSleepers(1)
-                clock.advance(by: .milliseconds(10))
-            }
-            await clock.waitForSleepers(1)
-        }
+        // The poll's clock in 10 ms steps, each taken once the beacon has acted, so a slow machine changes nothing.
         // The broadcast stays fast (a payload every 250 ms) for 5 s after the question opens; then quiet.
         let slow = TallyBeacon.Tuning().composer.slowInterval
-        await pass(.seconds(6))
+        await controller.pass(clock, .seconds(6))
         XCTAssertEqual(radio.payloads.last?.interval, slow, "the broadcast slowed")
         let quietFrom = radio.payloads.count - 1
         let waited: Duration = .seconds(10)
-        await pass(waited)
+        await controller.pass(clock, waited)
         run.cancel()
         _ = try? await run.value
         let counters = radio.payloads[quietFrom...].compactMap { p -> UInt32? in
@@ -336,10 +342,12 @@ final class BeaconDaemonTests: XCTestCase {
         })
         func openingInterval(_ options: PollOptions, mode: BallotMode) async throws -> Int? {
             let radio = RecordingBroadcaster()
-            let controller = try PollController(options: options, store: nil)
+            let clock = TestClock()
+            let controller = try PollController(options: options, store: nil, clock: PollClock(clock))
             let run = Task { try await controller.run(central: radio) }
             defer { run.cancel() }
-            try await until(radio.broadcasts.subscribe(), "a payload", timeout: .seconds(20)) { !radio.payloads.isEmpty }
+            let out = await controller.pass(clock, .seconds(1)) { !radio.payloads.isEmpty }
+            XCTAssertTrue(out, "a payload")
             guard let first = radio.payloads.first, let s = BeaconCodec.state(in: first, key: key),
                   case .open = s.poll else { return nil }
             XCTAssertEqual(s.mode, mode)
@@ -387,6 +395,22 @@ final class BeaconDaemonTests: XCTestCase {
         XCTAssertEqual(s.poll, .closed)
         XCTAssertEqual(last.frames.count, 1)
         XCTAssertEqual(events.suffix(2).first, "broadcast")
+    }
+}
+
+extension PollController {
+    /// Moves `clock` (the poll's) in steps of `step`, each once the beacon has acted at the instant before
+    /// (``beaconSettled()``), for `span` or until `done` holds; returns whether it does.
+    @discardableResult
+    nonisolated func pass(_ clock: TestClock, _ span: Duration, step: Duration = .milliseconds(10),
+              until done: () -> Bool = { false }) async -> Bool {
+        let end = clock.now.advanced(by: span)
+        await beaconSettled()
+        while !done(), clock.now < end {
+            clock.advance(by: step)
+            await beaconSettled()
+        }
+        return done()
     }
 }
 
