@@ -20,7 +20,7 @@ final class BeaconLoopTests: XCTestCase {
         let secret = pollSecret(code)
         let air = SimulatedAir(AirConfiguration(seed: 31, clock: .virtual))
         // The tally and the voters keep the air's time: `drive` lets the beacon act at each instant of the
-        // air before it moves on, as on a machine with nothing else to do.
+        // air before it moves on (the voters' tasks are given 5 ms of the wall clock per step, below).
         let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: nil,
                                             clock: PollClock(air.clock))
         let quiet = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
