@@ -16,11 +16,19 @@ public struct AirTimeClock: Clock {
     public var minimumResolution: Duration { .nanoseconds(1) }
 
     public func sleep(until deadline: Instant, tolerance: Duration? = nil) async throws {
+        try await sleep(until: deadline, armed: {})
+    }
+}
+
+extension AirTimeClock: ArmingClock {
+    /// ``ArmingClock``: on virtual air `armed` runs once the air knows the sleeper, so that the air
+    /// stops at its deadline; on real-time air just before the sleep.
+    public func sleep(until deadline: Instant, armed: @escaping @Sendable () -> Void) async throws {
         if air.isVirtual {
-            try await air.sleepers.sleep(until: deadline.offset.clampedNanoseconds, now: { air.now.nanoseconds })
+            try await air.sleepers.sleep(until: deadline.offset.clampedNanoseconds, now: { air.now.nanoseconds }, armed: armed)
         } else {
             let wait = now.duration(to: deadline)
-            if wait > .zero { try await Task.sleep(for: wait / air.realTimeSpeed) }
+            if wait > .zero { armed(); try await Task.sleep(for: wait / air.realTimeSpeed) }
         }
     }
 }
@@ -46,7 +54,7 @@ final class AirSleepers: Sendable {
     /// The earliest deadline of a sleeper, if any.
     var nextDeadline: UInt64? { state.withLock { $0.sleepers.values.map(\.deadline).min() } }
 
-    func sleep(until deadline: UInt64, now: @Sendable () -> UInt64) async throws {
+    func sleep(until deadline: UInt64, now: @Sendable () -> UInt64, armed: @Sendable () -> Void) async throws {
         let id = state.withLock { s in
             defer { s.nextID += 1 }
             return s.nextID
@@ -58,7 +66,7 @@ final class AirSleepers: Sendable {
                     s.sleepers[id] = Sleeper(deadline: deadline, continuation: c)
                     return false
                 }
-                if resumeNow { Task.isCancelled ? c.resume(throwing: CancellationError()) : c.resume() }
+                if resumeNow { Task.isCancelled ? c.resume(throwing: CancellationError()) : c.resume() } else { armed() }
             }
         } onCancel: {
             state.withLock { $0.sleepers.removeValue(forKey: id) }?.continuation.resume(throwing: CancellationError())

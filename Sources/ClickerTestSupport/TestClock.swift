@@ -3,7 +3,7 @@ import Synchronization
 
 /// A clock that moves only when a test says so: sleepers wait until ``advance(to:)`` passes their
 /// deadline, and a test can wait (without time) until a given number of them are asleep.
-public final class TestClock: Clock, Sendable {
+public final class TestClock: Clock, ArmingClock, Sendable {
     /// Time since the clock was made, as every clock of the project reads it.
     public typealias Instant = ElapsedClock.Instant
 
@@ -28,6 +28,12 @@ public final class TestClock: Clock, Sendable {
     public var minimumResolution: Duration { .nanoseconds(1) }
 
     public func sleep(until deadline: Instant, tolerance: Duration? = nil) async throws {
+        try await sleep(until: deadline, armed: {})
+    }
+
+    /// ``ArmingClock``: `armed` runs once the sleeper is registered; moving the clock past its deadline
+    /// from then on wakes it.
+    public func sleep(until deadline: Instant, armed: @escaping @Sendable () -> Void) async throws {
         let id = state.withLock { s in
             defer { s.nextID += 1 }
             return s.nextID
@@ -41,6 +47,8 @@ public final class TestClock: Clock, Sendable {
                 }
                 if resumeNow {
                     Task.isCancelled ? c.resume(throwing: CancellationError()) : c.resume()
+                } else {
+                    armed()
                 }
                 for w in watchers { w.resume() }
             }

@@ -19,20 +19,23 @@ public struct SimulatedRoom: Sendable {
     let timeScale: Double
     let churn: Double?
     let seed: UInt64
+    let clock: ElapsedClock
 
     /// - Parameters:
     ///   - room: the students (their think times, answers and changes).
     ///   - speed: 10 makes the students answer ten times sooner.
     ///   - churn: votes per second in all that students keep changing to after answering (load tests).
     ///   - seed: the seed the room's answers to each question's kind are drawn from.
+    ///   - clock: the clock the students' timers run on (a test gives the virtual air's, `air.clock`).
     public init(room: Classroom, air: SimulatedAir, controller: PollController, speed: Double = 1,
-                churn: Double? = nil, seed: UInt64) {
+                churn: Double? = nil, seed: UInt64, clock: some Clock<Duration> = ContinuousClock()) {
         self.room = room
         self.air = air
         self.controller = controller
         timeScale = 1 / speed
         self.churn = churn
         self.seed = seed
+        self.clock = ElapsedClock(clock)
     }
 
     /// Runs until cancelled or a graceful shutdown.
@@ -48,13 +51,13 @@ public struct SimulatedRoom: Sendable {
 
     private func follow(_ radios: RadioCache) async {
         let answers = QuestionRooms(room: room, seed: seed, controller: controller)
-        let room = self.room, scale = timeScale
+        let room = self.room, scale = timeScale, clock = self.clock
         while !Task.isCancelled {
             let changes = controller.changeFeed.subscribe()  // before reading the code: no change missed
             let code = await controller.joinCode
             let secret = PollSecret(deriving: code)  // scrypt: once per poll
             let students = Task {
-                await room.follow(secret: secret, timeScale: scale, answers: { await answers.room(for: $0) }) { radios[$0] }
+                await room.follow(secret: secret, timeScale: scale, clock: clock, answers: { await answers.room(for: $0) }) { radios[$0] }
             }
             // A new poll (NewPoll on the daemon) has another join code: follow its beacon instead.
             for await _ in changes where await controller.joinCode != code { break }
@@ -66,7 +69,7 @@ public struct SimulatedRoom: Sendable {
 
     private func told(_ radios: RadioCache) async {
         var rng = SplitMix64(seed: seed)
-        let room = self.room, scale = timeScale, churn = self.churn
+        let room = self.room, scale = timeScale, churn = self.churn, clock = self.clock
         var derived: PollSecret?
         while !Task.isCancelled {
             let changes = controller.changeFeed.subscribe()  // before reading the question: no change missed
@@ -80,7 +83,7 @@ public struct SimulatedRoom: Sendable {
             let asked = room.redrawn(using: &rng).answering(kinds: spec.kinds, options: spec.options,
                                        range: spec.numeric.map { $0.lowest...$0.highest }, using: &rng)
             let students = Task {
-                await asked.run(secret: secret, question: q, timeScale: scale, churn: churn) { radios[$0] }
+                await asked.run(secret: secret, question: q, timeScale: scale, churn: churn, clock: clock) { radios[$0] }
             }
             for await _ in changes {
                 if await controller.question != q { break }

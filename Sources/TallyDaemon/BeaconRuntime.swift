@@ -32,8 +32,8 @@ struct BeaconRuntime: Sendable {
     static let checksPerSecond = 200
     /// Something the voters must hear at once changed (question, phase): compose now.
     var changed = true
-    /// Wakes the broadcasting task.
-    var wake: AsyncStream<Void>.Continuation?
+    /// Wakes the broadcasting task (set once it has started).
+    var turns: BeaconTurns?
     /// The radio that broadcasts, and what it can.
     var radio: (any BroadcasterTransport)?
     var capabilities: BroadcastCapabilities?

@@ -1,4 +1,3 @@
-import AsyncAlgorithms
 import ClickerQuestions
 import ClickerTally
 import ClickerTransport
@@ -77,7 +76,7 @@ extension PollController {
         guard isOpen, b.question == question else { return }
         if beacon.counted(VoterKey(mode: b.mode, voterID: b.voterID), question: b.question, sequence: b.sequence,
                           at: time.nanoseconds) {
-            beacon.wake?.yield()
+            beacon.turns?.wake()
         }
     }
 
@@ -117,11 +116,11 @@ extension PollController {
     }
 
     /// Starts the beacon for a radio of `capabilities`.
-    func startBeacon(_ capabilities: BroadcastCapabilities, wake: AsyncStream<Void>.Continuation) {
+    func startBeacon(_ capabilities: BroadcastCapabilities, turns: BeaconTurns) {
         beacon.tally = TallyBeacon(key: beacon.key, mode: options.roster == nil ? .anonymous : .roster, capabilities: capabilities,
                                    roomLimit: options.roster?.entries.count, signer: beacon.signer, deferSignatures: true)
         beacon.capabilities = capabilities
-        beacon.wake = wake
+        beacon.turns = turns
         beacon.changed = true
     }
 
@@ -133,9 +132,9 @@ extension PollController {
         beacon.forgeries = 0
         beacon.radio = old.radio
         beacon.off = old.off   // the radio still cannot broadcast while it scans
-        if var t = old.tally, let caps = old.capabilities, let wake = old.wake {
+        if var t = old.tally, let caps = old.capabilities, let turns = old.turns {
             _ = t.payload(.closed, tick: beaconTick(clock.date), at: radioNow.nanoseconds)
-            startBeacon(caps, wake: wake)
+            startBeacon(caps, turns: turns)
             if var f = t.lastState {
                 if let s = old.signer, BeaconSigning.isDraft(f) { f = BeaconSigning.sign(frame: f, signer: s, voteID: old.key.voteID) }
                 beacon.farewell = (f, clock.date.addingTimeInterval(PollClock.seconds(beaconClosingTime)))
@@ -237,7 +236,7 @@ extension PollController {
     /// The phase changed (question opened, closed, next, new poll): the broadcasting task composes now.
     func beaconChanged() {
         beacon.changed = true
-        beacon.wake?.yield()
+        beacon.turns?.wake()
     }
 
     /// Runs the beacon on `radio` until cancelled: a payload at the start, on every change of phase,
@@ -245,33 +244,36 @@ extension PollController {
     /// fast, and at least every ``stateRefresh``; at most one payload per `gap`.
     /// While the radio refuses payloads, the next try waits for ``BeaconBackoff`` (news that comes
     /// meanwhile goes out with it): a radio that cannot broadcast costs the actor that takes the reports
-    /// a payload every few seconds, not four a second. Every wait is on the poll's ``clock``.
+    /// a payload every few seconds, not four a second. Every wait is on the poll's ``clock``, through
+    /// ``beaconTurns``, so that a test sees when a turn is over (``beaconSettled()``).
     nonisolated func runBeacon(_ radio: any BroadcasterTransport, gap: Duration = .milliseconds(100),
                                refresh: Duration = .milliseconds(250)) async {
+        let turns = beaconTurns
+        defer { turns.end() }
         let caps = (try? await radio.broadcastCapabilities()) ?? .legacy
         if !caps.whileScanning, await options.beacon == .whenPossible {
             await beaconUnavailable()
             return
         }
-        let (wakes, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
-        await startBeacon(caps, wake: wake)
+        await startBeacon(caps, turns: turns)
         // What the radio reports it put on the air places the STATE frames (nothing on radios that keep
         // their stated frame time).
         let taking = Task { [weak self] in
             for await frame in radio.framesTaken() { await self?.beaconTaken(frame) }
         }
-        defer {
-            wake.finish()
-            taking.cancel()
-        }
-        let ticks = AsyncTimerSequence(interval: refresh, clock: clock).map { _ in () }
+        defer { taking.cancel() }
+        var tick = clock.now.advanced(by: refresh)
         var last: PollClock.Instant?
         var lastInterval: Duration?
         var backoff = BeaconBackoff()
-        for await _ in merge(wakes, ticks) {
+        while !Task.isCancelled {
+            // News, or the next refresh tick (ticks missed while a turn took long are skipped).
+            if await !turns.wait(until: tick, wakeable: true) {
+                while tick <= clock.now { tick = tick.advanced(by: refresh) }
+            }
             if Task.isCancelled { break }
             if let l = last, clock.now < l.advanced(by: backoff.delay ?? gap) {
-                try? await clock.sleep(until: l.advanced(by: backoff.delay ?? gap), tolerance: nil)
+                _ = await turns.wait(until: l.advanced(by: backoff.delay ?? gap), wakeable: false)
                 if Task.isCancelled { break }
             }
             let refreshing = await beaconRefreshDue(lastInterval: lastInterval, sinceLast: last.map { $0.duration(to: clock.now) } ?? .zero)
@@ -290,6 +292,10 @@ extension PollController {
             lastInterval = payload.interval
         }
     }
+
+    /// Returns once the beacon loop waits on the poll's clock with nothing due at its current instant
+    /// (or does not run): a test that moves the clock lets the beacon act first (``BeaconTurns``).
+    nonisolated func beaconSettled() async { await beaconTurns.settled() }
 
     /// Tells voters for `closing` that the poll closed, then stops broadcasting. Called once the scan
     /// has stopped and the votes are committed: it delays the end of the run by `closing` at most,

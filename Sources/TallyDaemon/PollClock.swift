@@ -25,6 +25,11 @@ public struct PollClock: Clock {
         try await base.sleep(until: deadline, tolerance: tolerance)
     }
 
+    /// Sleeps until `deadline`, calling `armed` once the clock knows the sleeper (``ElapsedClock/sleep(until:armed:)``).
+    public func sleep(until deadline: Instant, armed: @escaping @Sendable () -> Void) async throws {
+        try await base.sleep(until: deadline, armed: armed)
+    }
+
     /// The wall time now, on this clock.
     public var date: Date { origin.addingTimeInterval(Self.seconds(base.now.offset)) }
 

@@ -47,6 +47,8 @@ public actor PollController {
     var acceptedRate = RateWindow(window: .seconds(5))
     /// The poll's one clock: the beacon's timers and every wall time it records (``PollClock``).
     public nonisolated let clock: PollClock
+    /// Where the beacon loop stands (``beaconSettled()``).
+    nonisolated let beaconTurns: BeaconTurns
     var gattQueue: AsyncStream<VerificationState.Request>.Continuation?
     /// Advertisement reports taken in (tests drive a virtual air until the controller has taken every
     /// report it delivered and no read is left).
@@ -94,6 +96,7 @@ public actor PollController {
         guard let executor = ThreadExecutor(name: "clicker-poll") else { throw PollError.threadUnavailable }
         self.executor = executor
         self.clock = clock
+        beaconTurns = BeaconTurns(clock: clock)
         let now = clock.date
         let opening: Opening
         switch start {
@@ -137,6 +140,7 @@ public actor PollController {
         // The beacon goes out when the radio can broadcast while it scans.
         let broadcaster = options.beacon != .off ? central as? any BroadcasterTransport : nil
         beacon.radio = broadcaster
+        if broadcaster == nil { beaconTurns.end() } else { beaconTurns.begin() }
         let (requests, continuation) = AsyncStream<VerificationState.Request>.makeStream(bufferingPolicy: .bufferingNewest(4096))
         gattQueue = continuation
         verification.outstanding = 0

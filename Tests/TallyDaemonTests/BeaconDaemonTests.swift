@@ -75,9 +75,12 @@ final class BeaconDaemonTests: XCTestCase {
     /// On the simulated air: the tally broadcasts from the poll's start; a listener hears STATE open
     /// with the question, and ACKS frames holding the fingerprints of the ballots counted; after `n`
     /// STATE says question 2; the tally's own STATE frames heard by its scanner are no forgery.
+    /// The beacon runs on the air's clock, and `drive` lets it act at each instant before the air moves
+    /// on: what it has sent by a given instant of the air is the same on a loaded machine.
     func testTheTallyBroadcastsStateAndAcknowledgesWhatItCounts() async throws {
         let air = SimulatedAir(AirConfiguration(seed: 21, clock: .virtual))
-        let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: nil)
+        let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: nil,
+                                            clock: PollClock(air.clock))
         let ear = air.addPeripheral(rssi: -50)
         let heard = ear.listen(companyID: BallotFormat.companyID, dutyCycle: ScanDutyCycle(window: .milliseconds(60),
                                                                                            interval: .milliseconds(60)))
@@ -100,18 +103,18 @@ final class BeaconDaemonTests: XCTestCase {
             try await session.cast(.choice(UInt8(i % 4)))
         }
         let run = await air.start(controller)
-        try await eventually("the first payload") { await controller.beacon.payloads >= 1 }
         await air.drive(controller, until: RadioInstant(nanoseconds: 2_000_000_000))
+        let first = await controller.beacon.payloads
+        XCTAssertGreaterThanOrEqual(first, 1, "the first payload")
         for b in await controller.results().ballots {
             voters[UInt32(b.voter, radix: 16) ?? 0] = UInt16(b.sequence)
         }
         XCTAssertEqual(voters.count, 12)
-        // The counted ballots go into a payload; the listener hears it.
-        try await eventually("the acknowledgements composed") {
-            let pending = await controller.beacon.tally?.hasPending
-            let payloads = await controller.beacon.payloads
-            return pending == false && payloads >= 2
-        }
+        // The counted ballots went into a payload; the listener hears it.
+        let pending = await controller.beacon.tally?.hasPending
+        let payloads = await controller.beacon.payloads
+        XCTAssertEqual(pending, false, "the acknowledgements composed")
+        XCTAssertGreaterThanOrEqual(payloads, 2, "the acknowledgements composed")
         await air.drive(controller, until: RadioInstant(nanoseconds: 3_000_000_000))
         var got = try await drain()
         var states: [BeaconState] = got.compactMap { if case .state(let s) = $0 { s } else { nil } }
@@ -129,8 +132,9 @@ final class BeaconDaemonTests: XCTestCase {
         // Next question: STATE says 2.
         let before = await controller.beacon.payloads
         try await controller.nextQuestion()
-        try await eventually("the new question's payload") { await controller.beacon.payloads > before }
         await air.drive(controller, until: RadioInstant(nanoseconds: 3_500_000_000))
+        let after = await controller.beacon.payloads
+        XCTAssertGreaterThan(after, before, "the new question's payload")
         got = try await drain()
         states = got.compactMap { if case .state(let s) = $0 { s } else { nil } }
         XCTAssertEqual(states.last?.poll, .open(BeaconQuestion(number: 2, kind: .single, options: 4)))
@@ -156,9 +160,10 @@ final class BeaconDaemonTests: XCTestCase {
         let radio = RecordingBroadcaster(capabilities: bluetooth4)
         let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: nil)
         let run = Task { try await controller.run(central: radio) }
-        try await eventually("the screen says the beacon is off") {
-            await controller.viewModel().alert?.hasPrefix("beacon off: this adapter cannot broadcast while it scans") == true
-        }
+        // The beacon's loop has ended (nothing to broadcast on): the screen says so by then.
+        await controller.beaconSettled()
+        let offAlert = await controller.viewModel().alert
+        XCTAssertTrue(offAlert?.hasPrefix("beacon off: this adapter cannot broadcast while it scans") == true, offAlert ?? "no alert")
         radio.ads.yield(ballot(voter: 3, answer: .choice(1)))
         try await untilChanged(controller, "the ballot counted") { await controller.results().voters == 1 }
         XCTAssertEqual(radio.events, [], "nothing was broadcast")
@@ -173,9 +178,11 @@ final class BeaconDaemonTests: XCTestCase {
         var asked = PollOptions(joinCode: code, confirmByGATT: false)
         asked.beacon = .always
         let forced = RecordingBroadcaster(capabilities: bluetooth4)
-        let tally = try PollController(options: asked, store: nil)
+        let clock = TestClock()
+        let tally = try PollController(options: asked, store: nil, clock: PollClock(clock))
         let run2 = Task { try await tally.run(central: forced) }
-        try await until(forced.broadcasts.subscribe(), "the beacon goes out when asked for") { forced.payloads.count >= 1 }
+        let out = await tally.pass(clock, .seconds(1)) { forced.payloads.count >= 1 }
+        XCTAssertTrue(out, "the beacon goes out when asked for")
         let alert = await tally.viewModel().alert
         XCTAssertNil(alert)
         run2.cancel()
@@ -200,10 +207,13 @@ final class BeaconDaemonTests: XCTestCase {
         let student = DeviceKey.generate(), stranger = DeviceKey.generate()
         let roster = try Roster(entries: [RosterEntry(name: "Ada", studentID: "s1", enrollment: student.enrollmentCode)])
         let radio = RecordingBroadcaster()
-        let controller = try PollController(options: PollOptions(joinCode: code, roster: roster, confirmByGATT: false), store: nil)
+        let clock = TestClock()
+        let controller = try PollController(options: PollOptions(joinCode: code, roster: roster, confirmByGATT: false), store: nil,
+                                            clock: PollClock(clock))
         let run = Task { try await controller.run(central: radio) }
         defer { run.cancel() }
-        try await until(radio.broadcasts.subscribe(), "a payload") { !radio.payloads.isEmpty }
+        let out = await controller.pass(clock, .seconds(1)) { !radio.payloads.isEmpty }
+        XCTAssertTrue(out, "a payload")
         let secret = pollSecret(code)
         func report(_ device: DeviceKey, address: UInt64, ms: UInt64) -> AdvertisementReport {
             AdvertisementReport(address: DeviceAddress(rawValue: address), rssi: -50, companyID: BallotFormat.companyID,
@@ -223,7 +233,9 @@ final class BeaconDaemonTests: XCTestCase {
         // comes after every report of the stranger was taken.
         for i in 0..<5 { radio.ads.yield(report(stranger, address: 1, ms: 2 + 100 * UInt64(i))) }
         radio.ads.yield(report(student, address: 2, ms: 600))
-        try await until(radio.broadcasts.subscribe(), "the student's ballot acknowledged") { acknowledged().contains(studentPrint) }
+        try await untilChanged(controller, "the student's ballot counted") { await controller.results().voters == 1 }
+        let acked = await controller.pass(clock, .seconds(1)) { acknowledged().contains(studentPrint) }
+        XCTAssertTrue(acked, "the student's ballot acknowledged")
         let r = await controller.results()
         XCTAssertEqual(r.voters, 1)
         XCTAssertEqual(r.rejected[Rejection.unknownVoter.rawValue], 5, "\(r.rejected)")
@@ -237,7 +249,9 @@ final class BeaconDaemonTests: XCTestCase {
     func testDevicesNotOnTheRosterLengthenTheIntervalAsVotersWould() async throws {
         let roster = try Roster(entries: [RosterEntry(name: "Ada", studentID: "s1", enrollment: DeviceKey.generate().enrollmentCode)])
         let radio = RecordingBroadcaster()
-        let controller = try PollController(options: PollOptions(joinCode: code, roster: roster, confirmByGATT: false), store: nil)
+        let clock = TestClock()
+        let controller = try PollController(options: PollOptions(joinCode: code, roster: roster, confirmByGATT: false), store: nil,
+                                            clock: PollClock(clock))
         let run = Task { try await controller.run(central: radio) }
         defer { run.cancel() }
         let broadcast = BeaconAirModel.Broadcast(interval: TallyBeacon.Tuning().composer.fastInterval)
@@ -246,7 +260,8 @@ final class BeaconDaemonTests: XCTestCase {
             BeaconAirModel.stateInterval(unacknowledged: n, acknowledged: 0, broadcast: broadcast).milliseconds
         }
         @Sendable func lastInterval() -> Int? { radio.payloads.last.flatMap { BeaconCodec.state(in: $0, key: key) }?.interval.milliseconds }
-        try await until(radio.broadcasts.subscribe(), "the opening payload") { lastInterval() == forRoom(1) }
+        var opened = await controller.pass(clock, .seconds(1)) { lastInterval() == forRoom(1) }
+        XCTAssertTrue(opened, "the opening payload")
         // Roster-mode ballots of voter IDs on no roster (the tag is never checked: no key for them).
         for id in 0..<300 {
             let b = Ballot(mode: .roster, voteID: code.voteID, question: 1, voterID: UInt32(0x5000_0000 + id), sequence: 1,
@@ -257,7 +272,8 @@ final class BeaconDaemonTests: XCTestCase {
                                                 timestamp: RadioInstant(nanoseconds: 1_000_000)))
         }
         try await untilChanged(controller, "all 300 rejected") { await controller.results().rejected[Rejection.unknownVoter.rawValue] == 300 }
-        try await until(radio.broadcasts.subscribe(), "the interval for 300 voters", timeout: .seconds(20)) { lastInterval() == forRoom(300) }
+        opened = await controller.pass(clock, .seconds(20)) { lastInterval() == forRoom(300) }
+        XCTAssertTrue(opened, "the interval for 300 voters: \(lastInterval() ?? 0) ms")
         let counted = await controller.results().voters
         XCTAssertEqual(counted, 0)
     }
@@ -268,10 +284,13 @@ final class BeaconDaemonTests: XCTestCase {
         // A join code given by hand commits to no key: extended frames go out unsigned, and the view says so.
         for (capabilities, frames) in [(BroadcastCapabilities.legacy, TallyViewModel.BeaconFrames.legacy), (.extended, .extendedUnsigned)] {
             let radio = RecordingBroadcaster(capabilities: capabilities)
-            let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: nil)
+            let clock = TestClock()
+            let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: nil,
+                                                clock: PollClock(clock))
             let run = Task { try await controller.run(central: radio) }
             // The frames are chosen before the first payload goes out.
-            try await until(radio.broadcasts.subscribe(), "the beacon went out") { radio.payloads.count >= 1 }
+            let out = await controller.pass(clock, .seconds(1)) { radio.payloads.count >= 1 }
+            XCTAssertTrue(out, "the beacon went out")
             let said = await controller.viewModel().radio.beacon
             XCTAssertEqual(said, frames)
             let longest = radio.payloads.flatMap(\.frames).map(\.count).max() ?? 0
@@ -292,23 +311,14 @@ final class BeaconDaemonTests: XCTestCase {
         let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: nil,
                                             clock: PollClock(clock))
         let run = Task { try await controller.run(central: radio) }
-        // The poll's clock in 10 ms steps, each taken while the beacon waits on it (its timer asks for
-        // the next tick only once the payload before has gone out), so a slow machine changes nothing.
-        func pass(_ span: Duration) async {
-            let end = clock.now.advanced(by: span)
-            while clock.now < end {
-                await clock.waitForSleepers(1)
-                clock.advance(by: .milliseconds(10))
-            }
-            await clock.waitForSleepers(1)
-        }
+        // The poll's clock in 10 ms steps, each taken once the beacon has acted, so a slow machine changes nothing.
         // The broadcast stays fast (a payload every 250 ms) for 5 s after the question opens; then quiet.
         let slow = TallyBeacon.Tuning().composer.slowInterval
-        await pass(.seconds(6))
+        await controller.pass(clock, .seconds(6))
         XCTAssertEqual(radio.payloads.last?.interval, slow, "the broadcast slowed")
         let quietFrom = radio.payloads.count - 1
         let waited: Duration = .seconds(10)
-        await pass(waited)
+        await controller.pass(clock, waited)
         run.cancel()
         _ = try? await run.value
         let counters = radio.payloads[quietFrom...].compactMap { p -> UInt32? in
@@ -332,10 +342,12 @@ final class BeaconDaemonTests: XCTestCase {
         })
         func openingInterval(_ options: PollOptions, mode: BallotMode) async throws -> Int? {
             let radio = RecordingBroadcaster()
-            let controller = try PollController(options: options, store: nil)
+            let clock = TestClock()
+            let controller = try PollController(options: options, store: nil, clock: PollClock(clock))
             let run = Task { try await controller.run(central: radio) }
             defer { run.cancel() }
-            try await until(radio.broadcasts.subscribe(), "a payload", timeout: .seconds(20)) { !radio.payloads.isEmpty }
+            let out = await controller.pass(clock, .seconds(1)) { !radio.payloads.isEmpty }
+            XCTAssertTrue(out, "a payload")
             guard let first = radio.payloads.first, let s = BeaconCodec.state(in: first, key: key),
                   case .open = s.poll else { return nil }
             XCTAssertEqual(s.mode, mode)
@@ -351,18 +363,30 @@ final class BeaconDaemonTests: XCTestCase {
 
     func testTheEndOfTheRunSendsClosedThenStops() async throws {
         let radio = RecordingBroadcaster()
-        let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: nil)
+        let clock = TestClock()
+        let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: nil,
+                                            clock: PollClock(clock))
         let run = Task { try await controller.run(central: radio) }
-        try await until(radio.broadcasts.subscribe(), "the first payload") { radio.payloads.count >= 1 }
+        // The first refresh tick, taken once the beacon waits for it; the payload is out when it settles.
+        await controller.beaconSettled()
+        clock.advance(by: .milliseconds(250))
+        await controller.beaconSettled()
+        XCTAssertGreaterThanOrEqual(radio.payloads.count, 1, "the first payload")
         radio.ads.yield(ballot(voter: 3, answer: .choice(1)))
         try await untilChanged(controller, "the ballot counted") { await controller.results().voters == 1 }
         run.cancel()
         _ = try? await run.value
-        let start = ContinuousClock.now
-        await controller.endBeacon(closing: .milliseconds(300))
-        let took = ContinuousClock.now - start
-        XCTAssertGreaterThanOrEqual(took, .milliseconds(300))
-        XCTAssertLessThan(took, .seconds(2))
+        let start = clock.now
+        let ending = Task { await controller.endBeacon(closing: .milliseconds(300)) }
+        // The closing payload is out and the end waits for the poll's clock, not for the wall's.
+        await clock.waitForSleeper(until: start.advanced(by: .milliseconds(300)))
+        XCTAssertEqual(radio.events.last, "broadcast", "closed sent, not yet stopped")
+        clock.advance(by: .milliseconds(299))
+        XCTAssertEqual(radio.events.last, "broadcast", "299 ms in, it still says closed")
+        // At 300 ms it stops, with the clock standing there (the radio's bound of 1.3 s never comes).
+        clock.advance(by: .milliseconds(1))
+        try await until(radio.broadcasts.subscribe(), "stopped at 300 ms") { radio.events.last == "stop" }
+        await ending.value
         let events = radio.events
         XCTAssertEqual(events.last, "stop")
         guard let last = radio.payloads.last, let s = BeaconCodec.state(in: last, key: key) else {
@@ -380,7 +404,7 @@ final class RecordingBroadcaster: CentralTransport, BroadcasterTransport {
     init(capabilities: BroadcastCapabilities = .legacy) { self.capabilities = capabilities }
     let (stream, ads) = AsyncThrowingStream<AdvertisementReport, any Error>.makeStream()
     private let log = Mutex<(payloads: [BroadcastPayload], events: [String])>(([], []))
-    /// A notice after each payload it is given to broadcast.
+    /// A notice after each payload it is given to broadcast, and after it is told to stop.
     let broadcasts = ChangeFeed()
     var payloads: [BroadcastPayload] { log.withLock { $0.payloads } }
     var events: [String] { log.withLock { $0.events } }
@@ -396,5 +420,8 @@ final class RecordingBroadcaster: CentralTransport, BroadcasterTransport {
         log.withLock { $0.payloads.append(payload); $0.events.append("broadcast") }
         broadcasts.signal()
     }
-    func stopBroadcasting() async throws { log.withLock { $0.events.append("stop") } }
+    func stopBroadcasting() async throws {
+        log.withLock { $0.events.append("stop") }
+        broadcasts.signal()
+    }
 }

@@ -19,7 +19,10 @@ final class BeaconLoopTests: XCTestCase {
         let n = 16
         let secret = pollSecret(code)
         let air = SimulatedAir(AirConfiguration(seed: 31, clock: .virtual))
-        let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: nil)
+        // The tally and the voters keep the air's time: `drive` lets the beacon act at each instant of the
+        // air before it moves on (the voters' tasks are given 5 ms of the wall clock per step, below).
+        let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: nil,
+                                            clock: PollClock(air.clock))
         let quiet = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
         let shown = Mutex<[Int: [String]]>([:])
         var inputs: [AsyncStream<String>.Continuation] = []
@@ -30,7 +33,7 @@ final class BeaconLoopTests: XCTestCase {
             let service = BeaconFollowService(secret: secret, identity: DeviceKey.generate(), roster: false,
                                               transport: air.addPeripheral(), state: nil, lines: lines,
                                               report: { s in shown.withLock { $0[i, default: []].append(s.line) } },
-                                              logger: quiet)
+                                              logger: quiet, clock: air.clock, start: StaggeredStart(seed: UInt64(i + 1)))
             voters.append(Task { try await service.run() })
         }
         let run = await air.start(controller)

@@ -14,11 +14,15 @@ final class DemoRoomTests: XCTestCase {
     /// after `n` the same students, never restarted, vote on question 2 in its kind and options.
     func testTheDemoRoomFollowsTheBeaconToTheNextQuestion() async throws {
         let air = SimulatedAir(AirConfiguration(seed: 12, clock: .virtual))
-        let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: nil)
+        // The tally and the students keep the air's time: `drive` lets the beacon act at each instant of the
+        // air before it moves on (the students' tasks are given 5 ms of the wall clock per step, below).
+        let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: nil,
+                                            clock: PollClock(air.clock))
         var rng = SplitMix64(seed: 2)
         let room = Classroom(count: 20, options: 4, abstainRate: 0, using: &rng)
         let run = await air.start(controller)
-        let students = Task { await SimulatedRoom(room: room, air: air, controller: controller, speed: 1000, seed: 3).run() }
+        let students = Task { await SimulatedRoom(room: room, air: air, controller: controller, speed: 1000, seed: 3,
+                                                            clock: air.clock).run() }
         /// Drives the air in 100 ms steps until `done`, for at most 60 s of air time.
         func drive(_ what: String, until done: (PollResults) -> Bool) async throws -> PollResults {
             var t = air.now.nanoseconds

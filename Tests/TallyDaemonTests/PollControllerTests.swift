@@ -34,7 +34,9 @@ final class PollControllerTests: XCTestCase {
     /// confirms each one by a GATT read of the full-tag ballot.
     func testCountsEveryVoterOnTheAirAndConfirmsByGATT() async throws {
         let air = SimulatedAir(AirConfiguration(seed: 7, clock: .virtual))
-        let controller = try PollController(options: PollOptions(joinCode: code, maxConcurrentReads: 4), store: nil)
+        // On the air's clock, its beacon broadcasts at instants of the air that `drive` waits for.
+        let controller = try PollController(options: PollOptions(joinCode: code, maxConcurrentReads: 4), store: nil,
+                                            clock: PollClock(air.clock))
         var expected: [String: Int] = ["A": 0, "B": 0, "C": 0, "D": 0]
         for i in 0..<40 {
             let answer = Answer.choice(UInt8(i % 4))
@@ -221,7 +223,8 @@ final class PollControllerTests: XCTestCase {
     /// next to 300 honest voters. Every honest vote is counted and no forged one is.
     func testFloodOfForgedVotesNextTo300HonestVoters() async throws {
         let air = SimulatedAir(AirConfiguration(seed: 11, clock: .virtual))
-        let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: nil)
+        let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: nil,
+                                            clock: PollClock(air.clock))
         var honest: [UInt32: Answer] = [:]
         for i in 0..<300 {
             let session = VoterSession(secret: pollSecret(code), question: 1, identity: DeviceKey.generate(),

@@ -144,12 +144,13 @@ final class PollPrivacyTests: XCTestCase {
     func testClosedGATTConfirmedPollHoldsNoVoterIDOrKey() async throws {
         let dir = try directory()
         let db = try ClickerStore(path: dir + "/clicker.sqlite", durability: .normal)
-        let controller = try PollController(options: PollOptions(joinCode: code), store: db)
+        let air = SimulatedAir(AirConfiguration(seed: 21, clock: .virtual))
+        // On the air's clock, its beacon broadcasts at instants of the air that `drive` waits for.
+        let controller = try PollController(options: PollOptions(joinCode: code), store: db, clock: PollClock(air.clock))
         let secret = PollSecret(deriving: code)
         let voters = (0..<8).map { i in
             BallotSealer(secret: secret, deviceKey: DeviceKey(bytes: [UInt8](repeating: UInt8(0x30 + i), count: 32))!)
         }
-        let air = SimulatedAir(AirConfiguration(seed: 21, clock: .virtual))
         let run = await air.start(controller)
         for (i, v) in voters.enumerated() {
             let p = air.addPeripheral(address: DeviceAddress(rawValue: 0xC0_0000_1000 + UInt64(i)))

@@ -11,7 +11,8 @@ import XCTest
 /// The takeover attack (anonymous mode) through the simulated radio against a real `PollController`:
 /// a classmate who knows the join code copies the victim's voter ID off the air and advertises ballots
 /// that win by sequence (0xFFFF when the latest wins, 1 when only the first response counts), serving
-/// over GATT a value signed with its own key. The victim's answer stays counted.
+/// over GATT a value signed with its own key. The victim's answer stays counted. Each tally on the air
+/// keeps the air's time, so that its beacon broadcasts at instants of the air that `drive` waits for.
 final class TakeoverAttackTests: XCTestCase {
     static let code = try! JoinCode(parsing: "4821-ABCDE-FGHJK")  // test constant, not input
     static let secret = PollSecret(deriving: code)
@@ -60,7 +61,8 @@ final class TakeoverAttackTests: XCTestCase {
     func testTheAttackerCannotReplaceACountedVote() async throws {
         for policy in ChangePolicy.allCases {
             let air = SimulatedAir(AirConfiguration(seed: 11, clock: .virtual))
-            let controller = try PollController(options: PollOptions(joinCode: Self.code, policy: policy), store: nil)
+            let controller = try PollController(options: PollOptions(joinCode: Self.code, policy: policy), store: nil,
+                                                clock: PollClock(air.clock))
             let run = await air.start(controller)
             // The victim's third ballot of the poll (sequences run per poll).
             try await vote(air, question: 1, sequence: 3, answer: .choice(1))
@@ -84,7 +86,8 @@ final class TakeoverAttackTests: XCTestCase {
     func testTheAttackerFirstOnANewQuestionIsReplacedByTheVictim() async throws {
         for policy in ChangePolicy.allCases {
             let air = SimulatedAir(AirConfiguration(seed: 12, clock: .virtual))
-            let controller = try PollController(options: PollOptions(joinCode: Self.code, policy: policy), store: nil)
+            let controller = try PollController(options: PollOptions(joinCode: Self.code, policy: policy), store: nil,
+                                                clock: PollClock(air.clock))
             let run = await air.start(controller)
             try await vote(air, question: 1, sequence: 1, answer: .choice(0))
             await air.drive(controller, until: RadioInstant(nanoseconds: 5_000_000_000))
@@ -119,7 +122,8 @@ final class TakeoverAttackTests: XCTestCase {
             addTeardownBlock { try? FileManager.default.removeItem(atPath: dir) }
             let store = try ClickerStore(path: path, durability: .normal)
             let air = SimulatedAir(AirConfiguration(seed: 13, clock: .virtual))
-            let first = try PollController(options: PollOptions(joinCode: Self.code, policy: policy), store: store)
+            let first = try PollController(options: PollOptions(joinCode: Self.code, policy: policy), store: store,
+                                           clock: PollClock(air.clock))
             let run = await air.start(first)
             try await attack(air, question: 1, sequence: winning(policy), answer: .choice(3))
             await air.drive(first, until: RadioInstant(nanoseconds: 3_000_000_000))
@@ -167,7 +171,8 @@ final class TakeoverAttackTests: XCTestCase {
     func testAVictimAtTheKeepAliveWhoseFirstReadIsLostGetsItsVoteBack() async throws {
         for policy in ChangePolicy.allCases {
             let air = SimulatedAir(AirConfiguration(seed: 21, clock: .virtual, firstEventPhase: .immediate))
-            let controller = try PollController(options: PollOptions(joinCode: Self.code, policy: policy), store: nil)
+            let controller = try PollController(options: PollOptions(joinCode: Self.code, policy: policy), store: nil,
+                                                clock: PollClock(air.clock))
             let run = await air.start(controller)
             let sequence: UInt16 = policy == .latestWins ? 3 : 2
             let advertisement = victim.advertisement(question: 1, sequence: sequence, answer: .choice(1))

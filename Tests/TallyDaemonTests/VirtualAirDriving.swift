@@ -38,12 +38,16 @@ extension SimulatedAir {
         }
     }
 
-    /// Returns once `controller` is settled (``PollController/isSettled(delivered:atAir:)``). The air's
-    /// counts are read before the controller's turn: a read that reaches the air meanwhile only makes
-    /// it look unsettled once more.
+    /// Returns once `controller` is settled (``PollController/isSettled(delivered:atAir:)``) and its
+    /// beacon has acted at this instant (``PollController/beaconSettled()``: a beacon on the air's clock
+    /// then seals and broadcasts at the instants its timers name, however late its task gets a thread).
+    /// The air's counts are read before the controller's turn: a read that reaches the air meanwhile
+    /// only makes it look unsettled once more. The beacon comes second, as the reports taken in may
+    /// wake it; what it does then (a payload handed to the air) delivers nothing before the air moves on.
     func settle(_ controller: PollController) async {
         while await !controller.isSettled(delivered: statistics.reportsDelivered, atAir: pendingReads) {
             await Task.yield()
         }
+        await controller.beaconSettled()
     }
 }

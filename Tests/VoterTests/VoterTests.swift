@@ -3,6 +3,7 @@ import ClickerTransport
 import ClickerWire
 import Foundation
 import Glibc
+import Synchronization
 @testable import Voter
 import XCTest
 
@@ -13,17 +14,16 @@ final class VoterTests: XCTestCase {
         StateDirectory(path: NSTemporaryDirectory() + "clicker-voter-\(UUID().uuidString)/clicker")
     }
 
-    /// The advertised bytes of the peripheral, as a scanner on the virtual air hears them.
+    /// The advertised bytes of the peripheral, as a scanner on the virtual air hears them. The scanner
+    /// listens before the air moves (its stream keeps every report until it is read), so what it hears
+    /// does not depend on when a task of the pool gets a thread.
     func heard(_ air: SimulatedAir, for seconds: Int64 = 2) async throws -> [AdvertisementReport] {
-        let central = air.central()
-        let collect = Task {
-            var out: [AdvertisementReport] = []
-            for try await r in central.advertisements(companyID: BallotFormat.companyID) { out.append(r) }
-            return out
-        }
+        let reports = air.central().advertisements(companyID: BallotFormat.companyID)
         await air.advance(until: air.now + .seconds(seconds))
         air.finishAdvertisementStreams()
-        return try await collect.value
+        var out: [AdvertisementReport] = []
+        for try await r in reports { out.append(r) }
+        return out
     }
 
     func testCastAdvertisesASealedBallotAndServesTheFullOneOverGATT() async throws {
@@ -53,14 +53,21 @@ final class VoterTests: XCTestCase {
         XCTAssertEqual(signed.publicKey, publicKey)
     }
 
+    /// The ballot `address` serves over GATT, read by a central on the virtual air within 3 s of its time.
+    /// The air stands still until the read is with it or over, so the read starts at the same instant
+    /// however late its task gets a thread.
     func readBallot(_ air: SimulatedAir, _ address: DeviceAddress) async throws -> [UInt8] {
         let central = air.central()
+        let over = Mutex(false)
         let read = Task {
-            try await central.readCharacteristic(device: address, service: BallotFormat.serviceUUID,
-                                                 characteristic: BallotFormat.ballotCharacteristicUUID,
-                                                 timeout: .seconds(5))
+            defer { over.withLock { $0 = true } }
+            return try await central.readCharacteristic(device: address, service: BallotFormat.serviceUUID,
+                                                        characteristic: BallotFormat.ballotCharacteristicUUID,
+                                                        timeout: .seconds(5))
         }
-        await air.advance(until: air.now + .seconds(3))
+        await air.advance(until: air.now + .seconds(3)) {
+            while air.pendingReads == 0, !over.withLock({ $0 }) { await Task.yield() }
+        }
         return try await read.value
     }
 
