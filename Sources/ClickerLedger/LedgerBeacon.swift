@@ -54,7 +54,7 @@ extension BallotLedger {
         }
         let interval = payload.map { Int64($0.interval.components.seconds) * 1_000_000 + $0.interval.components.attoseconds / 1_000_000_000_000 }
         try Self.mapped {
-            try db.execute("""
+            _ = try db.execute("""
                 INSERT INTO beacons (poll_id, serial, company_id, interval_us, frames) VALUES ($1, 1, $2, $3, $4)
                 ON CONFLICT (poll_id) DO UPDATE SET serial = beacons.serial + 1, company_id = EXCLUDED.company_id,
                     interval_us = EXCLUDED.interval_us, frames = EXCLUDED.frames, written_at = now()

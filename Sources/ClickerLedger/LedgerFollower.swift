@@ -4,8 +4,9 @@ import PostgresClient
 import Synchronization
 
 /// The counts of a poll in the ledger, as they change: every receiver's ballots, counted by the
-/// database. The follower listens on ``LedgerSchema/channel`` and reads the poll's counts again when
-/// a transaction that changed one of its counted ballots commits (migration 4's trigger), on a
+/// database, and which questions are closed. The follower listens on ``LedgerSchema/channel`` and
+/// reads them again when a transaction that changed one of its counted ballots commits (migration
+/// 4's trigger), or one of its questions is closed (``BallotLedger/closeQuestion(poll:question:)``), on a
 /// thread of its own with a connection of its own (its waits block). It yields the counts at start,
 /// then each time they changed; when the connection fails, it connects again (at most once per
 /// `retryInterval`) and yields the counts as they are then.
@@ -23,11 +24,14 @@ public final class LedgerFollower: Sendable {
         public var error: String?
         /// Following with `ballots`: the counted ballots written since the reading before.
         public var changed: [LedgerBallot]
+        /// The questions closed in the ledger.
+        public var closed: Set<UInt8>
 
-        public init(counts: [UInt8: [Answer: Int]], error: String? = nil, changed: [LedgerBallot] = []) {
+        public init(counts: [UInt8: [Answer: Int]], error: String? = nil, changed: [LedgerBallot] = [], closed: Set<UInt8> = []) {
             self.counts = counts
             self.error = error
             self.changed = changed
+            self.closed = closed
         }
     }
 
@@ -47,16 +51,16 @@ public final class LedgerFollower: Sendable {
             var last: Reading?
             var seen: LedgerSnapshot?
             func publish(_ r: Reading) {
-                guard r.counts != last?.counts || r.error != last?.error || !r.changed.isEmpty else { return }
+                guard r.counts != last?.counts || r.closed != last?.closed || r.error != last?.error || !r.changed.isEmpty else { return }
                 last = r
                 continuation.yield(r)
             }
             LedgerListening.run(url: url, channel: LedgerSchema.channel, poll: poll, retry: retryInterval, control: control) { ledger in
                 var changed: [LedgerBallot] = []
                 if ballots { (changed, seen) = try ledger.changes(poll: poll, since: seen) }
-                publish(Reading(counts: try ledger.counts(poll: poll), changed: changed))
+                publish(Reading(counts: try ledger.counts(poll: poll), changed: changed, closed: try ledger.closedQuestions(poll: poll)))
             } failed: { error in
-                publish(Reading(counts: last?.counts ?? [:], error: "\(error)"))
+                publish(Reading(counts: last?.counts ?? [:], error: "\(error)", closed: last?.closed ?? []))
             }
             continuation.finish()
         }) else { return nil }

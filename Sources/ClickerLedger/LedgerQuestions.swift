@@ -57,7 +57,12 @@ extension BallotLedger {
     public func closeQuestion(poll: Int64, question: UInt8) throws(LedgerError) -> Bool {
         let key: [PostgresValue] = [.int(poll), .int(Int64(question))]
         let closed = try Self.mapped {
-            try db.execute("UPDATE questions SET closed_at = now() WHERE poll_id = $1 AND question = $2 AND closed_at IS NULL", key).affected
+            // The close is news for whoever follows the poll's counts (`ledger watch` marks it).
+            try db.execute("""
+                WITH c AS (UPDATE questions SET closed_at = now() WHERE poll_id = $1 AND question = $2 AND closed_at IS NULL
+                           RETURNING poll_id)
+                SELECT pg_notify('\(LedgerSchema.channel)', poll_id::text) FROM c
+                """, key).rows.count
         }
         if closed > 0 { return true }
         guard try closedQuestions(poll: poll).contains(question) else { throw .unknownQuestion(poll: poll, question: question) }

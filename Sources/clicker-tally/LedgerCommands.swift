@@ -86,7 +86,7 @@ struct LedgerWatch: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "watch",
         abstract: "Print a poll's counts in the ledger, every receiver's ballots, when they change.",
-        discussion: "One line at start and one each time a receiver's commit changes them: q1: A 2, B 1 (3 voters).")
+        discussion: "One line at start and one each time a receiver's commit changes them, or a question closes: q1 (closed): A 2, B 1 (3 voters); q2: A 1 (1 voter).")
 
     @Option(help: ArgumentHelp("The ledger's database URL.", valueName: "postgres://…"))
     var store: String
@@ -115,13 +115,16 @@ struct LedgerWatch: AsyncParsableCommand {
         await printer.value
     }
 
-    /// `q1: A 2, B 1 (3 voters); q2: …`, or why the ledger cannot be read.
+    /// `q1 (closed): A 2, B 1 (3 voters); q2: …`, or why the ledger cannot be read. A closed question
+    /// without ballots is listed too.
     static func line(_ r: LedgerFollower.Reading) -> String {
-        let counts = r.counts.keys.sorted().map { q in
+        let counts = Set(r.counts.keys).union(r.closed).sorted().map { q in
             let answers = r.counts[q] ?? [:]
             let total = answers.values.reduce(0, +)
             let parts = answers.sorted { $0.key.description < $1.key.description }.map { "\($0.key) \($0.value)" }
-            return "q\(q): " + parts.joined(separator: ", ") + " (\(total) voter\(total == 1 ? "" : "s"))"
+            let closed = r.closed.contains(q) ? " (closed)" : ""
+            return "q\(q)\(closed): " + (parts.isEmpty ? "no ballots" : parts.joined(separator: ", "))
+                + " (\(total) voter\(total == 1 ? "" : "s"))"
         }
         let text = counts.isEmpty ? "no ballots yet" : counts.joined(separator: "; ")
         return r.error.map { "the ledger cannot be read (\($0)); last counts: \(text)" } ?? text

@@ -78,6 +78,11 @@ final class LedgerBeaconTests: XCTestCase {
         XCTAssertEqual(kept.payload, tallys)
         XCTAssertEqual(kept.serial, 1, "nothing the token did changed the tally's beacon")
 
+        // What it learns of another poll's beacon: its number, when it changes.
+        try db.execute("LISTEN \(LedgerSchema.beaconChannel)")
+        try instructor.publishBeacon(poll: 2, payload: payload(1, using: &rng))
+        XCTAssertEqual(try db.notifications(waitingUpTo: .seconds(10)).map(\.payload), ["2"])
+
         // Once the poll is closed the token reads nothing.
         try instructor.close(poll: 1)
         XCTAssertThrowsError(try BallotLedger(url: receiverURL, migrate: false).beacon(poll: 1))

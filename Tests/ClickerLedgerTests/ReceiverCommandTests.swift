@@ -127,6 +127,11 @@ final class ReceiverCommandTests: XCTestCase {
         try await eventually("the counts after the commit", timeout: .seconds(30)) {
             printed.withLock { $0.contains("q1: A 1, B 2 (3 voters); q2: C 1 (1 voter)\n") }
         }
+        // The instructor's tally closes question 1: a line says so, counts unchanged.
+        XCTAssertTrue(try instructor.closeQuestion(poll: 21, question: 1))
+        try await eventually("the close marked", timeout: .seconds(30)) {
+            printed.withLock { $0.contains("q1 (closed): A 1, B 2 (3 voters); q2: C 1 (1 voter)\n") }
+        }
         watch.terminate()
         watch.waitUntilExit()
         let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)

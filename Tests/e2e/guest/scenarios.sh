@@ -833,6 +833,34 @@ start_postgres() {
 }
 stop_postgres() { runuser -u postgres -- "$PGBIN/pg_ctl" -D "$D/pg/data" -m fast stop > /dev/null 2>&1; }
 sql() { "$PGBIN/psql" "$LEDGER_URL" -Atc "$1" 2>> "$D/psql.err"; }
+advertising() { [ "$(active_instances "$1")" -ge 1 ] 2>/dev/null; }
+# A tally killed (SIGKILL: no closing frame, bluetoothd drops its advertisement): the receiver goes on
+# broadcasting its last beacon until it is 5 s old (BeaconRelay.stale), then stops. hci4 listens over
+# the HCI user channel (beacon_listen.py) for the STATE frames that only the receiver can be sending then.
+ledger_tally_killed() {
+  release hci4
+  wait_until 30 "hci4 powered off" is false bprop /org/bluez/hci4 org.bluez.Adapter1 Powered || note "hci4 still powered"
+  python3 /e2e/beacon_listen.py listen hci4 "$D/heard" > "$D/listener.out" 2> "$D/listener.err" &
+  PID_listener=$!; echo $! >> "$D/pids"
+  wait_until 60 "the listener scanning on hci4" grep -q '^LISTENING' "$D/listener.out" \
+    || fail "the listener did not start: $(tail -n3 "$D/listener.err" | tr '\n' ' ')"
+  start_tally tally2 --radio bluez --adapter hci0 --join-code "$JOIN" --question 1 --duration 3600 --no-gatt-confirm \
+    --ledger "$LEDGER_URL" --ledger-poll 1 --ledger-journal "$D/tally2-journal.sqlite"
+  wait_until 60 "tally2 broadcasting on hci0" advertising hci0 || fail "tally2 never broadcast: $(tail -c 400 tally2.err)"
+  wait_until 60 "the receiver broadcasting tally2's beacon on hci1" advertising hci1 || fail "the receiver never relayed tally2's beacon"
+  sleep 2
+  stop tally2 KILL 10
+  local killed; killed=$(cut -d' ' -f1 /proc/uptime)
+  wait_until 20 "bluetoothd dropped tally2's advertisement" is 0 active_instances hci0 || fail "hci0 still advertises"
+  local dropped; dropped=$(cut -d' ' -f1 /proc/uptime)
+  note "tally2 killed at $killed; hci0 silent at $dropped"
+  check "the receiver stops within 8 s of the kill" wait_until 20 "hci1 silent" is 0 active_instances hci1
+  sleep 3
+  kill -TERM "$PID_listener" 2>/dev/null
+  check "after hci0 fell silent hci4 heard STATE frames (the receiver's), and none 8 s after the kill" \
+    awk -v from="$dropped" -v last="$killed" '($3 == "4b" || $3 == "43") && $1 > from + 0.3 { n++ } ($3 == "4b" || $3 == "43") && $1 > last + 8 { late++ }
+      END { print n + 0, "STATE frames after hci0 fell silent,", late + 0, "later than 8 s"; exit !(n > 0 && late == 0) }' "$D/heard"
+}
 ledger_receiver() {
   start_observers
   start_postgres || { fail "PostgreSQL did not start in the guest: $(tail -n3 "$D/pg/server.log" "$D/pg/initdb.log" 2>/dev/null | tr '\n' ' ')"; return; }
@@ -855,8 +883,14 @@ ledger_receiver() {
   wait_seen hci0 "$A3" || fail "hci0 never received v2's advertisement"
   wait_seen hci1 "$A3" || fail "hci1 never received v2's advertisement"
   wait_until 120 "both ballots in the ledger" is 2 sql "SELECT count(*) FROM ballots" || fail "the ledger has $(sql 'SELECT count(*) FROM ballots') ballots"
+  # The receiver broadcasts the tally's beacon, as the ledger has it, through bluetoothd on hci1.
+  wait_until 60 "the receiver broadcasting on hci1" advertising hci1 \
+    || fail "no advertisement on hci1 while the tally runs: $(tr '\n' '|' < receiver.err | tail -c 600)"
+  check "the receiver says it broadcasts the tally's beacon" grep -m1 "beacon: broadcasting the tally's beacon" receiver.err
   sleep "$SETTLE"
   finish_tally tally
+  check "the tally's end stops the receiver's broadcast too" wait_until 30 "hci1 silent" is 0 active_instances hci1
+  check "the receiver says why" grep -m1 "the tally stopped broadcasting; not broadcasting" receiver.err
   check "the tally counts one B (heard only by the receiver, before it started) and one C" \
     json tally 'j["counts"] == {"A":0,"B":1,"C":1,"D":0} and j["voters"] == 2'
   check "v1's ballot in the tally is the one its voter sent (voter ID)" \
@@ -868,6 +902,7 @@ ledger_receiver() {
   check "no NOTICE from PostgreSQL on the tally's stderr" sh -c "! grep -m1 NOTICE tally.err"
   check "the ledger counts what the tally counts: one B, one C, each voter once" \
     is "0:B|1,0:C|1" sh -c "'$PGBIN/psql' '$LEDGER_URL' -Atc \"SELECT voter_mode || ':' || chr(65 + get_byte(answer, 2)) AS k, count(*) FROM ballots GROUP BY k ORDER BY k\" | paste -sd,"
+  ledger_tally_killed
   stop receiver TERM 60
   check "the receiver exits 0 after SIGTERM with its journal empty" sh -c "[ '$RC' = 0 ] && grep -m1 -E '^counted [0-9]+ ballots; the ledger committed [0-9]+$' receiver.out"
   stop v2 TERM 30
