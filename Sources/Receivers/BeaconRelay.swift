@@ -2,6 +2,7 @@ import AsyncAlgorithms
 import ClickerLedger
 import ClickerTransport
 import Logging
+import TallyDaemon
 
 /// A receiver broadcasts the tally's beacon (docs/LEDGER.md, "The beacon from every receiver"): the
 /// payload the tally's radio broadcasts, as the ledger has it (``LedgerBeaconFeed``), goes out on the
@@ -12,7 +13,8 @@ import Logging
 /// A beacon the tally has not renewed for ``stale`` (by the database's clock at the reading, then the
 /// receiver's) is no longer broadcast: a tally that stopped or crashed is not impersonated by an old
 /// STATE for long. Frames longer than the receiver's radio takes (the tally's extended frames on a
-/// legacy radio) are not broadcast, and the relay says so once.
+/// legacy radio) are not broadcast, and the relay says so once; nor, unless told to try anyway
+/// (`.always`), is anything broadcast on a radio that cannot broadcast while it scans.
 public struct BeaconRelay: Sendable {
     /// How long a beacon the tally did not renew is broadcast. The tally renews it at least once a
     /// second (docs/PROTOCOL.md §11.11), so five missed renewals end it.
@@ -41,10 +43,13 @@ public struct BeaconRelay: Sendable {
     }
 
     let radio: any BroadcasterTransport
+    /// `.whenPossible`: not on a radio that cannot broadcast while it scans; `.always`: whatever it says.
+    let mode: BeaconMode
     let logger: Logger
 
-    public init(radio: any BroadcasterTransport, logger: Logger) {
+    public init(radio: any BroadcasterTransport, mode: BeaconMode = .whenPossible, logger: Logger) {
         self.radio = radio
+        self.mode = mode
         self.logger = logger
     }
 
@@ -53,13 +58,14 @@ public struct BeaconRelay: Sendable {
     public func run<R: AsyncSequence & Sendable, C: Clock<Duration>>(_ readings: R, clock: C) async -> Summary
         where R.Element == LedgerBeaconFeed.Reading {
         var summary = Summary()
+        guard mode != .off else { return summary }
         let capabilities: BroadcastCapabilities
         do { capabilities = try await radio.broadcastCapabilities() } catch {
             logger.notice("beacon: this radio does not broadcast (\(error)); students near it hear the tally's beacon only")
             return summary
         }
-        guard capabilities.whileScanning else {
-            logger.notice("beacon: this adapter cannot broadcast while it scans (a Bluetooth 4 controller); students near it hear the tally's beacon only")
+        guard capabilities.whileScanning || mode == .always else {
+            logger.notice("beacon: this adapter cannot broadcast while it scans (a Bluetooth 4 controller); students near it hear the tally's beacon only (or run the receiver with --beacon to try anyway)")
             return summary
         }
         var on = false

@@ -8,6 +8,7 @@ import ClickerWire
 import Foundation
 import Logging
 import Receivers
+import TallyDaemon
 import ServiceLifecycle
 
 /// `clicker-tally receiver`: this radio as one receiver of a poll counted in a shared ledger.
@@ -32,6 +33,9 @@ struct ReceiverCommand: AsyncParsableCommand {
     var journal: String?
 
     @OptionGroup var radio: CentralRadioArguments
+
+    @Flag(inversion: .prefixedNo, help: "Broadcast the tally's beacon, as the ledger has it, while scanning (off: students near this receiver hear only the tally's). Default: on where the radio can broadcast while it scans.")
+    var beacon: Bool?
 
     @Option(help: "Seed of the simulated air (--radio sim).")
     var seed: UInt64 = 1
@@ -68,8 +72,9 @@ struct ReceiverCommand: AsyncParsableCommand {
         do { opened = try await radio.open(radio.radio, seed: seed, logger: logger) } catch { throw Failure("\(error)") }
         logger.info("receiving for poll \(receiver.poll.poll) (vote \(receiver.poll.voteID)); journal \(journalPath)")
         // The tally's beacon, as the ledger has it, goes out on this radio too (when it can broadcast).
-        let relay = (opened.central as? any BroadcasterTransport).flatMap { radio in
-            LedgerBeaconFeed(url: store, poll: receiver.poll.poll).map { (feed: $0, relay: BeaconRelay(radio: radio, logger: logger)) }
+        let mode: BeaconMode = beacon.map { $0 ? .always : .off } ?? .whenPossible
+        let relay = (mode == .off ? nil : opened.central as? any BroadcasterTransport).flatMap { radio in
+            LedgerBeaconFeed(url: store, poll: receiver.poll.poll).map { (feed: $0, relay: BeaconRelay(radio: radio, mode: mode, logger: logger)) }
         }
         let service = ReceiverService(receiver: receiver, central: opened.central, beacon: relay,
                                       duration: duration.map { .milliseconds(Int64($0 * 1000)) }, logger: logger)

@@ -4,6 +4,7 @@ import ClickerTransport
 import Logging
 import Receivers
 import Synchronization
+import TallyDaemon
 import XCTest
 
 /// A radio that records what it is asked to broadcast, and when on the test's clock.
@@ -53,9 +54,10 @@ final class BeaconRelayTests: XCTestCase {
     }
 
     /// Runs a relay on `radio` over readings the test yields; returns the continuation and the relay's task.
-    func relay(_ radio: RelayRadio, clock: TestClock) -> (AsyncStream<LedgerBeaconFeed.Reading>.Continuation, Task<BeaconRelay.Summary, Never>) {
+    func relay(_ radio: RelayRadio, clock: TestClock, mode: BeaconMode = .whenPossible)
+        -> (AsyncStream<LedgerBeaconFeed.Reading>.Continuation, Task<BeaconRelay.Summary, Never>) {
         let (readings, continuation) = AsyncStream<LedgerBeaconFeed.Reading>.makeStream()
-        let task = Task { await BeaconRelay(radio: radio, logger: Logger(label: "test")).run(readings, clock: clock) }
+        let task = Task { await BeaconRelay(radio: radio, mode: mode, logger: Logger(label: "test")).run(readings, clock: clock) }
         return (continuation, task)
     }
 
@@ -128,13 +130,31 @@ final class BeaconRelayTests: XCTestCase {
         XCTAssertEqual(summary.broadcast, 1)
     }
 
-    func testARadioThatCannotBroadcastWhileItScansRelaysNothing() async throws {
+    func testARadioThatCannotBroadcastWhileItScansRelaysNothingUnlessToldToTry() async throws {
         let clock = TestClock()
-        let radio = RelayRadio(BroadcastCapabilities(maxFrameLength: 27, extended: false, whileScanning: false), clock: clock)
+        let bt4 = BroadcastCapabilities(maxFrameLength: 27, extended: false, whileScanning: false)
+        let radio = RelayRadio(bt4, clock: clock)
         let (readings, task) = relay(radio, clock: clock)
         readings.yield(reading(payload(1), serial: 1))
         let summary = await task.value
         XCTAssertEqual(summary, BeaconRelay.Summary())
         XCTAssertTrue(radio.recorded.isEmpty)
+
+        // `--beacon`: tried anyway; `--no-beacon`: nothing, whatever the radio.
+        let tried = RelayRadio(bt4, clock: clock)
+        var calls = tried.calls.makeAsyncIterator()
+        let (more, trying) = relay(tried, clock: clock, mode: .always)
+        more.yield(reading(payload(2), serial: 2))
+        let call = await calls.next()
+        XCTAssertEqual(call, .broadcast(payload(2)))
+        more.finish()
+        _ = await trying.value
+        let off = RelayRadio(.extended, clock: clock)
+        let (none, offTask) = relay(off, clock: clock, mode: .off)
+        none.yield(reading(payload(3), serial: 3))
+        none.finish()
+        let offSummary = await offTask.value
+        XCTAssertEqual(offSummary, BeaconRelay.Summary())
+        XCTAssertTrue(off.recorded.isEmpty)
     }
 }
