@@ -38,7 +38,7 @@ final class BeaconLoopTests: XCTestCase {
         let run = await air.start(controller)
         func lines(_ i: Int) -> [String] { shown.withLock { $0[i] ?? [] } }
         /// Drives the air in 100 ms steps until every voter's lines satisfy `done`, for at most `limit`.
-        func drive(_ what: String, for limit: Duration, until done: ([String]) -> Bool) async throws {
+        func drive(_ what: String, for limit: Duration, until done: ([String]) -> Bool) async {
             var t = air.now.nanoseconds
             let end = t + UInt64(limit.components.seconds) * 1_000_000_000
             while t < end {
@@ -49,17 +49,17 @@ final class BeaconLoopTests: XCTestCase {
             let missing = (0..<n).filter { !done(lines($0)) }.map { "\($0): \(lines($0))" }
             XCTFail("\(what): not every voter after \(limit): \(missing.prefix(4))")
         }
-        try await drive("question 1 shown", for: .seconds(20)) { $0.contains("question 1 single 4") }
+        await drive("question 1 shown", for: .seconds(20)) { $0.contains("question 1 single 4") }
         for (i, student) in students.enumerated() { student.type(["A", "B", "C", "D"][i % 4]) }
-        try await drive("counted on question 1", for: .seconds(60)) { $0.contains { $0.hasPrefix("counted ") } }
+        await drive("counted on question 1", for: .seconds(60)) { $0.contains { $0.hasPrefix("counted ") } }
         var r = await controller.results()
         XCTAssertEqual(r.voters, n)
         XCTAssertEqual(r.counts, ["A": 4, "B": 4, "C": 4, "D": 4])
 
         try await controller.nextQuestion()
-        try await drive("question 2 shown", for: .seconds(20)) { $0.contains("question 2 single 4") }
+        await drive("question 2 shown", for: .seconds(20)) { $0.contains("question 2 single 4") }
         for student in students { student.type("B") }
-        try await drive("counted on question 2", for: .seconds(60)) {
+        await drive("counted on question 2", for: .seconds(60)) {
             guard let q2 = $0.lastIndex(of: "question 2 single 4") else { return false }
             return $0[q2...].contains("counted B")
         }
