@@ -101,6 +101,7 @@ public struct BeaconFollowService: Service {
     }
 
     public func run() async throws {
+        defer { turns.end() }
         guard let listener = transport as? any ListenerTransport else { throw VoterError.cannotListen }
         let (events, sink) = AsyncStream<Event>.makeStream()
         let logger = self.logger, tick = self.tick, lines = self.lines, clock = self.clock, turns = self.turns
@@ -110,7 +111,6 @@ public struct BeaconFollowService: Service {
             sink.yield(event)
         }
         turns.begin(on: clock)
-        defer { turns.end() }
         let listening = Task {
             var failures = 0
             while !Task.isCancelled {
@@ -159,8 +159,9 @@ public struct BeaconFollowService: Service {
             var ticking: Task<Void, Never>?
             func tickWhile(_ needed: Bool) {
                 if needed, ticking == nil {
-                    var timer = turns.set(clock.now.advanced(by: tick))
+                    let first = turns.set(clock.now.advanced(by: tick))
                     ticking = Task {
+                        var timer = first
                         while await turns.wait(timer, on: clock) {
                             post(.tick)
                             let fired = timer
