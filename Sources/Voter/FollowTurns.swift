@@ -37,9 +37,6 @@ public final class FollowTurns: Sendable {
 
     public init() {}
 
-    /// Frames taken from the radio's listen stream.
-    public var heard: Int { state.withLock { $0.heard } }
-
     /// Whether the follower has taken `heard` frames from its radio and `read` lines, handled every event
     /// it took, and has every timer registered with its clock and due later than now; or has stopped.
     public func isSettled(heard delivered: Int, read sent: Int) -> Bool {
