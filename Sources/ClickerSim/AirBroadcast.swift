@@ -216,6 +216,7 @@ extension AirCore {
             guard let l = dev.listeners[key], l.companyID == pdu.companyID else { continue }
             outputs.append(.listened(l.sink, report))
             stats.listenerReportsDelivered += 1
+            dev.reportsListened += 1
         }
     }
 

@@ -175,6 +175,8 @@ final class Device {
     var lastEventAirTime: UInt64 = 0
     /// Listening streams, and the receiver's schedule while there is any.
     var listeners: [UInt64: Listener] = [:]
+    /// Reports handed to its listening streams, one per stream (``SimulatedPeripheral/reportsHeard``).
+    var reportsListened = 0
     var listenSchedule: ScanSchedule?
     var listenNote: String?
     /// An attacker's radio (AirAttacker.swift): every listener hears its advertisements, and it hears

@@ -348,6 +348,14 @@ public struct SimulatedPeripheral: PeripheralTransport, ListenerTransport {
         }
     }
 
+    /// The reports the air has handed to this device's listening streams (one per stream), each in
+    /// the stream once the air's step that delivered it returns: a test that moves the virtual clock
+    /// compares it with what a listener took from its stream.
+    public var reportsHeard: Int {
+        let address = self.address
+        return air.withCore { c in c.device(address)?.reportsListened ?? 0 }
+    }
+
     /// Listens for the central's broadcast under `companyID`, one channel at a time at `dutyCycle`,
     /// starting now on the first of `BroadcastConfiguration.listenChannels`. Listening stops when every
     /// stream is gone; the stream finishes when the device leaves. Buffers up to

@@ -37,6 +37,7 @@ public struct BeaconFollowService: Service {
     let tick: Duration
     let start: StaggeredStart
     let handled: @Sendable () -> Void
+    let turns: FollowTurns
 
     /// - Parameters:
     ///   - lines: answers, one a line; read with the open question's ``AnswerForm``.
@@ -56,6 +57,8 @@ public struct BeaconFollowService: Service {
     ///   - handled: called once each event (a frame heard, a line read, a tick) has been handled, in the
     ///     order they came: a test that moves `clock` waits on it, so that every frame is heard at the time
     ///     it was sent, however far the test could otherwise run ahead of the follower.
+    ///   - turns: where the follower stands (``FollowTurns``): a test that moves `clock` waits until it has
+    ///     acted on what reached it at the current instant.
     public init(secret: PollSecret, identity: DeviceKey, roster: Bool, transport: any PeripheralTransport,
                 state: StateDirectory?, lines: AsyncStream<String>, first: String? = nil,
                 report: @escaping @Sendable (FollowReport) -> Void,
@@ -63,7 +66,7 @@ public struct BeaconFollowService: Service {
                 logger: Logger = Logger(label: "clicker.voter"),
                 clock: some Clock<Duration> = ContinuousClock(),
                 tick: Duration = .milliseconds(500), start: StaggeredStart = .random(),
-                handled: @escaping @Sendable () -> Void = {}) {
+                handled: @escaping @Sendable () -> Void = {}, turns: FollowTurns = FollowTurns()) {
         self.secret = secret
         self.identity = identity
         self.roster = roster
@@ -78,6 +81,7 @@ public struct BeaconFollowService: Service {
         self.tick = tick
         self.start = start
         self.handled = handled
+        self.turns = turns
     }
 
     /// How long a roster ballot goes unacknowledged before the student is told why that may be: in a
@@ -97,17 +101,25 @@ public struct BeaconFollowService: Service {
     }
 
     public func run() async throws {
+        defer { turns.end() }
         guard let listener = transport as? any ListenerTransport else { throw VoterError.cannotListen }
         let (events, sink) = AsyncStream<Event>.makeStream()
-        let logger = self.logger, tick = self.tick, lines = self.lines, clock = self.clock
+        let logger = self.logger, tick = self.tick, lines = self.lines, clock = self.clock, turns = self.turns
         let now: @Sendable () -> Duration = { clock.now.offset }
+        let post: @Sendable (Event) -> Void = { event in
+            turns.posted(event)
+            sink.yield(event)
+        }
+        turns.begin(on: clock)
         let listening = Task {
             var failures = 0
             while !Task.isCancelled {
                 do {
-                    for try await r in listener.listen(companyID: BallotFormat.companyID, dutyCycle: BeaconFollower.listening) {
+                    let reports = listener.listen(companyID: BallotFormat.companyID, dutyCycle: BeaconFollower.listening)
+                    turns.listening()
+                    for try await r in reports {
                         failures = 0
-                        sink.yield(.heard(r.data))
+                        post(.heard(r.data))
                     }
                 } catch {
                     failures += 1
@@ -120,7 +132,7 @@ public struct BeaconFollowService: Service {
             }
         }
         let reading = Task {
-            for await line in lines { sink.yield(.line(line)) }
+            for await line in lines { post(.line(line)) }
         }
         defer { listening.cancel(); reading.cancel() }
 
@@ -142,14 +154,19 @@ public struct BeaconFollowService: Service {
             var hintAt: Duration? = nil
             var relistens = 0
             var signedSaid = false
-            // Ticks while something waits for time to pass, none otherwise (``tick``).
+            // Ticks while something waits for time to pass, none otherwise (``tick``); each timer is set
+            // before its task runs, for a tick after the instant it is set at.
             var ticking: Task<Void, Never>?
             func tickWhile(_ needed: Bool) {
                 if needed, ticking == nil {
+                    let first = turns.set(clock.now.advanced(by: tick))
                     ticking = Task {
-                        while !Task.isCancelled {
-                            guard (try? await clock.sleep(for: tick)) != nil else { return }
-                            sink.yield(.tick)
+                        var timer = first
+                        while await turns.wait(timer, on: clock) {
+                            post(.tick)
+                            let fired = timer
+                            timer = turns.set(clock.now.advanced(by: tick))
+                            turns.clear(fired)
                         }
                     }
                 } else if !needed, let t = ticking {
@@ -162,8 +179,12 @@ public struct BeaconFollowService: Service {
             var retry = RadioRetry()
             var retryWake: Task<Void, Never>?
             defer { retryWake?.cancel() }
+            turns.looping()
             for await event in events {
-                defer { handled() }
+                defer {
+                    handled()
+                    turns.handled()
+                }
                 switch event {
                 case .heard(let bytes): follower.hear(bytes, at: now())
                 case .tick: follower.tick(at: now())
@@ -194,17 +215,18 @@ public struct BeaconFollowService: Service {
                 if !Task.isCancelled, retry.due(at: now()) {
                     fault = await Self.apply(&sessions, &follower, at: now(), failing: fault, logger: logger)
                     if fault != nil {
-                        let wait = retry.failed(at: now())
+                        let timer = turns.set(clock.now.advanced(by: retry.failed(at: now())))
                         retryWake?.cancel()
                         retryWake = Task {
-                            guard (try? await clock.sleep(for: wait)) != nil else { return }
-                            sink.yield(.tick)
+                            guard await turns.wait(timer, on: clock) else { return }
+                            post(.tick)
+                            turns.clear(timer)
                         }
                     } else {
                         retry.succeeded()
                     }
                 }
-                sessions.wake(on: clock, fire: { sink.yield(.tick) })
+                sessions.wake(on: clock, turns: turns, fire: { post(.tick) })
                 if !signedSaid, follower.admission.publicKey != nil {
                     // Once: from now on only frames signed by the tally count (docs/SECURITY.md).
                     signedSaid = true
@@ -330,12 +352,14 @@ struct Sessions {
 
     /// When a ballot waits to go on the air, has `fire` run once `clock` reaches its start (the
     /// caller applies again then); a wake-up set for another start is cancelled.
-    mutating func wake(on clock: ElapsedClock, fire: @escaping @Sendable () -> Void) {
+    mutating func wake(on clock: ElapsedClock, turns: FollowTurns, fire: @escaping @Sendable () -> Void) {
         guard let at = start.startAt, alarm?.at != at else { return }
         alarm?.task.cancel()
+        let timer = turns.set(ElapsedClock.Instant(offset: at))
         alarm = (at, Task {
-            guard (try? await clock.sleep(until: ElapsedClock.Instant(offset: at))) != nil, !Task.isCancelled else { return }
+            guard await turns.wait(timer, on: clock) else { return }
             fire()
+            turns.clear(timer)
         })
     }
 

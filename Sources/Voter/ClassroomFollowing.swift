@@ -65,6 +65,8 @@ extension Classroom {
                 } catch {}
                 sink.finish()
             }
+            // The start's timer (no test steps a room's students: a student that lags misses frames).
+            let turns = FollowTurns()
             var question: UInt8?
             var plan: [(after: Duration, answer: Answer)] = []
             var timer: Task<Void, Never>?
@@ -102,7 +104,7 @@ extension Classroom {
                     schedule(0, of: q.number)
                 }
                 try? await sessions.apply(&follower, at: now())
-                sessions.wake(on: clock, fire: { sink.yield(.start) })
+                sessions.wake(on: clock, turns: turns, fire: { sink.yield(.start) })
             }
             timer?.cancel()
             group.cancelAll()

@@ -25,6 +25,8 @@ final class BeaconAttackTests: XCTestCase {
         let attacker: SimulatedPeripheral
         let heard: Locked<[AdvertisementReport]>
         let recorder: Task<Void, Never>
+        /// The voters so far (``voter(_:shown:seed:answer:)``): each acts at every instant `drive` passes.
+        let voters = Locked<[AirVoter]>([])
         var virtualNow: Duration { .nanoseconds(Int64(air.now.nanoseconds)) }
 
         func stop() async {
@@ -53,30 +55,31 @@ final class BeaconAttackTests: XCTestCase {
     /// first time it is shown each question (as a student types it once); its status lines are collected.
     func voter(_ room: Room, shown: Locked<[String]>, seed: UInt64, answer: @escaping @Sendable (UInt8) -> String)
         -> Task<Void, any Error> {
-        let (lines, input) = AsyncStream<String>.makeStream()
         let air = room.air
+        let student = AirVoter(air, rssi: -60)
+        room.voters.withLock { $0.append(student) }
         let answered = Mutex<Set<UInt8>>([])
         let service = BeaconFollowService(
-            secret: pollSecret(code), identity: DeviceKey.generate(), roster: false, transport: air.addPeripheral(rssi: -60),
-            state: nil, lines: lines,
+            secret: pollSecret(code), identity: DeviceKey.generate(), roster: false, transport: student.radio,
+            state: nil, lines: student.lines,
             report: { s in
                 shown.withLock { $0.append(s.line) }
-                if case .status(.open(let q), _) = s, answered.withLock({ $0.insert(q.number).inserted }) { input.yield(answer(q.number)) }
+                if case .status(.open(let q), _) = s, answered.withLock({ $0.insert(q.number).inserted }) { student.type(answer(q.number)) }
             },
-            logger: quiet, clock: air.clock, start: StaggeredStart(seed: seed))
+            logger: quiet, clock: air.clock, start: StaggeredStart(seed: seed), turns: student.turns)
         return Task { try await service.run() }
     }
 
-    /// Drives the air in 100 ms steps for at most `limit` (the tally's beacon keeps the air's time),
-    /// calling `each` every step, until `done`.
+    /// Drives the air in 100 ms steps for at most `limit` (the tally's beacon and the voters keep the air's
+    /// time and act at each of its instants before it moves on), calling `each` every step, until `done`.
     func drive(_ room: Room, for limit: Duration, each: (Duration) async throws -> Void = { _ in },
                until done: () async -> Bool) async rethrows -> Bool {
         let end = room.virtualNow + limit
         while room.virtualNow < end {
             if await done() { return true }
             try await each(room.virtualNow)
-            await room.air.drive(room.controller, until: RadioInstant(nanoseconds: room.air.now.nanoseconds + 100_000_000))
-            try? await Task.sleep(for: .milliseconds(5))   // the voters' tasks run on the pool
+            await room.air.drive(room.controller, until: RadioInstant(nanoseconds: room.air.now.nanoseconds + 100_000_000),
+                                 voters: room.voters.withLock { $0 })
         }
         return await done()
     }

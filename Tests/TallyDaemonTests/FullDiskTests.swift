@@ -143,38 +143,36 @@ final class FullDiskTests: XCTestCase {
                                             clock: PollClock(air.clock, origin: Date(timeIntervalSinceReferenceDate: 0)))
         let quiet = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
         let shown = Mutex<[Int: [String]]>([:])
-        var inputs: [AsyncStream<String>.Continuation] = []
+        // The voters keep the air's time too: `drive` lets each act at every instant of the air.
+        let inputs = (0..<n).map { _ in AirVoter(air) }
         var voters: [Task<Void, any Error>] = []
         var stores: [Data] = []   // each voter as the store keys it
-        for i in 0..<n {
-            let (lines, input) = AsyncStream<String>.makeStream()
-            inputs.append(input)
+        for (i, input) in inputs.enumerated() {
             let identity = DeviceKey.generate()
             let id = await VoterSession(secret: secret, question: 1, identity: identity, transport: air.addPeripheral(),
                                         state: nil).voterID
             stores.append(Data([0, UInt8(id >> 24), UInt8((id >> 16) & 0xFF), UInt8((id >> 8) & 0xFF), UInt8(id & 0xFF)]))
             let service = BeaconFollowService(secret: secret, identity: identity, roster: false,
-                                              transport: air.addPeripheral(), state: nil, lines: lines,
+                                              transport: input.radio, state: nil, lines: input.lines,
                                               report: { s in shown.withLock { $0[i, default: []].append(s.line) } },
-                                              logger: quiet)
+                                              logger: quiet, clock: air.clock, start: StaggeredStart(seed: UInt64(i + 1)),
+                                              turns: input.turns)
             voters.append(Task { try await service.run() })
         }
         let run = await air.start(controller)
         func lines(_ i: Int) -> [String] { shown.withLock { $0[i] ?? [] } }
-        func drive(for d: Duration) async throws {
+        func drive(for d: Duration) async {
             let end = air.now.nanoseconds + UInt64(d.components.seconds) * 1_000_000_000
                 + UInt64(d.components.attoseconds / 1_000_000_000)
             while air.now.nanoseconds < end {
-                await air.drive(controller, until: RadioInstant(nanoseconds: air.now.nanoseconds + 100_000_000))
-                try await Task.sleep(for: .milliseconds(5))   // the voters' tasks run on the pool
+                await air.drive(controller, until: RadioInstant(nanoseconds: air.now.nanoseconds + 100_000_000), voters: inputs)
             }
         }
-        func drive(_ what: String, for limit: Duration, until done: (Int) -> Bool) async throws {
+        func drive(_ what: String, for limit: Duration, until done: (Int) -> Bool) async {
             let end = air.now.nanoseconds + UInt64(limit.components.seconds) * 1_000_000_000
             while air.now.nanoseconds < end {
                 if (0..<n).allSatisfy(done) { return }
-                await air.drive(controller, until: RadioInstant(nanoseconds: air.now.nanoseconds + 100_000_000))
-                try await Task.sleep(for: .milliseconds(5))
+                await air.drive(controller, until: RadioInstant(nanoseconds: air.now.nanoseconds + 100_000_000), voters: inputs)
             }
             XCTFail("\(what): not every voter after \(limit): \((0..<n).filter { !done($0) }.map { "\($0): \(lines($0).suffix(3))" })")
         }
@@ -205,9 +203,9 @@ final class FullDiskTests: XCTestCase {
         /// What the controller counts (results, the export's source), without answers at zero.
         func counted() async -> [String: Int] { await controller.results().counts.filter { $0.value > 0 } }
 
-        try await drive("question 1 shown", for: .seconds(20)) { lines($0).contains("question 1 single 4") }
-        for input in inputs { input.yield("A") }
-        try await drive("counted A", for: .seconds(60)) { lines($0).contains("counted A") }
+        await drive("question 1 shown", for: .seconds(20)) { lines($0).contains("question 1 single 4") }
+        for input in inputs { input.type("A") }
+        await drive("counted A", for: .seconds(60)) { lines($0).contains("counted A") }
         XCTAssertEqual(try stored(), ["A": n])
 
         // The disk fills: the database can no longer grow.
@@ -222,9 +220,9 @@ final class FullDiskTests: XCTestCase {
             if round >= 40 { break }
             for (i, input) in inputs.enumerated() {
                 answer[i] = letters[(round + i) % 4]
-                input.yield(answer[i] ?? "A")
+                input.type(answer[i] ?? "A")
             }
-            try await drive(for: .seconds(4))
+            await drive(for: .seconds(4))
             if await controller.storageError != nil { roundsStopped += 1 }
             // A voter that shows its answer counted has it saved; the tally counts what the store counts.
             let saved = try storedAnswers()
@@ -248,7 +246,7 @@ final class FullDiskTests: XCTestCase {
         // The voters keep sending their ballots (never acknowledged): the tally hears them and, at
         // each retry of the store, fails to save them again.
         let ballotsBefore = await controller.ingestStatistics.reports
-        try await drive(for: .seconds(10))
+        await drive(for: .seconds(10))
         let ballotsAfter = await controller.ingestStatistics.reports
         let notSavedAfter = await controller.notSaved
         XCTAssertGreaterThan(ballotsAfter, ballotsBefore + waiting.count, "the voters that were not acknowledged stopped sending")
@@ -263,7 +261,7 @@ final class FullDiskTests: XCTestCase {
 
         // Space returns: counting resumes, and every voter's latest answer counts with nothing lost.
         try await free(store)
-        try await drive("latest answer counted", for: .seconds(60)) { shownCounted()[$0] == answer[$0] }
+        await drive("latest answer counted", for: .seconds(60)) { shownCounted()[$0] == answer[$0] }
         let final = histogram(answer)
         XCTAssertEqual(try stored(), final)
         let countedAfter = await counted()

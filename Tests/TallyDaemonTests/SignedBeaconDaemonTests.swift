@@ -19,9 +19,11 @@ final class SignedBeaconDaemonTests: XCTestCase {
         var options = PollOptions(joinCode: code, confirmByGATT: false)
         options.beaconSigner = signer
         let radio = RecordingBroadcaster(capabilities: .extended)
-        let controller = try PollController(options: options, store: nil)
+        let clock = TestClock()
+        let controller = try PollController(options: options, store: nil, clock: PollClock(clock))
         let run = Task { try await controller.run(central: radio) }
-        try await until(radio.broadcasts.subscribe(), "the beacon went out") { radio.payloads.count >= 1 }
+        let out = await controller.pass(clock, .seconds(1)) { radio.payloads.count >= 1 }
+        XCTAssertTrue(out, "the beacon went out")
         let said = await controller.viewModel().radio.beacon
         XCTAssertEqual(said, .extended, "the view says signed")
         let key = BeaconKey(pollSecret(code))
@@ -64,9 +66,11 @@ final class SignedBeaconDaemonTests: XCTestCase {
         var options = PollOptions(joinCode: code, confirmByGATT: false)
         options.beaconSigner = signer
         let radio = RecordingBroadcaster(capabilities: .extended)
-        let controller = try PollController(options: options, store: nil)
+        let clock = TestClock()
+        let controller = try PollController(options: options, store: nil, clock: PollClock(clock))
         let run = Task { try await controller.run(central: radio) }
-        try await until(radio.broadcasts.subscribe(), "two payloads out") { radio.payloads.count >= 2 }
+        let out = await controller.pass(clock, .seconds(5)) { radio.payloads.count >= 2 }
+        XCTAssertTrue(out, "two payloads out")
         let own = radio.payloads.flatMap(\.frames).filter { $0[1] == BeaconFrameKind.state.typeByte(signed: true) }
         XCTAssertGreaterThanOrEqual(own.count, 2)
         for (i, f) in own.enumerated() {
@@ -96,9 +100,12 @@ final class SignedBeaconDaemonTests: XCTestCase {
     func testAJoinCodeGivenByHandSendsTaggedFramesAndSaysSo() async throws {
         let code = try JoinCode(parsing: "4821-K7QXM-3PF9A")
         let radio = RecordingBroadcaster(capabilities: .extended)
-        let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: nil)
+        let clock = TestClock()
+        let controller = try PollController(options: PollOptions(joinCode: code, confirmByGATT: false), store: nil,
+                                            clock: PollClock(clock))
         let run = Task { try await controller.run(central: radio) }
-        try await until(radio.broadcasts.subscribe(), "the beacon went out") { radio.payloads.count >= 1 }
+        let out = await controller.pass(clock, .seconds(1)) { radio.payloads.count >= 1 }
+        XCTAssertTrue(out, "the beacon went out")
         let said = await controller.viewModel().radio.beacon
         XCTAssertEqual(said, .extendedUnsigned, "the view says unsigned")
         let key = BeaconKey(pollSecret(code))
