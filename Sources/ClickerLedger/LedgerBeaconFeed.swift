@@ -1,4 +1,3 @@
-import OSThreads
 
 /// The tally's beacon for one poll as the ledger has it, as it changes (schema version 7): what a
 /// receiver broadcasts. It listens on ``LedgerSchema/beaconChannel`` on a thread of its own with a
@@ -12,8 +11,7 @@ public final class LedgerBeaconFeed: Sendable {
         case unreadable(String)
     }
 
-    private let control = LedgerListening.Control()
-    private let thread: ThreadHandle
+    private let listener: LedgerListener
     /// The readings, newest kept when the reader falls behind (only the last beacon matters).
     public let readings: AsyncStream<Reading>
 
@@ -22,33 +20,27 @@ public final class LedgerBeaconFeed: Sendable {
     public init?(url: String, poll: Int64, retryInterval: Duration = .seconds(1)) {
         let (readings, continuation) = AsyncStream<Reading>.makeStream(bufferingPolicy: .bufferingNewest(1))
         self.readings = readings
-        let control = self.control
-        guard let thread = OSThread.start(name: "clicker-beacon-feed", {
+        guard let listener = LedgerListener(name: "clicker-beacon-feed", url: url, channel: LedgerSchema.beaconChannel, poll: poll,
+                                            retry: retryInterval, handlers: {
             var serial: Int64?
             var failing: String?
-            LedgerListening.run(url: url, channel: LedgerSchema.beaconChannel, poll: poll, retry: retryInterval, control: control) { ledger in
+            return LedgerListener.Handlers(read: { ledger in
                 let beacon = try ledger.beacon(poll: poll)
                 // A serial this thread has yielded is no news, unless the ledger could not be read meanwhile.
                 guard beacon?.serial ?? 0 != serial || failing != nil else { return }
                 serial = beacon?.serial ?? 0
                 failing = nil
                 continuation.yield(.beacon(beacon))
-            } failed: { error in
+            }, failed: { error in
                 let text = "\(error)"
                 guard text != failing else { return }
                 failing = text
                 continuation.yield(.unreadable(text))
-            }
-            continuation.finish()
+            }, ended: { continuation.finish() })
         }) else { return nil }
-        self.thread = thread
+        self.listener = listener
     }
 
     /// Stops following; returns once the thread has ended (the readings then finish).
-    public func stop() async {
-        control.stop()
-        await thread.finished()
-    }
-
-    deinit { control.stop() }
+    public func stop() async { await listener.stop() }
 }

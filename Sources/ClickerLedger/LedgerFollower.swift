@@ -1,7 +1,5 @@
 import ClickerWire
-import OSThreads
 import PostgresClient
-import Synchronization
 
 /// The counts of a poll in the ledger, as they change: every receiver's ballots, counted by the
 /// database, and which questions are closed. The follower listens on ``LedgerSchema/channel`` and
@@ -35,8 +33,7 @@ public final class LedgerFollower: Sendable {
         }
     }
 
-    private let control = LedgerListening.Control()
-    private let thread: ThreadHandle
+    private let listener: LedgerListener
     /// The readings, in order.
     public let readings: AsyncStream<Reading>
 
@@ -46,8 +43,8 @@ public final class LedgerFollower: Sendable {
     public init?(url: String, poll: Int64, ballots: Bool = false, retryInterval: Duration = .seconds(1)) {
         let (readings, continuation) = AsyncStream<Reading>.makeStream(bufferingPolicy: .bufferingNewest(64))
         self.readings = readings
-        let control = self.control
-        guard let thread = OSThread.start(name: "clicker-follow", {
+        guard let listener = LedgerListener(name: "clicker-follow", url: url, channel: LedgerSchema.channel, poll: poll,
+                                            retry: retryInterval, handlers: {
             var last: Reading?
             var seen: LedgerSnapshot?
             func publish(_ r: Reading) {
@@ -55,23 +52,17 @@ public final class LedgerFollower: Sendable {
                 last = r
                 continuation.yield(r)
             }
-            LedgerListening.run(url: url, channel: LedgerSchema.channel, poll: poll, retry: retryInterval, control: control) { ledger in
+            return LedgerListener.Handlers(read: { ledger in
                 var changed: [LedgerBallot] = []
                 if ballots { (changed, seen) = try ledger.changes(poll: poll, since: seen) }
                 publish(Reading(counts: try ledger.counts(poll: poll), changed: changed, closed: try ledger.closedQuestions(poll: poll)))
-            } failed: { error in
+            }, failed: { error in
                 publish(Reading(counts: last?.counts ?? [:], error: "\(error)", closed: last?.closed ?? []))
-            }
-            continuation.finish()
+            }, ended: { continuation.finish() })
         }) else { return nil }
-        self.thread = thread
+        self.listener = listener
     }
 
     /// Stops following; returns once the thread has ended (the readings then finish).
-    public func stop() async {
-        control.stop()
-        await thread.finished()
-    }
-
-    deinit { control.stop() }
+    public func stop() async { await listener.stop() }
 }
