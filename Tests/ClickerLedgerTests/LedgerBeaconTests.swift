@@ -45,6 +45,12 @@ final class LedgerBeaconTests: XCTestCase {
             notified += try listening.notifications(waitingUpTo: .seconds(10)).filter { $0.payload == "4" }.count
         }
         XCTAssertEqual(notified, 300, "one notification per write")
+
+        // A beacon written 7 s ago reads as 7 s old, by the database's clock, whatever the reader's.
+        try PostgresConnection(url: url).execute("UPDATE beacons SET written_at = now() - interval '7 seconds'")
+        let old = try XCTUnwrap(try receiver.beacon(poll: 4))
+        XCTAssertGreaterThanOrEqual(old.age, .seconds(7))
+        XCTAssertLessThan(old.age, .seconds(67))
     }
 
     func testAReceiverTokenReadsItsOwnPollsBeaconAndWritesNone() throws {
