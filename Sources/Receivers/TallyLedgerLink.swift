@@ -15,6 +15,7 @@ import TallyDaemon
 /// (``BeaconPublisher``), for the receivers to broadcast too (``BeaconRelay``).
 public final class TallyLedgerLink: Sendable {
     public let poll: Int64
+    let url: String
     let controller: PollController
     let registration: LedgerRegistration
     let shipper: LedgerShipper
@@ -63,13 +64,14 @@ public final class TallyLedgerLink: Sendable {
                                          answer: shared.answer, verified: shared.verified,
                                          heardAt: radioEpoch + Int64(shared.heard.nanoseconds / 1000), address: shared.address)])
         }
-        return TallyLedgerLink(poll: poll, controller: controller, registration: registration, shipper: shipper, follower: follower,
+        return TallyLedgerLink(poll: poll, url: url, controller: controller, registration: registration, shipper: shipper, follower: follower,
                                beacon: beacon)
     }
 
-    init(poll: Int64, controller: PollController, registration: LedgerRegistration, shipper: LedgerShipper, follower: LedgerFollower,
-         beacon: BeaconPublisher) {
+    init(poll: Int64, url: String, controller: PollController, registration: LedgerRegistration, shipper: LedgerShipper,
+         follower: LedgerFollower, beacon: BeaconPublisher) {
         self.poll = poll
+        self.url = url
         self.controller = controller
         self.registration = registration
         self.shipper = shipper
@@ -91,14 +93,7 @@ public final class TallyLedgerLink: Sendable {
                         else if lastError != nil { logger.notice("the ledger can be read again") }
                         lastError = reading.error
                     }
-                    // Anonymous ballots only: a roster ballot in the ledger was not written by a receiver
-                    // (receivers count none), and its mode would make it verified here.
-                    let anonymous = reading.changed.filter { $0.voter.mode == .anonymous }
-                    guard !anonymous.isEmpty else { continue }
-                    await controller.countShared(anonymous.map {
-                        SharedBallot(question: $0.question, voter: $0.voter, sequence: $0.sequence, answer: $0.answer,
-                                     verified: $0.verified, address: $0.address)
-                    })
+                    await self.count(reading.changed)
                 }
             }
             group.addTask { await self.followQuestions() }
@@ -109,6 +104,19 @@ public final class TallyLedgerLink: Sendable {
             await group.next()
             group.cancelAll()
         }
+    }
+
+    /// Counts ballots the ledger has in the tally; returns how many changed its counts. Anonymous
+    /// ballots only: a roster ballot in the ledger was not written by a receiver (receivers count
+    /// none), and its mode would make it verified here.
+    @discardableResult
+    func count(_ ballots: [LedgerBallot]) async -> Int {
+        let anonymous = ballots.filter { $0.voter.mode == .anonymous }
+        guard !anonymous.isEmpty else { return 0 }
+        return await controller.countShared(anonymous.map {
+            SharedBallot(question: $0.question, voter: $0.voter, sequence: $0.sequence, answer: $0.answer,
+                         verified: $0.verified, address: $0.address)
+        })
     }
 
     /// Registers each question as the tally opens it, so that receivers count it too (a writer's
@@ -144,12 +152,24 @@ public final class TallyLedgerLink: Sendable {
         return await shipper.sync()
     }
 
-    /// Stops following, ships what is left, and ends the writer; returns its final status.
-    public func finish() async -> ShipperStatus {
+    /// Stops following, ships what is left, ends the writer, and reads the poll's ballots from the
+    /// ledger once more: the final results hold every ballot the ledger committed before the stop,
+    /// also one the follower had not handed over yet. Returns the writer's final status, and how many
+    /// ballots that last read changed (nil when the ledger could not be read).
+    public func finish() async -> (status: ShipperStatus, caughtUp: Int?) {
         await controller.shareCounted(with: nil)
         await controller.shareBeacon(with: nil)
         await beacon.finish()
         await follower.stop()
-        return await shipper.finish()
+        let status = await shipper.finish()
+        // A ledger that did not answer the writer is not waited on again.
+        guard status.databaseError == nil else { return (status, nil) }
+        let (url, poll) = (self.url, self.poll)
+        // libpq blocks: off the cooperative pool.
+        let all = try? await BlockingWorker(label: "clicker-ledger-last-read").run { () throws -> [LedgerBallot] in
+            try BallotLedger(url: url, migrate: false).changes(poll: poll, since: nil).ballots
+        }
+        guard let all else { return (status, nil) }
+        return (status, await count(all))
     }
 }

@@ -146,7 +146,10 @@ struct RunArguments: ParsableArguments {
             FileHandle.standardError.write(Data("log lines of this run: \(file)\n".utf8))
         }
         await opened.close()
-        if let link { FileHandle.standardError.write(Data((PollSummary.ledger(await link.finish(), poll: link.poll) + "\n").utf8)) }
+        if let link {
+            let (status, caughtUp) = await link.finish()
+            FileHandle.standardError.write(Data((PollSummary.ledger(status, caughtUp: caughtUp, poll: link.poll) + "\n").utf8))
+        }
 
         if store != nil, await controller.exportedAt == nil {
             // Quitting without `e`: the files a graded poll needs were never written.

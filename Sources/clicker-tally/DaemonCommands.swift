@@ -140,8 +140,8 @@ struct Daemon: AsyncParsableCommand {
         await web?.stop()
         await opened.close()
         if let link {
-            let status = await link.finish()
-            logger.notice("\(PollSummary.ledger(status, poll: link.poll))")
+            let (status, caughtUp) = await link.finish()
+            logger.notice("\(PollSummary.ledger(status, caughtUp: caughtUp, poll: link.poll))")
         }
         api.object.unexport()
         connection.close()

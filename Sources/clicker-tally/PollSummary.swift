@@ -14,9 +14,13 @@ enum PollSummary {
     }
 
     /// What became of this tally's own ballots in the shared ledger.
-    static func ledger(_ s: ShipperStatus, poll: Int64) -> String {
+    /// What the ledger link did (``TallyLedgerLink/finish()``): `caughtUp`, the ballots its last
+    /// read changed (nil when the ledger could not be read then).
+    static func ledger(_ s: ShipperStatus, caughtUp: Int?, poll: Int64) -> String {
         "ledger poll \(poll): it committed \(s.shipped) ballot\(s.shipped == 1 ? "" : "s") this tally counted"
             + (s.journaled > 0 ? "; \(s.journaled) wait in the journal and go at the next run with --ledger" : "")
+            + (caughtUp.map { $0 > 0 ? "; its last read counted \($0) more from receivers" : "" }
+               ?? "; the results may lack receivers' last ballots: the ledger could not be read at the stop")
             + (s.databaseError.map { " (last error: \($0))" } ?? "")
     }
 

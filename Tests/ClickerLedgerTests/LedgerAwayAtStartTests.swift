@@ -75,7 +75,7 @@ final class LedgerAwayAtStartTests: XCTestCase {
             return (try? ledger().closedQuestions(poll: 6)) == [1]
         }
         XCTAssertEqual(try ledger().counted(poll: 6, question: 1).count, 60)
-        let status = await link.finish()
+        let status = await link.finish().status
         linked.cancel()
         await linked.value
         XCTAssertEqual(status.shipped, 100, "each ballot shipped once")

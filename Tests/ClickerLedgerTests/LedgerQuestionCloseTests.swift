@@ -138,7 +138,7 @@ final class LedgerQuestionCloseTests: XCTestCase {
         XCTAssertEqual(try instructor.counted(poll: 3, question: 1).count, 50)
         let q1 = await controller.results(question: 1).voters
         XCTAssertEqual(q1, 50)
-        let status = await link.finish()
+        let status = await link.finish().status
         linked.cancel()
         await linked.value
         XCTAssertEqual(status.shipped, 50)

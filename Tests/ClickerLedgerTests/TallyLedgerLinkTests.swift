@@ -85,7 +85,7 @@ final class TallyLedgerLinkTests: XCTestCase {
         expected[400] = (1, 2)
 
         // The ledger has the tally's own ballots too: it and the tally count the same.
-        let status = await link.finish()
+        let status = await link.finish().status
         linked.cancel()
         await linked.value
         XCTAssertEqual(status.journaled, 0)
@@ -104,6 +104,66 @@ final class TallyLedgerLinkTests: XCTestCase {
         var ledgerCounts: [Answer: Int] = [:]
         for c in counted.values { ledgerCounts[c.answer, default: 0] += 1 }
         XCTAssertEqual(ledgerCounts, tallyCounts)
+    }
+
+    /// The final results hold every ballot the ledger committed before the stop, also those the
+    /// follower never handed over: here the link never runs, so its last read is the only way in.
+    /// 250 receivers' ballots, 5 of them changed, 100 the tally heard too, and 20 roster ballots that stay out.
+    func testTheLastReadAtTheStopCountsWhatTheFollowerHadNotHandedOver() async throws {
+        let url = try SharedServer.database()
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var options = PollOptions(joinCode: code, confirmByGATT: false)
+        options.beacon = .off
+        let controller = try PollController(options: options, store: nil)
+        let link = try await TallyLedgerLink.start(url: url, poll: 12, controller: controller, journalPath: dir + "/tally.sqlite",
+                                                   radioEpoch: 0)
+        for v in UInt32(1)...100 { await controller.ingest(report(v, answer: 0, at: UInt64(v))) }
+        let instructor = try BallotLedger(url: url)
+        let token = try instructor.issueReceiverToken(poll: 12, validUntil: Int64(Date().timeIntervalSince1970) + 3600)
+        let receiver = try BallotLedger(url: token.url(replacingCredentialsOf: url), migrate: false)
+        func written(_ voter: UInt32, _ sequence: UInt16, _ answer: UInt8, _ mode: BallotMode = .anonymous) -> LedgerBallot {
+            LedgerBallot(poll: 12, question: 1, voter: VoterKey(mode: mode, voterID: voter), sequence: sequence, answer: .choice(answer),
+                         verified: false, heardAt: 1, address: DeviceAddress(rawValue: UInt64(voter)))
+        }
+        // Voters 1–100 as the tally heard them (its own, also shipped by its writer), 101–250 new, 101–105 changed.
+        try receiver.write(batch: (UInt32(1)...250).map { written($0, 1, $0 <= 100 ? 0 : UInt8($0 % 4)) })
+        try receiver.write(batch: (UInt32(101)...105).map { written($0, 2, 3) })
+        try instructor.write(batch: (UInt32(9000)..<9020).map { written($0, 1, 1, .roster) })
+        let (status, caughtUp) = await link.finish()
+        XCTAssertNil(status.databaseError)
+        XCTAssertEqual(caughtUp, 150, "the 150 new voters, and nothing for the 100 the tally had")
+        let r = await controller.results()
+        XCTAssertEqual(r.voters, 250)
+        var expected: [String: Int] = ["A": 100, "B": 0, "C": 0, "D": 0]
+        for v in UInt32(101)...250 { expected[["A", "B", "C", "D"][v <= 105 ? 3 : Int(v % 4)], default: 0] += 1 }
+        XCTAssertEqual(r.counts, expected)
+        XCTAssertNil(r.ballots.first { (9000..<9020).map(IDText.voter).contains($0.voter) }, "a roster ballot was counted")
+    }
+
+    /// A ledger that is down at the stop: the last read is skipped, and the summary says the results
+    /// may lack receivers' last ballots (`caughtUp` nil); the tally's own ballots are all there.
+    func testTheLastReadIsSkippedWhenTheLedgerIsDownAtTheStop() async throws {
+        _ = try SharedServer.get()   // skips, or fails under CLICKER_REQUIRE_POSTGRES=1, without server binaries
+        SharedServer.stop()
+        let server = try PostgresTestServer()   // of this test's own: it goes away
+        defer { server.stop() }
+        let url = try server.makeDatabase("down-at-stop")
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var options = PollOptions(joinCode: code, confirmByGATT: false)
+        options.beacon = .off
+        let controller = try PollController(options: options, store: nil)
+        let link = try await TallyLedgerLink.start(url: url, poll: 13, controller: controller, journalPath: dir + "/tally.sqlite",
+                                                   radioEpoch: 0)
+        try server.halt()
+        for v in UInt32(1)...30 { await controller.ingest(report(v, answer: 1, at: UInt64(v))) }
+        let (status, caughtUp) = await link.finish()
+        XCTAssertNil(caughtUp)
+        XCTAssertEqual(status.journaled, 30, "kept in the journal for the next run")
+        XCTAssertNotNil(status.databaseError)
+        let voters = await controller.results().voters
+        XCTAssertEqual(voters, 30)
     }
 
     /// Receivers hold no roster: a roster poll is refused, saying why.
@@ -177,7 +237,7 @@ final class TallyLedgerLinkTests: XCTestCase {
         try await until(controller.changeFeed.subscribe(), "the receiver's 20 counted by the tally", timeout: .seconds(60)) {
             await controller.results().voters == 120
         }
-        let status = await link.finish()
+        let status = await link.finish().status
         linked.cancel()
         await linked.value
         XCTAssertEqual(status.journaled, 0, "nothing left in the tally's journal")
