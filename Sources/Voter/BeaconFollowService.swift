@@ -36,7 +36,6 @@ public struct BeaconFollowService: Service {
     let clock: ElapsedClock
     let tick: Duration
     let start: StaggeredStart
-    let handled: @Sendable () -> Void
     let turns: FollowTurns
 
     /// - Parameters:
@@ -54,9 +53,6 @@ public struct BeaconFollowService: Service {
     ///     a ballot that cannot go on the air), and only then: an idle follower (counted, question closed,
     ///     poll closed) has no timer, and wakes only for what it hears and reads.
     ///   - start: when a ballot goes on the air: at a random moment of its interval (``StaggeredStart``).
-    ///   - handled: called once each event (a frame heard, a line read, a tick) has been handled, in the
-    ///     order they came: a test that moves `clock` waits on it, so that every frame is heard at the time
-    ///     it was sent, however far the test could otherwise run ahead of the follower.
     ///   - turns: where the follower stands (``FollowTurns``): a test that moves `clock` waits until it has
     ///     acted on what reached it at the current instant.
     public init(secret: PollSecret, identity: DeviceKey, roster: Bool, transport: any PeripheralTransport,
@@ -66,7 +62,7 @@ public struct BeaconFollowService: Service {
                 logger: Logger = Logger(label: "clicker.voter"),
                 clock: some Clock<Duration> = ContinuousClock(),
                 tick: Duration = .milliseconds(500), start: StaggeredStart = .random(),
-                handled: @escaping @Sendable () -> Void = {}, turns: FollowTurns = FollowTurns()) {
+                turns: FollowTurns = FollowTurns()) {
         self.secret = secret
         self.identity = identity
         self.roster = roster
@@ -80,7 +76,6 @@ public struct BeaconFollowService: Service {
         self.clock = ElapsedClock(clock)
         self.tick = tick
         self.start = start
-        self.handled = handled
         self.turns = turns
     }
 
@@ -140,7 +135,6 @@ public struct BeaconFollowService: Service {
         let sessionsSeed = Sessions(secret: secret, identity: identity, roster: roster, transport: transport, state: state,
                                     logger: logger, start: start)
         let key = BeaconKey(secret), report = self.report, notSending = self.notSending, first = self.first
-        let handled = self.handled
         await cancelWhenGracefulShutdown {
             var sessions = sessionsSeed
             var follower = BeaconFollower(key: key, mode: mode, voterID: await sessions.voterID(), now: now())
@@ -181,10 +175,7 @@ public struct BeaconFollowService: Service {
             defer { retryWake?.cancel() }
             turns.looping()
             for await event in events {
-                defer {
-                    handled()
-                    turns.handled()
-                }
+                defer { turns.handled() }
                 switch event {
                 case .heard(let bytes): follower.hear(bytes, at: now())
                 case .tick: follower.tick(at: now())

@@ -31,10 +31,15 @@ final class ListeningRadio: PeripheralTransport, ListenerTransport {
         return stream
     }
 
+    private let delivered = Mutex(0)
+    /// How many frames ``air(_:)`` delivered.
+    var aired: Int { delivered.withLock { $0 } }
+
     /// Delivers `bytes` to the newest listener.
     func air(_ bytes: [UInt8]) {
-        let c = sinks.withLock { $0.last }
-        c?.yield(AdvertisementReport(address: DeviceAddress(1, 2, 3, 4, 5, 6), rssi: -50, companyID: BallotFormat.companyID,
+        guard let c = sinks.withLock({ $0.last }) else { return }
+        delivered.withLock { $0 += 1 }
+        c.yield(AdvertisementReport(address: DeviceAddress(1, 2, 3, 4, 5, 6), rssi: -50, companyID: BallotFormat.companyID,
                                      data: bytes, timestamp: RadioInstant(nanoseconds: 0)))
     }
 

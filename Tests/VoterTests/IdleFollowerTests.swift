@@ -99,14 +99,14 @@ final class IdleFollowerTests: XCTestCase {
         let log = EventLog()
         let radio = ListeningRadio(log: log)
         let clock = TestClock()
-        let handled = EventLog()
+        let turns = FollowTurns()
         let identity = DeviceKey.generate()
         let (lines, input) = AsyncStream<String>.makeStream()
         let service = BeaconFollowService(secret: secret, identity: identity, roster: false, transport: radio, state: nil,
                                           lines: lines, report: { log.add($0.line) },
                                           logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }),
                                           clock: clock, tick: .milliseconds(500), start: .immediate,
-                                          handled: { handled.add("event") })
+                                          turns: turns)
         func state(_ poll: BeaconPoll, _ counter: UInt32) -> [UInt8] {
             try! BeaconCodec.seal(BeaconState(voteID: key.voteID, counter: counter, mode: .anonymous, poll: poll,  // valid by construction
                                               interval: BeaconInterval(milliseconds: 100) ?? .stop), key: key)
@@ -131,9 +131,8 @@ final class IdleFollowerTests: XCTestCase {
             // The follower hears each frame before the clock moves on: the test never runs ahead of it, so
             // every frame is heard at the time it was sent, as on the air, however loaded the machine.
             func air(_ frame: [UInt8]) async {
-                let before = handled.all.count
                 radio.air(frame)
-                _ = await handled.waitFor(before + 1)
+                await yieldUntil { turns.isSettled(heard: radio.aired, read: 1) }
             }
             func frames(_ poll: BeaconPoll, seconds: ClosedRange<Int>) async {
                 for second in seconds {
