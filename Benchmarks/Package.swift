@@ -8,6 +8,7 @@ let package = Package(
     platforms: [.macOS(.v14)],
     dependencies: [
         .package(name: "clicker", path: ".."),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
     ],
     targets: [
@@ -85,6 +86,21 @@ let package = Package(
                 .product(name: "Receivers", package: "clicker"),
             ],
             path: "Benchmarks/LedgerRooms"
+        ),
+        // How far behind the tally's radio each receiver's radio broadcasts the tally's beacon, through PostgreSQL.
+        // Run: swift run -c release --package-path Benchmarks BeaconRelay
+        .executableTarget(
+            name: "BeaconRelay",
+            dependencies: [
+                .product(name: "ClickerLedger", package: "clicker"),
+                .product(name: "ClickerTransport", package: "clicker"),
+                .product(name: "ClickerWire", package: "clicker"),
+                .product(name: "PostgresTestSupport", package: "clicker"),
+                .product(name: "Receivers", package: "clicker"),
+                .product(name: "TallyDaemon", package: "clicker"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Benchmarks/BeaconRelay"
         ),
         // A class list of 10,000 and 100,000 rows read and enrolled, as `roster import` does (ordo-one benchmark).
         .executableTarget(

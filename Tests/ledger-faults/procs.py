@@ -12,11 +12,11 @@ class Postgres:
     """A private server from Debian's package (as PostgresTestServer does), its data kept across
     restarts. Listens on loopback and on the cut-off receiver's link."""
 
-    def __init__(self, work, extra_host, extra_net):
+    def __init__(self, work, extra_host, extra_net, directory="pg"):
         majors = sorted((int(m) for m in os.listdir("/usr/lib/postgresql") if m.isdigit()), reverse=True)
         self.bin = next(f"/usr/lib/postgresql/{m}/bin" for m in majors
                         if os.path.exists(f"/usr/lib/postgresql/{m}/bin/pg_ctl"))
-        self.dir = os.path.join(work, "pg")
+        self.dir = os.path.join(work, directory)
         os.makedirs(self.dir)
         self.run_as = []
         if os.getuid() == 0:

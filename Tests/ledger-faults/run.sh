@@ -6,7 +6,9 @@
 # (stop -m immediate / fast), one receiver is cut off from the database for 30 s (a blackhole route to
 # its network namespace), and saved journals are shipped again, twice, at the end. Every receiver
 # must end with an empty journal and the ledger must hold each voter's last ballot of each question,
-# once. Prints "ledger-faults: N passed, M failed".
+# once. Then a network goes silent under two `ledger watch` connections (silent.py): the default
+# liveness settings give up on it within 30 s, libpq's own do not. Prints the sum of both:
+# "… N passed, M failed".
 #
 #   Tests/ledger-faults/run.sh             (SEED=n to choose the schedule; default 41)
 #
@@ -28,7 +30,18 @@ trap '[ "$rc" -eq 0 ] && $SUDO rm -rf "$W" || echo "ledger-faults: kept $W"' EXI
 cp "$(swift build --show-bin-path)/clicker-tally" "$W/clicker-tally"
 echo "ledger-faults: seed $SEED, work directory $W"
 start=$(date +%s)
-$SUDO python3 Tests/ledger-faults/faults.py --tally "$W/clicker-tally" --work "$W" --seed "$SEED"
-rc=$?
+$SUDO python3 Tests/ledger-faults/faults.py --tally "$W/clicker-tally" --work "$W" --seed "$SEED" | tee "$W/faults.out"
+rc=${PIPESTATUS[0]}
 echo "ledger-faults: $(( $(date +%s) - start )) s"
+# A network that goes silent under a connection (docs/LEDGER.md): the liveness settings give up on it.
+start=$(date +%s)
+$SUDO python3 Tests/ledger-faults/silent.py --tally "$W/clicker-tally" --work "$W" | tee "$W/silent.out"
+silent=${PIPESTATUS[0]}
+[ "$silent" -eq 0 ] || rc=1
+echo "ledger-silent: $(( $(date +%s) - start )) s"
+# Both summaries summed; a script that ended without one counts as a failure.
+cat "$W/faults.out" "$W/silent.out" | awk -v rc="$rc" '
+  /^ledger-(faults|silent): [0-9]+ passed, [0-9]+ failed/ { p += $2; f += $4; n++ }
+  END { if (n < 2 && f == 0 && rc != 0) f = 1; print "ledger-faults and ledger-silent: " p+0 " passed, " f+0 " failed" }'
+
 exit $rc
