@@ -21,10 +21,11 @@
 E2E_SUITE=${E2E_GUEST:-bookworm}
 case $E2E_SUITE in bookworm|trixie) ;; *) echo "e2e: E2E_GUEST must be bookworm or trixie" >&2; return 2 ;; esac
 E2E_PKGS=dbus,bluez,bluez-test-tools,python3-dbus,python3-gi,libdbus-1-3,libbluetooth3,libsqlite3-0,libstdc++6,libpq5,kmod,procps
-# The Debian 12 guest also runs a PostgreSQL server for the ballot ledger's scenario (ledger-receiver),
-# without its JIT: the cluster the package makes, LLVM and the Z3 solver it links (about 130 MB of the
-# initramfs) and the locale sources are removed. The image grows from 155 to about 265 MB.
-[ "$E2E_SUITE" = bookworm ] && E2E_PKGS=$E2E_PKGS,postgresql-15
+# Both guests also run a PostgreSQL server for the ballot ledger's scenario (ledger-receiver), each
+# its release's, without its JIT: the cluster the package makes, LLVM and the Z3 solver it links
+# (about 130 MB of the initramfs) and the locale sources are removed. The Debian 12 image grows from
+# 155 to about 265 MB.
+case $E2E_SUITE in bookworm) E2E_PKGS=$E2E_PKGS,postgresql-15 ;; trixie) E2E_PKGS=$E2E_PKGS,postgresql-17 ;; esac
 E2E_MODDIRS="crypto arch/x86/crypto lib net/bluetooth drivers/bluetooth net/rfkill net/9p fs/9p fs/netfs fs/fscache drivers/virtio drivers/char/hw_random"
 
 # The Debian mirror: the first "URIs:" (deb822) or "deb" line of the host's apt sources.
@@ -67,7 +68,7 @@ e2e_build_image() {
     echo "e2e: btvirt built in $((SECONDS - t0)) s"
   fi
   rm -rf "$R"/var/lib/postgresql/*/main "$R"/etc/postgresql/*/main "$R"/usr/lib/postgresql/*/lib/bitcode \
-         "$R"/usr/lib/postgresql/*/lib/llvmjit*.so "$R"/usr/lib/x86_64-linux-gnu/libLLVM-*.so* \
+         "$R"/usr/lib/postgresql/*/lib/llvmjit*.so "$R"/usr/lib/x86_64-linux-gnu/libLLVM-*.so* "$R"/usr/lib/x86_64-linux-gnu/libLLVM.so* \
          "$R"/usr/lib/x86_64-linux-gnu/libz3.so* "$R"/usr/share/i18n
   rm -rf "$R"/var/cache/apt/archives/*.deb "$R"/var/cache/apt/*.bin "$R"/var/lib/apt/lists/* \
          "$R"/usr/share/doc/* "$R"/usr/share/man/* "$R"/usr/share/locale/* "$R"/usr/share/info/* \

@@ -43,7 +43,7 @@ CACHE=${E2E_CACHE:-${XDG_CACHE_HOME:-/var/cache}/clicker-e2e}
 OUT=${E2E_OUT:-$ROOT/.build/e2e$([ "$E2E_NAME" = bookworm ] || echo "-$E2E_NAME")}
 STO=${E2E_SCENARIO_TIMEOUT:-420}
 ACCEL=${ACCEL:-auto}
-MEM=${MEM:-1536}   # the Debian 12 image holds a PostgreSQL server (image.sh)
+MEM=${MEM:-1536}   # both images hold a PostgreSQL server (image.sh)
 BUILD=1
 IMAGE_ONLY=0
 SELECT=()
