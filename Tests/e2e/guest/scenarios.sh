@@ -899,8 +899,8 @@ ledger_receiver() {
     json tally 'j["counts"] == {"A":0,"B":1,"C":1,"D":0} and j["voters"] == 2'
   check "v1's ballot in the tally is the one its voter sent (voter ID)" \
     json tally "any(b['voter'] == '$(voter_id v1)' != '' and b['answer'] == 'B' for b in j['ballots'])"
-  # With bluetoothd 5.69+ the receiver's extended-advertising probe on hci1 (zero bytes, no clicker
-  # magic) is heard by the tally: rejected as notOurs, as any other device's foreign data would be.
+  # With bluetoothd 5.69+ another adapter's extended-advertising probe (zero bytes under the clicker's
+  # company ID, no magic) may be heard by the tally: rejected as notOurs, as any foreign data would be.
   check "no ballot rejected (only foreign data: notOurs)" json tally 'set(j.get("rejected", {})) <= {"notOurs"}'
   note "rejected: $(py json "$D/tally.out" 'j.get("rejected", {})' 2>&1)"
   # v2's ballot is the tally's own only when its radio counted it before the ledger brought it in.
