@@ -13,9 +13,8 @@ enum PollSummary {
             + "the votes shown were saved, and votes heard meanwhile count only if heard again once it could be written"
     }
 
-    /// What became of this tally's own ballots in the shared ledger.
-    /// What the ledger link did (``TallyLedgerLink/finish()``): `caughtUp`, the ballots its last
-    /// read changed (nil when the ledger could not be read then).
+    /// What became of this tally's own ballots in the shared ledger (``TallyLedgerLink/finish()``), and
+    /// `caughtUp`: the ballots its last read changed (nil when the ledger could not be read then).
     static func ledger(_ s: ShipperStatus, caughtUp: Int?, poll: Int64) -> String {
         "ledger poll \(poll): it committed \(s.shipped) ballot\(s.shipped == 1 ? "" : "s") this tally counted"
             + (s.journaled > 0 ? "; \(s.journaled) wait in the journal and go at the next run with --ledger" : "")

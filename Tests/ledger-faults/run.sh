@@ -7,7 +7,7 @@
 # its network namespace), and saved journals are shipped again, twice, at the end. Every receiver
 # must end with an empty journal and the ledger must hold each voter's last ballot of each question,
 # once. Then a network goes silent under two `ledger watch` connections (silent.py): the default
-# liveness settings give up on it within 30 s, libpq's own do not. Prints the sum of both:
+# liveness settings give up on it within 30 s; without keepalives, nothing does. Prints the sum of both:
 # "… N passed, M failed".
 #
 #   Tests/ledger-faults/run.sh             (SEED=n to choose the schedule; default 41)

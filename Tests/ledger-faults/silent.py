@@ -4,8 +4,8 @@ link; then a blackhole route drops everything the server sends them, and no erro
 
 - The one with the default liveness settings (keepalives after 10 s of silence, a 20 s user timeout)
   says "the ledger cannot be read" within 30 s of the cut, and follows again once the link is back.
-- The one whose URL asks for libpq's own defaults (`?keepalives=0&tcp_user_timeout=0`) says nothing
-  for as long: its connection would wait until the kernel gives up.
+- The one whose URL turns keepalives and the user timeout off (`?keepalives=0&tcp_user_timeout=0`)
+  says nothing for as long: with nothing to send, nothing tells it the server is gone.
 
 Run by Tests/ledger-faults/run.sh (as root: it makes a network namespace)."""
 import argparse
@@ -18,7 +18,7 @@ from procs import Link, Postgres
 CODE = "4821-K7QXM-3PF9A"
 POLL = 7
 BOUND = 30.0    # the default settings give up within this many seconds of the cut
-CONTRAST = 15.0  # the libpq defaults are still silent this long after that
+CONTRAST = 15.0  # without keepalives, still silent this long after that
 
 results = {"pass": 0, "fail": 0}
 
@@ -82,8 +82,8 @@ def main():
                        check=True, capture_output=True)
         url = pg.url(link.host)
         standard = Watcher(a.tally, link, url, "default settings")
-        libpq = Watcher(a.tally, link, url + "?keepalives=0&tcp_user_timeout=0", "libpq's defaults")
-        watchers = [standard, libpq]
+        bare = Watcher(a.tally, link, url + "?keepalives=0&tcp_user_timeout=0", "keepalives off")
+        watchers = [standard, bare]
         started = time.monotonic()
         for w in watchers:
             check(w.wait("no ballots yet", started, 30) is not None, f"{w.name}: follows the poll over the link")
@@ -97,9 +97,9 @@ def main():
               if said is not None else f"{standard.name}: silent {BOUND + 15:.0f} s after the cut")
         until = cut + max(BOUND, (said or cut) - cut) + CONTRAST
         time.sleep(max(0.0, until - time.monotonic()))
-        other = libpq.first("the ledger cannot be read", cut)
-        check(other is None, f"{libpq.name}: nothing said {until - cut:.1f} s after the cut"
-              if other is None else f"{libpq.name}: said the ledger cannot be read {other - cut:.1f} s after the cut")
+        other = bare.first("the ledger cannot be read", cut)
+        check(other is None, f"{bare.name}: nothing said {until - cut:.1f} s after the cut"
+              if other is None else f"{bare.name}: said the ledger cannot be read {other - cut:.1f} s after the cut")
 
         link.mend()
         mended = time.monotonic()
